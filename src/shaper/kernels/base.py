@@ -1,0 +1,144 @@
+"""The kernel interface: batch modular arithmetic that the crypto layer is written against.
+
+A kernel computes on whole batches of big integers. Values go in as sequences of Python ints or
+``gmpy2.mpz`` (numpy object arrays are fine) and come back as lists of ``gmpy2.mpz``; exponents
+of fixed-base exponentiations go in as 2-D ``uint8`` arrays of little-endian bytes (one row per
+element), which is also the layout native kernels read without conversion.
+
+Implementations: :mod:`shaper.kernels.gmp` (gmpy2, one core) and
+:mod:`shaper.kernels.parallel` (splits big batches over a pool of worker processes, each running
+the gmpy2 kernel). The native (Rust, AVX-512 IFMA) and GPU kernels plug in behind the same
+interface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+import numpy as np
+
+IntLike = int  # Python int or gmpy2.mpz
+
+
+@dataclass(frozen=True)
+class FixedBaseSpec:
+    """A base whose powers are precomputed once and reused for many exponentiations.
+
+    ``exponent_bits`` is the longest exponent the table must serve; a kernel picks the window
+    width from it and its memory budget, and may build windows lazily. Two specs with the same
+    base and modulus share one table.
+    """
+
+    base: int
+    modulus: int
+    exponent_bits: int
+    key: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.modulus < 3:
+            raise ValueError(f"fixed-base modulus must be >= 3, got {self.modulus}")
+        if not 0 < self.base < self.modulus:
+            raise ValueError("fixed-base base must lie in (0, modulus)")
+        if self.exponent_bits <= 0:
+            raise ValueError(f"exponent_bits must be positive, got {self.exponent_bits}")
+        width = (int(self.modulus).bit_length() + 7) // 8
+        digest = hashlib.sha256(
+            int(self.base).to_bytes(width, "little") + int(self.modulus).to_bytes(width, "little")
+        ).digest()[:16]
+        object.__setattr__(self, "key", digest)
+
+
+class Kernel(Protocol):
+    """Batch modular arithmetic. All methods are pure functions of their inputs."""
+
+    name: str
+
+    def powmod(self, bases: Sequence[IntLike], exponents: Sequence[IntLike], modulus: IntLike) -> list:
+        """``[b_i ** e_i mod modulus]``; exponents non-negative."""
+
+    def powmod_same_exponent(self, bases: Sequence[IntLike], exponent: IntLike, modulus: IntLike) -> list:
+        """``[b_i ** exponent mod modulus]`` (CRT decryption halves, packing squarings)."""
+
+    def fixed_base_powmod(
+        self,
+        specs: Sequence[FixedBaseSpec],
+        exponents: Sequence[np.ndarray],
+        multipliers: Sequence[IntLike] | None,
+        modulus: IntLike,
+    ) -> list:
+        """``[m_i * prod_j specs[j].base ** e_{j,i} mod modulus]``.
+
+        ``exponents[j]`` is a (count, width) uint8 array of little-endian exponent bytes for
+        ``specs[j]``; all specs share ``modulus``; ``multipliers`` (or 1) is per element.
+        """
+
+    def mulmod(self, a: Sequence[IntLike], b: Sequence[IntLike], modulus: IntLike) -> list:
+        """``[a_i * b_i mod modulus]``."""
+
+    def invert(self, values: Sequence[IntLike], modulus: IntLike) -> list:
+        """``[a_i ** -1 mod modulus]``; raises ``ZeroDivisionError`` for a non-unit."""
+
+    def prod_rows(
+        self,
+        values: Sequence[IntLike],
+        indices: np.ndarray,
+        indptr: np.ndarray,
+        modulus: IntLike,
+    ) -> list:
+        """Sparse gather-product (the CSR structure of a plaintext matrix):
+        ``out[i] = prod_{k in [indptr[i], indptr[i+1])} values[indices[k]] mod modulus``;
+        an empty row gives 1."""
+
+
+def exponent_digits(exponent_bytes: np.ndarray, window: int, windows: int) -> np.ndarray:
+    """Split little-endian exponent bytes into ``windows`` base-2^window digits, vectorised.
+
+    Returns an int64 array of shape (count, windows); bits beyond the stored bytes are zero.
+    """
+    data = np.ascontiguousarray(exponent_bytes, dtype=np.uint8)
+    if data.ndim != 2:
+        raise ValueError(f"exponent bytes must be a 2-D uint8 array, got shape {data.shape}")
+    count = data.shape[0]
+    if window == 8:
+        out = np.zeros((count, windows), dtype=np.int64)
+        take = min(windows, data.shape[1])
+        out[:, :take] = data[:, :take]
+        if data.shape[1] > windows and data[:, windows:].any():
+            raise ValueError("exponent longer than the table serves")
+        return out
+    bits = np.unpackbits(data, axis=1, bitorder="little")
+    total = window * windows
+    if bits.shape[1] < total:
+        bits = np.concatenate([bits, np.zeros((count, total - bits.shape[1]), dtype=np.uint8)], axis=1)
+    elif bits.shape[1] > total:
+        if bits[:, total:].any():
+            raise ValueError("exponent longer than the table serves")
+        bits = bits[:, :total]
+    weights = (1 << np.arange(window, dtype=np.int64))
+    return bits.reshape(count, windows, window).astype(np.int64) @ weights
+
+
+def significant_windows(exponent_bytes: np.ndarray, window: int) -> int:
+    """Number of base-2^window digits needed for the largest exponent in the batch."""
+    data = np.asarray(exponent_bytes, dtype=np.uint8)
+    if data.size == 0:
+        return 0
+    nonzero_cols = np.flatnonzero(data.any(axis=0))
+    if nonzero_cols.size == 0:
+        return 0
+    top = int(nonzero_cols[-1])
+    bits = 8 * top + int(data[:, top].max()).bit_length()
+    return (bits + window - 1) // window
+
+
+def int_to_exponent_bytes(values: Sequence[int], width: int | None = None) -> np.ndarray:
+    """Non-negative Python ints to the (count, width) little-endian uint8 layout."""
+    ints = [int(v) for v in values]
+    if any(v < 0 for v in ints):
+        raise ValueError("exponents must be non-negative")
+    if width is None:
+        width = max(1, (max((v.bit_length() for v in ints), default=1) + 7) // 8)
+    buf = b"".join(v.to_bytes(width, "little") for v in ints)
+    return np.frombuffer(buf, dtype=np.uint8).reshape(len(ints), width).copy()

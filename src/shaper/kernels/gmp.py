@@ -1,0 +1,263 @@
+"""The gmpy2 (GMP) kernel: portable batch modular arithmetic on one core.
+
+This is the reference implementation of :class:`shaper.kernels.base.Kernel` and the fallback
+when no native kernel is available. GMP's ``powmod`` is not constant time and fixed-base table
+lookups are indexed by secret exponent digits, so this kernel does not resist timing or cache
+side channels from code running on the same machine; the native kernels (constant-time
+exponentiation for secret exponents) address that.
+
+Fixed-base tables (the "precomputation" of the SHAPER paper, Table 2): for a base b, modulus m
+and window w, ``T[i][d] = b^(d * 2^(w*i)) mod m``. An exponent with digits d_i then costs one
+modular product per non-zero digit. The window is the largest that keeps a table within the
+memory budget (``SHAPER_TABLE_MIB``, default 64 MiB per table); windows are built lazily, so a
+table for plaintext-sized exponents only grows as far as the exponents used.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import gmpy2
+import numpy as np
+from gmpy2 import mpz
+
+from .base import FixedBaseSpec, exponent_digits, significant_windows
+
+ONE = mpz(1)
+_MAX_WINDOW = 16
+_TABLE_CACHE_SIZE = 8
+
+
+def table_budget_bytes() -> int:
+    """Memory budget per fixed-base table, from ``SHAPER_TABLE_MIB`` (default 64)."""
+    raw = os.environ.get("SHAPER_TABLE_MIB", "64")
+    try:
+        mib = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"SHAPER_TABLE_MIB must be a number of MiB, got {raw!r}") from exc
+    if mib <= 0:
+        raise ValueError(f"SHAPER_TABLE_MIB must be positive, got {raw!r}")
+    return int(mib * (1 << 20))
+
+
+def choose_window(exponent_bits: int, modulus_bits: int, budget_bytes: int | None = None) -> int:
+    """Largest window (2..16) whose full table fits the budget.
+
+    Cost per exponentiation is ceil(exponent_bits / w) modular products; memory is
+    ceil(exponent_bits / w) * 2^w entries of about modulus_bits/8 + 48 bytes (mpz header and
+    list slot included).
+    """
+    budget = table_budget_bytes() if budget_bytes is None else budget_bytes
+    entry = (modulus_bits + 7) // 8 + 48
+    best = 2
+    for w in range(2, _MAX_WINDOW + 1):
+        windows = -(-exponent_bits // w)
+        if windows * (1 << w) * entry <= budget:
+            best = w
+    return best
+
+
+class FixedBaseTable:
+    """Comb table of one base; windows are appended on demand."""
+
+    def __init__(self, base: int, modulus: int, window: int) -> None:
+        self.modulus = mpz(modulus)
+        self.window = window
+        self.entries: list = []
+        self.windows = 0
+        self._next = mpz(base) % self.modulus  # base^(2^(window * windows))
+        self._lock = threading.Lock()
+
+    def ensure(self, windows: int) -> None:
+        if windows <= self.windows:
+            return
+        with self._lock:
+            m = self.modulus
+            size = 1 << self.window
+            while self.windows < windows:
+                b = self._next
+                row = [ONE, b]
+                last = b
+                for _ in range(size - 2):
+                    last = last * b % m
+                    row.append(last)
+                self.entries.extend(row)
+                self._next = last * b % m
+                self.windows += 1
+
+
+class GmpKernel:
+    """Single-core gmpy2 kernel. Results are lists of ``gmpy2.mpz``."""
+
+    name = "gmpy2"
+
+    def __init__(self, table_budget_bytes: int | None = None) -> None:
+        self._budget = table_budget_bytes
+        self._tables: OrderedDict[bytes, FixedBaseTable] = OrderedDict()
+        self._combined: OrderedDict[tuple, list] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- tables -----------------------------------------------------------------------------
+    def table(self, spec: FixedBaseSpec) -> FixedBaseTable:
+        with self._lock:
+            table = self._tables.get(spec.key)
+            if table is None:
+                window = choose_window(spec.exponent_bits, int(spec.modulus).bit_length(), self._budget)
+                table = FixedBaseTable(spec.base, spec.modulus, window)
+                self._tables[spec.key] = table
+                while len(self._tables) > _TABLE_CACHE_SIZE:
+                    self._tables.popitem(last=False)
+            else:
+                self._tables.move_to_end(spec.key)
+            return table
+
+    def _lookup(self, tables: list[FixedBaseTable]) -> list:
+        if len(tables) == 1:
+            return tables[0].entries
+        key = tuple((id(t), t.windows) for t in tables)
+        with self._lock:
+            combined = self._combined.get(key)
+            if combined is None:
+                combined = []
+                for t in tables:
+                    combined.extend(t.entries)
+                self._combined[key] = combined
+                while len(self._combined) > 4:
+                    self._combined.popitem(last=False)
+            return combined
+
+    # -- kernel API -------------------------------------------------------------------------
+    def powmod(self, bases: Sequence, exponents: Sequence, modulus) -> list:
+        m = mpz(modulus)
+        powmod = gmpy2.powmod
+        return [powmod(b, e, m) for b, e in zip(bases, exponents)]
+
+    def powmod_same_exponent(self, bases: Sequence, exponent, modulus) -> list:
+        if len(bases) == 0:
+            return []
+        return gmpy2.powmod_base_list([mpz(b) for b in bases], mpz(exponent), mpz(modulus))
+
+    def mulmod(self, a: Sequence, b: Sequence, modulus) -> list:
+        m = mpz(modulus)
+        return [x * y % m for x, y in zip(a, b)]
+
+    def invert(self, values: Sequence, modulus) -> list:
+        m = mpz(modulus)
+        vals = [mpz(v) for v in values]
+        count = len(vals)
+        if count < 4:
+            return [gmpy2.invert(v, m) for v in vals]
+        # Montgomery's batch inversion: one inversion and 3(count - 1) products.
+        prefix = [vals[0] % m]
+        for v in vals[1:]:
+            prefix.append(prefix[-1] * v % m)
+        try:
+            inv = gmpy2.invert(prefix[-1], m)
+        except ZeroDivisionError:
+            for i, v in enumerate(vals):
+                if gmpy2.gcd(v, m) != 1:
+                    raise ZeroDivisionError(f"value at index {i} is not invertible modulo the modulus") from None
+            raise
+        out = [None] * count
+        for i in range(count - 1, 0, -1):
+            out[i] = inv * prefix[i - 1] % m
+            inv = inv * vals[i] % m
+        out[0] = inv
+        return out
+
+    def prod_rows(self, values: Sequence, indices: np.ndarray, indptr: np.ndarray, modulus) -> list:
+        m = mpz(modulus)
+        vals = values if isinstance(values, list) else list(values)
+        idx = np.asarray(indices).tolist()
+        ptr = np.asarray(indptr).tolist()
+        out = []
+        append = out.append
+        for i in range(len(ptr) - 1):
+            s, e = ptr[i], ptr[i + 1]
+            if s == e:
+                append(ONE)
+                continue
+            acc = mpz(vals[idx[s]]) % m if e - s == 1 else vals[idx[s]]
+            for k in idx[s + 1:e]:
+                acc = acc * vals[k] % m
+            append(acc)
+        return out
+
+    def fixed_base_powmod(
+        self,
+        specs: Sequence[FixedBaseSpec],
+        exponents: Sequence[np.ndarray],
+        multipliers: Sequence | None,
+        modulus,
+    ) -> list:
+        if len(specs) != len(exponents) or not specs:
+            raise ValueError("fixed_base_powmod needs one exponent array per spec")
+        m = mpz(modulus)
+        count = int(exponents[0].shape[0])
+        if any(int(e.shape[0]) != count for e in exponents):
+            raise ValueError("exponent arrays differ in length")
+        if multipliers is not None and len(multipliers) != count:
+            raise ValueError(f"{len(multipliers)} multipliers for {count} exponents")
+        if any(int(s.modulus) != int(m) for s in specs):
+            raise ValueError("all fixed-base specs of one call must share the modulus")
+        if count == 0:
+            return []
+
+        tables = [self.table(s) for s in specs]
+        flat_parts = []
+        nonzero_parts = []
+        offset = 0
+        for table, exps in zip(tables, exponents):
+            windows = significant_windows(exps, table.window)
+            table.ensure(windows)
+            if windows:
+                digits = exponent_digits(exps, table.window, windows)
+                base_index = offset + (np.arange(windows, dtype=np.int64) << table.window)
+                flat_parts.append(digits + base_index)
+                nonzero_parts.append(digits != 0)
+            offset += len(table.entries)
+        lookup = self._lookup(tables)
+
+        if flat_parts:
+            flat = np.concatenate(flat_parts, axis=1)
+            nonzero = np.concatenate(nonzero_parts, axis=1)
+            picks = flat[nonzero].tolist()  # row-major: element by element
+            ends = np.cumsum(nonzero.sum(axis=1)).tolist()
+        else:
+            picks, ends = [], [0] * count
+
+        out = []
+        append = out.append
+        start = 0
+        for i in range(count):
+            end = ends[i]
+            if multipliers is None:
+                if start == end:
+                    append(ONE)
+                    continue
+                acc = lookup[picks[start]]
+                first = start + 1
+            else:
+                acc = mpz(multipliers[i])
+                first = start
+                if start == end:
+                    acc = acc % m
+            for j in picks[first:end]:
+                acc = acc * lookup[j] % m
+            append(acc)
+            start = end
+        return out
+
+
+_local: GmpKernel | None = None
+
+
+def local_kernel() -> GmpKernel:
+    """The process's single gmpy2 kernel (its table cache is shared by all callers)."""
+    global _local
+    if _local is None:
+        _local = GmpKernel()
+    return _local

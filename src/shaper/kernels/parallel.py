@@ -1,0 +1,235 @@
+"""Multi-core kernel: big batches are split over worker processes.
+
+Each worker (``python -m shaper.kernels._worker``) runs the single-core gmpy2 kernel and keeps
+its own fixed-base tables (built on first use from the spec, then cached), so only exponents,
+multipliers and results cross the process boundary, in the typed format of
+:mod:`shaper.kernels.wire` (never pickle). Small batches, and cheap element-wise products whose
+transfer would cost as much as the work, run in the calling process. Results are bit-identical
+to the single-core kernel: all randomness is drawn by the caller, never inside a worker.
+
+Workers are plain child processes started with the same interpreter: they never import the
+caller's ``__main__`` (no ``if __name__ == "__main__"`` guard is needed), and they are safe to
+use from threaded programs. Secret operands (e.g. CRT decryption moduli) are passed to them
+over pipes; nothing leaves the machine. A worker that dies makes the call raise
+:class:`~shaper.errors.KernelError` and is restarted on the next call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import KernelError
+from . import wire
+from .base import FixedBaseSpec
+from .gmp import GmpKernel, choose_window, local_kernel
+
+# Below this much estimated work (µs) a call runs in the calling process.
+PARALLEL_MIN_US = 20_000.0
+
+_EXCEPTIONS = {"ZeroDivisionError": ZeroDivisionError, "ValueError": ValueError, "TypeError": TypeError}
+
+
+def _mulmod_us(modulus_bits: int) -> float:
+    """Rough cost of one modular product from Python on one core (µs)."""
+    return 1.9 * (max(modulus_bits, 256) / 2048.0) ** 1.6
+
+
+class _Worker:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["SHAPER_WORKERS"] = "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "shaper.kernels._worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, payload: bytes) -> None:
+        assert self.proc.stdin is not None
+        wire.write_frame(self.proc.stdin, payload)
+
+    def receive(self) -> bytes | None:
+        assert self.proc.stdout is not None
+        return wire.read_frame(self.proc.stdout)
+
+    def close(self, kill: bool = False) -> None:
+        try:
+            if kill:
+                self.proc.kill()
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self._workers: list[_Worker] = []
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def _ensure(self, count: int) -> list[_Worker]:
+        if self._pid != os.getpid():  # forked child: the parent's pipes are not ours
+            self._workers = []
+            self._pid = os.getpid()
+        self._workers = [w for w in self._workers if w.alive()]
+        while len(self._workers) < count:
+            self._workers.append(_Worker())
+        return self._workers[:count]
+
+    def reset(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                for w in self._workers:
+                    w.close()
+            self._workers = []
+
+    def map(self, workers: int, method: str, chunks: list[tuple]) -> list:
+        with self._lock:
+            procs = self._ensure(min(workers, len(chunks)))
+            replies: list = []
+            try:
+                # One chunk per worker: send everything, then collect in order. A worker reads
+                # its whole request before replying, so this cannot deadlock on pipe buffers.
+                for w, args in zip(procs, chunks):
+                    w.send(wire.encode((method, tuple(args))))
+                for w in procs[:len(chunks)]:
+                    frame = w.receive()
+                    if frame is None:
+                        raise wire.WireError("worker exited")
+                    replies.append(wire.decode(frame))
+            except (OSError, wire.WireError) as exc:
+                for w in self._workers:
+                    w.close(kill=True)
+                self._workers = []
+                raise KernelError(
+                    f"a kernel worker process died while running {method!r} "
+                    f"(out of memory or killed: {exc}); the workers will restart on the next call"
+                ) from exc
+        out = []
+        for reply in replies:
+            if reply[0] == "ok":
+                out.append(reply[1])
+            else:
+                _, name, message = reply
+                raise _EXCEPTIONS.get(name, KernelError)(f"in kernel worker: {message}")
+        return out
+
+
+_POOL = _Pool()
+atexit.register(_POOL.reset)
+
+
+def _split(count: int, parts: int) -> list[tuple[int, int]]:
+    parts = max(1, min(parts, count))
+    bounds = np.linspace(0, count, parts + 1).astype(int).tolist()
+    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i] < bounds[i + 1]]
+
+
+class ParallelKernel:
+    """The gmpy2 kernel spread over ``workers`` processes."""
+
+    name = "gmpy2-parallel"
+
+    def __init__(self, workers: int, min_us: float = PARALLEL_MIN_US) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+        self.min_us = min_us
+        self.local: GmpKernel = local_kernel()
+
+    def _parallel(self, estimated_us: float, count: int) -> bool:
+        return self.workers > 1 and count >= 2 and estimated_us >= self.min_us
+
+    def powmod(self, bases: Sequence, exponents: Sequence, modulus) -> list:
+        count = len(bases)
+        mod_bits = int(modulus).bit_length()
+        exp_bits = max((int(e).bit_length() for e in exponents), default=0)
+        if not self._parallel(count * exp_bits * 1.2 * _mulmod_us(mod_bits), count):
+            return self.local.powmod(bases, exponents, modulus)
+        b, e = list(bases), list(exponents)
+        chunks = [(b[s:t], e[s:t], modulus) for s, t in _split(count, self.workers)]
+        return [x for part in _POOL.map(self.workers, "powmod", chunks) for x in part]
+
+    def powmod_same_exponent(self, bases: Sequence, exponent, modulus) -> list:
+        count = len(bases)
+        cost = count * int(exponent).bit_length() * 1.2 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, count):
+            return self.local.powmod_same_exponent(bases, exponent, modulus)
+        b = list(bases)
+        chunks = [(b[s:t], exponent, modulus) for s, t in _split(count, self.workers)]
+        return [x for part in _POOL.map(self.workers, "powmod_same_exponent", chunks) for x in part]
+
+    def fixed_base_powmod(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
+                          multipliers: Sequence | None, modulus) -> list:
+        count = int(exponents[0].shape[0]) if exponents else 0
+        mod_bits = int(modulus).bit_length()
+        windows = 0
+        for spec, exps in zip(specs, exponents):
+            w = choose_window(spec.exponent_bits, mod_bits)
+            windows += -(-8 * exps.shape[1] // w)
+        if not self._parallel(count * windows * _mulmod_us(mod_bits), count):
+            return self.local.fixed_base_powmod(specs, exponents, multipliers, modulus)
+        mult = None if multipliers is None else list(multipliers)
+        chunks = []
+        for s, t in _split(count, self.workers):
+            chunks.append((list(specs), [e[s:t] for e in exponents],
+                           None if mult is None else mult[s:t], modulus))
+        return [x for part in _POOL.map(self.workers, "fixed_base_powmod", chunks) for x in part]
+
+    def mulmod(self, a: Sequence, b: Sequence, modulus) -> list:
+        # One product costs about as much as moving its operands to a worker and back.
+        return self.local.mulmod(a, b, modulus)
+
+    def invert(self, values: Sequence, modulus) -> list:
+        count = len(values)
+        if not self._parallel(count * 12 * _mulmod_us(int(modulus).bit_length()), count):
+            return self.local.invert(values, modulus)
+        v = list(values)
+        chunks = [(v[s:t], modulus) for s, t in _split(count, self.workers)]
+        try:
+            return [x for part in _POOL.map(self.workers, "invert", chunks) for x in part]
+        except ZeroDivisionError:
+            return self.local.invert(v, modulus)  # re-raises naming the index in the whole batch
+
+    def prod_rows(self, values: Sequence, indices: np.ndarray, indptr: np.ndarray, modulus) -> list:
+        indptr = np.asarray(indptr, dtype=np.int64)
+        indices = np.asarray(indices, dtype=np.int64)
+        rows = len(indptr) - 1
+        nnz = int(indptr[-1] - indptr[0]) if rows > 0 else 0
+        if not self._parallel(nnz * _mulmod_us(int(modulus).bit_length()), rows):
+            return self.local.prod_rows(values, indices, indptr, modulus)
+        vals = values if isinstance(values, list) else list(values)
+        # Split rows so each worker gets about the same number of non-zeros, and ship each
+        # worker only the values its rows reference.
+        targets = np.linspace(indptr[0], indptr[-1], self.workers + 1)
+        cuts = np.searchsorted(indptr, targets[1:-1]).tolist()
+        bounds = sorted(set([0] + [min(max(c, 0), rows) for c in cuts] + [rows]))
+        chunks = []
+        for r0, r1 in zip(bounds[:-1], bounds[1:]):
+            lo, hi = int(indptr[r0]), int(indptr[r1])
+            used, local_idx = np.unique(indices[lo:hi], return_inverse=True)
+            sub_vals = [vals[i] for i in used.tolist()]
+            chunks.append((sub_vals, local_idx.astype(np.int64), indptr[r0:r1 + 1] - lo, modulus))
+        return [x for part in _POOL.map(self.workers, "prod_rows", chunks) for x in part]
+
+
+def shutdown_pool() -> None:
+    """Stop the worker processes (they restart on the next parallel call)."""
+    _POOL.reset()
