@@ -1,0 +1,576 @@
+"""Additively homomorphic encryption: the interface shared by Paillier and OU, and the
+encrypted-array type every protocol computes with.
+
+An :class:`EncryptedArray` is a numpy-shaped array of ciphertexts under one public key, with a
+fixed-point scale (``frac_bits``: the plaintexts are ``round(x * 2^frac_bits)``). Operators work
+on whole arrays, broadcast like numpy, and run through the active kernel
+(:func:`shaper.kernels.get_kernel`), which spreads expensive batches over all cores:
+
+* ``a + b``, ``a - b``, ``-a``: ciphertext/ciphertext (CCAdd) or ciphertext/plaintext (PCAdd);
+  scales are aligned to the larger one.
+* ``a * k``: ciphertext times plaintext (PCMult), signed integers or fixed-point floats (floats
+  are encoded at the array's own scale, so the result's scale is the sum of both).
+* ``X @ a`` and ``a @ X`` with a plaintext matrix (scipy sparse or dense): cost proportional to
+  the non-zeros; 0/1 matrices use ciphertext products only (SHAPER Fig. 2).
+* ``a.sum(axis)``, slicing, ``reshape``, :func:`concatenate`, ``a.rerandomize()``.
+
+Multiplying two ciphertexts is not possible with an additive scheme (it needs an interactive
+protocol) and raises ``TypeError``.
+
+Security: semantic security of the scheme (DCR for Paillier, p-subgroup for OU). A ciphertext
+produced by homomorphic evaluation is *not* freshly random; re-randomise (``rerandomize()``)
+before sending it to the key owner, or the key owner may learn how it was computed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from gmpy2 import mpz
+
+from ..errors import InvalidCiphertextError, KeyMismatchError
+from ..kernels import get_kernel
+from . import encoding
+
+__all__ = [
+    "AHEPublicKey",
+    "AHEPrivateKey",
+    "EncryptedArray",
+    "concatenate",
+    "matvec",
+    "vecmat",
+]
+
+
+def _object_array(values: Iterable, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """1-D object array from an iterable (``np.fromiter`` never inspects the items, which is
+    ~50x faster than slice assignment for big integers)."""
+    items = values if isinstance(values, list) else list(values)
+    out = np.fromiter(items, dtype=object, count=len(items))
+    return out if shape is None else out.reshape(shape)
+
+
+class AHEPublicKey(ABC):
+    """Public key of an additively homomorphic scheme (Paillier or OU)."""
+
+    scheme: str
+    #: modulus of the ciphertext group (n^2 for Paillier, n for OU)
+    ciphertext_modulus: mpz
+    #: largest |value| an encoding may take; results beyond it are detected on decryption
+    max_int: int
+    #: bits of non-negative plaintext usable for packing (packed values < 2^capacity)
+    packing_capacity_bits: int
+    #: bits of a security-relevant random exponent
+    exponent_bits: int
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def fingerprint(self) -> bytes:
+        """32-byte digest identifying the key (travels with serialised ciphertexts)."""
+
+    @property
+    def bits(self) -> int:
+        return int(self.n).bit_length()  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AHEPublicKey) and self.fingerprint == other.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    # -- high level ------------------------------------------------------------------------
+    def encrypt(self, values: Any, *, frac_bits: int = 0) -> "EncryptedArray":
+        """Encrypt a numpy array (or list) of integers or floats, any shape.
+
+        Floats need ``frac_bits > 0`` (fixed point, scale 2^frac_bits); values whose encoding
+        leaves ``±max_int`` raise :class:`~shaper.errors.PlaintextOverflowError`.
+        """
+        encoded = encoding.encode(values, frac_bits, self.max_int)
+        cts = self.raw_encrypt(encoded.ravel())
+        return EncryptedArray(self, _object_array(cts, encoded.shape), frac_bits)
+
+    def encrypt_zero(self, count: int) -> "EncryptedArray":
+        """``count`` fresh encryptions of 0: precomputed re-randomisers (add one to any
+        ciphertext to re-randomise it) for an offline phase."""
+        return self.encrypt(np.zeros(int(count), dtype=np.int64))
+
+    def ciphertext_array(self, ciphertexts: Any, *, frac_bits: int = 0) -> "EncryptedArray":
+        """Wrap raw ciphertext integers (e.g. received from elsewhere) after validating each."""
+        arr = np.asarray(ciphertexts, dtype=object)
+        flat = [mpz(int(c)) for c in arr.ravel().tolist()]
+        self.validate_ciphertexts(flat)
+        return EncryptedArray(self, _object_array(flat, arr.shape), frac_bits)
+
+    # -- hazmat: raw batched operations on flat lists of ciphertext integers -------------------
+    @abstractmethod
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+        """Encrypt already-encoded signed integers (|v| <= max_int, unchecked).
+        ``exponent_bytes`` injects the randomness (tests, known-answer vectors)."""
+
+    @abstractmethod
+    def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
+        """Enc(m) -> Enc(m + v)."""
+
+    @abstractmethod
+    def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
+        """Multiply by a fresh encryption of zero."""
+
+    @abstractmethod
+    def validate_ciphertexts(self, ciphertexts: Sequence) -> None:
+        """Raise :class:`~shaper.errors.InvalidCiphertextError` unless every value is a unit in
+        [1, ciphertext_modulus)."""
+
+    def raw_add(self, a: Sequence, b: Sequence) -> list:
+        """Enc(x), Enc(y) -> Enc(x + y)."""
+        return get_kernel().mulmod(a, b, self.ciphertext_modulus)
+
+    def raw_negate(self, ciphertexts: Sequence) -> list:
+        """Enc(x) -> Enc(-x)."""
+        return get_kernel().invert(ciphertexts, self.ciphertext_modulus)
+
+    def raw_mul_plain(self, ciphertexts: Sequence, scalars: Sequence[int]) -> list:
+        """Enc(x_i) -> Enc(k_i * x_i) for signed integer scalars."""
+        kernel = get_kernel()
+        modulus = self.ciphertext_modulus
+        ks = [int(k) for k in scalars]
+        cts = list(ciphertexts)
+        if not ks:
+            return []
+        first = ks[0]
+        if all(k == first for k in ks):
+            return self._mul_same_scalar(cts, first)
+        k_arr = _object_array(ks)
+        magnitude = np.abs(k_arr)
+        out = _object_array(cts)
+        out[k_arr == 0] = mpz(1)
+        general = np.flatnonzero(magnitude > 1)
+        if general.size:
+            out[general] = kernel.powmod(out[general].tolist(), magnitude[general].tolist(), modulus)
+        negative = np.flatnonzero(k_arr < 0)
+        if negative.size:
+            out[negative] = kernel.invert(out[negative].tolist(), modulus)
+        return out.tolist()
+
+    def _mul_same_scalar(self, cts: list, k: int) -> list:
+        kernel = get_kernel()
+        modulus = self.ciphertext_modulus
+        if k == 0:
+            return [mpz(1)] * len(cts)
+        res = cts if abs(k) == 1 else kernel.powmod_same_exponent(cts, abs(k), modulus)
+        return kernel.invert(res, modulus) if k < 0 else list(res)
+
+    def _check_units(self, ciphertexts: Sequence, modulus_n: int) -> None:
+        """Range check against the ciphertext modulus, then one batched coprimality check:
+        gcd(prod c_i mod n, n) == 1 iff every c_i is coprime to n."""
+        vals = list(ciphertexts)
+        if not vals:
+            return
+        bound = self.ciphertext_modulus
+        if min(vals) < 1 or max(vals) >= bound:
+            i = next(k for k, c in enumerate(vals) if not 1 <= c < bound)
+            raise InvalidCiphertextError(
+                f"ciphertext at index {i} is outside [1, N) for this {self.scheme} key "
+                f"(N has {int(bound).bit_length()} bits)"
+            )
+        import gmpy2
+
+        chunk = 1024
+        starts = np.arange(0, len(vals) + chunk, chunk)
+        starts[-1] = len(vals)
+        starts = np.unique(starts)
+        partial = get_kernel().prod_rows(vals, np.arange(len(vals)), starts, modulus_n)
+        acc = mpz(1)
+        for x in partial:
+            acc = acc * x % modulus_n
+        if gmpy2.gcd(acc, modulus_n) != 1:
+            i = next(k for k, c in enumerate(vals) if gmpy2.gcd(c, modulus_n) != 1)
+            raise InvalidCiphertextError(
+                f"ciphertext at index {i} shares a factor with the modulus; it is not a valid "
+                f"{self.scheme} ciphertext (and decrypting it could leak the key)"
+            )
+
+
+class AHEPrivateKey(ABC):
+    """Private key of an additively homomorphic scheme."""
+
+    public_key: AHEPublicKey
+
+    @abstractmethod
+    def raw_decrypt(self, ciphertexts: Sequence) -> list:
+        """Residues of the plaintexts (Python ints in [0, plaintext modulus)); inputs are
+        validated first."""
+
+    @abstractmethod
+    def _plaintext_modulus(self) -> int:
+        """n for Paillier, p for OU (secret)."""
+
+    def decrypt(self, encrypted: "EncryptedArray | Any") -> np.ndarray:
+        """Decrypt to a numpy array of the same shape: int64 (object dtype when values exceed
+        64 bits) for ``frac_bits == 0``, float64 otherwise. Packed arrays are unpacked."""
+        from .packing import PackedArray, unpack
+
+        if isinstance(encrypted, PackedArray):
+            return unpack(self, encrypted)
+        if not isinstance(encrypted, EncryptedArray):
+            raise TypeError(f"decrypt expects an EncryptedArray or PackedArray, got {type(encrypted).__name__}")
+        self._check_key(encrypted.public_key)
+        flat = encrypted._c.ravel().tolist()
+        residues = self.raw_decrypt(flat)
+        signed = encoding.from_residues(residues, self._plaintext_modulus(), self.public_key.max_int)
+        return encoding.decode(signed.reshape(encrypted.shape), encrypted.frac_bits)
+
+    def encrypt(self, values: Any, *, frac_bits: int = 0) -> "EncryptedArray":
+        """Key-owner encryption (uses the secret factorisation where that is faster)."""
+        return self.public_key.encrypt(values, frac_bits=frac_bits)
+
+    def _check_key(self, public_key: AHEPublicKey) -> None:
+        if public_key != self.public_key:
+            raise KeyMismatchError(
+                "ciphertexts were made under a different public key than this private key's "
+                f"(fingerprints {public_key.fingerprint.hex()[:16]} vs "
+                f"{self.public_key.fingerprint.hex()[:16]})"
+            )
+
+
+class EncryptedArray:
+    """A numpy-shaped array of ciphertexts under one public key, with a fixed-point scale."""
+
+    __slots__ = ("public_key", "_c", "frac_bits")
+    __array_ufunc__ = None  # numpy defers to our reflected operators
+
+    def __init__(self, public_key: AHEPublicKey, ciphertexts: np.ndarray, frac_bits: int = 0) -> None:
+        # Trusted constructor: callers pass valid ciphertexts (use public_key.ciphertext_array
+        # for untrusted input).
+        self.public_key = public_key
+        self._c = ciphertexts
+        self.frac_bits = int(frac_bits)
+
+    # -- array protocol ---------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._c.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._c.ndim
+
+    @property
+    def size(self) -> int:
+        return self._c.size
+
+    def __len__(self) -> int:
+        if self._c.ndim == 0:
+            raise TypeError("len() of a 0-d encrypted array")
+        return self._c.shape[0]
+
+    def __getitem__(self, index: Any) -> "EncryptedArray":
+        part = self._c[index]
+        if not isinstance(part, np.ndarray):
+            part = _object_array([part], ()).reshape(())
+        return EncryptedArray(self.public_key, part, self.frac_bits)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def reshape(self, *shape: Any) -> "EncryptedArray":
+        return EncryptedArray(self.public_key, self._c.reshape(*shape), self.frac_bits)
+
+    def ravel(self) -> "EncryptedArray":
+        return EncryptedArray(self.public_key, self._c.ravel(), self.frac_bits)
+
+    @property
+    def T(self) -> "EncryptedArray":
+        return EncryptedArray(self.public_key, self._c.T, self.frac_bits)
+
+    def copy(self) -> "EncryptedArray":
+        return EncryptedArray(self.public_key, self._c.copy(), self.frac_bits)
+
+    @property
+    def ciphertexts(self) -> np.ndarray:
+        """The raw ciphertext integers (object array of Python ints; hazmat)."""
+        return _object_array([int(c) for c in self._c.ravel().tolist()], self._c.shape)
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of an encrypted array is unknown without the key")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # Opaque to numpy: converting yields a 0-d object array holding this array, so numpy
+        # and scipy never iterate ciphertexts as numbers and defer to our operators instead.
+        holder = np.empty((), dtype=object)
+        holder[()] = self
+        return holder
+
+    def __repr__(self) -> str:
+        return (f"EncryptedArray(shape={self.shape}, scheme={self.public_key.scheme}, "
+                f"key_bits={self.public_key.bits}, frac_bits={self.frac_bits})")
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _with(self, flat: list, shape: tuple[int, ...], frac_bits: int) -> "EncryptedArray":
+        return EncryptedArray(self.public_key, _object_array(flat, shape), frac_bits)
+
+    def _same_key(self, other: "EncryptedArray") -> None:
+        if other.public_key != self.public_key:
+            raise KeyMismatchError(
+                "cannot combine ciphertexts under different public keys "
+                f"({self.public_key.fingerprint.hex()[:16]} vs {other.public_key.fingerprint.hex()[:16]})"
+            )
+
+    def rescaled(self, frac_bits: int) -> "EncryptedArray":
+        """The same values at a larger scale 2^frac_bits (multiplies by 2^(difference))."""
+        if frac_bits < self.frac_bits:
+            raise ValueError(
+                f"cannot lower the scale from 2^{self.frac_bits} to 2^{frac_bits} homomorphically"
+            )
+        if frac_bits == self.frac_bits:
+            return self
+        flat = self.public_key._mul_same_scalar(self._c.ravel().tolist(), 1 << (frac_bits - self.frac_bits))
+        return self._with(flat, self.shape, frac_bits)
+
+    def _encode_operand(self, other: Any, frac_bits: int) -> np.ndarray:
+        return encoding.encode(other, frac_bits, self.public_key.max_int)
+
+    # -- additive operators -----------------------------------------------------------------
+    def __add__(self, other: Any) -> "EncryptedArray":
+        if isinstance(other, EncryptedArray):
+            self._same_key(other)
+            frac = max(self.frac_bits, other.frac_bits)
+            a, b = self.rescaled(frac), other.rescaled(frac)
+            ca, cb = np.broadcast_arrays(a._c, b._c)
+            flat = self.public_key.raw_add(ca.ravel().tolist(), cb.ravel().tolist())
+            return self._with(flat, ca.shape, frac)
+        if _is_sparse(other) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        plain = self._encode_operand(other, self.frac_bits)
+        cc, pp = np.broadcast_arrays(self._c, plain)
+        flat = self.public_key.raw_add_plain(cc.ravel().tolist(), pp.ravel().tolist())
+        return self._with(flat, cc.shape, self.frac_bits)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "EncryptedArray":
+        flat = self.public_key.raw_negate(self._c.ravel().tolist())
+        return self._with(flat, self.shape, self.frac_bits)
+
+    def __sub__(self, other: Any) -> "EncryptedArray":
+        if isinstance(other, EncryptedArray):
+            return self + (-other)
+        if _is_sparse(other) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        plain = self._encode_operand(other, self.frac_bits)
+        return self + (-plain)
+
+    def __rsub__(self, other: Any) -> "EncryptedArray":
+        return (-self) + other
+
+    # -- multiplicative operators -------------------------------------------------------------
+    def mul(self, other: Any, *, frac_bits: int | None = None) -> "EncryptedArray":
+        """Multiply by plaintext integers or floats. Integers are used exactly; floats are
+        encoded at ``frac_bits`` (default: this array's scale) and the result's scale is the sum."""
+        if isinstance(other, EncryptedArray):
+            raise TypeError(
+                "cannot multiply two encrypted arrays: additive HE only supports ciphertext x "
+                "plaintext; use a secret-sharing multiplication protocol"
+            )
+        arr = np.asarray(other)
+        if arr.dtype.kind == "f":
+            k_frac = self.frac_bits if frac_bits is None else frac_bits
+        elif arr.dtype.kind in "iub" or arr.dtype == object:
+            k_frac = 0 if frac_bits is None else frac_bits
+        else:
+            raise TypeError(f"cannot multiply an encrypted array by {type(other).__name__}")
+        scalars = encoding.encode(arr, k_frac, self.public_key.max_int)
+        cc, kk = np.broadcast_arrays(self._c, scalars)
+        flat = self.public_key.raw_mul_plain(cc.ravel().tolist(), kk.ravel().tolist())
+        return self._with(flat, cc.shape, self.frac_bits + k_frac)
+
+    def __mul__(self, other: Any) -> "EncryptedArray":
+        if _is_sparse(other) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return self.mul(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> "EncryptedArray":
+        raise TypeError(
+            "encrypted values cannot be divided; multiply by a fixed-point reciprocal instead "
+            "(e.g. enc * 0.25 with frac_bits > 0)"
+        )
+
+    def __matmul__(self, other: Any) -> "EncryptedArray":
+        return vecmat(self, other)
+
+    def __rmatmul__(self, other: Any) -> "EncryptedArray":
+        return matvec(other, self)
+
+    # -- reductions and randomness -----------------------------------------------------------
+    def sum(self, axis: int | None = None) -> "EncryptedArray":
+        """Homomorphic sum over ``axis`` (all elements when ``None``)."""
+        modulus = self.public_key.ciphertext_modulus
+        kernel = get_kernel()
+        if axis is None:
+            flat = self._c.ravel().tolist()
+            total = _product(kernel, flat, modulus)
+            return self._with([total], (), self.frac_bits)
+        moved = np.moveaxis(self._c, axis, -1)
+        rows = int(np.prod(moved.shape[:-1]))
+        width = moved.shape[-1]
+        flat = moved.reshape(rows, width).ravel().tolist()
+        indptr = np.arange(0, rows * width + 1, max(width, 1)) if width else np.zeros(rows + 1, dtype=np.int64)
+        out = kernel.prod_rows(flat, np.arange(rows * width), indptr, modulus)
+        return self._with(out, moved.shape[:-1], self.frac_bits)
+
+    def rerandomize(self) -> "EncryptedArray":
+        """Fresh randomness, same plaintexts: mandatory before sending an evaluated ciphertext to
+        the key owner."""
+        flat = self.public_key.raw_rerandomize(self._c.ravel().tolist())
+        return self._with(flat, self.shape, self.frac_bits)
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Versioned fixed-width bytes (see :mod:`shaper.crypto.serialization`)."""
+        from .serialization import encrypted_array_to_bytes
+
+        return encrypted_array_to_bytes(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, public_key: AHEPublicKey) -> "EncryptedArray":
+        """Parse and validate bytes made by :meth:`to_bytes` under ``public_key``."""
+        from .serialization import encrypted_array_from_bytes
+
+        return encrypted_array_from_bytes(data, public_key)
+
+
+def _is_sparse(obj: Any) -> bool:
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover
+        return False
+    return sp.issparse(obj)
+
+
+def _product(kernel: Any, values: list, modulus: Any) -> Any:
+    """Product of many ciphertexts, split in partial products so a pool can share the work."""
+    count = len(values)
+    if count == 0:
+        return mpz(1)
+    chunk = max(256, count // 64)
+    indptr = np.unique(np.append(np.arange(0, count, chunk), count))
+    partial = kernel.prod_rows(values, np.arange(count), indptr, modulus)
+    while len(partial) > 1:
+        partial = kernel.prod_rows(partial, np.arange(len(partial)), np.array([0, len(partial)]), modulus)
+    return mpz(partial[0]) % modulus
+
+
+def concatenate(arrays: Sequence[EncryptedArray], axis: int = 0) -> EncryptedArray:
+    """Join encrypted arrays under the same key (scales aligned to the largest)."""
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    first = arrays[0]
+    for a in arrays[1:]:
+        first._same_key(a)
+    frac = max(a.frac_bits for a in arrays)
+    parts = [a.rescaled(frac)._c for a in arrays]
+    return EncryptedArray(first.public_key, np.concatenate(parts, axis=axis), frac)
+
+
+def _as_csr(matrix: Any):
+    import scipy.sparse as sp
+
+    if sp.issparse(matrix):
+        csr = sp.csr_matrix(matrix, copy=True)
+    else:
+        arr = np.asarray(matrix)
+        if arr.ndim != 2:
+            raise ValueError(f"plaintext matrix must be 2-D, got shape {arr.shape}")
+        if arr.dtype.kind not in "iubf" and arr.dtype != object:
+            raise TypeError(f"cannot multiply by a matrix of dtype {arr.dtype}")
+        csr = sp.csr_matrix(arr)
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    return csr
+
+
+def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None) -> EncryptedArray:
+    """``matrix @ vector`` for a plaintext (m, d) matrix and an encrypted length-d vector.
+
+    Work is proportional to the non-zeros of ``matrix``: a 0/1 matrix costs one ciphertext
+    product per non-zero; other integer entries one short exponentiation each; negative entries
+    are gathered per row and inverted once per row. Float entries are encoded at ``frac_bits``
+    (default: the vector's own scale, as for ``vector * float``); integer entries exactly unless
+    ``frac_bits`` is given. The result's scale is ``vector.frac_bits + frac_bits``. The matrix
+    never leaves its owner.
+    """
+    if not isinstance(vector, EncryptedArray):
+        raise TypeError(f"matvec needs an EncryptedArray vector, got {type(vector).__name__}")
+    if vector.ndim != 1:
+        raise ValueError(f"matvec needs a 1-D encrypted vector, got shape {vector.shape}")
+    csr = _as_csr(matrix)
+    rows, cols = csr.shape
+    if cols != vector.shape[0]:
+        raise ValueError(f"shape mismatch: matrix is {rows}x{cols}, vector has length {vector.shape[0]}")
+    pk = vector.public_key
+    kernel = get_kernel()
+    modulus = pk.ciphertext_modulus
+    cts = vector._c.tolist()
+    indptr = csr.indptr.astype(np.int64)
+    indices = csr.indices.astype(np.int64)
+    data = csr.data
+    binary = data.dtype.kind in "iub" and data.size > 0 and bool(np.all(data == 1))
+    if binary or data.size == 0:
+        out = kernel.prod_rows(cts, indices, indptr, modulus)
+        return EncryptedArray(pk, _object_array(out), vector.frac_bits)
+
+    if frac_bits is not None:
+        k_frac = frac_bits
+    elif data.dtype.kind == "f" and not np.all(data == np.floor(data)):
+        k_frac = vector.frac_bits
+        if k_frac == 0:
+            raise TypeError(
+                "the matrix has non-integer entries and the vector is integer-encoded: call "
+                "matvec(X, v, frac_bits=16) (or vecmat) to choose the matrix's fixed-point scale"
+            )
+    else:
+        k_frac = 0
+    scalars = encoding.encode(data, k_frac, pk.max_int).tolist()
+    negative = np.fromiter((k < 0 for k in scalars), dtype=bool, count=len(scalars))
+    row_of = np.repeat(np.arange(rows), np.diff(indptr))
+
+    def signed_part(mask: np.ndarray) -> list:
+        sel = np.flatnonzero(mask)
+        gathered = [cts[i] for i in indices[sel].tolist()]
+        exps = [abs(scalars[i]) for i in sel.tolist()]
+        powered = list(gathered)
+        general = [j for j, e in enumerate(exps) if e != 1]
+        if general:
+            results = kernel.powmod([gathered[j] for j in general], [exps[j] for j in general], modulus)
+            for j, v in zip(general, results):
+                powered[j] = v
+        counts = np.bincount(row_of[sel], minlength=rows)
+        part_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return kernel.prod_rows(powered, np.arange(len(powered)), part_ptr, modulus)
+
+    result = signed_part(~negative)
+    if negative.any():
+        neg_rows = np.unique(row_of[negative])
+        neg = signed_part(negative)
+        inv = kernel.invert([neg[r] for r in neg_rows.tolist()], modulus)
+        sub = kernel.mulmod([result[r] for r in neg_rows.tolist()], inv, modulus)
+        for r, v in zip(neg_rows.tolist(), sub):
+            result[r] = v
+    return EncryptedArray(pk, _object_array(result), vector.frac_bits + k_frac)
+
+
+def vecmat(vector: EncryptedArray, matrix: Any, *, frac_bits: int | None = None) -> EncryptedArray:
+    """``vector @ matrix`` for an encrypted length-m vector and a plaintext (m, d) matrix."""
+    if _is_sparse(matrix):
+        transposed = matrix.T
+    else:
+        arr = np.asarray(matrix)
+        if arr.ndim != 2:
+            raise ValueError(f"plaintext matrix must be 2-D, got shape {arr.shape}")
+        transposed = arr.T
+    return matvec(transposed, vector, frac_bits=frac_bits)

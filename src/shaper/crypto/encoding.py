@@ -1,0 +1,189 @@
+"""Encoding numbers as plaintexts: signed integers and fixed point with a power-of-two scale.
+
+A real value x is encoded as the integer round(x * 2^frac_bits); integers are encoded exactly
+(times 2^frac_bits). Signed integers map into Z_N symmetrically: v -> v mod N, and a residue r
+decodes to r when r <= max_int, to r - N when r >= N - max_int, and raises in between. The gap
+(max_int, N - max_int) is the overflow band: a homomorphic result that left the range lands there
+with high probability and is reported instead of silently wrapping (python-paillier uses the same
+convention with max_int = N // 3 - 1, which keeps the two libraries' encodings compatible).
+
+Everything here is batched: inputs are numpy arrays (or array-likes), outputs are numpy arrays;
+big integers travel as object arrays of Python ints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import PlaintextOverflowError
+
+_INT64_SAFE = 1 << 62
+
+
+def _bound_error(value: Any, encoded: int, max_int: int, frac_bits: int) -> PlaintextOverflowError:
+    return PlaintextOverflowError(
+        f"value {value!r} encodes to {encoded} at scale 2^{frac_bits}, outside the plaintext "
+        f"range ±{max_int} (about {max_int.bit_length()} bits); use a larger key, fewer "
+        "fraction bits, or smaller values"
+    )
+
+
+def _check_frac_bits(frac_bits: int) -> int:
+    if isinstance(frac_bits, bool) or not isinstance(frac_bits, (int, np.integer)):
+        raise TypeError(f"frac_bits must be an integer, got {type(frac_bits).__name__}")
+    frac_bits = int(frac_bits)
+    if frac_bits < 0:
+        raise ValueError(f"frac_bits must be >= 0, got {frac_bits}")
+    return frac_bits
+
+
+def _float_error(value: float, frac_bits: int) -> Exception:
+    if not math.isfinite(value):
+        return ValueError(f"cannot encode non-finite value {value!r}")
+    return TypeError(
+        f"value {value!r} is not an integer and frac_bits is 0: encode it as fixed point by "
+        "passing frac_bits > 0 (e.g. frac_bits=16)"
+    )
+
+
+def encode(values: Any, frac_bits: int, max_int: int) -> np.ndarray:
+    """Encode ``values`` (any shape) as signed integers ``round(v * 2^frac_bits)``.
+
+    Returns an object array of Python ints of the same shape. Raises
+    :class:`~shaper.errors.PlaintextOverflowError` naming the first value whose encoding exceeds
+    ``±max_int``, ``TypeError`` for a non-integer with ``frac_bits == 0`` or an unsupported type,
+    ``ValueError`` for NaN or infinity.
+    """
+    frac_bits = _check_frac_bits(frac_bits)
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        flat = arr.ravel().tolist()
+        out = [_encode_scalar(v, frac_bits) for v in flat]
+        result = _object(out).reshape(arr.shape)
+    elif arr.dtype.kind == "b":
+        result = _encode_int_array(arr.astype(np.int64), frac_bits)
+    elif arr.dtype.kind in "iu":
+        result = _encode_int_array(arr, frac_bits)
+    elif arr.dtype.kind == "f":
+        result = _encode_float_array(arr.astype(np.float64), frac_bits)
+    else:
+        raise TypeError(f"cannot encode values of dtype {arr.dtype}; pass integers or floats")
+    check_bound(result, max_int, frac_bits, original=arr)
+    return result
+
+
+def _encode_scalar(v: Any, frac_bits: int) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        return int(v) << frac_bits
+    if isinstance(v, (int, np.integer)) or type(v).__name__ == "mpz":
+        return int(v) << frac_bits
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f) or (frac_bits == 0 and not f.is_integer()):
+            raise _float_error(f, frac_bits)
+        return int(round(math.ldexp(f, frac_bits)))
+    raise TypeError(f"cannot encode {type(v).__name__} value {v!r}; pass integers or floats")
+
+
+def _object(items: list) -> np.ndarray:
+    return np.fromiter(items, dtype=object, count=len(items))
+
+
+def _to_object(ints: np.ndarray) -> np.ndarray:
+    return _object(ints.ravel().tolist()).reshape(ints.shape)
+
+
+def _encode_int_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
+    obj = _to_object(arr)
+    if frac_bits:
+        obj = obj * (1 << frac_bits)
+    return obj
+
+
+def _encode_float_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = arr.ravel()[np.flatnonzero(~finite.ravel())[0]]
+        raise _float_error(float(bad), frac_bits)
+    if frac_bits == 0:
+        frac = arr != np.floor(arr)
+        if frac.any():
+            raise _float_error(float(arr.ravel()[np.flatnonzero(frac.ravel())[0]]), frac_bits)
+    scaled = np.rint(np.ldexp(arr, frac_bits))
+    if scaled.size and not np.isfinite(scaled).all():
+        idx = np.flatnonzero(~np.isfinite(scaled.ravel()))[0]
+        raise PlaintextOverflowError(
+            f"value {arr.ravel()[idx]!r} overflows a float at scale 2^{frac_bits}"
+        )
+    if scaled.size == 0 or np.abs(scaled).max() < _INT64_SAFE:
+        return _to_object(scaled.astype(np.int64))
+    return _object([int(x) for x in scaled.ravel().tolist()]).reshape(arr.shape)
+
+
+def check_bound(encoded: np.ndarray, max_int: int, frac_bits: int = 0, original: Any = None) -> None:
+    """Raise if any encoded integer exceeds ``±max_int``."""
+    if encoded.size == 0:
+        return
+    flat = encoded.ravel().tolist()
+    if max(map(abs, flat)) <= max_int:
+        return
+    i = next(k for k, v in enumerate(flat) if abs(v) > max_int)
+    shown = np.asarray(original).ravel()[i] if original is not None else flat[i]
+    raise _bound_error(shown.item() if hasattr(shown, "item") else shown, flat[i], max_int, frac_bits)
+
+
+def to_residues(encoded: np.ndarray, modulus: int) -> np.ndarray:
+    """Signed integers to residues in [0, modulus) (object array)."""
+    return np.asarray(encoded, dtype=object) % modulus
+
+
+def from_residues(residues: Any, modulus: int, max_int: int) -> np.ndarray:
+    """Residues in [0, modulus) to signed integers (object array of Python ints).
+
+    Raises :class:`PlaintextOverflowError` naming the first residue in the overflow band
+    (max_int, modulus - max_int).
+    """
+    flat = [int(r) for r in np.asarray(residues, dtype=object).ravel().tolist()]
+    high = modulus - max_int
+    out = []
+    for i, r in enumerate(flat):
+        if r <= max_int:
+            out.append(r)
+        elif r >= high:
+            out.append(r - modulus)
+        else:
+            raise PlaintextOverflowError(
+                f"decrypted value at index {i} lies in the overflow band: a homomorphic result "
+                f"exceeded the plaintext range ±{max_int} (about {max_int.bit_length()} bits) and "
+                "wrapped around; the value is lost"
+            )
+    return _object(out).reshape(np.shape(residues))
+
+
+def decode(encoded: np.ndarray, frac_bits: int) -> np.ndarray:
+    """Signed integers back to numbers.
+
+    ``frac_bits == 0``: an int64 array when every value fits, otherwise an object array of Python
+    ints. ``frac_bits > 0``: float64 (correctly rounded ``v / 2^frac_bits``).
+    """
+    frac_bits = _check_frac_bits(frac_bits)
+    obj = np.asarray(encoded, dtype=object)
+    if frac_bits:
+        if not obj.size:
+            return np.zeros(obj.shape)
+        try:
+            as_float = obj.astype(np.float64)
+        except OverflowError as exc:
+            raise PlaintextOverflowError(
+                f"a decoded value at scale 2^{frac_bits} is too large for float64"
+            ) from exc
+        return np.ldexp(as_float, -frac_bits)
+    flat = obj.ravel().tolist()
+    if not flat:
+        return np.zeros(obj.shape, dtype=np.int64)
+    if max(flat) < (1 << 63) and min(flat) >= -(1 << 63):
+        return np.array(flat, dtype=np.int64).reshape(obj.shape)
+    return obj.copy()

@@ -1,0 +1,357 @@
+"""Paillier encryption in the Damgård–Jurik–Nielsen (DJN) form, batched.
+
+Keys (PROTOCOLS.md "Additive HE"): p ≡ q ≡ 3 (mod 4), gcd(p-1, q-1) = 2, n = pq, g = n + 1,
+h_s = -x^(2n) mod n^2 for a random unit x. Encryption is
+
+    Enc(m; r) = (1 + m n) * h_s^r  mod n^2,   r uniform in [0, 2^exponent_bits),
+
+with ``exponent_bits = ceil(|n|/2)`` by default (Damgård–Jurik–Nielsen's own choice; ABY and HEU
+do the same). A shorter exponent (e.g. twice the security level) is available only through the
+explicit ``exponent_bits=`` argument of :func:`keygen`; it rests on the stronger short-exponent
+assumption and is recorded in the key.
+
+* Public-key encryption uses a fixed-base window table of h_s mod n^2, built once per key and
+  process and cached (see :mod:`shaper.kernels.gmp`).
+* Key-owner encryption (:meth:`PaillierPrivateKey.encrypt`) uses tables mod p^2 and q^2 and one
+  CRT join: about a third of the public-key cost.
+* Decryption uses CRT: c^(p-1) mod p^2 and c^(q-1) mod q^2.
+* Ciphertext + plaintext uses (1 + m n) c = c + n (m c mod n) (mod n^2): no exponentiation.
+
+A DJN ciphertext is an ordinary Paillier ciphertext for g = n + 1, so python-paillier decrypts
+ours and we decrypt its (:func:`to_phe`, :func:`from_phe`). Keys imported from elsewhere whose
+primes do not have the DJN form get a full-length exponent (|n| + 40 bits) so that h_s^r is
+statistically close to uniform in the group h_s generates.
+
+Security model: IND-CPA under the decisional composite residuosity assumption (plus the
+short-exponent assumption for a shortened r). Homomorphic results must be re-randomised before
+they go to the key owner. The gmpy2 kernel is not constant time (see :mod:`shaper.kernels.gmp`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from typing import Any, Sequence
+
+import gmpy2
+import numpy as np
+from gmpy2 import mpz
+
+from ..errors import KeyValidationError
+from ..kernels import FixedBaseSpec, get_kernel
+from . import primes
+from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
+from .prg import default_prg, system_randbelow
+
+__all__ = [
+    "PaillierPublicKey",
+    "PaillierPrivateKey",
+    "keygen",
+    "to_phe",
+    "from_phe",
+    "MIN_KEY_BITS",
+]
+
+MIN_KEY_BITS = 512
+SIGMA = 40
+
+# Public keys seen in this process, by modulus (weak: keys are not kept alive by this map).
+_KNOWN_KEYS: "weakref.WeakValueDictionary[int, PaillierPublicKey]" = weakref.WeakValueDictionary()
+
+
+def _full_exponent_bits(bits: int) -> int:
+    return bits + SIGMA
+
+
+class PaillierPublicKey(AHEPublicKey):
+    """Paillier public key (n, h_s). Create with :func:`keygen` or load with
+    :func:`shaper.crypto.serialization.load_key`."""
+
+    scheme = "paillier"
+
+    def __init__(self, n: int, hs: int, *, exponent_bits: int | None = None, djn: bool = True) -> None:
+        self.n = mpz(n)
+        self.n_squared = self.n * self.n
+        self.hs = mpz(hs)
+        self.djn = bool(djn)
+        bits = int(self.n).bit_length()
+        if exponent_bits is None:
+            exponent_bits = (bits + 1) // 2 if djn else _full_exponent_bits(bits)
+        self.exponent_bits = int(exponent_bits)
+        self.ciphertext_modulus = self.n_squared
+        self.max_int = int(self.n // 3 - 1)
+        self.packing_capacity_bits = bits - 1
+        self._validate()
+        self._spec = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits)
+        # Identity of the plaintext space: ciphertexts under the same n combine and decrypt
+        # alike whatever h_s produced their randomness, so h_s is not part of it.
+        self._fingerprint = hashlib.sha256(
+            b"shaper/paillier/n/v1" + int(self.n).to_bytes((bits + 7) // 8, "big")
+        ).digest()
+        _KNOWN_KEYS.setdefault(int(self.n), self)
+
+    def _validate(self) -> None:
+        n = self.n
+        bits = int(n).bit_length()
+        if bits < MIN_KEY_BITS:
+            raise KeyValidationError(f"Paillier modulus has {bits} bits; at least {MIN_KEY_BITS} are required")
+        if n % 2 == 0 or gmpy2.is_square(n):
+            raise KeyValidationError("Paillier modulus must be an odd non-square")
+        if gmpy2.gcd(n, mpz(2 * 3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31 * 37)) != 1:
+            raise KeyValidationError("Paillier modulus has a small prime factor")
+        if not 1 < self.hs < self.n_squared or gmpy2.gcd(self.hs, n) != 1:
+            raise KeyValidationError("h_s must be a unit in (1, n^2)")
+        if self.exponent_bits < 128:
+            raise KeyValidationError(
+                f"random exponent of {self.exponent_bits} bits is too short (minimum 128)"
+            )
+
+    @property
+    def fingerprint(self) -> bytes:
+        return self._fingerprint
+
+    def __repr__(self) -> str:
+        return (f"PaillierPublicKey(bits={self.bits}, exponent_bits={self.exponent_bits}, "
+                f"djn={self.djn}, fingerprint={self._fingerprint.hex()[:16]})")
+
+    # -- raw batched operations ------------------------------------------------------------
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+        count = len(signed_values)
+        if exponent_bytes is None:
+            exponent_bytes = default_prg().exponent_bytes(count, self.exponent_bits)
+        n = self.n
+        # 1 + m n < n^2 for m in [0, n): the g^m factor needs no exponentiation.
+        residues = _object_array(list(signed_values)) % n
+        multipliers = (residues * n + 1).tolist()
+        return get_kernel().fixed_base_powmod([self._spec], [exponent_bytes], multipliers, self.n_squared)
+
+    def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
+        n, n2 = self.n, self.n_squared
+        c = _object_array(list(ciphertexts))
+        m = _object_array(list(signed_values)) % n
+        # (1 + m n) c = c + n (m c mod n)  (mod n^2): one half-size product instead of a full one.
+        return ((c + n * ((m * c) % n)) % n2).tolist()
+
+    def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
+        cts = list(ciphertexts)
+        if exponent_bytes is None:
+            exponent_bytes = default_prg().exponent_bytes(len(cts), self.exponent_bits)
+        return get_kernel().fixed_base_powmod([self._spec], [exponent_bytes], cts, self.n_squared)
+
+    def validate_ciphertexts(self, ciphertexts: Sequence) -> None:
+        self._check_units(ciphertexts, self.n)
+
+
+class PaillierPrivateKey(AHEPrivateKey):
+    """Paillier private key (the primes p, q). Holds CRT constants and key-owner tables."""
+
+    def __init__(self, public_key: PaillierPublicKey, p: int, q: int) -> None:
+        self.public_key = public_key
+        p, q = mpz(p), mpz(q)
+        if p > q:
+            p, q = q, p
+        self.p, self.q = p, q
+        self._validate()
+        self.p_squared = p * p
+        self.q_squared = q * q
+        n = public_key.n
+        # h_p = L_p(g^(p-1) mod p^2)^-1 mod p with g = n + 1.
+        self._hp = gmpy2.invert((gmpy2.powmod(n + 1, p - 1, self.p_squared) - 1) // p, p)
+        self._hq = gmpy2.invert((gmpy2.powmod(n + 1, q - 1, self.q_squared) - 1) // q, q)
+        self._q_inv_p = gmpy2.invert(q, p)
+        self._q2_inv_p2 = gmpy2.invert(self.q_squared, self.p_squared)
+        hs = public_key.hs
+        bits = public_key.exponent_bits
+        self._spec_p = FixedBaseSpec(int(hs % self.p_squared), int(self.p_squared), bits)
+        self._spec_q = FixedBaseSpec(int(hs % self.q_squared), int(self.q_squared), bits)
+
+    def _validate(self) -> None:
+        pk = self.public_key
+        p, q = self.p, self.q
+        if p * q != pk.n:
+            raise KeyValidationError("private key primes do not multiply to the public modulus")
+        if p == q:
+            raise KeyValidationError("private key primes must be distinct")
+        if not (primes.is_probable_prime(p) and primes.is_probable_prime(q)):
+            raise KeyValidationError("private key factors are not prime")
+        lam = (p - 1) * (q - 1)
+        # h_s must be an n-th residue: its order divides lambda (so it carries no m-component).
+        if gmpy2.powmod(pk.hs, lam, pk.n_squared) != 1:
+            raise KeyValidationError("h_s is not an n-th residue for this key (h_s^lambda != 1 mod n^2)")
+        if pk.djn and not is_djn_form(p, q):
+            raise KeyValidationError("key is marked DJN but p, q are not ≡ 3 mod 4 with gcd(p-1, q-1) = 2")
+
+    def _plaintext_modulus(self) -> int:
+        return int(self.public_key.n)
+
+    def __repr__(self) -> str:
+        return f"PaillierPrivateKey(bits={self.public_key.bits}, fingerprint={self.public_key.fingerprint.hex()[:16]})"
+
+    def raw_decrypt(self, ciphertexts: Sequence) -> list:
+        cts = list(ciphertexts)
+        self.public_key.validate_ciphertexts(cts)
+        if not cts:
+            return []
+        kernel = get_kernel()
+        p, q = self.p, self.q
+        xp = _object_array(kernel.powmod_same_exponent(cts, p - 1, self.p_squared))
+        xq = _object_array(kernel.powmod_same_exponent(cts, q - 1, self.q_squared))
+        mp = ((xp - 1) // p * self._hp) % p
+        mq = ((xq - 1) // q * self._hq) % q
+        m = mq + q * (((mp - mq) * self._q_inv_p) % p)
+        return [int(v) for v in m.tolist()]
+
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+        """Key-owner encryption with CRT (same ciphertexts as the public path for the same r)."""
+        pk = self.public_key
+        count = len(signed_values)
+        if exponent_bytes is None:
+            exponent_bytes = default_prg().exponent_bytes(count, pk.exponent_bits)
+        kernel = get_kernel()
+        p2, q2 = self.p_squared, self.q_squared
+        g_m = _object_array(list(signed_values)) % pk.n * pk.n + 1
+        xp = _object_array(kernel.fixed_base_powmod([self._spec_p], [exponent_bytes], (g_m % p2).tolist(), p2))
+        xq = _object_array(kernel.fixed_base_powmod([self._spec_q], [exponent_bytes], (g_m % q2).tolist(), q2))
+        return (xq + q2 * (((xp - xq) * self._q2_inv_p2) % p2)).tolist()
+
+    def encrypt(self, values: Any, *, frac_bits: int = 0) -> EncryptedArray:
+        from . import encoding
+
+        encoded = encoding.encode(values, frac_bits, self.public_key.max_int)
+        cts = self.raw_encrypt(encoded.ravel().tolist())
+        return EncryptedArray(self.public_key, _object_array(cts, encoded.shape), frac_bits)
+
+
+def is_djn_form(p: int, q: int) -> bool:
+    """p ≡ q ≡ 3 (mod 4) and gcd(p-1, q-1) = 2."""
+    return p % 4 == 3 and q % 4 == 3 and gmpy2.gcd(p - 1, q - 1) == 2
+
+
+def _make_hs(n: mpz, n_squared: mpz) -> mpz:
+    while True:
+        x = mpz(system_randbelow(int(n) - 2) + 2)
+        if gmpy2.gcd(x, n) == 1:
+            return n_squared - gmpy2.powmod(x, 2 * n, n_squared)
+
+
+def keygen(bits: int = 2048, *, exponent_bits: int | None = None) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
+    """Generate a DJN Paillier key pair with an exactly ``bits``-bit modulus (``bits`` >= 512;
+    use 2048 or 3072 for real data).
+
+    ``exponent_bits`` shortens the encryption exponent below the default ceil(bits/2); this rests
+    on the short-exponent assumption (a value of at least twice the security level, e.g. 224
+    for 2048-bit keys, is the usual choice) and is recorded in the key.
+    """
+    if not isinstance(bits, int) or bits < MIN_KEY_BITS:
+        raise KeyValidationError(f"Paillier keys need at least {MIN_KEY_BITS} bits, got {bits!r}")
+    if bits % 2:
+        raise KeyValidationError(f"Paillier key size must be even, got {bits}")
+    half = bits // 2
+    while True:
+        p = primes.random_prime(half, residue=3, modulus=4)
+        q = primes.random_prime(half, residue=3, modulus=4)
+        if p == q or not is_djn_form(p, q):
+            continue
+        # Keep |p - q| large so Fermat factoring does not apply.
+        if abs(p - q).bit_length() < half - 100:
+            continue
+        n = p * q
+        if n.bit_length() == bits:
+            break
+    n_squared = n * n
+    hs = _make_hs(n, n_squared)
+    public_key = PaillierPublicKey(n, hs, exponent_bits=exponent_bits, djn=True)
+    return public_key, PaillierPrivateKey(public_key, p, q)
+
+
+# -- python-paillier interoperability ---------------------------------------------------------
+def _phe():
+    try:
+        import phe  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "python-paillier is needed for interoperability: pip install 'shaper-ppml[interop]'"
+        ) from exc
+    return phe
+
+
+def to_phe(obj: Any) -> Any:
+    """Convert to python-paillier objects.
+
+    * :class:`PaillierPublicKey` -> ``phe.PaillierPublicKey`` (h_s is not part of a phe key; it
+      stays with shaper, see :func:`from_phe`).
+    * :class:`PaillierPrivateKey` -> ``phe.PaillierPrivateKey``.
+    * :class:`EncryptedArray` -> list (nested like the array's shape) of ``phe.EncryptedNumber``.
+      phe scales by powers of 16, so an array whose ``frac_bits`` is not a multiple of 4 is first
+      multiplied by 2^(4*ceil(f/4) - f) (exact) to reach exponent -ceil(f/4).
+    """
+    phe = _phe()
+    if isinstance(obj, PaillierPrivateKey):
+        pub = phe.PaillierPublicKey(int(obj.public_key.n))
+        return phe.PaillierPrivateKey(pub, int(obj.p), int(obj.q))
+    if isinstance(obj, PaillierPublicKey):
+        return phe.PaillierPublicKey(int(obj.n))
+    if isinstance(obj, EncryptedArray):
+        if not isinstance(obj.public_key, PaillierPublicKey):
+            raise TypeError("only Paillier ciphertexts convert to python-paillier")
+        frac = obj.frac_bits
+        hex_digits = -(-frac // 4)
+        arr = obj.rescaled(4 * hex_digits)
+        pub = phe.PaillierPublicKey(int(obj.public_key.n))
+        numbers = [phe.EncryptedNumber(pub, int(c), -hex_digits) for c in arr._c.ravel().tolist()]
+        return _object_array(numbers, arr.shape).tolist() if arr.ndim else numbers[0]
+    raise TypeError(f"to_phe cannot convert {type(obj).__name__}")
+
+
+def from_phe(obj: Any) -> Any:
+    """Convert python-paillier objects to shaper's.
+
+    * ``phe.PaillierPublicKey`` -> :class:`PaillierPublicKey` with a fresh h_s = -x^(2n) drawn
+      here and a full-length exponent (the primes' form is unknown).
+    * ``phe.PaillierPrivateKey`` -> :class:`PaillierPrivateKey` (DJN exponent when its primes have
+      the DJN form, full-length otherwise).
+    * ``phe.EncryptedNumber`` or a (nested) list of them under one key -> :class:`EncryptedArray`.
+      Exponents (powers of 16) are aligned to the smallest, as phe does, and mapped to
+      ``frac_bits = -4 * exponent``; positive exponents are multiplied out.
+    """
+    phe = _phe()
+    if isinstance(obj, phe.PaillierPrivateKey):
+        p, q = mpz(obj.p), mpz(obj.q)
+        n = mpz(obj.public_key.n)
+        pk = _KNOWN_KEYS.get(int(n))
+        if pk is None:
+            pk = PaillierPublicKey(n, _make_hs(n, n * n), djn=is_djn_form(p, q))
+        return PaillierPrivateKey(pk, p, q)
+    if isinstance(obj, phe.PaillierPublicKey):
+        return _foreign_public_key(mpz(obj.n))
+    if isinstance(obj, phe.EncryptedNumber) or isinstance(obj, (list, tuple, np.ndarray)):
+        arr = np.empty(np.shape(obj) if not isinstance(obj, phe.EncryptedNumber) else (), dtype=object)
+        if isinstance(obj, phe.EncryptedNumber):
+            arr[()] = obj
+        else:
+            arr[...] = obj
+        numbers = arr.ravel().tolist()
+        if not numbers:
+            raise ValueError("from_phe needs at least one EncryptedNumber")
+        if not all(isinstance(x, phe.EncryptedNumber) for x in numbers):
+            raise TypeError("from_phe: every element must be a phe.EncryptedNumber")
+        phe_pub = numbers[0].public_key
+        if any(x.public_key != phe_pub for x in numbers):
+            raise ValueError("from_phe: the EncryptedNumbers use different public keys")
+        target = min(min(x.exponent for x in numbers), 0)
+        aligned = [x.decrease_exponent_to(target) if x.exponent != target else x for x in numbers]
+        pk = _foreign_public_key(mpz(phe_pub.n))
+        return pk.ciphertext_array(
+            _object_array([x.ciphertext(be_secure=False) for x in aligned], arr.shape),
+            frac_bits=-4 * target,
+        )
+    raise TypeError(f"from_phe cannot convert {type(obj).__name__}")
+
+
+def _foreign_public_key(n: mpz) -> PaillierPublicKey:
+    """The public key this process already uses for modulus n (so imports share one key and
+    its fixed-base table), or a new one with a fresh h_s and a full-length exponent."""
+    key = _KNOWN_KEYS.get(int(n))
+    if key is None:
+        key = PaillierPublicKey(n, _make_hs(n, n * n), djn=False)
+    return key
