@@ -1,0 +1,41 @@
+import os
+
+import pytest
+
+# Unit tests use small keys; keep fixed-base tables small so table builds stay fast.
+os.environ.setdefault("SHAPER_TABLE_MIB", "8")
+
+from shaper.crypto import ou, paillier  # noqa: E402
+from shaper.crypto.ou import OUPrivateKey, OUPublicKey  # noqa: E402
+from shaper.crypto.paillier import PaillierPrivateKey, PaillierPublicKey  # noqa: E402
+
+from . import vectors as V  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def paillier_keys():
+    """A fixed 512-bit DJN key (the known-answer-test key)."""
+    pk = PaillierPublicKey(V.PAILLIER_P * V.PAILLIER_Q, V.PAILLIER_HS)
+    return pk, PaillierPrivateKey(pk, V.PAILLIER_P, V.PAILLIER_Q)
+
+
+@pytest.fixture(scope="session")
+def fresh_paillier_keys():
+    return paillier.keygen(640)
+
+
+@pytest.fixture(scope="session")
+def ou_keys():
+    pk = OUPublicKey(V.OU_P * V.OU_P * V.OU_Q, V.OU_G, V.OU_H, V.OU_PRIME_BITS)
+    return pk, OUPrivateKey(pk, V.OU_P, V.OU_Q, V.OU_T)
+
+
+@pytest.fixture(scope="session")
+def fresh_ou_keys():
+    return ou.keygen(768)
+
+
+@pytest.fixture(params=["paillier", "ou"], scope="session")
+def scheme_keys(request, paillier_keys, ou_keys):
+    """Both schemes behind the shared interface: the same tests run on each."""
+    return paillier_keys if request.param == "paillier" else ou_keys
