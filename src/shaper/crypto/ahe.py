@@ -24,6 +24,7 @@ before sending it to the key owner, or the key owner may learn how it was comput
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from typing import Any, Iterable, Sequence
 
@@ -445,11 +446,9 @@ class EncryptedArray:
 
 
 def _is_sparse(obj: Any) -> bool:
-    try:
-        import scipy.sparse as sp
-    except ImportError:  # pragma: no cover
-        return False
-    return sp.issparse(obj)
+    # A scipy sparse matrix can only exist once scipy.sparse is imported; don't import it here.
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(obj))
 
 
 def _product(kernel: Any, values: list, modulus: Any) -> Any:

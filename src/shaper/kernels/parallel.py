@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import selectors
 import subprocess
 import sys
 import threading
@@ -33,6 +34,9 @@ from .gmp import GmpKernel, choose_window, local_kernel
 
 # Below this much estimated work (µs) a call runs in the calling process.
 PARALLEL_MIN_US = 20_000.0
+# Chunks per worker (dynamic scheduling evens out unequal cores) and the least work per chunk.
+CHUNKS_PER_WORKER = 4
+MIN_CHUNK_US = 8_000.0
 
 _EXCEPTIONS = {"ZeroDivisionError": ZeroDivisionError, "ValueError": ValueError, "TypeError": TypeError}
 
@@ -101,19 +105,39 @@ class _Pool:
             self._workers = []
 
     def map(self, workers: int, method: str, chunks: list[tuple]) -> list:
+        """Run ``method`` on every chunk; results in chunk order.
+
+        Chunks are handed out dynamically: each worker gets one, and whichever finishes first
+        takes the next, so a slower (busier) core does less of the work. A worker reads its
+        whole request before replying, so pipe buffers cannot deadlock.
+        """
         with self._lock:
             procs = self._ensure(min(workers, len(chunks)))
-            replies: list = []
+            replies: list = [None] * len(chunks)
+            selector = selectors.DefaultSelector()
             try:
-                # One chunk per worker: send everything, then collect in order. A worker reads
-                # its whole request before replying, so this cannot deadlock on pipe buffers.
-                for w, args in zip(procs, chunks):
-                    w.send(wire.encode((method, tuple(args))))
-                for w in procs[:len(chunks)]:
-                    frame = w.receive()
-                    if frame is None:
-                        raise wire.WireError("worker exited")
-                    replies.append(wire.decode(frame))
+                pending = iter(range(len(chunks)))
+                busy: dict[_Worker, int] = {}
+
+                def dispatch(worker: _Worker) -> None:
+                    index = next(pending, None)
+                    if index is not None:
+                        worker.send(wire.encode((method, tuple(chunks[index]))))
+                        busy[worker] = index
+
+                for w in procs:
+                    selector.register(w.proc.stdout, selectors.EVENT_READ, w)  # type: ignore[arg-type]
+                    dispatch(w)
+                while busy:
+                    for key, _ in selector.select():
+                        worker = key.data
+                        if worker not in busy:
+                            continue
+                        frame = worker.receive()
+                        if frame is None:
+                            raise wire.WireError("worker exited")
+                        replies[busy.pop(worker)] = wire.decode(frame)
+                        dispatch(worker)
             except (OSError, wire.WireError) as exc:
                 for w in self._workers:
                     w.close(kill=True)
@@ -122,6 +146,8 @@ class _Pool:
                     f"a kernel worker process died while running {method!r} "
                     f"(out of memory or killed: {exc}); the workers will restart on the next call"
                 ) from exc
+            finally:
+                selector.close()
         out = []
         for reply in replies:
             if reply[0] == "ok":
@@ -157,14 +183,20 @@ class ParallelKernel:
     def _parallel(self, estimated_us: float, count: int) -> bool:
         return self.workers > 1 and count >= 2 and estimated_us >= self.min_us
 
+    def _parts(self, estimated_us: float, count: int) -> int:
+        """How many chunks to cut a batch into: several per worker when there is enough work."""
+        by_work = int(estimated_us // MIN_CHUNK_US)
+        return max(1, min(count, max(self.workers, min(self.workers * CHUNKS_PER_WORKER, by_work))))
+
     def powmod(self, bases: Sequence, exponents: Sequence, modulus) -> list:
         count = len(bases)
         mod_bits = int(modulus).bit_length()
         exp_bits = max((int(e).bit_length() for e in exponents), default=0)
-        if not self._parallel(count * exp_bits * 1.2 * _mulmod_us(mod_bits), count):
+        cost = count * exp_bits * 1.2 * _mulmod_us(mod_bits)
+        if not self._parallel(cost, count):
             return self.local.powmod(bases, exponents, modulus)
         b, e = list(bases), list(exponents)
-        chunks = [(b[s:t], e[s:t], modulus) for s, t in _split(count, self.workers)]
+        chunks = [(b[s:t], e[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
         return [x for part in _POOL.map(self.workers, "powmod", chunks) for x in part]
 
     def powmod_same_exponent(self, bases: Sequence, exponent, modulus) -> list:
@@ -173,7 +205,7 @@ class ParallelKernel:
         if not self._parallel(cost, count):
             return self.local.powmod_same_exponent(bases, exponent, modulus)
         b = list(bases)
-        chunks = [(b[s:t], exponent, modulus) for s, t in _split(count, self.workers)]
+        chunks = [(b[s:t], exponent, modulus) for s, t in _split(count, self._parts(cost, count))]
         return [x for part in _POOL.map(self.workers, "powmod_same_exponent", chunks) for x in part]
 
     def fixed_base_powmod(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
@@ -184,11 +216,12 @@ class ParallelKernel:
         for spec, exps in zip(specs, exponents):
             w = choose_window(spec.exponent_bits, mod_bits)
             windows += -(-8 * exps.shape[1] // w)
-        if not self._parallel(count * windows * _mulmod_us(mod_bits), count):
+        cost = count * windows * _mulmod_us(mod_bits)
+        if not self._parallel(cost, count):
             return self.local.fixed_base_powmod(specs, exponents, multipliers, modulus)
         mult = None if multipliers is None else list(multipliers)
         chunks = []
-        for s, t in _split(count, self.workers):
+        for s, t in _split(count, self._parts(cost, count)):
             chunks.append((list(specs), [e[s:t] for e in exponents],
                            None if mult is None else mult[s:t], modulus))
         return [x for part in _POOL.map(self.workers, "fixed_base_powmod", chunks) for x in part]
@@ -199,10 +232,11 @@ class ParallelKernel:
 
     def invert(self, values: Sequence, modulus) -> list:
         count = len(values)
-        if not self._parallel(count * 12 * _mulmod_us(int(modulus).bit_length()), count):
+        cost = count * 12 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, count):
             return self.local.invert(values, modulus)
         v = list(values)
-        chunks = [(v[s:t], modulus) for s, t in _split(count, self.workers)]
+        chunks = [(v[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
         try:
             return [x for part in _POOL.map(self.workers, "invert", chunks) for x in part]
         except ZeroDivisionError:
@@ -213,12 +247,13 @@ class ParallelKernel:
         indices = np.asarray(indices, dtype=np.int64)
         rows = len(indptr) - 1
         nnz = int(indptr[-1] - indptr[0]) if rows > 0 else 0
-        if not self._parallel(nnz * _mulmod_us(int(modulus).bit_length()), rows):
+        cost = nnz * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, rows):
             return self.local.prod_rows(values, indices, indptr, modulus)
         vals = values if isinstance(values, list) else list(values)
-        # Split rows so each worker gets about the same number of non-zeros, and ship each
-        # worker only the values its rows reference.
-        targets = np.linspace(indptr[0], indptr[-1], self.workers + 1)
+        # Split rows so each chunk has about the same number of non-zeros, and ship each
+        # chunk only the values its rows reference.
+        targets = np.linspace(indptr[0], indptr[-1], self._parts(cost, rows) + 1)
         cuts = np.searchsorted(indptr, targets[1:-1]).tolist()
         bounds = sorted(set([0] + [min(max(c, 0), rows) for c in cuts] + [rows]))
         chunks = []
