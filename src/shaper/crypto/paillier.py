@@ -192,10 +192,12 @@ class PaillierPrivateKey(AHEPrivateKey):
         self.public_key.validate_ciphertexts(cts)
         if not cts:
             return []
-        kernel = get_kernel()
         p, q = self.p, self.q
-        xp = _object_array(kernel.powmod_same_exponent(cts, p - 1, self.p_squared))
-        xq = _object_array(kernel.powmod_same_exponent(cts, q - 1, self.q_squared))
+        halves = get_kernel().gather([
+            ("powmod_same_exponent", (cts, p - 1, self.p_squared)),
+            ("powmod_same_exponent", (cts, q - 1, self.q_squared)),
+        ])
+        xp, xq = _object_array(halves[0]), _object_array(halves[1])
         mp = ((xp - 1) // p * self._hp) % p
         mq = ((xq - 1) // q * self._hq) % q
         m = mq + q * (((mp - mq) * self._q_inv_p) % p)
@@ -207,11 +209,13 @@ class PaillierPrivateKey(AHEPrivateKey):
         count = len(signed_values)
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(count, pk.exponent_bits)
-        kernel = get_kernel()
         p2, q2 = self.p_squared, self.q_squared
         g_m = _object_array(list(signed_values)) % pk.n * pk.n + 1
-        xp = _object_array(kernel.fixed_base_powmod([self._spec_p], [exponent_bytes], (g_m % p2).tolist(), p2))
-        xq = _object_array(kernel.fixed_base_powmod([self._spec_q], [exponent_bytes], (g_m % q2).tolist(), q2))
+        halves = get_kernel().gather([
+            ("fixed_base_powmod", ([self._spec_p], [exponent_bytes], (g_m % p2).tolist(), p2)),
+            ("fixed_base_powmod", ([self._spec_q], [exponent_bytes], (g_m % q2).tolist(), q2)),
+        ])
+        xp, xq = _object_array(halves[0]), _object_array(halves[1])
         return (xq + q2 * (((xp - xq) * self._q2_inv_p2) % p2)).tolist()
 
     def encrypt(self, values: Any, *, frac_bits: int = 0) -> EncryptedArray:

@@ -80,6 +80,10 @@ class Kernel(Protocol):
     def invert(self, values: Sequence[IntLike], modulus: IntLike) -> list:
         """``[a_i ** -1 mod modulus]``; raises ``ZeroDivisionError`` for a non-unit."""
 
+    def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
+        """Run independent calls ``(method name, args)`` and return their results in order; a
+        multi-core kernel schedules all their work together."""
+
     def prod_rows(
         self,
         values: Sequence[IntLike],

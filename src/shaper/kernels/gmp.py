@@ -186,6 +186,10 @@ class GmpKernel:
             append(acc)
         return out
 
+    def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
+        """Run independent calls (one after the other on this core)."""
+        return [getattr(self, method)(*args) for method, args in calls]
+
     def fixed_base_powmod(
         self,
         specs: Sequence[FixedBaseSpec],

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import wire
-from .base import FixedBaseSpec
+from .base import FixedBaseSpec, significant_windows
 from .gmp import GmpKernel, choose_window, local_kernel
 
 # Below this much estimated work (µs) a call runs in the calling process.
@@ -104,25 +104,26 @@ class _Pool:
                     w.close()
             self._workers = []
 
-    def map(self, workers: int, method: str, chunks: list[tuple]) -> list:
-        """Run ``method`` on every chunk; results in chunk order.
+    def map(self, workers: int, tasks: list[tuple[str, tuple]]) -> list:
+        """Run every ``(method, args)`` task; results in task order.
 
         Chunks are handed out dynamically: each worker gets one, and whichever finishes first
         takes the next, so a slower (busier) core does less of the work. A worker reads its
         whole request before replying, so pipe buffers cannot deadlock.
         """
         with self._lock:
-            procs = self._ensure(min(workers, len(chunks)))
-            replies: list = [None] * len(chunks)
+            procs = self._ensure(min(workers, len(tasks)))
+            replies: list = [None] * len(tasks)
             selector = selectors.DefaultSelector()
             try:
-                pending = iter(range(len(chunks)))
+                pending = iter(range(len(tasks)))
                 busy: dict[_Worker, int] = {}
 
                 def dispatch(worker: _Worker) -> None:
                     index = next(pending, None)
                     if index is not None:
-                        worker.send(wire.encode((method, tuple(chunks[index]))))
+                        method, args = tasks[index]
+                        worker.send(wire.encode((method, tuple(args))))
                         busy[worker] = index
 
                 for w in procs:
@@ -143,7 +144,7 @@ class _Pool:
                     w.close(kill=True)
                 self._workers = []
                 raise KernelError(
-                    f"a kernel worker process died while running {method!r} "
+                    f"a kernel worker process died while running {tasks[0][0]!r} "
                     f"(out of memory or killed: {exc}); the workers will restart on the next call"
                 ) from exc
             finally:
@@ -188,68 +189,97 @@ class ParallelKernel:
         by_work = int(estimated_us // MIN_CHUNK_US)
         return max(1, min(count, max(self.workers, min(self.workers * CHUNKS_PER_WORKER, by_work))))
 
+    # -- kernel API: every call goes through gather() ----------------------------------------
     def powmod(self, bases: Sequence, exponents: Sequence, modulus) -> list:
-        count = len(bases)
-        mod_bits = int(modulus).bit_length()
-        exp_bits = max((int(e).bit_length() for e in exponents), default=0)
-        cost = count * exp_bits * 1.2 * _mulmod_us(mod_bits)
-        if not self._parallel(cost, count):
-            return self.local.powmod(bases, exponents, modulus)
-        b, e = list(bases), list(exponents)
-        chunks = [(b[s:t], e[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
-        return [x for part in _POOL.map(self.workers, "powmod", chunks) for x in part]
+        return self.gather([("powmod", (bases, exponents, modulus))])[0]
 
     def powmod_same_exponent(self, bases: Sequence, exponent, modulus) -> list:
-        count = len(bases)
-        cost = count * int(exponent).bit_length() * 1.2 * _mulmod_us(int(modulus).bit_length())
-        if not self._parallel(cost, count):
-            return self.local.powmod_same_exponent(bases, exponent, modulus)
-        b = list(bases)
-        chunks = [(b[s:t], exponent, modulus) for s, t in _split(count, self._parts(cost, count))]
-        return [x for part in _POOL.map(self.workers, "powmod_same_exponent", chunks) for x in part]
+        return self.gather([("powmod_same_exponent", (bases, exponent, modulus))])[0]
 
     def fixed_base_powmod(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
                           multipliers: Sequence | None, modulus) -> list:
-        count = int(exponents[0].shape[0]) if exponents else 0
-        mod_bits = int(modulus).bit_length()
-        windows = 0
-        for spec, exps in zip(specs, exponents):
-            w = choose_window(spec.exponent_bits, mod_bits)
-            windows += -(-8 * exps.shape[1] // w)
-        cost = count * windows * _mulmod_us(mod_bits)
-        if not self._parallel(cost, count):
-            return self.local.fixed_base_powmod(specs, exponents, multipliers, modulus)
-        mult = None if multipliers is None else list(multipliers)
-        chunks = []
-        for s, t in _split(count, self._parts(cost, count)):
-            chunks.append((list(specs), [e[s:t] for e in exponents],
-                           None if mult is None else mult[s:t], modulus))
-        return [x for part in _POOL.map(self.workers, "fixed_base_powmod", chunks) for x in part]
+        return self.gather([("fixed_base_powmod", (specs, exponents, multipliers, modulus))])[0]
 
     def mulmod(self, a: Sequence, b: Sequence, modulus) -> list:
-        # One product costs about as much as moving its operands to a worker and back.
         return self.local.mulmod(a, b, modulus)
 
     def invert(self, values: Sequence, modulus) -> list:
+        return self.gather([("invert", (values, modulus))])[0]
+
+    def prod_rows(self, values: Sequence, indices: np.ndarray, indptr: np.ndarray, modulus) -> list:
+        return self.gather([("prod_rows", (values, indices, indptr, modulus))])[0]
+
+    def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
+        """Run independent kernel calls together: the chunks of all of them share the workers
+        (e.g. both CRT halves of a decryption), with one synchronisation at the end."""
+        planned = [(method, args, getattr(self, "_plan_" + method)(*args)) for method, args in calls]
+        tasks = [(method, chunk) for method, _, chunks in planned if chunks for chunk in chunks]
+        try:
+            remote = iter(_POOL.map(self.workers, tasks)) if tasks else iter(())
+        except ZeroDivisionError:
+            # Re-run in this process so the error names the index within the whole batch.
+            return [getattr(self.local, method)(*args) for method, args in calls]
+        out = []
+        for method, args, chunks in planned:
+            if chunks is None:
+                out.append(getattr(self.local, method)(*args))
+            else:
+                merged: list = []
+                for _ in chunks:
+                    merged.extend(next(remote))
+                out.append(merged)
+        return out
+
+    # -- planning: chunk argument tuples, or None to compute in this process -----------------
+    def _plan_powmod(self, bases, exponents, modulus):
+        count = len(bases)
+        exp_bits = max((int(e).bit_length() for e in exponents), default=0)
+        cost = count * exp_bits * 1.2 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, count):
+            return None
+        b, e = list(bases), list(exponents)
+        return [(b[s:t], e[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
+
+    def _plan_powmod_same_exponent(self, bases, exponent, modulus):
+        count = len(bases)
+        cost = count * int(exponent).bit_length() * 1.2 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, count):
+            return None
+        b = list(bases)
+        return [(b[s:t], exponent, modulus) for s, t in _split(count, self._parts(cost, count))]
+
+    def _plan_fixed_base_powmod(self, specs, exponents, multipliers, modulus):
+        count = int(exponents[0].shape[0]) if len(exponents) else 0
+        mod_bits = int(modulus).bit_length()
+        windows = 0
+        for spec, exps in zip(specs, exponents):
+            windows += significant_windows(exps, choose_window(spec.exponent_bits, mod_bits))
+        cost = count * windows * _mulmod_us(mod_bits)
+        if not self._parallel(cost, count):
+            return None
+        mult = None if multipliers is None else list(multipliers)
+        return [(list(specs), [e[s:t] for e in exponents], None if mult is None else mult[s:t], modulus)
+                for s, t in _split(count, self._parts(cost, count))]
+
+    def _plan_mulmod(self, a, b, modulus):
+        return None  # a product costs about as much as moving its operands to a worker and back
+
+    def _plan_invert(self, values, modulus):
         count = len(values)
         cost = count * 12 * _mulmod_us(int(modulus).bit_length())
         if not self._parallel(cost, count):
-            return self.local.invert(values, modulus)
+            return None
         v = list(values)
-        chunks = [(v[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
-        try:
-            return [x for part in _POOL.map(self.workers, "invert", chunks) for x in part]
-        except ZeroDivisionError:
-            return self.local.invert(v, modulus)  # re-raises naming the index in the whole batch
+        return [(v[s:t], modulus) for s, t in _split(count, self._parts(cost, count))]
 
-    def prod_rows(self, values: Sequence, indices: np.ndarray, indptr: np.ndarray, modulus) -> list:
+    def _plan_prod_rows(self, values, indices, indptr, modulus):
         indptr = np.asarray(indptr, dtype=np.int64)
         indices = np.asarray(indices, dtype=np.int64)
         rows = len(indptr) - 1
         nnz = int(indptr[-1] - indptr[0]) if rows > 0 else 0
         cost = nnz * _mulmod_us(int(modulus).bit_length())
         if not self._parallel(cost, rows):
-            return self.local.prod_rows(values, indices, indptr, modulus)
+            return None
         vals = values if isinstance(values, list) else list(values)
         # Split rows so each chunk has about the same number of non-zeros, and ship each
         # chunk only the values its rows reference.
@@ -262,7 +292,7 @@ class ParallelKernel:
             used, local_idx = np.unique(indices[lo:hi], return_inverse=True)
             sub_vals = [vals[i] for i in used.tolist()]
             chunks.append((sub_vals, local_idx.astype(np.int64), indptr[r0:r1 + 1] - lo, modulus))
-        return [x for part in _POOL.map(self.workers, "prod_rows", chunks) for x in part]
+        return chunks
 
 
 def shutdown_pool() -> None:
