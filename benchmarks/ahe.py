@@ -290,28 +290,31 @@ def main() -> int:
 def _print_table(rows: list[dict], results: dict) -> None:
     ops = list(dict.fromkeys(r["operation"] for r in rows))
     configs = sorted({(r["key_bits"], r["cores"]) for r in rows})
+
+    def cell(v):
+        return f"{v:9.1f} {1e6 / v:>9,.0f}/s" if v is not None else f"{'-':>20s}"
+
     for bits, cores in configs:
-        print(f"\n== {bits}-bit keys, {cores} core(s), batch per op as in BATCH; µs/op (best of all runs) ==")
-        print(f"{'operation':18s} {'shaper':>10s} {'phe':>10s} {'heu':>10s} {'phe/shaper':>11s} {'heu/shaper':>11s}")
+        print(f"\n== {bits}-bit keys, {cores} core(s): µs/op and ops/s, best of all runs ==")
+        print(f"{'operation':18s} {'shaper':>20s} {'python-paillier':>20s} {'HEU':>20s} {'phe/shaper':>11s} {'heu/shaper':>11s}")
         for op in ops:
-            vals = {impl: results.get((impl, bits, 1 if impl == 'phe' else cores), {}).get(op) for impl in ("shaper", "phe", "heu")}
-            if vals["phe"] is not None and cores != 1:
-                vals["phe"] = None  # phe is single-core: compare only at 1 core
+            vals = {impl: results.get((impl, bits, cores), {}).get(op) for impl in ("shaper", "phe", "heu")}
             if all(v is None for v in vals.values()):
                 continue
-            def fmt(v):
-                return f"{v:10.1f}" if v is not None else f"{'-':>10s}"
+
             def ratio(other):
-                s, o = vals["shaper"], vals[other]
-                return f"{o / s:10.2f}x" if s and o else f"{'-':>11s}"
-            print(f"{op:18s} {fmt(vals['shaper'])} {fmt(vals['phe'])} {fmt(vals['heu'])} {ratio('phe')} {ratio('heu')}")
+                s_, o = vals["shaper"], vals[other]
+                return f"{o / s_:10.2f}x" if s_ and o else f"{'-':>11s}"
+
+            print(f"{op:18s} {cell(vals['shaper'])} {cell(vals['phe'])} {cell(vals['heu'])} {ratio('phe')} {ratio('heu')}")
         res = results.get(("shaper", bits, cores))
         if res and "slots_per_ciphertext" in res:
             print(f"(packing: {res['slots_per_ciphertext']} slots of 64+40+2 bits per ciphertext)")
     for bits in sorted({b for b, _ in configs}):
         one, two = results.get(("shaper", bits, 1)), results.get(("shaper", bits, 2))
         if one and two:
-            speedups = ", ".join(f"{op} {one[op] / two[op]:.2f}x" for op in ("enc_public", "enc_owner", "dec", "pcmult64") if op in one)
+            speedups = ", ".join(f"{op} {one[op] / two[op]:.2f}x" for op in
+                                 ("enc_public", "enc_owner", "dec", "pcmult64", "pack_per_value") if op in one)
             print(f"shaper {bits}-bit, 2 cores vs 1: {speedups}")
 
 

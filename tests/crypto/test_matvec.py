@@ -5,21 +5,19 @@ import pytest
 import scipy.sparse as sp
 
 from shaper.crypto import matvec, vecmat
-
-
-def _rng(seed):
-    import random
-
-    return random.Random(seed)  # test data only, never for secrets
+from shaper.crypto.prg import Prg
 
 
 def _sparse(rows, cols, density, seed, values=(1,)):
-    r = _rng(seed)
-    coords = {(r.randrange(rows), r.randrange(cols)) for _ in range(int(rows * cols * density))}
+    """Reproducible test matrix (a seeded PRG stream; test data, not secrets)."""
+    prg = Prg(seed=bytes([seed]) * 32)
+    nnz = int(rows * cols * density)
+    draws = prg.uint64(3 * nnz).reshape(3, nnz) if nnz else np.zeros((3, 0), dtype=np.uint64)
+    coords = dict.fromkeys(zip((draws[0] % rows).tolist(), (draws[1] % cols).tolist()))
     if not coords:
         return sp.csr_matrix((rows, cols), dtype=np.int64)
     i, j = zip(*coords)
-    data = [r.choice(values) for _ in coords]
+    data = [values[int(k) % len(values)] for k in draws[2][: len(coords)].tolist()]
     return sp.csr_matrix((data, (i, j)), shape=(rows, cols))
 
 

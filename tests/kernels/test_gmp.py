@@ -110,3 +110,17 @@ def test_window_choice_respects_budget():
     for w_bits, mod_bits, budget in ((1024, 4096, 64 << 20), (224, 2048, 64 << 20), (100, 512, 1 << 16)):
         w = choose_window(w_bits, mod_bits, budget_bytes=budget)
         assert -(-w_bits // w) * (1 << w) * (mod_bits // 8 + 48) <= budget or w == 2
+
+
+def test_horner_packs_columns(kernel):
+    m = 2**521 - 1
+    cols = [[secrets.randbelow(m) for _ in range(5)] for _ in range(4)]
+    shift = 37
+    expected = []
+    for g in range(5):
+        acc = cols[-1][g]
+        for j in (2, 1, 0):
+            acc = pow(acc, 1 << shift, m) * cols[j][g] % m
+        expected.append(acc)
+    assert kernel.horner(cols, shift, m) == expected
+    assert kernel.horner([cols[0]], shift, m) == [v % m for v in cols[0]]

@@ -38,6 +38,10 @@ def test_every_method_matches_the_local_kernel(par):
     indices = np.array([secrets.randbelow(13) for _ in range(40)])
     indptr = np.array([0, 5, 5, 17, 30, 40])
     assert par.prod_rows(bases, indices, indptr, M) == local.prod_rows(bases, indices, indptr, M)
+    cols = [bases, bases[::-1], bases]
+    assert par.horner(cols, 70, M) == local.horner(cols, 70, M)
+    calls = [("powmod_same_exponent", (bases, 3, M)), ("invert", (bases, M))]
+    assert par.gather(calls) == local.gather(calls)
 
 
 def test_worker_errors_keep_their_type(par):

@@ -134,13 +134,7 @@ def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
     groups = -(-count // k)
     padded = flat + [mpz(1)] * (groups * k - count)  # 1 encrypts 0: empty slots add nothing
     columns = [padded[j::k] for j in range(k)]  # column j = slot j of every group
-    kernel = get_kernel()
-    modulus = pk.ciphertext_modulus
-    shift = mpz(1) << lay.slot_bits
-    acc = columns[k - 1]
-    for j in range(k - 2, -1, -1):
-        acc = kernel.powmod_same_exponent(acc, shift, modulus)
-        acc = kernel.mulmod(acc, columns[j], modulus)
+    acc = get_kernel().horner(columns, lay.slot_bits, pk.ciphertext_modulus)
     return PackedArray(pk, _object_array(acc), count, lay, encrypted.frac_bits)
 
 

@@ -80,6 +80,11 @@ class Kernel(Protocol):
     def invert(self, values: Sequence[IntLike], modulus: IntLike) -> list:
         """``[a_i ** -1 mod modulus]``; raises ``ZeroDivisionError`` for a non-unit."""
 
+    def horner(self, columns: Sequence[Sequence[IntLike]], shift_bits: int, modulus: IntLike) -> list:
+        """Packing by Horner's rule with squaring chains: for each position g,
+        ``acc = columns[-1][g]``, then for j from the second-to-last column down to 0,
+        ``acc = acc ** (2 ** shift_bits) * columns[j][g] mod modulus``."""
+
     def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
         """Run independent calls ``(method name, args)`` and return their results in order; a
         multi-core kernel schedules all their work together."""

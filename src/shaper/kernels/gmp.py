@@ -186,6 +186,17 @@ class GmpKernel:
             append(acc)
         return out
 
+    def horner(self, columns: Sequence[Sequence], shift_bits: int, modulus) -> list:
+        m = mpz(modulus)
+        if not columns:
+            return []
+        shift = mpz(1) << int(shift_bits)
+        acc = [mpz(v) % m for v in columns[-1]]
+        for column in reversed(columns[:-1]):
+            acc = gmpy2.powmod_base_list(acc, shift, m) if acc else []
+            acc = [a * c % m for a, c in zip(acc, column)]
+        return acc
+
     def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
         """Run independent calls (one after the other on this core)."""
         return [getattr(self, method)(*args) for method, args in calls]

@@ -209,6 +209,9 @@ class ParallelKernel:
     def prod_rows(self, values: Sequence, indices: np.ndarray, indptr: np.ndarray, modulus) -> list:
         return self.gather([("prod_rows", (values, indices, indptr, modulus))])[0]
 
+    def horner(self, columns: Sequence[Sequence], shift_bits: int, modulus) -> list:
+        return self.gather([("horner", (columns, shift_bits, modulus))])[0]
+
     def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
         """Run independent kernel calls together: the chunks of all of them share the workers
         (e.g. both CRT halves of a decryption), with one synchronisation at the end."""
@@ -260,6 +263,14 @@ class ParallelKernel:
         mult = None if multipliers is None else list(multipliers)
         return [(list(specs), [e[s:t] for e in exponents], None if mult is None else mult[s:t], modulus)
                 for s, t in _split(count, self._parts(cost, count))]
+
+    def _plan_horner(self, columns, shift_bits, modulus):
+        count = len(columns[0]) if len(columns) else 0
+        cost = count * max(len(columns) - 1, 0) * int(shift_bits) * 1.2 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, count):
+            return None
+        cols = [list(c) for c in columns]
+        return [([c[s:t] for c in cols], shift_bits, modulus) for s, t in _split(count, self._parts(cost, count))]
 
     def _plan_mulmod(self, a, b, modulus):
         return None  # a product costs about as much as moving its operands to a worker and back
