@@ -49,8 +49,10 @@ def _mulmod_us(modulus_bits: int) -> float:
 class _Worker:
     def __init__(self) -> None:
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        package_root = Path(__file__).resolve().parents[2]
+        if package_root.name not in ("site-packages", "dist-packages"):
+            # Running from a source tree: let the worker import the same copy of shaper.
+            env["PYTHONPATH"] = str(package_root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["SHAPER_WORKERS"] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "shaper.kernels._worker"],
