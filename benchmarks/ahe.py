@@ -190,7 +190,6 @@ def run_heu(bits: int, cores: int, repeats: int, quick: bool) -> dict:
     oenc, odec = okit.encryptor(), okit.decryptor()
     no = batch("ou_enc")
     opt = okit.array(np.array(_values(no), dtype=np.int64), bigint)
-    oct_ = oenc.encrypt(opt)
     out["ou_enc"] = _timeit(lambda: oenc.encrypt(opt), repeats, no)
     nod = batch("ou_dec")
     oct_small = oenc.encrypt(okit.array(np.array(_values(nod), dtype=np.int64), bigint))

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import shaper.kernels as kernels
-from shaper.crypto import paillier
 from shaper.errors import KernelError
 from shaper.kernels import FixedBaseSpec, int_to_exponent_bytes, wire
 from shaper.kernels.gmp import local_kernel

@@ -32,8 +32,9 @@ import numpy as np
 from gmpy2 import mpz
 
 from ..errors import InvalidCiphertextError, KeyMismatchError
-from ..kernels import get_kernel
+from ..kernels import FixedBaseSpec, get_kernel
 from . import encoding
+from .prg import default_prg
 
 __all__ = [
     "AHEPublicKey",
@@ -65,6 +66,8 @@ class AHEPublicKey(ABC):
     packing_capacity_bits: int
     #: bits of a security-relevant random exponent
     exponent_bits: int
+    #: fixed-base spec of the randomiser (h_s mod n^2 for Paillier, H mod n for OU)
+    _randomizer_spec: FixedBaseSpec
 
     # -- identity ----------------------------------------------------------------------------
     @property
@@ -115,14 +118,18 @@ class AHEPublicKey(ABC):
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
         """Enc(m) -> Enc(m + v)."""
 
-    @abstractmethod
     def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
-        """Multiply by a fresh encryption of zero."""
+        """Multiply by a fresh encryption of zero (the randomiser base to a fresh exponent)."""
+        cts = list(ciphertexts)
+        if exponent_bytes is None:
+            exponent_bytes = default_prg().exponent_bytes(len(cts), self.exponent_bits)
+        return get_kernel().fixed_base_powmod([self._randomizer_spec], [exponent_bytes], cts,
+                                              self.ciphertext_modulus)
 
-    @abstractmethod
     def validate_ciphertexts(self, ciphertexts: Sequence) -> None:
-        """Raise :class:`~shaper.errors.InvalidCiphertextError` unless every value is a unit in
-        [1, ciphertext_modulus)."""
+        """Raise :class:`~shaper.errors.InvalidCiphertextError` unless every value lies in
+        [1, ciphertext_modulus) and is coprime to n."""
+        self._check_units(ciphertexts, self.n)  # type: ignore[attr-defined]
 
     def raw_add(self, a: Sequence, b: Sequence) -> list:
         """Enc(x), Enc(y) -> Enc(x + y)."""

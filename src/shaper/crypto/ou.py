@@ -78,7 +78,7 @@ class OUPublicKey(AHEPublicKey):
         self._plain_width = (self.prime_bits + 7) // 8
         self._spec_G = FixedBaseSpec(int(self.G), int(self.n), self.prime_bits)
         self._spec_G_inv = FixedBaseSpec(int(self.G_inv), int(self.n), self.prime_bits)
-        self._spec_H = FixedBaseSpec(int(self.H), int(self.n), self.exponent_bits)
+        self._randomizer_spec = self._spec_H = FixedBaseSpec(int(self.H), int(self.n), self.exponent_bits)
         width = (bits + 7) // 8
         self._fingerprint = hashlib.sha256(
             b"shaper/ou/public-key/v1" + int(self.n).to_bytes(width, "big") + int(self.G).to_bytes(width, "big")
@@ -125,14 +125,6 @@ class OUPublicKey(AHEPublicKey):
             [self._spec_G, self._spec_G_inv], [pos, neg], list(ciphertexts), self.n
         )
 
-    def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
-        cts = list(ciphertexts)
-        if exponent_bytes is None:
-            exponent_bytes = default_prg().exponent_bytes(len(cts), self.exponent_bits)
-        return get_kernel().fixed_base_powmod([self._spec_H], [exponent_bytes], cts, self.n)
-
-    def validate_ciphertexts(self, ciphertexts: Sequence) -> None:
-        self._check_units(ciphertexts, self.n)
 
 
 class OUPrivateKey(AHEPrivateKey):

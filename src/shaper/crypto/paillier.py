@@ -82,7 +82,7 @@ class PaillierPublicKey(AHEPublicKey):
         self.max_int = int(self.n // 3 - 1)
         self.packing_capacity_bits = bits - 1
         self._validate()
-        self._spec = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits)
+        self._randomizer_spec = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits)
         # Identity of the plaintext space: ciphertexts under the same n combine and decrypt
         # alike whatever h_s produced their randomness, so h_s is not part of it.
         self._fingerprint = hashlib.sha256(
@@ -123,7 +123,7 @@ class PaillierPublicKey(AHEPublicKey):
         # 1 + m n < n^2 for m in [0, n): the g^m factor needs no exponentiation.
         residues = _object_array(list(signed_values)) % n
         multipliers = (residues * n + 1).tolist()
-        return get_kernel().fixed_base_powmod([self._spec], [exponent_bytes], multipliers, self.n_squared)
+        return get_kernel().fixed_base_powmod([self._randomizer_spec], [exponent_bytes], multipliers, self.n_squared)
 
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
         n, n2 = self.n, self.n_squared
@@ -132,14 +132,6 @@ class PaillierPublicKey(AHEPublicKey):
         # (1 + m n) c = c + n (m c mod n)  (mod n^2): one half-size product instead of a full one.
         return ((c + n * ((m * c) % n)) % n2).tolist()
 
-    def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
-        cts = list(ciphertexts)
-        if exponent_bytes is None:
-            exponent_bytes = default_prg().exponent_bytes(len(cts), self.exponent_bits)
-        return get_kernel().fixed_base_powmod([self._spec], [exponent_bytes], cts, self.n_squared)
-
-    def validate_ciphertexts(self, ciphertexts: Sequence) -> None:
-        self._check_units(ciphertexts, self.n)
 
 
 class PaillierPrivateKey(AHEPrivateKey):

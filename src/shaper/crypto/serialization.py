@@ -324,13 +324,21 @@ def _read_ciphertexts(r: _Reader, count: int, pk: AHEPublicKey) -> list:
     return values
 
 
-def _check_fingerprint(r: _Reader, pk: AHEPublicKey) -> None:
+def _open_ciphertexts(data: bytes, pk: AHEPublicKey, kind: int, what: str) -> _Reader:
+    """Reader positioned after the header, having checked kind, scheme and key fingerprint."""
+    r = _Reader(data)
+    found, scheme = _read_header(r)
+    if found != kind:
+        raise SerializationError(f"expected {what}, found object kind {found}")
+    if scheme != _scheme_id(pk):
+        raise KeyMismatchError(f"data holds scheme id {scheme}, the key is {pk.scheme}")
     fp = bytes(r.take(32, "key fingerprint"))
     if fp != pk.fingerprint:
         raise KeyMismatchError(
             f"ciphertexts were serialised under key {fp.hex()[:16]}, not the given key "
             f"{pk.fingerprint.hex()[:16]}"
         )
+    return r
 
 
 def encrypted_array_to_bytes(arr: EncryptedArray) -> bytes:
@@ -342,13 +350,7 @@ def encrypted_array_to_bytes(arr: EncryptedArray) -> bytes:
 
 
 def encrypted_array_from_bytes(data: bytes, public_key: AHEPublicKey) -> EncryptedArray:
-    r = _Reader(data)
-    kind, scheme = _read_header(r)
-    if kind != KIND_ARRAY:
-        raise SerializationError(f"expected an encrypted array, found object kind {kind}")
-    if scheme != _scheme_id(public_key):
-        raise KeyMismatchError(f"data holds scheme id {scheme}, the key is {public_key.scheme}")
-    _check_fingerprint(r, public_key)
+    r = _open_ciphertexts(data, public_key, KIND_ARRAY, "an encrypted array")
     frac_bits, ndim = r.unpack("iB", "scale and rank")
     if frac_bits < 0 or ndim > _MAX_DIMS:
         raise SerializationError(f"invalid scale {frac_bits} or rank {ndim}")
@@ -371,13 +373,7 @@ def packed_array_to_bytes(packed: Any) -> bytes:
 def packed_array_from_bytes(data: bytes, public_key: AHEPublicKey) -> Any:
     from .packing import PackedArray, layout
 
-    r = _Reader(data)
-    kind, scheme = _read_header(r)
-    if kind != KIND_PACKED:
-        raise SerializationError(f"expected a packed array, found object kind {kind}")
-    if scheme != _scheme_id(public_key):
-        raise KeyMismatchError(f"data holds scheme id {scheme}, the key is {public_key.scheme}")
-    _check_fingerprint(r, public_key)
+    r = _open_ciphertexts(data, public_key, KIND_PACKED, "a packed array")
     frac_bits, count, value_bits, headroom_bits, signed = r.unpack("iQIIB", "packing header")
     if frac_bits < 0:
         raise SerializationError(f"invalid scale {frac_bits}")
