@@ -90,7 +90,7 @@ def test_rejects_malformed_bytes(paillier_keys):
     pk, _ = paillier_keys
     good = pk.encrypt([1, 2]).to_bytes()
     with pytest.raises(SerializationError, match="not shaper data"):
-        EncryptedArray.from_bytes(b"XXXX" + good[4:], pk)
+        EncryptedArray.from_bytes(b"JUNK" + good[4:], pk)
     with pytest.raises(SerializationError, match="version"):
         EncryptedArray.from_bytes(good[:4] + struct.pack("<H", 99) + good[6:], pk)
     with pytest.raises(SerializationError, match="truncated"):
