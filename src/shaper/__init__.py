@@ -6,6 +6,7 @@ math: Paillier, OU, packing, encodings) -> ``net`` and ``protocols`` -> ``ml``.
 
 __version__ = "0.1.0"
 
-from . import crypto, kernels  # noqa: E402
+from . import crypto, kernels, net  # noqa: E402
+from .net import Session  # noqa: E402
 
-__all__ = ["crypto", "kernels", "__version__"]
+__all__ = ["crypto", "kernels", "net", "Session", "__version__"]

@@ -2,6 +2,7 @@
 
     shaper demo      a tour of the additive-HE engine (sparse X @ Enc(w), packing), checked
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
+    shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
     shaper info      version, kernel, worker count, CPU features
 """
 
@@ -40,6 +41,46 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     console.print(f"public key : {pub}   (give this to the parties that encrypt for you)")
     console.print(f"private key: {key}   (mode 0600; keep it on this host only)")
     console.print(f"fingerprint: {pk.fingerprint.hex()[:32]}")
+    return 0
+
+
+def _cmd_certs(args: argparse.Namespace) -> int:
+    import os
+
+    from .errors import ConfigError
+    from .net.tls import make_certificates
+
+    hosts: dict[str, str] = {}
+    for item in args.hosts or []:
+        if "=" not in item:
+            raise SystemExit(f"--hosts entries look like NAME=HOST, got {item!r}")
+        name, host = item.split("=", 1)
+        hosts[name] = host
+    unknown = set(hosts) - set(args.parties)
+    if unknown:
+        raise SystemExit(f"--hosts names parties that are not in --parties: {sorted(unknown)}")
+    try:
+        files = make_certificates(args.parties, args.out, hosts=hosts, days=args.days, overwrite=args.force)
+    except ConfigError as exc:
+        raise SystemExit(str(exc))
+    out = Path(args.out)
+    print(f"wrote a CA and {len(args.parties)} party certificates to {out}/ (keys are mode 0600)")
+    print(f"  keep {files['ca']['key']} offline: it only signs certificates")
+    for i, name in enumerate(args.parties):
+        where = hosts.get(name, "127.0.0.1")
+        print(f"  host of {name} ({where}): {out / 'ca.pem'}, {files[name]['cert']}, {files[name]['key']}")
+    if args.write_parties:
+        target = Path(args.write_parties)
+        if target.exists() and not args.force:
+            raise SystemExit(f"refusing to overwrite {target} (use --force)")
+        rel = os.path.relpath(out, target.parent if str(target.parent) else ".")
+        lines = [f'session_id = "{args.session_id}"', "", "[network]", 'timeout = "300s"',
+                 'connect_timeout = "60s"', "", "[tls]", f'ca = "{rel}/ca.pem"', ""]
+        for i, name in enumerate(args.parties):
+            lines += ["[[party]]", f'name = "{name}"', f'host = "{hosts.get(name, "127.0.0.1")}"',
+                      f"port = {args.base_port + i}", f'cert = "{rel}/{name}.pem"', f'key = "{rel}/{name}.key"', ""]
+        target.write_text("\n".join(lines))
+        print(f"wrote {target}: give every host a copy (each needs only its own key)")
     return 0
 
 
@@ -91,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("--out", required=True, help="file prefix: writes PREFIX.pub.* and PREFIX.key.*")
     keygen.add_argument("--format", choices=["binary", "json"], default="binary")
     keygen.set_defaults(func=_cmd_keygen)
+
+    certs = sub.add_parser("certs", help="create a CA and TLS certificates for the parties of a job")
+    certs.add_argument("--parties", nargs="+", required=True, metavar="NAME", help="party names, in order")
+    certs.add_argument("--out", required=True, help="directory for ca.pem, NAME.pem, NAME.key")
+    certs.add_argument("--hosts", nargs="*", metavar="NAME=HOST", help="hosts to record (default 127.0.0.1)")
+    certs.add_argument("--days", type=int, default=3650, help="validity (default ten years)")
+    certs.add_argument("--write-parties", metavar="FILE", help="also write a parties file (TOML)")
+    certs.add_argument("--base-port", type=int, default=7100, help="first port in the parties file")
+    certs.add_argument("--session-id", default="shaper-job", help="session id in the parties file")
+    certs.add_argument("--force", action="store_true", help="overwrite existing files")
+    certs.set_defaults(func=_cmd_certs)
 
     info = sub.add_parser("info", help="version, kernel and CPU features")
     info.set_defaults(func=_cmd_info)

@@ -39,3 +39,40 @@ class SerializationError(ShaperError, ValueError):
 
 class KernelError(ShaperError, RuntimeError):
     """A compute kernel or its worker pool failed."""
+
+
+class ConfigError(ShaperError, ValueError):
+    """A configuration value or parties file is invalid (names the field and the value)."""
+
+
+class NetError(ShaperError, ConnectionError):
+    """Base class of errors between parties."""
+
+
+class PeerError(NetError):
+    """A peer died, closed the session, or aborted with an error of its own."""
+
+
+class PeerTimeout(NetError, TimeoutError):
+    """Nothing arrived from a peer (or a send did not drain) within the configured timeout."""
+
+
+class FrameError(NetError):
+    """A peer sent a malformed, oversized or unexpected frame."""
+
+
+class HandshakeError(NetError):
+    """A connection could not be set up: unreachable peer, refused certificate, mismatched
+    protocol version or session id."""
+
+
+class PartyError(ShaperError, RuntimeError):
+    """A party run by the launcher failed; carries the party's name and traceback."""
+
+    def __init__(self, party: str, message: str, remote_traceback: str = "") -> None:
+        self.party = party
+        self.remote_traceback = remote_traceback
+        text = f"party {party!r} failed: {message}"
+        if remote_traceback:
+            text += f"\n\n--- traceback in party {party!r} ---\n{remote_traceback}"
+        super().__init__(text)

@@ -1,0 +1,305 @@
+"""A channel to one peer: typed, tagged messages over two one-way links.
+
+Each pair of parties holds two connections: on one this party only writes, on the other only a
+background reader thread reads. (An OpenSSL connection must not be read and written by two
+threads at once, and a single-threaded design could deadlock when both sides send large arrays
+at the same time.) The reader parses and validates every frame as it arrives, assembles large
+arrays directly into their numpy buffers, and files complete messages under their tag; ``recv``
+takes the oldest message of the requested tag, so independent streams never mix.
+
+Failures are sticky and named: if the peer dies, closes, aborts or sends a bad frame, every
+pending and later ``recv`` on this channel raises at once (after handing out what had already
+arrived); a ``recv`` that waits longer than the timeout raises :class:`PeerTimeout`.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from ..errors import FrameError, NetError, PeerError, PeerTimeout
+from . import frames as F
+from .config import NetConfig
+from .shaping import Pacer
+from .stats import Stats
+
+
+_READ_AHEAD = 64 << 10
+
+
+class _EndOfStream(Exception):
+    pass
+
+
+class Channel:
+    """Messages to and from one peer (use through :class:`shaper.net.Session`)."""
+
+    def __init__(self, me: str, peer: str, out_sock: socket.socket, in_sock: socket.socket,
+                 config: NetConfig, stats: Stats) -> None:
+        self.me = me
+        self.peer = peer
+        self.config = config
+        self._out = out_sock
+        self._in = in_sock
+        self._stats = stats
+        self._pacer = Pacer(config.bandwidth)
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._queues: dict[str, deque] = {}
+        self._failure: Exception | None = None
+        self._peer_closed = False
+        self._closing = False
+        self._rbuf = bytearray(_READ_AHEAD)  # read-ahead buffer: bytes [_rstart, _rend) are unread
+        self._rstart = self._rend = 0
+        self._out.settimeout(config.timeout)
+        self._in.settimeout(None)
+        self._reader = threading.Thread(target=self._read_loop, name=f"shaper-recv-{peer}", daemon=True)
+        self._reader.start()
+
+    # -- sending -------------------------------------------------------------------------------
+    def send(self, value: Any, tag: str = "") -> int:
+        """Send an array, bytes, or a JSON-able value; returns the bytes put on the wire."""
+        raw_tag = F.encode_tag(tag)
+        if isinstance(value, np.ndarray):
+            arr, desc = F.array_descriptor(value)
+            data = memoryview(arr).cast("B") if arr.size else memoryview(b"")
+            head = F.header(F.ARRAY, raw_tag, len(desc)) + desc
+            return self._send_message(head, raw_tag, data)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            data = memoryview(value).cast("B")
+            if data.nbytes > self.config.max_message:
+                raise ValueError(f"message of {data.nbytes} bytes exceeds max_message ({self.config.max_message})")
+            head = F.header(F.BYTES, raw_tag, 8) + struct.pack("<Q", data.nbytes)
+            return self._send_message(head, raw_tag, data)
+        payload = F.json_payload(value, self.config.max_meta)
+        return self._send_message(F.header(F.META, raw_tag, len(payload)) + payload, raw_tag, None)
+
+    def _send_message(self, head: bytes, raw_tag: bytes, data: memoryview | None) -> int:
+        total = 0
+        with self._send_lock:
+            self._check_sendable()
+            self._write(head)
+            total += len(head)
+            if data is not None:
+                step = self.config.max_frame
+                for offset in range(0, data.nbytes, step):
+                    chunk = data[offset:offset + step]
+                    chunk_head = F.header(F.CHUNK, raw_tag, chunk.nbytes)
+                    self._write(chunk_head, chunk)
+                    total += len(chunk_head) + chunk.nbytes
+        self._stats.add_sent(self.peer, total, message=True)
+        return total
+
+    def _write(self, head: bytes, body: memoryview | None = None) -> None:
+        self._pacer.pace(len(head) + (body.nbytes if body is not None else 0))
+        try:
+            self._out.sendall(head)
+            if body is not None:
+                self._out.sendall(body)
+        except socket.timeout as exc:
+            raise PeerTimeout(
+                f"sending to party {self.peer!r} stalled for {self.config.timeout:.0f}s: the peer is not reading"
+            ) from exc
+        except OSError as exc:
+            raise self._failure_copy() or PeerError(f"connection to party {self.peer!r} is broken: {exc}") from exc
+
+    def _check_sendable(self) -> None:
+        failure = self._failure_copy()
+        if failure is not None and not isinstance(failure, FrameError):
+            raise failure
+        if self._closing:
+            raise NetError(f"the channel to party {self.peer!r} is closed")
+
+    # -- receiving -------------------------------------------------------------------------------
+    def recv(self, tag: str = "", timeout: float | None = None) -> tuple[Any, int]:
+        """The oldest message with ``tag`` as (value, frame kind); waits at most ``timeout``."""
+        F.encode_tag(tag)
+        limit = self.config.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                queue = self._queues.get(tag)
+                wake = deadline
+                if queue:
+                    ready_at, value, kind = queue[0]
+                    if ready_at <= now:
+                        queue.popleft()
+                        return value, kind
+                    wake = min(deadline, ready_at)  # shaping latency still running
+                else:
+                    failure = self._failure_copy()
+                    if failure is not None:
+                        raise failure
+                    if self._peer_closed:
+                        raise PeerError(f"party {self.peer!r} has ended the session; no message tagged {tag!r} will come")
+                    if self._closing:
+                        raise NetError(f"the channel to party {self.peer!r} is closed")
+                if now >= deadline:
+                    raise PeerTimeout(
+                        f"no message tagged {tag!r} from party {self.peer!r} within {limit:.1f}s "
+                        "(the peer is stalled, slow, or waiting for a different message)"
+                    )
+                self._cond.wait(wake - now)
+
+    def _failure_copy(self) -> Exception | None:
+        f = self._failure
+        return None if f is None else type(f)(*f.args)
+
+    # -- the reader thread -----------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                head = self._read_exact(F.HEADER_SIZE, start=True)
+                kind, tag_len, length = F.parse_header(head, self.peer)
+                raw_tag = self._read_exact(tag_len)
+                try:
+                    tag = raw_tag.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise FrameError(f"malformed frame from {self.peer!r}: tag is not UTF-8") from exc
+                size = F.HEADER_SIZE + tag_len + length
+                if kind == F.META:
+                    self._limit(length, self.config.max_meta, "metadata")
+                    value = F.parse_json(self._read_exact(length), self.peer)
+                elif kind == F.BYTES:
+                    if length != 8:
+                        raise FrameError(f"malformed bytes header from {self.peer!r}")
+                    (total,) = struct.unpack("<Q", self._read_exact(8))
+                    self._limit(total, self.config.max_message, "message")
+                    buf = bytearray(total)
+                    size += self._read_chunks(raw_tag, memoryview(buf))
+                    value = bytes(buf)
+                elif kind == F.ARRAY:
+                    self._limit(length, 512, "array header")
+                    dtype, shape, total = F.parse_array_descriptor(self._read_exact(length), self.peer,
+                                                                   self.config.max_message)
+                    value = np.empty(shape, dtype=dtype)
+                    if total:
+                        size += self._read_chunks(raw_tag, memoryview(value).cast("B"))
+                elif kind == F.CLOSE:
+                    self._read_exact(length) if length <= self.config.max_meta else None
+                    with self._cond:
+                        self._peer_closed = True
+                        self._cond.notify_all()
+                    return
+                elif kind == F.ABORT:
+                    self._limit(length, self.config.max_meta, "abort notice")
+                    info = F.parse_json(self._read_exact(length), self.peer)
+                    reason = info.get("error", "unknown error") if isinstance(info, dict) else str(info)
+                    raise PeerError(f"party {self.peer!r} aborted: {reason}")
+                else:
+                    raise FrameError(f"unexpected {F.KIND_NAMES[kind]} frame from {self.peer!r}")
+                self._stats.add_received(self.peer, size, message=True)
+                ready_at = time.monotonic() + self.config.latency
+                with self._cond:
+                    self._queues.setdefault(tag, deque()).append((ready_at, value, kind))
+                    self._cond.notify_all()
+        except _EndOfStream as exc:
+            self._fail(PeerError(
+                f"party {self.peer!r} dropped the connection {exc.args[0]} (the process died, was killed, "
+                "or its network went away)"))
+        except (FrameError, PeerError) as exc:
+            self._fail(exc)
+        except (OSError, ValueError) as exc:  # ValueError: an SSL socket closed under the reader
+            self._fail(PeerError(f"connection to party {self.peer!r} failed: {exc}"))
+
+    def _limit(self, value: int, limit: int, what: str) -> None:
+        if value > limit:
+            raise FrameError(f"{what} from {self.peer!r} is {value} bytes; the limit is {limit}")
+
+    def _read_chunks(self, raw_tag: bytes, view: memoryview) -> int:
+        total, got, wire = view.nbytes, 0, 0
+        while got < total:
+            kind, tag_len, length = F.parse_header(self._read_exact(F.HEADER_SIZE), self.peer)
+            if kind != F.CHUNK:
+                raise FrameError(f"{F.KIND_NAMES[kind]} frame from {self.peer!r} in the middle of a message")
+            if self._read_exact(tag_len) != raw_tag:
+                raise FrameError(f"chunk from {self.peer!r} carries a different tag than its message")
+            if length == 0 or length > self.config.max_frame or length > total - got:
+                raise FrameError(
+                    f"chunk of {length} bytes from {self.peer!r} is oversized (max_frame {self.config.max_frame}, "
+                    f"{total - got} bytes still expected)"
+                )
+            self._read_into(view[got:got + length])
+            got += length
+            wire += F.HEADER_SIZE + tag_len + length
+        return wire
+
+    def _read_exact(self, size: int, start: bool = False) -> bytes:
+        """``size`` bytes, from the read-ahead buffer (a small frame costs one socket read)."""
+        if self._rend - self._rstart < size:
+            avail = self._rend - self._rstart
+            if self._rstart:
+                self._rbuf[:avail] = self._rbuf[self._rstart:self._rend]
+                self._rstart, self._rend = 0, avail
+            if len(self._rbuf) < size:
+                self._rbuf.extend(bytes(size - len(self._rbuf)))
+            with memoryview(self._rbuf) as mv:
+                while self._rend < size:
+                    self._rend += self._recv(mv[self._rend:], len(self._rbuf) - self._rend,
+                                             start and self._rend == 0)
+        out = bytes(self._rbuf[self._rstart:self._rstart + size])
+        self._rstart += size
+        return out
+
+    def _read_into(self, view: memoryview) -> None:
+        """Fill ``view``: buffered bytes first, then straight from the socket (no extra copy)."""
+        got, total = 0, view.nbytes
+        buffered = self._rend - self._rstart
+        if buffered:
+            got = min(buffered, total)
+            view[:got] = self._rbuf[self._rstart:self._rstart + got]
+            self._rstart += got
+        while got < total:
+            got += self._recv(view[got:], min(total - got, 1 << 20), False)
+
+    def _recv(self, view: memoryview, size: int, between_messages: bool) -> int:
+        n = self._in.recv_into(view, size)
+        if n == 0:
+            if self._closing:
+                raise OSError("closed locally")
+            raise _EndOfStream("between messages" if between_messages else "in the middle of a message")
+        return n
+
+    def _fail(self, exc: Exception) -> None:
+        with self._cond:
+            if self._closing and not isinstance(exc, FrameError):
+                exc = NetError(f"the channel to party {self.peer!r} is closed")
+            if self._failure is None:
+                self._failure = exc
+            self._cond.notify_all()
+
+    # -- ending ---------------------------------------------------------------------------------
+    def close(self, abort: str | None = None) -> None:
+        """End the channel: tell the peer (CLOSE, or ABORT with a reason), then drop the links."""
+        if self._closing:
+            return
+        try:
+            with self._send_lock:
+                if self._failure is None or isinstance(self._failure, FrameError):
+                    kind = F.CLOSE if abort is None else F.ABORT
+                    payload = F.json_payload({} if abort is None else {"error": abort[:2000]}, self.config.max_meta)
+                    self._out.settimeout(5.0)
+                    self._out.sendall(F.header(kind, b"", len(payload)) + payload)
+        except OSError:
+            pass
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        for sock in (self._out, self._in):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+        if threading.current_thread() is not self._reader:
+            self._reader.join(timeout=5.0)

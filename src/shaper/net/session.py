@@ -1,0 +1,231 @@
+"""The session every protocol receives first: who I am, channels to every peer, randomness,
+configuration and traffic statistics.
+
+    with Session.from_config("parties.toml", me="bank") as s:
+        s.send("merchant", np.arange(10), tag="x")
+        y = s.recv_array("merchant", tag="y", dtype=np.uint64)
+
+Peers are addressed by name or index. ``send`` takes a numpy array (any numeric dtype and
+shape), bytes, or a small JSON-able value; ``recv`` returns whatever arrived under the tag, and
+``recv_array`` / ``recv_bytes`` / ``recv_meta`` also check that it is what the protocol expects.
+Each session has its own CSPRNG (``session.prg``, AES-CTR keyed from ``os.urandom``) and can
+agree pairwise shared generators (``shared_prg``) for correlated randomness.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..crypto.prg import Prg
+from ..errors import ConfigError, FrameError, NetError
+from . import frames as F
+from .channel import Channel
+from .config import NetConfig, Party, load_parties
+from .connect import connect
+from .pipeline import PipelineReport, pipeline
+from .stats import Stats
+from .tls import TLSFiles
+
+PeerRef = str | int
+
+
+class Session:
+    """One party's view of a job. Create with :meth:`from_config`, :func:`shaper.net.launch` or
+    :func:`shaper.net.run_in_memory`."""
+
+    def __init__(self, name: str, parties: Sequence[str], channels: dict[str, Channel], config: NetConfig,
+                 stats: Stats) -> None:
+        self.name = name
+        self.parties = list(parties)
+        self.index = self.parties.index(name)
+        self.config = config
+        self.stats = stats
+        self.prg = Prg()
+        self._channels = channels
+        self._closed = False
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, me: str, parties: Sequence[Party], config: NetConfig | None = None, *,
+                tls: TLSFiles | None = None, listener: Any = None) -> "Session":
+        """Connect to every other party (TLS unless ``config.insecure``)."""
+        config = config or NetConfig()
+        names = [p.name for p in parties]
+        if me not in names:
+            raise ConfigError(f"party {me!r} is not one of {names}")
+        stats = Stats()
+        links = connect(names.index(me), list(parties), config, tls, listener)
+        channels = {peer: Channel(me, peer, out, inp, config, stats) for peer, (out, inp) in links.items()}
+        return cls(me, names, channels, config, stats)
+
+    @classmethod
+    def from_config(cls, path: str | Path, me: str, *, key: str | Path | None = None,
+                    config: NetConfig | None = None) -> "Session":
+        """Join the job described by a parties file as party ``me``; ``key`` overrides the
+        private-key path from the file."""
+        pf = load_parties(path, config)
+        me_party = pf.parties[pf.index(me)]
+        tls = None
+        if not pf.config.insecure:
+            key_path = Path(key) if key is not None else me_party.key
+            if key_path is None or me_party.cert is None or pf.ca is None:
+                raise ConfigError(f"party {me!r} needs cert, key and [tls] ca in {path}")
+            tls = TLSFiles(pf.ca, me_party.cert, key_path)
+        return cls.connect(me, pf.parties, pf.config, tls=tls)
+
+    # -- peers --------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return len(self.parties)
+
+    @property
+    def peers(self) -> list[str]:
+        return [p for p in self.parties if p != self.name]
+
+    def peer_name(self, peer: PeerRef) -> str:
+        if isinstance(peer, int) and not isinstance(peer, bool):
+            if not 0 <= peer < self.n:
+                raise ValueError(f"party index {peer} is out of range (0..{self.n - 1})")
+            peer = self.parties[peer]
+        if peer == self.name:
+            raise ValueError(f"party {peer!r} cannot send to or receive from itself")
+        if peer not in self._channels:
+            raise ValueError(f"unknown party {peer!r}; parties are {self.parties}")
+        return peer  # type: ignore[return-value]
+
+    def _channel(self, peer: PeerRef) -> Channel:
+        if self._closed:
+            raise NetError("the session is closed")
+        return self._channels[self.peer_name(peer)]
+
+    # -- messages -----------------------------------------------------------------------------
+    def send(self, peer: PeerRef, value: Any, tag: str = "") -> int:
+        """Send a numpy array, bytes, or a JSON-able value; returns bytes on the wire."""
+        return self._channel(peer).send(value, tag)
+
+    def recv(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> Any:
+        """The next message from ``peer`` under ``tag`` (waits up to the session timeout)."""
+        channel = self._channel(peer)
+        start = time.monotonic()
+        try:
+            value, _ = channel.recv(tag, timeout)
+        finally:
+            self.stats.add_wait(channel.peer, time.monotonic() - start)
+        return value
+
+    def _recv_kind(self, peer: PeerRef, tag: str, kind: int, timeout: float | None) -> Any:
+        channel = self._channel(peer)
+        start = time.monotonic()
+        try:
+            value, got = channel.recv(tag, timeout)
+        finally:
+            self.stats.add_wait(channel.peer, time.monotonic() - start)
+        if got != kind:
+            raise FrameError(f"expected {F.KIND_NAMES[kind]} from party {channel.peer!r} under tag {tag!r}, "
+                             f"received {F.KIND_NAMES[got]}")
+        return value
+
+    def recv_array(self, peer: PeerRef, tag: str = "", *, dtype: Any = None, shape: tuple | None = None,
+                   timeout: float | None = None) -> np.ndarray:
+        """Receive an array and check its dtype and shape when given."""
+        arr = self._recv_kind(peer, tag, F.ARRAY, timeout)
+        if dtype is not None and arr.dtype != np.dtype(dtype):
+            raise FrameError(f"party {self.peer_name(peer)!r} sent dtype {arr.dtype} under tag {tag!r}; "
+                             f"expected {np.dtype(dtype)}")
+        if shape is not None and arr.shape != tuple(shape):
+            raise FrameError(f"party {self.peer_name(peer)!r} sent shape {arr.shape} under tag {tag!r}; "
+                             f"expected {tuple(shape)}")
+        return arr
+
+    def recv_bytes(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> bytes:
+        return self._recv_kind(peer, tag, F.BYTES, timeout)
+
+    def recv_meta(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> Any:
+        return self._recv_kind(peer, tag, F.META, timeout)
+
+    def broadcast(self, value: Any, tag: str = "") -> None:
+        """Send the same value to every peer."""
+        for peer in self.peers:
+            self.send(peer, value, tag)
+
+    def gather(self, tag: str = "", *, timeout: float | None = None) -> dict[str, Any]:
+        """One message under ``tag`` from every peer."""
+        return {peer: self.recv(peer, tag, timeout=timeout) for peer in self.peers}
+
+    def exchange(self, peer: PeerRef, value: Any, tag: str = "", *, timeout: float | None = None) -> Any:
+        """Send ``value`` and receive the peer's message under the same tag."""
+        self.send(peer, value, tag)
+        return self.recv(peer, tag, timeout=timeout)
+
+    def barrier(self, tag: str = "barrier") -> None:
+        """Wait until every party has reached this point."""
+        self.broadcast(None, tag)
+        self.gather(tag)
+
+    # -- randomness -----------------------------------------------------------------------------
+    def shared_prg(self, group: Iterable[PeerRef], tag: str = "shared-prg") -> Prg:
+        """A generator whose stream this party shares with the parties in ``group`` (this party
+        is always included) and no one else: every member contributes 32 random bytes from
+        ``os.urandom``, the seed is their XOR. All members must call this with the same group and
+        tag, in the same order relative to other messages."""
+        named = {self.parties[p] if isinstance(p, int) and not isinstance(p, bool) else p for p in group}
+        members = sorted({self.peer_name(p) for p in named if p != self.name} | {self.name},
+                         key=self.parties.index)
+        mine = os.urandom(32)
+        for p in members:
+            if p != self.name:
+                self.send(p, mine, tag)
+        seed = bytearray(mine)
+        for p in members:
+            if p != self.name:
+                other = self.recv_bytes(p, tag)
+                if len(other) != 32:
+                    raise FrameError(f"party {p!r} sent a {len(other)}-byte seed contribution")
+                seed = bytearray(a ^ b for a, b in zip(seed, other))
+        return Prg(seed=bytes(seed))
+
+    # -- pipelining -------------------------------------------------------------------------------
+    def send_pipelined(self, peer: PeerRef, items: Iterable[Any], produce: Callable[[Any], Any],
+                       tag: str = "") -> PipelineReport:
+        """Send ``produce(item)`` for each item, producing item i+1 while item i is on the wire
+        (SHAPER §3.2.3 latency hiding). The receiver calls ``recv`` once per item."""
+        channel = self._channel(peer)
+        return pipeline(produce, items, lambda value: channel.send(value, tag))
+
+    # -- ending -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """End the session cleanly (peers see CLOSE, not a crash)."""
+        if self._closed:
+            return
+        self._closed = True
+        threads = [threading.Thread(target=c.close) for c in self._channels.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def abort(self, reason: str) -> None:
+        """End the session telling every peer why (they raise PeerError with the reason)."""
+        if self._closed:
+            return
+        self._closed = True
+        for c in self._channels.values():
+            c.close(abort=f"{self.name}: {reason}")
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc is not None and not isinstance(exc, NetError):
+            self.abort(f"{type(exc).__name__}: {exc}")
+        else:
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"Session(name={self.name!r}, index={self.index}, parties={self.parties})"
