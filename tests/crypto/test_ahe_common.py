@@ -189,3 +189,13 @@ def test_empty_arrays(scheme_keys):
     assert e.shape == (0,)
     assert sk.decrypt(e).shape == (0,)
     assert int(sk.decrypt(e.sum())) == 0
+
+
+def test_list_operands_are_exact(scheme_keys):
+    pk, sk = scheme_keys
+    big = 2**63 + 1
+    e = pk.encrypt([0, big])
+    assert sk.decrypt(e).tolist() == [0, big]
+    assert sk.decrypt(e * [3, big]).tolist() == [0, big * big]
+    assert sk.decrypt(e + [big, 0]).tolist() == [big, big]
+    assert sk.decrypt([[1, 1]] @ e).tolist() == [big]

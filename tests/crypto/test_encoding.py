@@ -86,3 +86,9 @@ def test_overflow_band_reported_with_index():
 def test_float_overflow_is_reported():
     with pytest.raises(PlaintextOverflowError):
         encoding.decode(np.array([1 << 1100], dtype=object), 3)
+
+
+def test_python_lists_with_big_ints_stay_exact():
+    # numpy 2 would turn this list into float64 and drop the low bit
+    assert encoding.encode([0, 2**63 + 1], 0, MAX).tolist() == [0, 2**63 + 1]
+    assert encoding.encode([[1, 2**70 + 3], [0.5, -1]], 4, MAX).tolist() == [[16, (2**70 + 3) * 16], [8, -16]]

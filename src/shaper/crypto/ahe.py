@@ -383,13 +383,13 @@ class EncryptedArray:
                 "cannot multiply two encrypted arrays: additive HE only supports ciphertext x "
                 "plaintext; use a secret-sharing multiplication protocol"
             )
-        arr = np.asarray(other)
-        if arr.dtype.kind == "f":
-            k_frac = self.frac_bits if frac_bits is None else frac_bits
-        elif arr.dtype.kind in "iub" or arr.dtype == object:
-            k_frac = 0 if frac_bits is None else frac_bits
-        else:
+        arr = encoding.as_exact_array(other)
+        if arr.dtype.kind not in "iubf" and arr.dtype != object:
             raise TypeError(f"cannot multiply an encrypted array by {type(other).__name__}")
+        if encoding.has_floats(arr):
+            k_frac = self.frac_bits if frac_bits is None else frac_bits
+        else:
+            k_frac = 0 if frac_bits is None else frac_bits
         scalars = encoding.encode(arr, k_frac, self.public_key.max_int)
         cc, kk = np.broadcast_arrays(self._c, scalars)
         flat = self.public_key.raw_mul_plain(cc.ravel().tolist(), kk.ravel().tolist())
@@ -489,10 +489,17 @@ def _as_csr(matrix: Any):
     if sp.issparse(matrix):
         csr = sp.csr_matrix(matrix, copy=True)
     else:
-        arr = np.asarray(matrix)
+        arr = encoding.as_exact_array(matrix)
         if arr.ndim != 2:
             raise ValueError(f"plaintext matrix must be 2-D, got shape {arr.shape}")
-        if arr.dtype.kind not in "iubf" and arr.dtype != object:
+        if arr.dtype == object:  # from nested lists: exact integers or floats, never a silent cast
+            if encoding.has_floats(arr):
+                arr = arr.astype(np.float64)
+            elif all(-(1 << 63) <= int(v) < (1 << 63) for v in arr.ravel().tolist()):
+                arr = arr.astype(np.int64)
+            else:
+                raise ValueError("plaintext matrix entries must fit in int64 (or be floats)")
+        if arr.dtype.kind not in "iubf":
             raise TypeError(f"cannot multiply by a matrix of dtype {arr.dtype}")
         csr = sp.csr_matrix(arr)
     csr.eliminate_zeros()

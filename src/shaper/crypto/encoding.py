@@ -58,7 +58,9 @@ def encode(values: Any, frac_bits: int, max_int: int) -> np.ndarray:
     ``ValueError`` for NaN or infinity.
     """
     frac_bits = _check_frac_bits(frac_bits)
-    arr = np.asarray(values)
+    # Python lists go element by element: numpy would turn [0, 2**63 + 1] into float64 and
+    # silently drop low bits.
+    arr = values if isinstance(values, np.ndarray) else as_exact_array(values)
     if arr.dtype == object:
         flat = arr.ravel().tolist()
         out = [_encode_scalar(v, frac_bits) for v in flat]
@@ -73,6 +75,25 @@ def encode(values: Any, frac_bits: int, max_int: int) -> np.ndarray:
         raise TypeError(f"cannot encode values of dtype {arr.dtype}; pass integers or floats")
     check_bound(result, max_int, frac_bits, original=arr)
     return result
+
+
+def as_exact_array(values: Any) -> np.ndarray:
+    """``values`` as an array without lossy conversions: numpy arrays and numpy scalars are
+    kept, anything else (Python ints of any size, floats, nested lists) becomes an object array."""
+    if isinstance(values, np.ndarray):
+        return values
+    if isinstance(values, np.generic):
+        return np.asarray(values)
+    return np.array(values, dtype=object)
+
+
+def has_floats(arr: np.ndarray) -> bool:
+    """Whether an array holds non-integer numbers (float dtype, or floats in an object array)."""
+    if arr.dtype.kind == "f":
+        return True
+    if arr.dtype == object:
+        return any(isinstance(v, (float, np.floating)) for v in arr.ravel().tolist())
+    return False
 
 
 def _encode_scalar(v: Any, frac_bits: int) -> int:
