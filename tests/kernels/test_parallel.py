@@ -116,3 +116,28 @@ def test_set_workers_validation():
     kernels.set_workers(1)
     assert kernels.workers() == 1 and kernels.get_kernel() is local_kernel()
     kernels.set_workers(None)
+
+
+def test_interrupted_call_never_leaks_stale_replies(par, monkeypatch):
+    bases = list(range(2, 50))
+    par.powmod(bases, [7] * len(bases), M)  # workers up
+    real_decode = wire.decode
+    calls = {"n": 0}
+
+    def flaky(data):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return real_decode(data)
+
+    monkeypatch.setattr(wire, "decode", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        par.powmod(bases, [7] * len(bases), M)
+    monkeypatch.setattr(wire, "decode", real_decode)
+    other = list(range(100, 148))
+    assert par.powmod(other, [3] * len(other), M) == [pow(b, 3, M) for b in other]
+
+
+def test_arguments_the_wire_cannot_carry_fall_back_to_local(par):
+    bases = [-3, -5, 7, 11] * 4
+    assert par.powmod(bases, [5] * len(bases), M) == local_kernel().powmod(bases, [5] * len(bases), M)

@@ -213,3 +213,64 @@ def pipelined(session, items, produce_seconds):
         report = session.send_pipelined(1, range(items), produce, tag="p")
         return report.as_dict()
     return [int(session.recv_array(0, "p")[0]) for _ in range(items)]
+
+
+def reader_crash(session):
+    """Party 0's reader hits an unexpected exception: recv must fail at once, not time out."""
+    if session.index == 1:
+        session.send(0, {"a": 1}, tag="x")
+        try:
+            session.recv(0, "never", timeout=10)
+        except PeerError:
+            pass
+        return None
+    import shaper.net.frames as F
+
+    def broken(raw, peer):
+        raise RuntimeError("injected")
+
+    F.parse_json, saved = broken, F.parse_json
+    try:
+        t0 = time.monotonic()
+        try:
+            session.recv(1, "x", timeout=10)
+            return ("no error", 0.0)
+        except PeerError as exc:
+            return (str(exc), time.monotonic() - t0)
+    finally:
+        F.parse_json = saved
+
+
+def broken_send(session):
+    if session.index == 1:
+        try:
+            session.recv(0, "never", timeout=10)
+        except (PeerError, PeerTimeout):
+            pass
+        return None
+    channel = session._channels[session.peers[0]]
+    real = channel._write
+    state = {"n": 0}
+
+    def failing(head, body=None):
+        state["n"] += 1
+        if state["n"] == 2:
+            raise OSError("link cut mid-message")
+        return real(head, body)
+
+    channel._write = failing
+    errors = []
+    for _ in range(2):
+        try:
+            session.send(1, np.zeros(10_000, dtype=np.uint8), tag="big")
+        except Exception as exc:  # collected for the test
+            errors.append(f"{type(exc).__name__}: {exc}")
+    return errors
+
+
+def slow_sender(session):
+    if session.index == 0:
+        session.send(1, np.zeros(10 << 20, dtype=np.uint8), tag="big")
+    else:
+        session.recv(0, "big")
+    return None

@@ -96,3 +96,29 @@ def test_statistics(runner):
     assert p["bytes_sent"] == 3 * (head + 16 + 1 + 1000)
     assert stats1["peers"]["party0"]["bytes_received"] == p["bytes_sent"]
     assert stats0["rounds"] == 1 and "party1" in table0 and "rounds: 1" in table0
+
+
+def test_reader_failure_is_reported_not_a_timeout():
+    from shaper.net import run_in_memory
+
+    message, elapsed = run_in_memory(2, P.reader_crash)[0]
+    assert "injected" in message and elapsed < 2
+
+
+def test_send_cut_mid_message_poisons_the_link():
+    from shaper.net import run_in_memory
+
+    errors = run_in_memory(2, P.broken_send)[0]
+    assert errors[0].startswith("PeerError") or "link cut" in errors[0]
+    assert "broke during an earlier send" in errors[1]
+
+
+def test_timeout_is_kept_even_behind_a_shaped_send():
+    import time
+
+    from shaper.net import run_in_memory
+
+    t0 = time.monotonic()
+    with pytest.raises(PartyError, match="did not finish"):
+        run_in_memory(2, P.slow_sender, config=NetConfig(bandwidth=8e6), timeout=1)
+    assert time.monotonic() - t0 < 5

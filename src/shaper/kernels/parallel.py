@@ -94,10 +94,21 @@ class _Pool:
         if self._pid != os.getpid():  # forked child: the parent's pipes are not ours
             self._workers = []
             self._pid = os.getpid()
-        self._workers = [w for w in self._workers if w.alive()]
+        alive = []
+        for w in self._workers:
+            if w.alive():
+                alive.append(w)
+            else:
+                w.close()  # reap it and release its pipes
+        self._workers = alive
         while len(self._workers) < count:
             self._workers.append(_Worker())
         return self._workers[:count]
+
+    def _kill_all(self) -> None:
+        for w in self._workers:
+            w.close(kill=True)
+        self._workers = []
 
     def reset(self) -> None:
         with self._lock:
@@ -113,6 +124,8 @@ class _Pool:
         takes the next, so a slower (busier) core does less of the work. A worker reads its
         whole request before replying, so pipe buffers cannot deadlock.
         """
+        # Encode everything first: a bad argument is the caller's error, not a dead worker.
+        payloads = [wire.encode((method, tuple(args))) for method, args in tasks]
         with self._lock:
             procs = self._ensure(min(workers, len(tasks)))
             replies: list = [None] * len(tasks)
@@ -124,8 +137,7 @@ class _Pool:
                 def dispatch(worker: _Worker) -> None:
                     index = next(pending, None)
                     if index is not None:
-                        method, args = tasks[index]
-                        worker.send(wire.encode((method, tuple(args))))
+                        worker.send(payloads[index])
                         busy[worker] = index
 
                 for w in procs:
@@ -142,13 +154,16 @@ class _Pool:
                         replies[busy.pop(worker)] = wire.decode(frame)
                         dispatch(worker)
             except (OSError, wire.WireError) as exc:
-                for w in self._workers:
-                    w.close(kill=True)
-                self._workers = []
+                self._kill_all()
                 raise KernelError(
                     f"a kernel worker process died while running {tasks[0][0]!r} "
                     f"(out of memory or killed: {exc}); the workers will restart on the next call"
                 ) from exc
+            except BaseException:
+                # Interrupted with requests in flight (Ctrl-C, MemoryError, ...): their replies
+                # must never be read as answers to a later call, so the workers go.
+                self._kill_all()
+                raise
             finally:
                 selector.close()
         out = []
@@ -221,6 +236,10 @@ class ParallelKernel:
         tasks = [(method, chunk) for method, _, chunks in planned if chunks for chunk in chunks]
         try:
             remote = iter(_POOL.map(self.workers, tasks)) if tasks else iter(())
+        except wire.WireError:
+            # Arguments the wire format does not carry (e.g. negative numbers): compute here, with
+            # exactly the single-core kernel's semantics.
+            return [getattr(self.local, method)(*args) for method, args in calls]
         except ZeroDivisionError:
             # Re-run in this process so the error names the index within the whole batch.
             return [getattr(self.local, method)(*args) for method, args in calls]

@@ -55,6 +55,7 @@ class Channel:
         self._failure: Exception | None = None
         self._peer_closed = False
         self._closing = False
+        self._send_broken: Exception | None = None
         self._rbuf = bytearray(_READ_AHEAD)  # read-ahead buffer: bytes [_rstart, _rend) are unread
         self._rstart = self._rend = 0
         self._out.settimeout(config.timeout)
@@ -84,15 +85,20 @@ class Channel:
         total = 0
         with self._send_lock:
             self._check_sendable()
-            self._write(head)
-            total += len(head)
-            if data is not None:
-                step = self.config.max_frame
-                for offset in range(0, data.nbytes, step):
-                    chunk = data[offset:offset + step]
-                    chunk_head = F.header(F.CHUNK, raw_tag, chunk.nbytes)
-                    self._write(chunk_head, chunk)
-                    total += len(chunk_head) + chunk.nbytes
+            try:
+                self._write(head)
+                total += len(head)
+                if data is not None:
+                    step = self.config.max_frame
+                    for offset in range(0, data.nbytes, step):
+                        chunk = data[offset:offset + step]
+                        chunk_head = F.header(F.CHUNK, raw_tag, chunk.nbytes)
+                        self._write(chunk_head, chunk)
+                        total += len(chunk_head) + chunk.nbytes
+            except BaseException as exc:
+                # A message cut short leaves the link mid-frame: nothing more may be written on it.
+                self._send_broken = exc if isinstance(exc, Exception) else NetError("send interrupted")
+                raise
         self._stats.add_sent(self.peer, total, message=True)
         return total
 
@@ -110,6 +116,11 @@ class Channel:
             raise self._failure_copy() or PeerError(f"connection to party {self.peer!r} is broken: {exc}") from exc
 
     def _check_sendable(self) -> None:
+        if self._send_broken is not None:
+            raise NetError(
+                f"the link to party {self.peer!r} broke during an earlier send "
+                f"({type(self._send_broken).__name__}: {self._send_broken}); it cannot be used again"
+            )
         failure = self._failure_copy()
         if failure is not None and not isinstance(failure, FrameError):
             raise failure
@@ -131,6 +142,8 @@ class Channel:
                     ready_at, value, kind = queue[0]
                     if ready_at <= now:
                         queue.popleft()
+                        if not queue:
+                            del self._queues[tag]  # per-round tags must not pile up
                         return value, kind
                     wake = min(deadline, ready_at)  # shaping latency still running
                 else:
@@ -172,9 +185,11 @@ class Channel:
                         raise FrameError(f"malformed bytes header from {self.peer!r}")
                     (total,) = struct.unpack("<Q", self._read_exact(8))
                     self._limit(total, self.config.max_message, "message")
-                    buf = bytearray(total)
-                    size += self._read_chunks(raw_tag, memoryview(buf))
-                    value = bytes(buf)
+                    buf = np.empty(total, dtype=np.uint8)  # no zero-fill; one copy into bytes
+                    if total:
+                        size += self._read_chunks(raw_tag, memoryview(buf))
+                    value = buf.tobytes()
+                    del buf
                 elif kind == F.ARRAY:
                     self._limit(length, 512, "array header")
                     dtype, shape, total = F.parse_array_descriptor(self._read_exact(length), self.peer,
@@ -208,6 +223,10 @@ class Channel:
             self._fail(exc)
         except (OSError, ValueError) as exc:  # ValueError: an SSL socket closed under the reader
             self._fail(PeerError(f"connection to party {self.peer!r} failed: {exc}"))
+        except MemoryError:
+            self._fail(PeerError(f"out of memory receiving a message from party {self.peer!r}"))
+        except BaseException as exc:  # never let the reader die silently: recv would only time out
+            self._fail(PeerError(f"receiving from party {self.peer!r} failed: {type(exc).__name__}: {exc}"))
 
     def _limit(self, value: int, limit: int, what: str) -> None:
         if value > limit:
@@ -280,15 +299,19 @@ class Channel:
         """End the channel: tell the peer (CLOSE, or ABORT with a reason), then drop the links."""
         if self._closing:
             return
-        try:
-            with self._send_lock:
-                if self._failure is None or isinstance(self._failure, FrameError):
+        # Tell the peer, unless a send is stuck holding the link (then just drop it: waiting
+        # here would let a slow or shaped transfer hold up an abort).
+        if self._send_lock.acquire(timeout=1.0):
+            try:
+                if self._send_broken is None and (self._failure is None or isinstance(self._failure, FrameError)):
                     kind = F.CLOSE if abort is None else F.ABORT
                     payload = F.json_payload({} if abort is None else {"error": abort[:2000]}, self.config.max_meta)
                     self._out.settimeout(5.0)
                     self._out.sendall(F.header(kind, b"", len(payload)) + payload)
-        except OSError:
-            pass
+            except (OSError, ValueError):
+                pass
+            finally:
+                self._send_lock.release()
         with self._cond:
             self._closing = True
             self._cond.notify_all()

@@ -37,9 +37,16 @@ def _tune(sock: socket.socket) -> None:
 
 
 def listen(party: Party) -> socket.socket:
-    """Bind this party's listening socket (port 0 picks a free port)."""
-    host = party.host if party.host in ("127.0.0.1", "localhost", "::1") else ""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    """Bind this party's listening socket (port 0 picks a free port).
+
+    A loopback host binds loopback only; any other host binds every interface of the host's
+    address family (the advertised address may be a NAT or DNS name not present locally)."""
+    try:
+        family = socket.getaddrinfo(party.host, None, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror:
+        family = socket.AF_INET6 if ":" in party.host else socket.AF_INET
+    loopback = party.host in ("127.0.0.1", "localhost", "::1")
+    host = party.host if loopback else ("::" if family == socket.AF_INET6 else "")
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -88,6 +95,8 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
     links: dict[tuple[str, str], socket.socket] = {}
     errors: list[str] = []
     lock = threading.Condition()
+    finished = [False]  # set when connect() returns or gives up: late arrivals are refused
+    reserved: set[tuple[str, str]] = set()  # accepted links whose reply is being sent
     expected_in = {(p.name, role) for p in parties[me + 1:] for role in (WRITES, READS)}
     own_listener = listener is None and bool(expected_in)
     if own_listener:
@@ -112,6 +121,7 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
 
     def handle_incoming(raw: socket.socket, addr: tuple) -> None:
         who = f"connection from {addr[0]}:{addr[1]}"
+        sock = None
         try:
             _tune(raw)
             raw.settimeout(max(0.1, deadline - time.monotonic()))
@@ -133,22 +143,33 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
                 problem = "unknown link direction"
             elif server_ctx is not None and peer_identity(sock) != claimed:
                 problem = f"certificate identifies {peer_identity(sock)!r}, but the peer claims to be {claimed!r}"
+            key = (claimed, hello.get("role"))
+            with lock:
+                if problem is None and (key in links or key in reserved):
+                    problem = f"duplicate connection from party {claimed!r}"
+                if problem is None and finished[0]:
+                    problem = "the listener has stopped waiting for connections"
+                if problem is None:
+                    reserved.add(key)
+            # Reply before the link is handed over: once registered, this party may start
+            # writing application frames on it, and the reply must come first.
             _send_json(sock, {"ok": problem is None, "error": problem, "name": my.name})
             if problem is not None:
                 raise HandshakeError(f"{who}: {problem}")
             with lock:
-                if (claimed, hello["role"]) in links:
-                    raise HandshakeError(f"duplicate connection from party {claimed!r}")
-                links[(claimed, hello["role"])] = sock
+                if finished[0]:
+                    raise HandshakeError(f"{who}: arrived after the listener stopped waiting")
+                links[key] = sock
                 lock.notify_all()
         except (OSError, ssl.SSLError, FrameError, HandshakeError) as exc:
             with lock:
                 errors.append(f"{who}: {exc}")
                 lock.notify_all()
-            try:
-                raw.close()
-            except OSError:
-                pass
+            for s_ in {id(raw): raw, id(sock): sock}.values() if sock is not None else (raw,):
+                try:
+                    s_.close()
+                except OSError:
+                    pass
 
     acceptor = threading.Thread(target=accept_loop, name="shaper-accept", daemon=True) if expected_in else None
     if acceptor:
@@ -169,10 +190,15 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
                     f"to connect to port {listener.getsockname()[1] if listener else '?'}: {detail}"
                 )
     except BaseException:
-        for sock in links.values():
+        with lock:
+            finished[0] = True
+            leftovers = list(links.values())
+        for sock in leftovers:
             sock.close()
         raise
     finally:
+        with lock:
+            finished[0] = True
         if own_listener and listener is not None:
             listener.close()
     out: dict[str, tuple[socket.socket, socket.socket]] = {}

@@ -215,14 +215,18 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        for c in self._channels.values():
-            c.close(abort=f"{self.name}: {reason}")
+        threads = [threading.Thread(target=c.close, kwargs={"abort": f"{self.name}: {reason}"})
+                   for c in self._channels.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def __enter__(self) -> "Session":
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc is not None and not isinstance(exc, NetError):
+        if exc is not None:
             self.abort(f"{type(exc).__name__}: {exc}")
         else:
             self.close()
