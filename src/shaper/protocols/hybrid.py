@@ -1,0 +1,220 @@
+"""The two-party hybrid context: additive secret sharing over Z_2^64 mixed with Paillier (or OU).
+
+    def job(session):
+        ctx = Hybrid2PC.setup(session, key_bits=2048)       # each party: a key pair; publics swapped
+        x = ctx.share(my_values, owner=0)                   # party 1 passes anything (ignored)
+        y = ctx.share(other_values, owner=1)
+        z = x * y + 1.5                                     # Beaver multiplication, fixed point
+        return z.reveal()
+
+Security model: semi-honest, exactly two parties, no third party. Each party has its own key
+pair; a party only ever decrypts values masked by the other (H2S), and only ever sees the other's
+data encrypted (S2H, TriGen, secure mat-vec). What each step reveals is stated in its module.
+
+Triples for multiplication come from the store ``ctx.triples`` (fill it ahead of time with
+:meth:`generate_triples`, or load a saved one); ``triple_source`` says what happens when it runs
+dry: ``"trigen"`` generates more with Paillier on the spot, ``"dealer"`` draws insecure
+test triples from a shared seed, ``"store"`` raises :class:`TriplesExhausted`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..crypto import ou, paillier
+from ..crypto.ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
+from ..crypto.serialization import key_from_bytes, key_to_bytes
+from ..errors import ConfigError, KeyValidationError
+from ..net import Session
+from . import beaver, ring
+from .conversions import SIGMA_DEFAULT, h2s, s2h
+from .shares import IntegerShares, SharedArray
+from .sparse import sparse_matvec, sparse_matvec_encrypted
+from .triples import TripleStore, TriplesExhausted, dealer_matrix_triple_insecure, dealer_triples_insecure
+from .trigen import trigen, trigen_matrix
+
+SOURCES = ("trigen", "dealer", "store")
+
+
+class Hybrid2PC:
+    """One party's side of a two-party hybrid (SS + AHE) computation."""
+
+    def __init__(self, session: Session, private_key: AHEPrivateKey, peer_key: AHEPublicKey, *,
+                 frac_bits: int = 16, sigma: int = SIGMA_DEFAULT, triple_source: str = "trigen",
+                 triples: TripleStore | None = None) -> None:
+        if session.n != 2:
+            raise ConfigError(f"Hybrid2PC needs exactly two parties, the session has {session.n}")
+        if triple_source not in SOURCES:
+            raise ConfigError(f"triple_source must be one of {SOURCES}, got {triple_source!r}")
+        if not 0 <= frac_bits <= 40:
+            raise ConfigError(f"frac_bits must be in [0, 40], got {frac_bits}")
+        if sigma < 40:
+            raise ConfigError(f"statistical security sigma must be at least 40 bits, got {sigma}")
+        self.session = session
+        self.me = session.index
+        self.peer = session.peers[0]
+        self.private_key = private_key
+        self.public_key = private_key.public_key
+        self.peer_key = peer_key
+        self.frac_bits = frac_bits
+        self.sigma = sigma
+        self.triple_source = triple_source
+        self.triples = triples or TripleStore(self.me)
+        self.last_pipeline = None
+        self._dealer = None
+
+    @classmethod
+    def setup(cls, session: Session, *, key_bits: int = 2048, scheme: str = "paillier",
+              keys: tuple[AHEPublicKey, AHEPrivateKey] | None = None, **options: Any) -> "Hybrid2PC":
+        """Generate (or use) this party's key pair and swap public keys with the peer."""
+        if keys is None:
+            module = {"paillier": paillier, "ou": ou}.get(scheme)
+            if module is None:
+                raise ConfigError(f"scheme must be 'paillier' or 'ou', got {scheme!r}")
+            _, private_key = module.keygen(key_bits)
+        else:
+            private_key = keys[1]
+        peer_bytes = session.exchange(session.peers[0], key_to_bytes(private_key.public_key), "hybrid-key")
+        if not isinstance(peer_bytes, bytes):
+            raise KeyValidationError("the peer did not send a public key")
+        peer_key = key_from_bytes(peer_bytes)
+        if not isinstance(peer_key, AHEPublicKey):
+            raise KeyValidationError("the peer sent something other than a public key")
+        if peer_key.scheme != private_key.public_key.scheme:
+            raise KeyValidationError(f"schemes differ: this party uses {private_key.public_key.scheme}, "
+                                     f"the peer {peer_key.scheme}")
+        return cls(session, private_key, peer_key, **options)
+
+    @property
+    def prg(self):  # noqa: ANN201 - the session's CSPRNG
+        return self.session.prg
+
+    # -- sharing ------------------------------------------------------------------------------
+    def share(self, values: Any, *, owner: int, frac_bits: int | None = None, tag: str = "share") -> SharedArray:
+        """Secret-share ``values`` held by party ``owner`` (others' ``values`` are ignored).
+
+        The owner keeps v - r and sends a uniform r (CSPRNG): the peer learns nothing."""
+        f = self.frac_bits if frac_bits is None else frac_bits
+        if self.me == owner:
+            v = ring.encode(values, f)
+            r = self.prg.uint64(v.shape)
+            self.session.send(self.peer, r, tag)
+            return SharedArray(self, v - r, f)
+        return SharedArray(self, self.session.recv_array(self.peer, tag, dtype=np.uint64), f)
+
+    def reveal(self, x: SharedArray, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
+        """Open ``x`` to party ``to`` (both when ``None``); decoded at its scale."""
+        raw = self.reveal_ring(x, to, tag)
+        return None if raw is None else ring.decode(raw, x.frac_bits)
+
+    def reveal_ring(self, x: SharedArray, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
+        if to is None:
+            other = self.session.exchange(self.peer, x.share, tag)
+            return x.share + self._same_shape(other, x.shape, tag)
+        if to == self.me:
+            return x.share + self._same_shape(self.session.recv_array(self.peer, tag, dtype=np.uint64), x.shape, tag)
+        self.session.send(self.peer, x.share, tag)
+        return None
+
+    def reveal_integer(self, x: IntegerShares, to: int | None = None, tag: str = "reveal-int") -> np.ndarray | None:
+        """Open exact integer shares (decoded: int or float at the shares' scale)."""
+        mine = _ints_to_bytes(x.values.ravel().tolist())
+        if to is None or to != self.me:
+            self.session.send(self.peer, mine, tag)
+        if to is not None and to != self.me:
+            return None
+        theirs = _ints_from_bytes(self.session.recv_bytes(self.peer, tag))
+        if len(theirs) != x.size:
+            raise ValueError(f"{self.peer!r} revealed {len(theirs)} integers, expected {x.size}")
+        total = np.array([a + b for a, b in zip(x.values.ravel().tolist(), theirs)], dtype=object).reshape(x.shape)
+        if x.frac_bits:
+            return np.array([v / (1 << x.frac_bits) for v in total.ravel().tolist()]).reshape(x.shape)
+        return total
+
+    def _same_shape(self, arr: np.ndarray, shape: tuple, tag: str) -> np.ndarray:
+        if arr.shape != shape or arr.dtype != np.uint64:
+            raise ValueError(f"{self.peer!r} sent a share of shape {arr.shape} under {tag!r}; expected {shape}")
+        return arr
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    def truncate(self, x: SharedArray, bits: int) -> SharedArray:
+        """Local probabilistic truncation (see :mod:`shaper.protocols.ring` for the error rate)."""
+        return SharedArray(self, ring.truncate_share(x.share, bits, self.me), x.frac_bits - bits)
+
+    def mul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
+        """Element-wise product (Beaver, one round). With ``truncate``, the result has x's scale."""
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        count = int(np.prod(shape))
+        z = beaver.beaver_mul(self, x, y, self._triples(count))
+        return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
+
+    def matmul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
+        """Matrix product of shared (m, k) and (k, n) arrays (Beaver with a matrix triple)."""
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+            raise ValueError(f"matmul needs (m, k) @ (k, n), got {x.shape} @ {y.shape}")
+        m, k = x.shape
+        n = y.shape[1]
+        if self.triples.available_matrix(m, k, n) == 0:
+            self._refill_matrix(m, k, n)
+        z = beaver.beaver_matmul(self, x, y, self.triples.take_matrix(m, k, n))
+        return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
+
+    def _triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        missing = count - self.triples.available
+        if missing > 0:
+            if self.triple_source == "store":
+                raise TriplesExhausted(f"{count} triples needed, {self.triples.available} in the store")
+            if self.triple_source == "dealer":
+                self.triples.add(*dealer_triples_insecure(self._dealer_prg(), self.me, missing))
+            else:
+                self.triples.add(*trigen(self, missing))
+        return self.triples.take(count)
+
+    def _refill_matrix(self, m: int, k: int, n: int) -> None:
+        if self.triple_source == "store":
+            raise TriplesExhausted(f"no ({m}x{k}) @ ({k}x{n}) matrix triple in the store")
+        if self.triple_source == "dealer":
+            self.triples.add_matrix(*dealer_matrix_triple_insecure(self._dealer_prg(), self.me, m, k, n))
+        else:
+            self.triples.add_matrix(*trigen_matrix(self, m, k, n))
+
+    def _dealer_prg(self):  # noqa: ANN202
+        if self._dealer is None:
+            self._dealer = self.session.shared_prg([0, 1], tag="dealer-seed")
+        return self._dealer
+
+    def generate_triples(self, count: int, **options: Any) -> None:
+        """Offline phase: add ``count`` element-wise triples to the store with TriGen."""
+        self.triples.add(*trigen(self, count, **options))
+
+    # -- the HE boundary ------------------------------------------------------------------------
+    def h2s(self, enc: EncryptedArray | None = None, *, holder: int, **options: Any) -> SharedArray | IntegerShares:
+        return h2s(self, enc, holder=holder, **options)
+
+    def s2h(self, x: SharedArray | IntegerShares, *, key_owner: int, **options: Any) -> EncryptedArray | None:
+        return s2h(self, x, key_owner=key_owner, **options)
+
+    def sparse_matvec(self, matrix: Any, y: SharedArray, *, owner: int, **options: Any) -> SharedArray:
+        return sparse_matvec(self, matrix, y, owner=owner, **options)
+
+    def sparse_matvec_encrypted(self, matrix: Any, enc: EncryptedArray | None, *, owner: int,
+                                **options: Any) -> SharedArray:
+        return sparse_matvec_encrypted(self, matrix, enc, owner=owner, **options)
+
+
+def _ints_to_bytes(values: list[int]) -> bytes:
+    """Signed Python ints as fixed-width two's-complement little-endian bytes (u32 width first)."""
+    width = max((((abs(v) << 1) + 1).bit_length() + 7) // 8 for v in values) if values else 1
+    return width.to_bytes(4, "little") + b"".join(v.to_bytes(width, "little", signed=True) for v in values)
+
+
+def _ints_from_bytes(data: bytes) -> list[int]:
+    if len(data) < 4:
+        raise ValueError("integer block too short")
+    width = int.from_bytes(data[:4], "little")
+    body = data[4:]
+    if width == 0 or width > 4096 or len(body) % width:
+        raise ValueError(f"malformed integer block (width {width}, {len(body)} bytes)")
+    return [int.from_bytes(body[i:i + width], "little", signed=True) for i in range(0, len(body), width)]

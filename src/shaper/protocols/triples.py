@@ -1,0 +1,131 @@
+"""Beaver triples: storage for the offline phase, and an insecure dealer for tests.
+
+A triple is a shared (a, b, c) over Z_2^64 with c = a * b (element-wise) or C = A @ B (matrix).
+Each party holds its shares; a triple must be used once and only once. :class:`TripleStore` hands
+triples out in order (both parties must request the same counts in the same order, as SPMD
+programs do), can be filled ahead of time by :func:`shaper.protocols.trigen.trigen`, and saved to
+/ loaded from ``.npz`` files (numpy arrays only; loading never unpickles).
+
+:func:`dealer_triples_insecure` derives both parties' shares from a seed they share, so *each
+party knows every triple in full*: that is a trusted dealer without the trust, fine for tests
+and benchmarks of the online phase, never for real data.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..crypto.prg import Prg
+from ..errors import ShaperError
+
+
+class TriplesExhausted(ShaperError, RuntimeError):
+    """A multiplication needs more triples than the store holds (and none may be generated)."""
+
+
+class TripleStore:
+    """This party's shares of element-wise and matrix triples, used in order, each once."""
+
+    def __init__(self, party: int) -> None:
+        self.party = party
+        self._a = np.zeros(0, dtype=np.uint64)
+        self._b = np.zeros(0, dtype=np.uint64)
+        self._c = np.zeros(0, dtype=np.uint64)
+        self._pos = 0
+        self._matrix: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+    # -- element-wise ---------------------------------------------------------------------------
+    @property
+    def available(self) -> int:
+        return len(self._a) - self._pos
+
+    def add(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        if not (a.shape == b.shape == c.shape) or a.ndim != 1:
+            raise ValueError("triple shares must be three 1-D arrays of the same length")
+        keep = slice(self._pos, None)
+        self._a = np.concatenate([self._a[keep], a.astype(np.uint64)])
+        self._b = np.concatenate([self._b[keep], b.astype(np.uint64)])
+        self._c = np.concatenate([self._c[keep], c.astype(np.uint64)])
+        self._pos = 0
+
+    def take(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if count > self.available:
+            raise TriplesExhausted(
+                f"{count} triples needed, {self.available} left; generate more (trigen) before the online phase"
+            )
+        s = slice(self._pos, self._pos + count)
+        self._pos += count
+        return self._a[s], self._b[s], self._c[s]
+
+    # -- matrix ---------------------------------------------------------------------------------
+    def add_matrix(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        m, k = a.shape
+        k2, n = b.shape
+        if k != k2 or c.shape != (m, n):
+            raise ValueError(f"matrix triple shapes do not match: {a.shape} @ {b.shape} -> {c.shape}")
+        self._matrix.setdefault((m, k, n), []).append((a, b, c))
+
+    def available_matrix(self, m: int, k: int, n: int) -> int:
+        return len(self._matrix.get((m, k, n), []))
+
+    def take_matrix(self, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        queue = self._matrix.get((m, k, n))
+        if not queue:
+            raise TriplesExhausted(f"no matrix triple of shape ({m}x{k}) @ ({k}x{n}) left")
+        return queue.pop(0)
+
+    # -- storage --------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the unused triples (mode 0600: shares are secret)."""
+        path = Path(path)
+        arrays = {"party": np.array([self.party]), "a": self._a[self._pos:], "b": self._b[self._pos:],
+                  "c": self._c[self._pos:]}
+        for i, ((m, k, n), items) in enumerate(sorted(self._matrix.items())):
+            for j, (a, b, c) in enumerate(items):
+                arrays[f"m{i}_{j}_a"], arrays[f"m{i}_{j}_b"], arrays[f"m{i}_{j}_c"] = a, b, c
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o600)
+            np.savez(fh, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, party: int) -> "TripleStore":
+        with np.load(path, allow_pickle=False) as data:
+            stored = int(data["party"][0])
+            if stored != party:
+                raise ValueError(f"{path} holds party {stored}'s triple shares, not party {party}'s")
+            store = cls(party)
+            store.add(data["a"], data["b"], data["c"])
+            keys = sorted(k for k in data.files if k.startswith("m") and k.endswith("_a"))
+            for key in keys:
+                base = key[:-2]
+                store.add_matrix(data[base + "_a"], data[base + "_b"], data[base + "_c"])
+        return store
+
+
+def dealer_triples_insecure(shared: Prg, party: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Element-wise triple shares from a PRG both parties hold (INSECURE: both know all)."""
+    warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+    a, b, a0, b0, c0 = (shared.uint64(count) for _ in range(5))
+    c = a * b
+    if party == 0:
+        return a0, b0, c0
+    return a - a0, b - b0, c - c0
+
+
+def dealer_matrix_triple_insecure(shared: Prg, party: int, m: int, k: int, n: int
+                                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A matrix triple from a shared PRG (INSECURE: for tests only)."""
+    warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+    a, a0 = shared.uint64((m, k)), shared.uint64((m, k))
+    b, b0 = shared.uint64((k, n)), shared.uint64((k, n))
+    c0 = shared.uint64((m, n))
+    c = np.matmul(a, b)
+    if party == 0:
+        return a0, b0, c0
+    return a - a0, b - b0, c - c0
