@@ -124,3 +124,21 @@ def test_horner_packs_columns(kernel):
         expected.append(acc)
     assert kernel.horner(cols, shift, m) == expected
     assert kernel.horner([cols[0]], shift, m) == [v % m for v in cols[0]]
+
+
+def test_horner_multiexp_matches_pow(kernel):
+    m = 2**521 - 1
+    T, slots, groups, shift = 2, 4, 3, 80
+    bases = [[[secrets.randbelow(m) for _ in range(groups)] for _ in range(slots)] for _ in range(T)]
+    exps = [[[secrets.randbits(64) for _ in range(groups)] for _ in range(slots)] for _ in range(T)]
+    exps[0][0][0], exps[1][0][0] = 0, 0  # an empty slot
+    expected = []
+    for g in range(groups):
+        acc = 1
+        for j in range(slots - 1, -1, -1):
+            term = pow(bases[0][j][g], exps[0][j][g], m) * pow(bases[1][j][g], exps[1][j][g], m) % m
+            acc = pow(acc, 1 << shift, m) * term % m
+        expected.append(acc)
+    assert kernel.horner_multiexp(bases, exps, shift, m) == expected
+    with pytest.raises(ValueError, match="exceed"):
+        kernel.horner_multiexp([[[2], [3]]], [[[1 << 90], [1]]], shift, m)  # slot 0 is shifted

@@ -39,6 +39,9 @@ def test_every_method_matches_the_local_kernel(par):
     assert par.prod_rows(bases, indices, indptr, M) == local.prod_rows(bases, indices, indptr, M)
     cols = [bases, bases[::-1], bases]
     assert par.horner(cols, 70, M) == local.horner(cols, 70, M)
+    multi_b = [[bases[:5], bases[5:10]], [bases[3:8], bases[8:13]]]
+    multi_e = [[[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]], [[1, 1, 1, 1, 1], [2**60, 0, 5, 6, 7]]]
+    assert par.horner_multiexp(multi_b, multi_e, 70, M) == local.horner_multiexp(multi_b, multi_e, 70, M)
     calls = [("powmod_same_exponent", (bases, 3, M)), ("invert", (bases, M))]
     assert par.gather(calls) == local.gather(calls)
 

@@ -13,7 +13,7 @@ import traceback
 from . import wire
 from .gmp import local_kernel
 
-_METHODS = {"powmod", "powmod_same_exponent", "fixed_base_powmod", "mulmod", "invert", "prod_rows", "horner"}
+_METHODS = {"powmod", "powmod_same_exponent", "fixed_base_powmod", "mulmod", "invert", "prod_rows", "horner", "horner_multiexp"}
 
 
 def main() -> int:

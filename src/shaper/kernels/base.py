@@ -85,6 +85,12 @@ class Kernel(Protocol):
         ``acc = columns[-1][g]``, then for j from the second-to-last column down to 0,
         ``acc = acc ** (2 ** shift_bits) * columns[j][g] mod modulus``."""
 
+    def horner_multiexp(self, bases: Sequence[Sequence[Sequence[IntLike]]],
+                        exponents: Sequence[Sequence[Sequence[IntLike]]], shift_bits: int, modulus: IntLike) -> list:
+        """Like :meth:`horner`, with each slot's value a product of powers
+        ``prod_t bases[t][j][g] ** exponents[t][j][g]`` (exponents below 2^shift_bits); the
+        exponentiations share the slot's squaring chain (TriGen's packed cross terms)."""
+
     def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
         """Run independent calls ``(method name, args)`` and return their results in order; a
         multi-core kernel schedules all their work together."""

@@ -229,6 +229,9 @@ class ParallelKernel:
     def horner(self, columns: Sequence[Sequence], shift_bits: int, modulus) -> list:
         return self.gather([("horner", (columns, shift_bits, modulus))])[0]
 
+    def horner_multiexp(self, bases, exponents, shift_bits: int, modulus) -> list:
+        return self.gather([("horner_multiexp", (bases, exponents, shift_bits, modulus))])[0]
+
     def gather(self, calls: Sequence[tuple[str, tuple]]) -> list:
         """Run independent kernel calls together: the chunks of all of them share the workers
         (e.g. both CRT halves of a decryption), with one synchronisation at the end."""
@@ -292,6 +295,17 @@ class ParallelKernel:
             return None
         cols = [list(c) for c in columns]
         return [([c[s:t] for c in cols], shift_bits, modulus) for s, t in _split(count, self._parts(cost, count))]
+
+    def _plan_horner_multiexp(self, bases, exponents, shift_bits, modulus):
+        groups = len(bases[0][0]) if bases and bases[0] else 0
+        slots = len(bases[0]) if bases else 0
+        cost = groups * slots * (int(shift_bits) + 64) * 1.1 * _mulmod_us(int(modulus).bit_length())
+        if not self._parallel(cost, groups):
+            return None
+        rows = [[list(col) for col in per_base] for per_base in bases]
+        exps = [[list(col) for col in per_base] for per_base in exponents]
+        return [([[c[s:t] for c in per_base] for per_base in rows], [[c[s:t] for c in per_base] for per_base in exps],
+                 shift_bits, modulus) for s, t in _split(groups, self._parts(cost, groups))]
 
     def _plan_mulmod(self, a, b, modulus):
         return None  # a product costs about as much as moving its operands to a worker and back

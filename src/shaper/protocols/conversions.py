@@ -79,15 +79,15 @@ def h2s(ctx: Any, enc: EncryptedArray | None = None, *, holder: int, value_bits:
     """
     _check_mode(mode, truncate_bits)
     if ctx.me == holder:
-        if not isinstance(enc, EncryptedArray):
-            raise TypeError("the H2S holder must pass the EncryptedArray to convert")
+        if not isinstance(enc, (EncryptedArray, PackedArray)):
+            raise TypeError("the H2S holder must pass the EncryptedArray (or PackedArray) to convert")
         if value_bits is None:
             raise ValueError("the H2S holder must declare value_bits (|v| < 2^value_bits)")
         return _h2s_holder(ctx, enc, value_bits, mode, truncate_bits, pack, chunk_size, tag)
     return _h2s_owner(ctx, value_bits, mode, truncate_bits, pack, tag)
 
 
-def _h2s_holder(ctx: Any, enc: EncryptedArray, beta: int, mode: str, t: int, packed: bool,
+def _h2s_holder(ctx: Any, enc: EncryptedArray | PackedArray, beta: int, mode: str, t: int, packed: bool,
                 chunk_size: int | None, tag: str) -> SharedArray | IntegerShares:
     pk = enc.public_key
     if pk != ctx.peer_key:
@@ -95,51 +95,59 @@ def _h2s_holder(ctx: Any, enc: EncryptedArray, beta: int, mode: str, t: int, pac
     sigma = ctx.sigma
     if beta < 1:
         raise ValueError(f"value_bits must be >= 1, got {beta}")
-    if packed:
+    prepacked = isinstance(enc, PackedArray)
+    if prepacked:
+        lay = enc.layout
+        if not packed or lay.value_bits != beta or lay.headroom_bits != sigma or lay.signed:
+            raise ValueError(f"a pre-packed H2S input must use value_bits={beta}, headroom σ={sigma}, unsigned slots")
+    elif packed:
         lay = layout(pk, beta, signed=False, headroom_bits=sigma)  # W = beta + σ + 2
+    elif beta + sigma + 1 > pk.packing_capacity_bits:
+        raise PlaintextOverflowError(
+            f"H2S values of {beta} bits plus σ = {sigma} mask bits do not fit the "
+            f"{pk.packing_capacity_bits}-bit plaintext of this key")
+    if packed:
         chunk = chunk_size or lay.slots * 64
-        chunk -= chunk % lay.slots or 0
-        chunk = max(chunk, lay.slots)
+        chunk = max(chunk - chunk % lay.slots, lay.slots)  # whole packed ciphertexts per chunk
     else:
-        if beta + sigma + 1 > pk.packing_capacity_bits:
-            raise PlaintextOverflowError(
-                f"H2S values of {beta} bits plus σ = {sigma} mask bits do not fit the "
-                f"{pk.packing_capacity_bits}-bit plaintext of this key")
         chunk = chunk_size or 1024
-    flat = enc.ravel()
-    count = flat.size
-    masks = _random_ints(ctx, count, beta + sigma)
-    offset = 1 << beta
-    s = [r + offset for r in masks]
+    shape = (enc.count,) if prepacked else enc.shape
+    flat = None if prepacked else enc.ravel()
+    count = enc.count if prepacked else flat.size
+    frac_in = enc.frac_bits
+    s = [r + (1 << beta) for r in _random_ints(ctx, count, beta + sigma)]
     pieces = _chunks(count, chunk)
-    ctx.session.send(ctx.peer, {"count": count, "shape": list(enc.shape), "frac_bits": enc.frac_bits,
+    ctx.session.send(ctx.peer, {"count": count, "shape": list(shape), "frac_bits": frac_in,
                                 "chunks": len(pieces), "mode": mode, "truncate_bits": t, "pack": packed,
                                 "value_bits": beta}, tag)
 
     def produce(sl: slice) -> bytes:
-        part = flat[sl]
-        if packed:
-            p = pack(part, beta, signed=False, headroom_bits=sigma)
-            k, w = p.layout.slots, p.layout.slot_bits
-            mask_slots = s[sl]
-            packed_masks = []
-            for g in range(p.ciphertext_count):
-                value = 0
-                for j, m in enumerate(mask_slots[g * k:(g + 1) * k]):
-                    value |= m << (w * j)
-                packed_masks.append(value)
-            cts = pk.raw_add_plain(p._c.tolist(), packed_masks)
-            out = PackedArray(pk, _object_array(pk.raw_rerandomize(cts)), p.count, p.layout, p.frac_bits)
-            return out.to_bytes()
-        cts = pk.raw_add_plain(part._c.tolist(), s[sl])
-        return EncryptedArray(pk, _object_array(pk.raw_rerandomize(cts)), part.frac_bits).to_bytes()
+        if not packed:
+            part = flat[sl]
+            cts = pk.raw_add_plain(part._c.tolist(), s[sl])
+            return EncryptedArray(pk, _object_array(pk.raw_rerandomize(cts)), frac_in).to_bytes()
+        if prepacked:
+            k = lay.slots
+            groups = enc._c[sl.start // k: -(-sl.stop // k)].tolist()
+        else:
+            groups = pack(flat[sl], beta, signed=False, headroom_bits=sigma)._c.tolist()
+        k, w = lay.slots, lay.slot_bits
+        masks = s[sl]
+        packed_masks = []
+        for g in range(len(groups)):
+            value = 0
+            for j, m in enumerate(masks[g * k:(g + 1) * k]):
+                value |= m << (w * j)
+            packed_masks.append(value)
+        cts = pk.raw_add_plain(groups, packed_masks)
+        out = PackedArray(pk, _object_array(pk.raw_rerandomize(cts)), sl.stop - sl.start, lay, frac_in)
+        return out.to_bytes()
 
     ctx.last_pipeline = ctx.session.send_pipelined(ctx.peer, pieces, produce, tag)
-    frac = enc.frac_bits - t
+    frac = frac_in - t
     if mode == "ring":
-        return SharedArray(ctx, ring.from_ints([-v for v in s]).reshape(enc.shape), frac)
-    values = _object_array([-(v >> t) for v in s], enc.shape)
-    return IntegerShares(ctx, values, frac)
+        return SharedArray(ctx, ring.from_ints([-v for v in s]).reshape(shape), frac)
+    return IntegerShares(ctx, _object_array([-(v >> t) for v in s], shape), frac)
 
 
 def _h2s_owner(ctx: Any, beta: int | None, mode: str, t: int, packed: bool, tag: str

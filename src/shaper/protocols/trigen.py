@@ -21,11 +21,31 @@ from typing import Any
 
 import numpy as np
 
+from gmpy2 import mpz
+
 from ..crypto.ahe import EncryptedArray, _object_array
+from ..crypto.packing import PackedArray, layout
+from ..kernels import get_kernel
 from . import ring
 from .conversions import _chunks, h2s
 
 CROSS_BITS = 129  # a_K * b_E + b_K * a_E < 2^129 for 64-bit unsigned shares
+
+
+def _packed_cross_terms(pk: Any, cts: list, b_e: list, a_e: list, lay: Any) -> PackedArray:
+    """Enc(a_K b_E + b_K a_E) for each triple, packed k per ciphertext in one pass: the two 64-bit
+    exponentiations of a slot share the packing's squaring chain (kernel ``horner_multiexp``)."""
+    n = len(b_e)
+    k = lay.slots
+    groups = -(-n // k)
+    pad = groups * k - n
+    one = mpz(1)
+    enc_a, enc_b = cts[:n] + [one] * pad, cts[n:] + [one] * pad
+    exp_b, exp_a = b_e + [0] * pad, a_e + [0] * pad
+    bases = [[enc_a[j::k] for j in range(k)], [enc_b[j::k] for j in range(k)]]
+    exponents = [[exp_b[j::k] for j in range(k)], [exp_a[j::k] for j in range(k)]]
+    packed = get_kernel().horner_multiexp(bases, exponents, lay.slot_bits, pk.ciphertext_modulus)
+    return PackedArray(pk, _object_array(packed), n, lay, 0)
 
 
 def trigen(ctx: Any, count: int, *, key_owner: int = 0, chunk_size: int = 2048, pack: bool = True,
@@ -47,12 +67,18 @@ def trigen(ctx: Any, count: int, *, key_owner: int = 0, chunk_size: int = 2048, 
             cross.append(h2s(ctx, None, holder=1 - key_owner, value_bits=CROSS_BITS, pack=pack,
                              tag=tag + "-h2s").share)
     else:
+        pk = ctx.peer_key
+        lay = layout(pk, CROSS_BITS, signed=False, headroom_bits=ctx.sigma) if pack else None
         for sl in pieces:
             n = sl.stop - sl.start
-            enc = EncryptedArray.from_bytes(ctx.session.recv_bytes(ctx.peer, tag + "-enc"), ctx.peer_key)
+            enc = EncryptedArray.from_bytes(ctx.session.recv_bytes(ctx.peer, tag + "-enc"), pk)
             if enc.shape != (2 * n,):
                 raise ValueError(f"TriGen chunk from {ctx.peer!r} has shape {enc.shape}, expected {(2 * n,)}")
-            terms = enc[:n] * ring.to_ints(b[sl]) + enc[n:] * ring.to_ints(a[sl])
+            b_e, a_e = ring.to_ints(b[sl]).tolist(), ring.to_ints(a[sl]).tolist()
+            if lay is None:
+                terms: Any = enc[:n] * np.array(b_e, dtype=object) + enc[n:] * np.array(a_e, dtype=object)
+            else:
+                terms = _packed_cross_terms(pk, enc._c.tolist(), b_e, a_e, lay)
             cross.append(h2s(ctx, terms, holder=ctx.me, value_bits=CROSS_BITS, pack=pack, tag=tag + "-h2s").share)
     u = np.concatenate(cross) if cross else np.zeros(0, dtype=np.uint64)
     return a, b, a * b + u
