@@ -210,3 +210,15 @@ def test_protocols_over_tls_processes():
     np.testing.assert_allclose(prod0, want, atol=2**-15)
     np.testing.assert_array_equal(prod0, prod1)
     np.testing.assert_array_equal(sparse0, ring.from_ints([12, 9, 5]))
+
+
+def test_example_runs():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "hybrid_sparse_matvec.py"
+    proc = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    error = float(proc.stdout.split("max error   :")[1].split()[0])
+    assert error < 1e-3
