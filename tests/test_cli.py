@@ -14,17 +14,68 @@ from shaper.crypto.serialization import load_key
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_demo_runs_and_checks_its_result(tmp_path, capsys):
+def test_lr_demo_quick_run(tmp_path):
+    out, report, events = tmp_path / "demo.json", tmp_path / "report.html", tmp_path / "events.jsonl"
+    code = main(["demo", "--key-bits", "768", "--epochs", "4", "--json", str(out), "--report", str(report),
+                 "--events", str(events)])
+    summary = json.loads(out.read_text())
+    assert code == 0 and abs(summary["auc"] - summary["sklearn_auc"]) <= 0.01
+    assert summary["bytes"] > 0 and summary["seconds"] > 0 and summary["crypto_operations"]["encryptions"] > 0
+    assert report.read_text().count("<polyline") == 2
+    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    assert kinds.count("epoch") == 4 and kinds[-1] == "done"
+
+
+def test_he_demo_runs_and_checks_its_result(tmp_path, capsys):
     out = tmp_path / "demo.json"
-    assert main(["demo", "--bits", "512", "--rows", "60", "--cols", "20", "--density", "0.2", "--json", str(out)]) == 0
+    assert main(["demo-he", "--bits", "512", "--rows", "60", "--cols", "20", "--density", "0.2", "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert summary["correct"] is True and summary["nnz"] > 0
     assert summary["packed_bytes"] < summary["unpacked_bytes"]
     assert "equals numpy" in capsys.readouterr().out
 
 
-def test_demo_with_ou(tmp_path):
-    assert main(["demo", "--scheme", "ou", "--bits", "768", "--rows", "30", "--cols", "10", "--density", "0.3"]) == 0
+def test_he_demo_with_ou(tmp_path):
+    assert main(["demo-he", "--scheme", "ou", "--bits", "768", "--rows", "30", "--cols", "10", "--density", "0.3"]) == 0
+
+
+def test_lr_train_on_two_hosts_from_csv(tmp_path):
+    import socket
+
+    import numpy as np
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X[:200, :8])
+    ids = [f"c{i}" for i in range(200)]
+    pd.DataFrame({"id": ids, **{f"h{j}": X[:, j] for j in range(4)}}).to_csv(tmp_path / "host.csv", index=False)
+    pd.DataFrame({"id": ids, **{f"g{j}": X[:, 4 + j] for j in range(4)}, "label": y[:200]}).to_csv(
+        tmp_path / "guest.csv", index=False)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    base = sock.getsockname()[1]
+    sock.close()
+    assert main(["certs", "--parties", "bank", "shop", "--out", str(tmp_path / "certs"),
+                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+    common = ["--parties", str(tmp_path / "parties.toml"), "--epochs", "2", "--batch-size", "50", "--key-bits", "768"]
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "shaper", "lr", "train", "--role", "host", "--me", "bank",
+                          "--data", str(tmp_path / "host.csv"), "--out", str(tmp_path / "bank.npz")] + common,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        subprocess.Popen([sys.executable, "-m", "shaper", "lr", "train", "--role", "guest", "--me", "shop",
+                          "--data", str(tmp_path / "guest.csv"), "--label-column", "label",
+                          "--out", str(tmp_path / "shop.npz"), "--events", str(tmp_path / "ev.jsonl")] + common,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    assert np.load(tmp_path / "bank.npz")["coef"].shape == (4,)
+    shop = np.load(tmp_path / "shop.npz")
+    assert shop["coef"].shape == (4,) and shop["intercept"].shape == (1,)
+    assert (tmp_path / "ev.jsonl").read_text().count('"epoch"') >= 2
 
 
 def test_keygen_writes_0600_private_key(tmp_path):

@@ -1,6 +1,8 @@
 """The ``shaper`` command line.
 
-    shaper demo      a tour of the additive-HE engine (sparse X @ Enc(w), packing), checked
+    shaper demo      two parties train a logistic regression on split data (the flagship job)
+    shaper demo-he   a tour of the additive-HE engine (sparse X @ Enc(w), packing), checked
+    shaper lr train  one party of a vertical logistic regression on real hosts
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
     shaper info      version, kernel, worker count, CPU features
@@ -17,10 +19,49 @@ from . import __version__
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demos import lr
+
+    summary = lr.run(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                     key_bits=args.key_bits, scheme=args.scheme, layout=args.layout, json_path=args.json,
+                     report_path=args.report, events_path=args.events)
+    return 0 if abs(summary["auc"] - summary["sklearn_auc"]) <= 0.01 else 1
+
+
+def _cmd_demo_he(args: argparse.Namespace) -> int:
     from .demos import he
 
     he.run(bits=args.bits, scheme=args.scheme, rows=args.rows, cols=args.cols,
            density=args.density, json_path=args.json)
+    return 0
+
+
+def _cmd_lr_train(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .ml import VerticalLogisticRegression
+    from .ml.data import check_aligned, read_table
+    from .ml.report import jsonl_writer
+    from .net import Session
+
+    if args.role == "guest" and not args.label_column:
+        raise SystemExit("the guest holds the labels: pass --label-column")
+    if args.role == "host" and args.label_column:
+        raise SystemExit("the host has no labels: drop --label-column")
+    table = read_table(args.data, id_column=args.id_column, label_column=args.label_column)
+    params = {"epochs": args.epochs, "batch_size": args.batch_size, "learning_rate": args.learning_rate,
+              "key_bits": args.key_bits, "scheme": args.scheme, "layout": args.layout,
+              "checkpoint_dir": args.checkpoint_dir, "resume": args.resume}
+    progress = jsonl_writer(args.events) if args.events else None
+    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        check_aligned(session, table.ids)
+        model = VerticalLogisticRegression(**params).fit(session, table.X, table.y, progress=progress)
+        out = {"coef": model.coef_}
+        if model.intercept_ is not None:
+            out["intercept"] = np.array([model.intercept_])
+        np.savez(args.out, **out)
+        print(f"{args.me} ({args.role}): trained {len(model.history_)} epochs in {model.stats_['seconds']:.1f} s, "
+              f"{model.stats_['bytes_sent'] / 1e6:.1f} MB sent; own weights written to {args.out}")
+        print(session.stats.table(f"traffic of {args.me}"))
     return 0
 
 
@@ -117,14 +158,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"shaper {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="additive-HE tour: encrypted sparse mat-vec, packing, checked")
-    demo.add_argument("--bits", type=int, default=2048, help="key size (default 2048)")
+    demo = sub.add_parser("demo", help="two parties train a logistic regression on split data (TLS, Paillier)")
+    demo.add_argument("--epochs", type=int, default=10)
+    demo.add_argument("--batch-size", type=int, default=64)
+    demo.add_argument("--learning-rate", type=float, default=0.1)
+    demo.add_argument("--key-bits", type=int, default=2048)
     demo.add_argument("--scheme", choices=["paillier", "ou"], default="paillier")
-    demo.add_argument("--rows", type=int, default=2000, help="rows of A's sparse matrix")
-    demo.add_argument("--cols", type=int, default=300, help="columns (length of B's vector)")
-    demo.add_argument("--density", type=float, default=0.01)
-    demo.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    demo.add_argument("--layout", choices=["encrypted", "caesar"], default="encrypted")
+    demo.add_argument("--report", default="shaper-demo-report.html", metavar="PATH", help="HTML report ('' to skip)")
+    demo.add_argument("--events", metavar="PATH", help="also write progress events as JSON lines")
+    demo.add_argument("--json", metavar="PATH", help="also write the final figures as JSON")
     demo.set_defaults(func=_cmd_demo)
+
+    he = sub.add_parser("demo-he", help="additive-HE tour: encrypted sparse mat-vec, packing, checked")
+    he.add_argument("--bits", type=int, default=2048, help="key size (default 2048)")
+    he.add_argument("--scheme", choices=["paillier", "ou"], default="paillier")
+    he.add_argument("--rows", type=int, default=2000, help="rows of A's sparse matrix")
+    he.add_argument("--cols", type=int, default=300, help="columns (length of B's vector)")
+    he.add_argument("--density", type=float, default=0.01)
+    he.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    he.set_defaults(func=_cmd_demo_he)
+
+    lr = sub.add_parser("lr", help="vertical logistic regression on real hosts")
+    lr_sub = lr.add_subparsers(dest="lr_command", required=True)
+    train = lr_sub.add_parser("train", help="run this party's side of a training job")
+    train.add_argument("--role", choices=["guest", "host"], required=True, help="guest = the party with labels")
+    train.add_argument("--parties", required=True, help="parties file (TOML), see docs/net.md")
+    train.add_argument("--me", required=True, help="this party's name in the parties file")
+    train.add_argument("--key", help="TLS private key (overrides the parties file)")
+    train.add_argument("--data", required=True, help="CSV, Parquet or LibSVM file with an id column")
+    train.add_argument("--id-column", default="id")
+    train.add_argument("--label-column", help="label column (guest only)")
+    train.add_argument("--epochs", type=int, default=10)
+    train.add_argument("--batch-size", type=int, default=64)
+    train.add_argument("--learning-rate", type=float, default=0.1)
+    train.add_argument("--key-bits", type=int, default=2048)
+    train.add_argument("--scheme", choices=["paillier", "ou"], default="paillier")
+    train.add_argument("--layout", choices=["encrypted", "caesar"], default="encrypted")
+    train.add_argument("--checkpoint-dir", help="write a checkpoint after every epoch here")
+    train.add_argument("--resume", action="store_true", help="continue from the newest common checkpoint")
+    train.add_argument("--events", metavar="PATH", help="progress events as JSON lines")
+    train.add_argument("--out", default="weights.npz", help="where to write this party's own weights")
+    train.set_defaults(func=_cmd_lr_train)
 
     keygen = sub.add_parser("keygen", help="generate a key pair")
     keygen.add_argument("--scheme", choices=["paillier", "ou"], default="paillier")

@@ -33,7 +33,7 @@ from gmpy2 import mpz
 
 from ..errors import InvalidCiphertextError, KeyMismatchError
 from ..kernels import FixedBaseSpec, get_kernel
-from . import encoding
+from . import counters, encoding
 from .prg import default_prg
 
 __all__ = [
@@ -121,6 +121,7 @@ class AHEPublicKey(ABC):
     def raw_rerandomize(self, ciphertexts: Sequence, exponent_bytes: np.ndarray | None = None) -> list:
         """Multiply by a fresh encryption of zero (the randomiser base to a fresh exponent)."""
         cts = list(ciphertexts)
+        counters.add("rerandomizations", len(cts))
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(len(cts), self.exponent_bits)
         return get_kernel().fixed_base_powmod([self._randomizer_spec], [exponent_bytes], cts,
@@ -133,6 +134,7 @@ class AHEPublicKey(ABC):
 
     def raw_add(self, a: Sequence, b: Sequence) -> list:
         """Enc(x), Enc(y) -> Enc(x + y)."""
+        counters.add("ciphertext_additions", len(a))
         return get_kernel().mulmod(a, b, self.ciphertext_modulus)
 
     def raw_negate(self, ciphertexts: Sequence) -> list:
@@ -145,6 +147,7 @@ class AHEPublicKey(ABC):
         modulus = self.ciphertext_modulus
         ks = [int(k) for k in scalars]
         cts = list(ciphertexts)
+        counters.add("ciphertext_products", len(ks))
         if not ks:
             return []
         first = ks[0]
@@ -532,6 +535,7 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
     indptr = csr.indptr.astype(np.int64)
     indices = csr.indices.astype(np.int64)
     data = csr.data
+    counters.add("ciphertext_products", int(data.size))
     binary = data.dtype.kind in "iub" and data.size > 0 and bool(np.all(data == 1))
     if binary or data.size == 0:
         out = kernel.prod_rows(cts, indices, indptr, modulus)

@@ -33,7 +33,7 @@ from gmpy2 import mpz
 
 from ..errors import KeyValidationError
 from ..kernels import FixedBaseSpec, get_kernel, int_to_exponent_bytes
-from . import primes
+from . import counters, primes
 from .ahe import AHEPrivateKey, AHEPublicKey, _object_array
 from .prg import default_prg, system_randbelow
 
@@ -111,6 +111,7 @@ class OUPublicKey(AHEPublicKey):
 
     def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
         values = [int(v) for v in signed_values]
+        counters.add("encryptions", len(values))
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(len(values), self.exponent_bits)
         pos, neg = _split_signed(values, self._plain_width)
@@ -168,6 +169,7 @@ class OUPrivateKey(AHEPrivateKey):
         self.public_key.validate_ciphertexts(cts)
         if not cts:
             return []
+        counters.add("decryptions", len(cts))
         x = _object_array(get_kernel().powmod_same_exponent(cts, self.t, self.p_squared))
         m = ((x - 1) // self.p * self._g_inv) % self.p
         return [int(v) for v in m.tolist()]

@@ -25,7 +25,7 @@ from gmpy2 import mpz
 
 from ..errors import KeyMismatchError, PackingError
 from ..kernels import get_kernel
-from . import encoding
+from . import counters, encoding
 from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
 
 SIGMA = 40  # statistical security parameter (bits)
@@ -130,6 +130,7 @@ def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
         return PackedArray(pk, _object_array([]), 0, lay, encrypted.frac_bits)
     if signed:
         flat = pk.raw_add_plain(flat, [lay.offset] * count)
+    counters.add("packed_values", count)
     k = lay.slots
     groups = -(-count // k)
     padded = flat + [mpz(1)] * (groups * k - count)  # 1 encrypts 0: empty slots add nothing

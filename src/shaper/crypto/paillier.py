@@ -39,7 +39,7 @@ from gmpy2 import mpz
 
 from ..errors import KeyValidationError
 from ..kernels import FixedBaseSpec, get_kernel
-from . import primes
+from . import counters, primes
 from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
 from .prg import default_prg, system_randbelow
 
@@ -117,6 +117,7 @@ class PaillierPublicKey(AHEPublicKey):
     # -- raw batched operations ------------------------------------------------------------
     def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
         count = len(signed_values)
+        counters.add("encryptions", count)
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(count, self.exponent_bits)
         n = self.n
@@ -184,6 +185,7 @@ class PaillierPrivateKey(AHEPrivateKey):
         self.public_key.validate_ciphertexts(cts)
         if not cts:
             return []
+        counters.add("decryptions", len(cts))
         p, q = self.p, self.q
         halves = get_kernel().gather([
             ("powmod_same_exponent", (cts, p - 1, self.p_squared)),
@@ -199,6 +201,7 @@ class PaillierPrivateKey(AHEPrivateKey):
         """Key-owner encryption with CRT (same ciphertexts as the public path for the same r)."""
         pk = self.public_key
         count = len(signed_values)
+        counters.add("encryptions", count)
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(count, pk.exponent_bits)
         p2, q2 = self.p_squared, self.q_squared

@@ -64,6 +64,9 @@ class Hybrid2PC:
         self.triples = triples or TripleStore(self.me)
         self.last_pipeline = None
         self._dealer = None
+        #: CSPRNG for shares and masks (the session's; a job may swap in a seeded stream per epoch
+        #: so that a resumed run replays the same masks)
+        self.prg = session.prg
 
     @classmethod
     def setup(cls, session: Session, *, key_bits: int = 2048, scheme: str = "paillier",
@@ -86,10 +89,6 @@ class Hybrid2PC:
             raise KeyValidationError(f"schemes differ: this party uses {private_key.public_key.scheme}, "
                                      f"the peer {peer_key.scheme}")
         return cls(session, private_key, peer_key, **options)
-
-    @property
-    def prg(self):  # noqa: ANN201 - the session's CSPRNG
-        return self.session.prg
 
     # -- sharing ------------------------------------------------------------------------------
     def share(self, values: Any, *, owner: int, frac_bits: int | None = None, tag: str = "share") -> SharedArray:

@@ -23,6 +23,7 @@ import numpy as np
 
 from gmpy2 import mpz
 
+from ..crypto import counters
 from ..crypto.ahe import EncryptedArray, _object_array
 from ..crypto.packing import PackedArray, layout
 from ..kernels import get_kernel
@@ -45,6 +46,8 @@ def _packed_cross_terms(pk: Any, cts: list, b_e: list, a_e: list, lay: Any) -> P
     bases = [[enc_a[j::k] for j in range(k)], [enc_b[j::k] for j in range(k)]]
     exponents = [[exp_b[j::k] for j in range(k)], [exp_a[j::k] for j in range(k)]]
     packed = get_kernel().horner_multiexp(bases, exponents, lay.slot_bits, pk.ciphertext_modulus)
+    counters.add("ciphertext_products", 2 * n)
+    counters.add("packed_values", n)
     return PackedArray(pk, _object_array(packed), n, lay, 0)
 
 

@@ -1,0 +1,72 @@
+"""Party programs for the ML tests (module level: spawned processes import them)."""
+
+import os
+import signal
+
+import numpy as np
+
+from shaper.ml import VerticalLogisticRegression
+
+HOST_COLS = 6
+
+
+def data(rows=200, seed=3):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(seed)  # test data subset
+    idx = np.sort(rng.choice(len(y), rows, replace=False))
+    X = StandardScaler().fit_transform(X[idx][:, :12])
+    return X, y[idx]
+
+
+def split(session, X, y):
+    host = session.index == 0
+    return (X[:, :HOST_COLS], None) if host else (X[:, HOST_COLS:], y)
+
+
+def train_job(session, X, y, params, validation=None):
+    Xm, ym = split(session, X, y)
+    model = VerticalLogisticRegression(**params)
+    val = None
+    if validation is not None:
+        Xv, yv = validation
+        val = split(session, Xv, yv)
+    model.fit(session, Xm, ym, validation=val)
+    return {"coef": model.coef_, "intercept": model.intercept_, "seed": model.shuffle_seed_,
+            "history": model.history_, "stats": model.stats_,
+            "proba": model.predict_proba(session, Xm), "proba_both": model.predict_proba(session, Xm, to="both")}
+
+
+def killable_job(session, X, y, params, kill_at):
+    """The host dies (SIGKILL) at (epoch, iteration) = kill_at, unless kill_at is None."""
+    Xm, ym = split(session, X, y)
+    seed = bytes([session.index + 1]) * 32
+
+    def progress(event):
+        if (kill_at is not None and session.index == 0 and event["event"] == "iteration"
+                and (event["epoch"], event["iteration"]) == tuple(kill_at)):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    model = VerticalLogisticRegression(seed=seed, **params)
+    model.fit(session, Xm, ym, progress=progress)
+    return {"coef": model.coef_, "intercept": model.intercept_, "history": model.history_}
+
+
+def mismatch_job(session, X, y, what):
+    Xm, ym = split(session, X, y)
+    params = {"epochs": 1, "key_bits": 512}
+    if what == "labels-both":
+        ym = y
+    elif what == "labels-none":
+        ym = None
+    elif what == "rows":
+        Xm = Xm[:-1] if session.index == 0 else Xm
+        ym = ym if ym is None else ym
+    elif what == "params":
+        params["batch_size"] = 32 if session.index == 0 else 64
+    elif what == "wide":
+        Xm = np.hstack([Xm] * 50) if session.index == 0 else Xm
+    VerticalLogisticRegression(**params).fit(session, Xm, ym)
+    return "trained"
