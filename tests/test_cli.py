@@ -16,14 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_lr_demo_quick_run(tmp_path):
     out, report, events = tmp_path / "demo.json", tmp_path / "report.html", tmp_path / "events.jsonl"
-    code = main(["demo", "--key-bits", "768", "--epochs", "4", "--json", str(out), "--report", str(report),
-                 "--events", str(events)])
+    code = main(["demo", "--key-bits", "768", "--json", str(out), "--report", str(report), "--events", str(events)])
     summary = json.loads(out.read_text())
     assert code == 0 and abs(summary["auc"] - summary["sklearn_auc"]) <= 0.01
     assert summary["bytes"] > 0 and summary["seconds"] > 0 and summary["crypto_operations"]["encryptions"] > 0
     assert report.read_text().count("<polyline") == 2
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
-    assert kinds.count("epoch") == 4 and kinds[-1] == "done"
+    assert kinds.count("epoch") == 10 and kinds[-1] == "done"
 
 
 def test_he_demo_runs_and_checks_its_result(tmp_path, capsys):
