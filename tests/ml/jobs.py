@@ -39,8 +39,9 @@ def train_job(session, X, y, params, validation=None):
             "proba": model.predict_proba(session, Xm), "proba_both": model.predict_proba(session, Xm, to="both")}
 
 
-def killable_job(session, X, y, params, kill_at):
-    """The host dies (SIGKILL) at (epoch, iteration) = kill_at, unless kill_at is None."""
+def killable_job(session, X, y, params, kill_at, report=None):
+    """The host dies (SIGKILL) at (epoch, iteration) = kill_at, unless kill_at is None; the guest
+    writes the error it sees to ``report``."""
     Xm, ym = split(session, X, y)
     seed = bytes([session.index + 1]) * 32
 
@@ -50,7 +51,13 @@ def killable_job(session, X, y, params, kill_at):
             os.kill(os.getpid(), signal.SIGKILL)
 
     model = VerticalLogisticRegression(seed=seed, **params)
-    model.fit(session, Xm, ym, progress=progress)
+    try:
+        model.fit(session, Xm, ym, progress=progress)
+    except Exception as exc:
+        if report is not None and session.index == 1:
+            with open(report, "w") as fh:
+                fh.write(f"{type(exc).__name__}: {exc}")
+        raise
     return {"coef": model.coef_, "intercept": model.intercept_, "history": model.history_}
 
 

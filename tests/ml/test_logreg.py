@@ -92,9 +92,12 @@ def test_kill_mid_epoch_then_resume_gives_the_uninterrupted_model(tmp_path):
     clean = launch(2, J.killable_job, X, y, {**params, "checkpoint_dir": str(tmp_path / "clean")}, None,
                    timeout=600)
     ck = {**params, "checkpoint_dir": str(tmp_path / "ck")}
+    report = tmp_path / "guest-error.txt"
     with pytest.raises(PartyError) as info:
-        launch(2, J.killable_job, X, y, ck, (2, 3), timeout=600)
+        launch(2, J.killable_job, X, y, ck, (2, 3), str(report), timeout=600)
     assert "party0" in str(info.value) and "killed by signal 9" in str(info.value)
+    seen = report.read_text()  # the guest stopped with a clear error naming the host
+    assert seen.startswith("PeerError") and "party0" in seen
     resumed = launch(2, J.killable_job, X, y, {**ck, "resume": True}, None, timeout=600)
     for a, b in zip(clean, resumed):
         np.testing.assert_array_equal(a["coef"], b["coef"])
