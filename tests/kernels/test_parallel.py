@@ -113,11 +113,14 @@ def test_wire_codec_roundtrip_and_refusals():
         wire.decode(wire.encode([1, 2])[:-1])
 
 
-def test_set_workers_validation():
+def test_set_workers_validation(monkeypatch):
     with pytest.raises(ValueError):
         kernels.set_workers(0)
+    monkeypatch.setenv("SHAPER_NATIVE", "off")
     kernels.set_workers(1)
     assert kernels.workers() == 1 and kernels.get_kernel() is local_kernel()
+    kernels.set_workers(2)
+    assert isinstance(kernels.get_kernel(), kernels.ParallelKernel)
     kernels.set_workers(None)
 
 

@@ -1,10 +1,17 @@
 """Batch modular arithmetic behind one interface (see :mod:`shaper.kernels.base`).
 
-``get_kernel()`` returns the kernel the crypto layer uses: the gmpy2 kernel, spread over worker
-processes when more than one worker is configured. The number of workers defaults to the CPU
-cores this process may run on; override it with ``SHAPER_WORKERS`` or :func:`set_workers`.
-``SHAPER_KERNEL`` selects the implementation (only ``gmpy2`` exists today; the native and GPU
-kernels plug in here).
+``get_kernel()`` returns the kernel the crypto layer uses:
+
+* the native kernel (:mod:`shaper.kernels.native`, Rust with AVX-512 IFMA) where the extension
+  is built and the CPU has IFMA — its own threads use every core;
+* otherwise the gmpy2 kernel, spread over worker processes when more than one worker is
+  configured.
+
+``SHAPER_NATIVE`` picks the native engine: ``auto`` (default: IFMA where present, else gmpy2),
+``ifma``, ``portable`` (64-bit limbs, any CPU) or ``off`` (gmpy2 only). Both kernels give
+bit-identical results. The number of workers (processes for gmpy2, threads for native)
+defaults to the CPU cores this process may run on; override it with ``SHAPER_WORKERS`` or
+:func:`set_workers`.
 """
 
 from __future__ import annotations
@@ -12,13 +19,16 @@ from __future__ import annotations
 import os
 
 from .base import FixedBaseSpec, Kernel, exponent_digits, int_to_exponent_bytes
+from . import native
 from .gmp import GmpKernel, local_kernel
+from .native import NativeKernel
 from .parallel import ParallelKernel, shutdown_pool
 
 __all__ = [
     "FixedBaseSpec",
     "Kernel",
     "GmpKernel",
+    "NativeKernel",
     "ParallelKernel",
     "get_kernel",
     "set_workers",
@@ -30,6 +40,7 @@ __all__ = [
 
 _workers: int | None = None
 _kernel: Kernel | None = None
+_kernel_key: tuple | None = None
 
 
 def _available_cores() -> int:
@@ -57,8 +68,8 @@ def workers() -> int:
 
 
 def set_workers(count: int | None) -> None:
-    """Use ``count`` worker processes (1 = compute in the calling process only);
-    ``None`` restores the default (``SHAPER_WORKERS`` or all available cores)."""
+    """Use ``count`` workers (1 = compute in the calling thread/process only); ``None``
+    restores the default (``SHAPER_WORKERS`` or all available cores)."""
     global _workers, _kernel
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"workers must be a positive integer, got {count!r}")
@@ -67,12 +78,15 @@ def set_workers(count: int | None) -> None:
 
 
 def get_kernel() -> Kernel:
-    """The active kernel."""
-    global _kernel
-    choice = os.environ.get("SHAPER_KERNEL", "gmpy2").lower()
-    if choice not in ("gmpy2", "gmp", "auto"):
-        raise ValueError(f"SHAPER_KERNEL={choice!r} is not available here; known kernels: gmpy2")
-    if _kernel is None:
-        n = workers()
-        _kernel = local_kernel() if n == 1 else ParallelKernel(n)
+    """The active kernel (rebuilt when ``SHAPER_NATIVE`` or the worker count changes)."""
+    global _kernel, _kernel_key
+    engine = native.chosen_engine()
+    key = (engine, workers())
+    if _kernel is None or key != _kernel_key:
+        n = key[1]
+        if engine is not None:
+            _kernel = NativeKernel(engine, threads=n)
+        else:
+            _kernel = local_kernel() if n == 1 else ParallelKernel(n)
+        _kernel_key = key
     return _kernel

@@ -1,0 +1,470 @@
+//! Batch algorithms written once against [`Engine`]: exponentiation (shared or per-element
+//! exponent), fixed-base comb exponentiation, products, sparse row products, and Horner
+//! packing with squaring chains. Values enter and leave in the canonical layout (row-major,
+//! `e.words()` little-endian 64-bit words per value, reduced); groups of `e.lanes()` values are
+//! spread over the rayon pool that the caller installs.
+//!
+//! Constant time: exponentiations use fixed windows whose number depends only on the largest
+//! exponent *length* of the batch, every window costs the same squarings and one product, and
+//! table entries are chosen by scanning the whole table with masks. Row products and Horner
+//! packing only touch public data (ciphertexts) and have data-independent control flow too.
+
+use rayon::prelude::*;
+
+use crate::engine::{bit_length, bits_at, zeroize, Engine};
+
+/// Sliding-free fixed window for an exponent of `bits` bits: minimises table building
+/// (2^w - 2 products) plus one product per window; at most 5 (32-entry tables).
+pub fn window_for(bits: usize) -> usize {
+    let mut best = (usize::MAX, 1);
+    for w in 1..=5usize {
+        let cost = (1usize << w).saturating_sub(2) + bits.div_ceil(w);
+        if cost < best.0 {
+            best = (cost, w);
+        }
+    }
+    best.1
+}
+
+/// Calls `f(group_index, out_chunk)` for every group of `lanes` values in parallel.
+/// `min_groups` keeps cheap operations from being split into tasks smaller than the
+/// scheduling overhead.
+fn par_groups<F>(out: &mut [u64], count: usize, lanes: usize, words: usize, min_groups: usize, f: F)
+where
+    F: Fn(usize, &mut [u64], usize) + Sync + Send,
+{
+    out.par_chunks_mut(lanes * words)
+        .enumerate()
+        .with_min_len(min_groups.max(1))
+        .for_each(|(g, chunk)| {
+            let n = (count - g * lanes).min(lanes);
+            f(g, chunk, n)
+        });
+}
+
+/// Windowed exponentiation of one group: `out = x^e` (Montgomery form in and out), lane l's
+/// exponent `exps[l]`; `bits` is the public length that fixes the number of windows.
+fn pow_group<E: Engine>(e: &E, x: &[u64], exps: &[&[u64]], bits: usize, out: &mut [u64]) {
+    let gw = e.gw();
+    if bits == 0 {
+        out[..gw].copy_from_slice(e.one());
+        return;
+    }
+    let w = window_for(bits);
+    let size = 1usize << w;
+    let mut table = vec![0u64; size * gw];
+    table[..gw].copy_from_slice(e.one());
+    table[gw..2 * gw].copy_from_slice(&x[..gw]);
+    for k in 2..size {
+        let (done, rest) = table.split_at_mut(k * gw);
+        e.mul(&mut rest[..gw], &done[(k - 1) * gw..], x);
+    }
+    let windows = bits.div_ceil(w);
+    let lanes = e.lanes();
+    let mut idx = vec![0u32; lanes];
+    let mut acc = vec![0u64; gw];
+    let mut tmp = vec![0u64; gw];
+    let mut sel = vec![0u64; gw];
+    let digits = |i: usize, idx: &mut [u32]| {
+        for (l, slot) in idx.iter_mut().enumerate() {
+            *slot = exps.get(l).map_or(0, |ex| bits_at(ex, i * w, w));
+        }
+    };
+    digits(windows - 1, &mut idx);
+    e.select(&mut acc, &table, size, &idx);
+    for i in (0..windows - 1).rev() {
+        for _ in 0..w {
+            e.sqr(&mut tmp, &acc);
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        digits(i, &mut idx);
+        e.select(&mut sel, &table, size, &idx);
+        e.mul(&mut tmp, &acc, &sel);
+        std::mem::swap(&mut acc, &mut tmp);
+    }
+    out[..gw].copy_from_slice(&acc);
+    zeroize(&mut table);
+    zeroize(&mut acc);
+    zeroize(&mut sel);
+    zeroize(&mut tmp);
+}
+
+/// `[b_i ^ exp mod m]` with one exponent for the whole batch (little-endian words).
+pub fn powmod_same<E: Engine>(e: &E, bases: &[u64], count: usize, exp: &[u64]) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let bits = bit_length(exp);
+    let mut out = vec![0u64; count * words];
+    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+        let mut x = vec![0u64; gw];
+        let mut r = vec![0u64; gw];
+        e.load(&mut x, &bases[g * lanes * words..], n);
+        let exps = vec![exp; lanes];
+        pow_group(e, &x, &exps, bits, &mut r);
+        e.store(chunk, &r, n);
+    });
+    out
+}
+
+/// `[b_i ^ e_i mod m]`, exponents as rows of `ew` little-endian words.
+pub fn powmod_each<E: Engine>(e: &E, bases: &[u64], count: usize, exps: &[u64], ew: usize) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let bits = (0..count).map(|i| bit_length(&exps[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+    let mut out = vec![0u64; count * words];
+    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+        let mut x = vec![0u64; gw];
+        let mut r = vec![0u64; gw];
+        e.load(&mut x, &bases[g * lanes * words..], n);
+        let rows: Vec<&[u64]> = (0..n).map(|l| &exps[(g * lanes + l) * ew..(g * lanes + l + 1) * ew]).collect();
+        pow_group(e, &x, &rows, bits, &mut r);
+        e.store(chunk, &r, n);
+    });
+    out
+}
+
+/// `[a_i * b_i mod m]`: one almost-Montgomery product, then one by R^2 to undo the 1/R.
+pub fn mulmod<E: Engine>(e: &E, a: &[u64], b: &[u64], count: usize) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let mut out = vec![0u64; count * words];
+    par_groups(&mut out, count, lanes, words, 32, |g, chunk, n| {
+        let mut x = vec![0u64; gw];
+        let mut y = vec![0u64; gw];
+        let mut t = vec![0u64; gw];
+        e.load_raw(&mut x, &a[g * lanes * words..], n);
+        e.load_raw(&mut y, &b[g * lanes * words..], n);
+        e.mul(&mut t, &x, &y);
+        e.mul(&mut x, &t, e.rr());
+        e.store_raw(chunk, &x, n);
+    });
+    out
+}
+
+/// Longest run of factors one lane multiplies before the partial products are combined in a
+/// second pass (bounds padding waste and the table of correction powers R^k).
+const PIECE: usize = 64;
+
+/// Sparse gather-product: `out[r] = prod values[indices[k]]` over `k` in
+/// `[indptr[r], indptr[r+1])`, 1 for an empty row. Indices must be validated by the caller.
+pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[usize]) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let rows = indptr.len() - 1;
+    // virtual rows: pieces of at most PIECE factors
+    let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(rows);
+    let mut piece_ptr = Vec::with_capacity(rows + 1);
+    piece_ptr.push(0usize);
+    for r in 0..rows {
+        let (s, t) = (indptr[r], indptr[r + 1]);
+        if s == t {
+            pieces.push((s, s));
+        } else {
+            let mut a = s;
+            while a < t {
+                let b = (a + PIECE).min(t);
+                pieces.push((a, b));
+                a = b;
+            }
+        }
+        piece_ptr.push(pieces.len());
+    }
+    let np = pieces.len();
+    // longest first, so the lanes of a group have similar lengths
+    let mut order: Vec<usize> = (0..np).collect();
+    order.sort_by_key(|&p| std::cmp::Reverse(pieces[p].1 - pieces[p].0));
+    let maxlen = pieces.iter().map(|p| p.1 - p.0).max().unwrap_or(0).max(1);
+    // canonical R^k mod m for k = 1..=maxlen (R^k corrects a chain of k factors)
+    let rpow = r_powers(e, maxlen);
+    let mut r1 = vec![0u64; words]; // canonical R mod m (the neutral padding factor)
+    r1.copy_from_slice(&rpow[..words]);
+    let mut unit = vec![0u64; words];
+    unit[0] = 1;
+
+    let mut sorted_out = vec![0u64; np * words];
+    par_groups(&mut sorted_out, np, lanes, words, 2, |g, chunk, n| {
+        let members: Vec<(usize, usize)> = (0..n).map(|l| pieces[order[g * lanes + l]]).collect();
+        let steps = members.iter().map(|p| p.1 - p.0).max().unwrap_or(0).max(1);
+        let mut src = vec![0u64; lanes * words];
+        let mut acc = vec![0u64; gw];
+        let mut x = vec![0u64; gw];
+        let mut t = vec![0u64; gw];
+        let gather = |step: usize, src: &mut [u64]| {
+            for (l, &(s, f)) in members.iter().enumerate() {
+                let dst = &mut src[l * words..(l + 1) * words];
+                if s + step < f {
+                    let v = indices[s + step];
+                    dst.copy_from_slice(&values[v * words..(v + 1) * words]);
+                } else if step == 0 {
+                    dst.copy_from_slice(&unit); // empty row: 1 (corrected by R^1 below)
+                } else {
+                    dst.copy_from_slice(&r1); // multiplying by R mod m leaves a chain unchanged
+                }
+            }
+        };
+        gather(0, &mut src);
+        e.load_raw(&mut acc, &src, n);
+        for step in 1..steps {
+            gather(step, &mut src);
+            e.load_raw(&mut x, &src, n);
+            e.mul(&mut t, &acc, &x);
+            std::mem::swap(&mut acc, &mut t);
+        }
+        // acc = prod / R^(k-1) per lane: multiply by R^k (then / R)
+        for (l, &(s, f)) in members.iter().enumerate() {
+            let k = (f - s).max(1);
+            src[l * words..(l + 1) * words].copy_from_slice(&rpow[(k - 1) * words..k * words]);
+        }
+        e.load_raw(&mut x, &src, n);
+        e.mul(&mut t, &acc, &x);
+        e.store_raw(chunk, &t, n);
+    });
+    let mut piece_out = vec![0u64; np * words];
+    for (pos, &p) in order.iter().enumerate() {
+        piece_out[p * words..(p + 1) * words].copy_from_slice(&sorted_out[pos * words..(pos + 1) * words]);
+    }
+    if np == rows {
+        return piece_out;
+    }
+    let idx: Vec<usize> = (0..np).collect();
+    prod_rows(e, &piece_out, &idx, &piece_ptr)
+}
+
+/// Canonical R^k mod m for k = 1..=n, as n rows of words (lanes compute 8 exponents at once).
+fn r_powers<E: Engine>(e: &E, n: usize) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let mut out = vec![0u64; n.max(lanes) * words];
+    // first `lanes` powers one by one: R^1 = one(), R^(k+1) = AMM(R^k, R^2)
+    let mut cur = e.one().to_vec();
+    let mut t = vec![0u64; gw];
+    let mut row = vec![0u64; words * lanes];
+    for k in 0..lanes.min(n.max(1)) {
+        e.store_raw(&mut row, &cur, 1);
+        out[k * words..(k + 1) * words].copy_from_slice(&row[..words]);
+        e.mul(&mut t, &cur, e.rr());
+        std::mem::swap(&mut cur, &mut t);
+    }
+    if n > lanes {
+        // step factor R^(lanes+1): AMM(R^k, R^(lanes+1)) = R^(k+lanes)
+        let mut step_src = vec![0u64; lanes * words];
+        e.store_raw(&mut step_src, &cur, 1); // cur = R^(lanes+1)
+        for l in 1..lanes {
+            step_src.copy_within(0..words, l * words);
+        }
+        let mut stepv = vec![0u64; gw];
+        e.load_raw(&mut stepv, &step_src, lanes);
+        let mut acc = vec![0u64; gw];
+        e.load_raw(&mut acc, &out[..lanes * words], lanes);
+        let mut k = lanes;
+        while k < n {
+            e.mul(&mut t, &acc, &stepv);
+            std::mem::swap(&mut acc, &mut t);
+            e.store_raw(&mut row, &acc, lanes);
+            let take = (n - k).min(lanes);
+            out[k * words..(k + take) * words].copy_from_slice(&row[..take * words]);
+            k += lanes;
+        }
+    }
+    out.truncate(n * words);
+    out
+}
+
+/// Horner packing: `acc = col[k-1]`, then `acc = acc^(2^shift) * col[j]` for j = k-2..0.
+pub fn horner<E: Engine>(e: &E, columns: &[u64], k: usize, count: usize, shift: usize) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let mut out = vec![0u64; count * words];
+    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+        let col = |j: usize| &columns[(j * count + g * lanes) * words..];
+        let mut acc = vec![0u64; gw];
+        let mut t = vec![0u64; gw];
+        let mut x = vec![0u64; gw];
+        e.load(&mut acc, col(k - 1), n);
+        for j in (0..k - 1).rev() {
+            for _ in 0..shift {
+                e.sqr(&mut t, &acc);
+                std::mem::swap(&mut acc, &mut t);
+            }
+            e.load(&mut x, col(j), n);
+            e.mul(&mut t, &acc, &x);
+            std::mem::swap(&mut acc, &mut t);
+        }
+        e.store(chunk, &acc, n);
+    });
+    out
+}
+
+/// Horner packing of products of powers (Shamir's trick on a shared squaring chain): for each
+/// position, over slots j = k-1..0, `acc = acc^(2^shift) * prod_t bases[t][j]^exps[t][j]`.
+/// `bases` is (T, k, count, words), `exps` (T, k, count, ew). Every position runs the same
+/// sequence of squarings and (masked-selection) products, fixed by the longest exponent.
+#[allow(clippy::too_many_arguments)]
+pub fn horner_multiexp<E: Engine>(
+    e: &E,
+    bases: &[u64],
+    exps: &[u64],
+    nt: usize,
+    k: usize,
+    count: usize,
+    ew: usize,
+    shift: usize,
+) -> Result<Vec<u64>, String> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let ebits = (0..nt * k * count).map(|i| bit_length(&exps[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+    if k > 1 && ebits > shift {
+        return Err(format!("exponents of {ebits} bits exceed the {shift}-bit slot shift"));
+    }
+    let mut out = vec![0u64; count * words];
+    let size = 1usize << nt;
+    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+        let mut table = vec![0u64; size * gw];
+        let mut acc = e.one().to_vec();
+        let mut t = vec![0u64; gw];
+        let mut sel = vec![0u64; gw];
+        let mut idx = vec![0u32; lanes];
+        let mut xs = vec![vec![0u64; gw]; nt];
+        for j in (0..k).rev() {
+            for (ti, x) in xs.iter_mut().enumerate() {
+                e.load(x, &bases[((ti * k + j) * count + g * lanes) * words..], n);
+            }
+            table[..gw].copy_from_slice(e.one());
+            for mask in 1..size {
+                let low = mask & mask.wrapping_neg();
+                let ti = low.trailing_zeros() as usize;
+                let (done, rest) = table.split_at_mut(mask * gw);
+                e.mul(&mut rest[..gw], &done[(mask ^ low) * gw..((mask ^ low) + 1) * gw], &xs[ti]);
+            }
+            if j + 1 < k {
+                for _ in 0..shift - ebits {
+                    e.sqr(&mut t, &acc);
+                    std::mem::swap(&mut acc, &mut t);
+                }
+            }
+            for bit in (0..ebits).rev() {
+                e.sqr(&mut t, &acc);
+                std::mem::swap(&mut acc, &mut t);
+                for (l, slot) in idx.iter_mut().enumerate() {
+                    let mut s = 0u32;
+                    if l < n {
+                        for ti in 0..nt {
+                            let row = ((ti * k + j) * count + g * lanes + l) * ew;
+                            s |= bits_at(&exps[row..row + ew], bit, 1) << ti;
+                        }
+                    }
+                    *slot = s;
+                }
+                e.select(&mut sel, &table, size, &idx);
+                e.mul(&mut t, &acc, &sel);
+                std::mem::swap(&mut acc, &mut t);
+            }
+        }
+        e.store(chunk, &acc, n);
+        zeroize(&mut table);
+    });
+    Ok(out)
+}
+
+/// Fixed-base comb table: entry (i, d) = base^(d * 2^(w i)) in Montgomery form, as shared
+/// (single-lane) values; `windows` windows of `window` bits.
+pub struct Comb {
+    pub window: usize,
+    pub windows: usize,
+    /// words per window in the engine's selection layout
+    pub block: usize,
+    pub entries: Vec<u64>,
+}
+
+impl Comb {
+    pub fn nbytes(&self) -> usize {
+        self.entries.len() * 8
+    }
+}
+
+pub fn comb_build<E: Engine>(e: &E, base: &[u64], window: usize, windows: usize) -> Comb {
+    let (lanes, words, gw, sw) = (e.lanes(), e.words(), e.gw(), e.sw());
+    let size = 1usize << window;
+    // base^(2^(w i)) for every window: one squaring chain
+    let mut src = vec![0u64; lanes * words];
+    for l in 0..lanes {
+        src[l * words..(l + 1) * words].copy_from_slice(&base[..words]);
+    }
+    let mut cur = vec![0u64; gw];
+    e.load(&mut cur, &src, lanes);
+    let mut t = vec![0u64; gw];
+    let mut starts = vec![0u64; windows * sw];
+    for i in 0..windows {
+        e.extract(&cur, 0, &mut starts[i * sw..(i + 1) * sw]);
+        if i + 1 < windows {
+            for _ in 0..window {
+                e.sqr(&mut t, &cur);
+                std::mem::swap(&mut cur, &mut t);
+            }
+        }
+    }
+    // rows: each lane walks d = 0..2^w for its own window
+    let mut entries = vec![0u64; windows * size * sw];
+    entries
+        .par_chunks_mut(lanes * size * sw)
+        .enumerate()
+        .for_each(|(g, block)| {
+            let first = g * lanes;
+            let n = (windows - first).min(lanes);
+            let mut x = vec![0u64; gw];
+            for l in 0..lanes {
+                let i = first + l.min(n - 1);
+                e.insert(&starts[i * sw..(i + 1) * sw], l, &mut x);
+            }
+            let mut prev = e.one().to_vec();
+            let mut tmp = vec![0u64; gw];
+            for d in 0..size {
+                for l in 0..n {
+                    let off = (l * size + d) * sw;
+                    e.extract(&prev, l, &mut block[off..off + sw]);
+                }
+                e.mul(&mut tmp, &prev, &x);
+                std::mem::swap(&mut prev, &mut tmp);
+            }
+        });
+    let entries = e.shared_layout(entries, size, windows);
+    Comb { window, windows, block: e.shared_block(size), entries }
+}
+
+/// `[mult_i * prod_t base_t ^ e_{t,i} mod m]` from comb tables (shared modulus); `windows[t]`
+/// (the batch's public exponent length in windows) fixes the work per element.
+pub fn fixed_base<E: Engine>(
+    e: &E,
+    tables: &[&Comb],
+    exps: &[(&[u64], usize)],
+    windows: &[usize],
+    mult: Option<&[u64]>,
+    count: usize,
+) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+    let mut out = vec![0u64; count * words];
+    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+        let mut acc = vec![0u64; gw];
+        match mult {
+            Some(mv) => e.load(&mut acc, &mv[g * lanes * words..], n),
+            None => acc.copy_from_slice(e.one()),
+        }
+        let mut sel = vec![0u64; gw];
+        let mut t = vec![0u64; gw];
+        let mut idx = vec![0u32; lanes];
+        for ((tab, &(ex, ew)), &nw) in tables.iter().zip(exps).zip(windows) {
+            let size = 1usize << tab.window;
+            let block = tab.block;
+            for i in 0..nw {
+                for (l, slot) in idx.iter_mut().enumerate() {
+                    *slot = if l < n {
+                        let row = (g * lanes + l) * ew;
+                        bits_at(&ex[row..row + ew], i * tab.window, tab.window)
+                    } else {
+                        0
+                    };
+                }
+                e.select_shared(&mut sel, &tab.entries[i * block..(i + 1) * block], size, &idx);
+                e.mul(&mut t, &acc, &sel);
+                std::mem::swap(&mut acc, &mut t);
+            }
+        }
+        e.store(chunk, &acc, n);
+        zeroize(&mut acc);
+        zeroize(&mut sel);
+    });
+    out
+}

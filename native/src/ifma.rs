@@ -1,0 +1,552 @@
+//! AVX-512 IFMA engine: eight independent values per group ("mb8" layout), radix 2^52.
+//!
+//! A value of `l` digits lives digit-major across the group: word `j * 8 + lane` holds digit j
+//! of that lane, so digit j of all eight values is one zmm register. The modulus is shared by
+//! all lanes and kept as scalar digits that are broadcast as needed. Multiplication is the
+//! word-serial almost-Montgomery product (AMM) with the low/high halves and the one-digit shift
+//! fused into a single pass; squaring computes each cross product once. Accumulator digits
+//! absorb up to 4l terms below 2^52 before the final carry pass (< 2^61 for l <= 159).
+//!
+//! Every function here is compiled with `avx512f,avx512ifma` enabled and must only be called
+//! after [`available`] returned true.
+
+use std::arch::x86_64::*;
+
+use crate::engine::{neg_inv64, pow2_mod, Engine, Modulus};
+
+const MASK52: u64 = (1u64 << 52) - 1;
+/// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
+const MAX_L: usize = 160;
+
+/// True when this CPU (and OS) supports AVX-512F and AVX-512 IFMA.
+pub fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512ifma")
+}
+
+pub struct Ifma {
+    l: usize,
+    w: usize,
+    /// modulus digits (scalar, l of them)
+    m: Vec<u64>,
+    k0: u64,
+    one: Vec<u64>,
+    rr: Vec<u64>,
+    unit: Vec<u64>,
+}
+
+/// Little-endian 64-bit words -> `l` 52-bit digits.
+pub fn words_to_digits(src: &[u64], l: usize, dst: &mut [u64]) {
+    for j in 0..l {
+        let off = 52 * j;
+        let i = off / 64;
+        let s = off % 64;
+        let lo = if i < src.len() { src[i] >> s } else { 0 };
+        let hi = if s > 12 && i + 1 < src.len() { src[i + 1] << (64 - s) } else { 0 };
+        dst[j] = (lo | hi) & MASK52;
+    }
+}
+
+/// `l` 52-bit digits -> `w` little-endian words (bits beyond 64w are dropped; callers pass
+/// values below 2^(64w)).
+pub fn digits_to_words(src: &[u64], w: usize, dst: &mut [u64]) {
+    dst[..w].fill(0);
+    for (j, &d) in src.iter().enumerate() {
+        let off = 52 * j;
+        let i = off / 64;
+        let s = off % 64;
+        if i < w {
+            dst[i] |= d << s;
+        }
+        if s > 12 && i + 1 < w {
+            dst[i + 1] |= d >> (64 - s);
+        }
+    }
+}
+
+impl Ifma {
+    pub fn new(modulus: &Modulus) -> Self {
+        let l = (modulus.bits + 2).div_ceil(52);
+        assert!(l <= MAX_L);
+        let w = modulus.words();
+        let mut m = vec![0u64; l + R + 2]; // zero digits of padding (see amm_rows, ams_reduce)
+        words_to_digits(&modulus.m, l, &mut m[..l]);
+        let k0 = neg_inv64(modulus.m[0]) & MASK52;
+        let spread = |words: &[u64]| {
+            let mut d = vec![0u64; l];
+            words_to_digits(words, l, &mut d);
+            let mut g = vec![0u64; 8 * l];
+            for j in 0..l {
+                for lane in 0..8 {
+                    g[j * 8 + lane] = d[j];
+                }
+            }
+            g
+        };
+        let one = spread(&pow2_mod(52 * l, &modulus.m));
+        let rr = spread(&pow2_mod(104 * l, &modulus.m));
+        let unit = spread(&[1u64]);
+        Ifma { l, w, m, k0, one, rr, unit }
+    }
+}
+
+/// Rows (digits of b, or reduction digits) handled per pass over the columns: each column
+/// load/store then carries 4R multiply-adds, so the IFMA units, not the store port, set the
+/// pace.
+const R: usize = 2;
+
+type Slots<const N: usize> = [std::mem::MaybeUninit<__m512i>; N];
+
+#[inline(always)]
+unsafe fn slot(p: *mut __m512i, k: usize) -> *mut __m512i {
+    p.add(k)
+}
+
+#[inline(always)]
+unsafe fn bcast(m: *const u64, k: usize) -> __m512i {
+    _mm512_set1_epi64(*m.add(k) as i64)
+}
+
+/// One pass of word-serial almost-Montgomery multiplication over `RR` digits of b (`b_i..`),
+/// on the shifted accumulator `acc` (l + R slots, the top R zero). `ap` is a with R+1 zero
+/// digits of padding; `m` the modulus with R+1 zero digits of padding.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn amm_rows<const RR: usize>(acc: *mut __m512i, ap: *const __m512i, b: *const __m512i, m: *const u64,
+                                    k0: __m512i, l: usize) {
+    let zero = _mm512_setzero_si512();
+    let mut bs = [zero; RR];
+    for r in 0..RR {
+        bs[r] = _mm512_loadu_si512(b.add(r));
+    }
+    let mut ys = [zero; RR];
+    let mut carry = zero;
+    // columns 0..RR fix the reduction digits y_0..y_{RR-1}, one after the other
+    for c in 0..RR {
+        let mut v = _mm512_add_epi64(*acc.add(c), carry);
+        for r in 0..=c {
+            v = _mm512_madd52lo_epu64(v, *ap.add(c - r), bs[r]);
+            if r < c {
+                v = _mm512_madd52hi_epu64(v, *ap.add(c - r - 1), bs[r]);
+                v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
+                v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+            }
+        }
+        ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
+        v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
+        carry = _mm512_srli_epi64::<52>(v);
+    }
+    // the remaining columns take every row's four terms; results shift down by RR digits.
+    // aw[k] = a_{c-k}, mw[k] = m_{c-k}: one new digit of each per column, the rest rotate
+    // through registers (loads, not multiplies, would otherwise bound the speed).
+    let mut aw = [zero; 5];
+    let mut mw = [zero; 5];
+    for k in 1..=RR {
+        aw[k] = *ap.add(RR - k);
+        mw[k] = bcast(m, RR - k);
+    }
+    for c in RR..l + RR {
+        aw[0] = *ap.add(c);
+        mw[0] = bcast(m, c);
+        // two independent chains per column keep the multiply-add latency hidden
+        let mut v = *acc.add(c);
+        let mut h = zero;
+        for r in 0..RR {
+            v = _mm512_madd52lo_epu64(v, aw[r], bs[r]);
+            h = _mm512_madd52hi_epu64(h, aw[r + 1], bs[r]);
+            v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
+            h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+        }
+        v = _mm512_add_epi64(v, h);
+        if c == RR {
+            v = _mm512_add_epi64(v, carry);
+        }
+        *acc.add(c - RR) = v;
+        for k in (1..=RR).rev() {
+            aw[k] = aw[k - 1];
+            mw[k] = mw[k - 1];
+        }
+    }
+    for c in l..l + RR {
+        *acc.add(c) = zero;
+    }
+}
+
+/// Almost-Montgomery multiplication of eight lane pairs: out = a * b / 2^(52 l) mod m, in
+/// [0, 2m) for inputs in [0, 2m).
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn amm8(out: *mut u64, a: *const u64, b: *const u64, m: *const u64, k0: u64, l: usize) {
+    let zero = _mm512_setzero_si512();
+    let mut acc_slots: Slots<{ MAX_L + R + 1 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 1];
+    let acc = acc_slots.as_mut_ptr() as *mut __m512i;
+    let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
+    let ap = a_slots.as_mut_ptr() as *mut __m512i;
+    let src = a as *const __m512i;
+    for k in 0..l {
+        *slot(acc, k) = zero;
+        *slot(ap, k) = _mm512_loadu_si512(src.add(k));
+    }
+    for k in l..l + R + 1 {
+        *slot(acc, k) = zero;
+        *slot(ap, k) = zero;
+    }
+    let k0v = _mm512_set1_epi64(k0 as i64);
+    let bp = b as *const __m512i;
+    let mut i = 0;
+    while i + R <= l {
+        amm_rows::<R>(acc, ap, bp.add(i), m, k0v, l);
+        i += R;
+    }
+    while i < l {
+        amm_rows::<1>(acc, ap, bp.add(i), m, k0v, l);
+        i += 1;
+    }
+    normalize(out, acc, l);
+}
+
+/// Cross products of rows i..i+RR of a squaring into absolute columns: lo(a_{i+r} a_j) at
+/// column i+r+j and hi at i+r+j+1, for j > i+r. `ap` has R+1 zero digits of padding.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn ams_cross<const RR: usize>(acc: *mut __m512i, ap: *const __m512i, i: usize, l: usize) {
+    let zero = _mm512_setzero_si512();
+    let mut ar = [zero; RR];
+    for r in 0..RR {
+        ar[r] = *ap.add(i + r);
+    }
+    let last = i + RR - 1 + l; // hi of the last row's last product
+    let full = 2 * i + 2 * RR; // from here on every row's terms are in range
+    for c in 2 * i + 1..full.min(last + 1) {
+        let mut v = *acc.add(c);
+        for r in 0..RR {
+            let lo_j = c as isize - (i + r) as isize;
+            if lo_j > (i + r) as isize {
+                v = _mm512_madd52lo_epu64(v, ar[r], *ap.add(lo_j as usize));
+            }
+            if lo_j - 1 > (i + r) as isize {
+                v = _mm512_madd52hi_epu64(v, ar[r], *ap.add(lo_j as usize - 1));
+            }
+        }
+        *acc.add(c) = v;
+    }
+    // aw[k] = a_{c-i-k}, rotated through registers
+    let mut aw = [zero; 5];
+    if full <= last {
+        for k in 1..=RR {
+            aw[k] = *ap.add(full - i - k);
+        }
+    }
+    for c in full..=last {
+        aw[0] = *ap.add(c - i);
+        let mut v = *acc.add(c);
+        let mut h = zero;
+        for r in 0..RR {
+            v = _mm512_madd52lo_epu64(v, ar[r], aw[r]);
+            h = _mm512_madd52hi_epu64(h, ar[r], aw[r + 1]);
+        }
+        v = _mm512_add_epi64(v, h);
+        *acc.add(c) = v;
+        for k in (1..=RR).rev() {
+            aw[k] = aw[k - 1];
+        }
+    }
+}
+
+/// Montgomery reduction of columns i..i+RR of a squaring's 2l-column sum (absolute columns).
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn ams_reduce<const RR: usize>(acc: *mut __m512i, m: *const u64, k0: __m512i, i: usize, l: usize) {
+    let zero = _mm512_setzero_si512();
+    let mut ys = [zero; RR];
+    let mut carry = zero;
+    for c in 0..RR {
+        let mut v = _mm512_add_epi64(*acc.add(i + c), carry);
+        for r in 0..c {
+            v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
+            v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+        }
+        ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
+        v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
+        carry = _mm512_srli_epi64::<52>(v);
+    }
+    let mut mw = [zero; 5];
+    for k in 1..=RR {
+        mw[k] = bcast(m, RR - k);
+    }
+    for c in RR..l + RR {
+        mw[0] = bcast(m, c);
+        let mut v = *acc.add(i + c);
+        let mut h = zero;
+        for r in 0..RR {
+            v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
+            h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+        }
+        v = _mm512_add_epi64(v, h);
+        for k in (1..=RR).rev() {
+            mw[k] = mw[k - 1];
+        }
+        if c == RR {
+            v = _mm512_add_epi64(v, carry);
+        }
+        *acc.add(i + c) = v;
+    }
+}
+
+/// Almost-Montgomery squaring: cross products once (doubled), the squares, then the
+/// word-serial reduction of the 2l-digit column sums; R rows per pass in both phases.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn ams8(out: *mut u64, a: *const u64, m: *const u64, k0: u64, l: usize) {
+    let zero = _mm512_setzero_si512();
+    let mut acc_slots: Slots<{ 2 * MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); 2 * MAX_L + R + 2];
+    let acc = acc_slots.as_mut_ptr() as *mut __m512i;
+    for k in 0..2 * l + R + 2 {
+        *slot(acc, k) = zero;
+    }
+    let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
+    let ap = a_slots.as_mut_ptr() as *mut __m512i;
+    let src = a as *const __m512i;
+    for k in 0..l {
+        *slot(ap, k) = _mm512_loadu_si512(src.add(k));
+    }
+    for k in l..l + R + 2 {
+        *slot(ap, k) = zero;
+    }
+    let mut i = 0;
+    while i + R <= l {
+        ams_cross::<R>(acc, ap, i, l);
+        i += R;
+    }
+    while i < l {
+        ams_cross::<1>(acc, ap, i, l);
+        i += 1;
+    }
+    for i in 0..l {
+        let ai = *ap.add(i);
+        let lo = acc.add(2 * i);
+        *lo = _mm512_madd52lo_epu64(_mm512_add_epi64(*lo, *lo), ai, ai);
+        let hi = acc.add(2 * i + 1);
+        *hi = _mm512_madd52hi_epu64(_mm512_add_epi64(*hi, *hi), ai, ai);
+    }
+    let k0v = _mm512_set1_epi64(k0 as i64);
+    let mut i = 0;
+    while i + R <= l {
+        ams_reduce::<R>(acc, m, k0v, i, l);
+        i += R;
+    }
+    while i < l {
+        ams_reduce::<1>(acc, m, k0v, i, l);
+        i += 1;
+    }
+    normalize(out, acc.add(l), l);
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn normalize(out: *mut u64, acc: *const __m512i, l: usize) {
+    let mask = _mm512_set1_epi64(MASK52 as i64);
+    let mut carry = _mm512_setzero_si512();
+    let op = out as *mut __m512i;
+    for j in 0..l {
+        let v = _mm512_add_epi64(*acc.add(j), carry);
+        carry = _mm512_srli_epi64::<52>(v);
+        _mm512_storeu_si512(op.add(j), _mm512_and_si512(v, mask));
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn select8(out: *mut u64, table: *const u64, entries: usize, idx: &[u32], l: usize) {
+    let mut lanes = [0u64; 8];
+    for (k, v) in idx.iter().take(8).enumerate() {
+        lanes[k] = *v as u64;
+    }
+    let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
+    let op = out as *mut __m512i;
+    let tp = table as *const __m512i;
+    let gw = l; // in zmm units
+    let mut masks = [0u8; 256];
+    for e in 0..entries.min(256) {
+        masks[e] = _mm512_cmpeq_epi64_mask(want, _mm512_set1_epi64(e as i64));
+    }
+    for j in 0..l {
+        let mut r = _mm512_setzero_si512();
+        for e in 0..entries {
+            r = _mm512_mask_mov_epi64(r, *masks.get_unchecked(e), _mm512_loadu_si512(tp.add(e * gw + j)));
+        }
+        _mm512_storeu_si512(op.add(j), r);
+    }
+}
+
+/// Selection from a shared table laid out digit-major (`table[j * stride + e]`, stride >= 8,
+/// a multiple of 8 or 16 for 16+ entries): per digit, in-register permutes pick each lane's
+/// entry out of 16 at a time and a blend tree on the higher index bits merges the blocks. Every
+/// entry is loaded and the permutes' timing does not depend on the indices (constant time).
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn select_shared8(out: *mut u64, table: *const u64, stride: usize, idx: &[u32], l: usize) {
+    let mut lanes = [0u64; 8];
+    for (k, v) in idx.iter().take(8).enumerate() {
+        lanes[k] = *v as u64;
+    }
+    let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
+    let op = out as *mut __m512i;
+    if stride == 8 {
+        for j in 0..l {
+            let col = _mm512_loadu_si512(table.add(j * 8) as *const __m512i);
+            _mm512_storeu_si512(op.add(j), _mm512_permutexvar_epi64(want, col));
+        }
+        return;
+    }
+    let blocks = stride / 16;
+    let mut bit = [0u8; 4];
+    for (k, b) in bit.iter_mut().enumerate() {
+        *b = _mm512_test_epi64_mask(want, _mm512_set1_epi64(16i64 << k));
+    }
+    let mut level = [_mm512_setzero_si512(); 16];
+    for j in 0..l {
+        let col = table.add(j * stride) as *const __m512i;
+        for k in 0..blocks {
+            let lo = _mm512_loadu_si512(col.add(2 * k));
+            let hi = _mm512_loadu_si512(col.add(2 * k + 1));
+            level[k] = _mm512_permutex2var_epi64(lo, want, hi);
+        }
+        let mut n = blocks;
+        let mut depth = 0;
+        while n > 1 {
+            for k in 0..n / 2 {
+                level[k] = _mm512_mask_blend_epi64(bit[depth], level[2 * k], level[2 * k + 1]);
+            }
+            n /= 2;
+            depth += 1;
+        }
+        _mm512_storeu_si512(op.add(j), level[0]);
+    }
+}
+
+/// Entries per digit in the selection layout: 8, or a power of two >= 16.
+fn shared_stride(entries: usize) -> usize {
+    if entries <= 8 {
+        8
+    } else {
+        entries.next_power_of_two().max(16)
+    }
+}
+
+impl Engine for Ifma {
+    fn lanes(&self) -> usize {
+        8
+    }
+    fn gw(&self) -> usize {
+        8 * self.l
+    }
+    fn sw(&self) -> usize {
+        self.l
+    }
+    fn words(&self) -> usize {
+        self.w
+    }
+
+    fn mul(&self, out: &mut [u64], a: &[u64], b: &[u64]) {
+        let gw = self.gw();
+        assert!(out.len() >= gw && a.len() >= gw && b.len() >= gw);
+        // SAFETY: lengths checked; the engine exists only when `available()` held; amm8 reads
+        // all of a and b before writing out, so `out` may not alias them (Rust forbids it).
+        unsafe { amm8(out.as_mut_ptr(), a.as_ptr(), b.as_ptr(), self.m.as_ptr(), self.k0, self.l) }
+    }
+
+    fn sqr(&self, out: &mut [u64], a: &[u64]) {
+        let gw = self.gw();
+        assert!(out.len() >= gw && a.len() >= gw);
+        // SAFETY: as in `mul`.
+        unsafe { ams8(out.as_mut_ptr(), a.as_ptr(), self.m.as_ptr(), self.k0, self.l) }
+    }
+
+    fn load_raw(&self, out: &mut [u64], src: &[u64], count: usize) {
+        let (l, w) = (self.l, self.w);
+        out[..8 * l].fill(0);
+        let mut d = [0u64; MAX_L];
+        for lane in 0..count.min(8) {
+            words_to_digits(&src[lane * w..(lane + 1) * w], l, &mut d[..l]);
+            for j in 0..l {
+                out[j * 8 + lane] = d[j];
+            }
+        }
+    }
+
+    fn store_raw(&self, dst: &mut [u64], src: &[u64], count: usize) {
+        let (l, w) = (self.l, self.w);
+        let mut d = [0u64; MAX_L];
+        let mut t = [0u64; MAX_L];
+        for lane in 0..count.min(8) {
+            for j in 0..l {
+                d[j] = src[j * 8 + lane];
+            }
+            // constant-time d -= m if d >= m (52-bit digits)
+            let mut borrow = 0u64;
+            for j in 0..l {
+                let v = d[j].wrapping_sub(self.m[j]).wrapping_sub(borrow);
+                borrow = v >> 63;
+                t[j] = v & MASK52;
+            }
+            let keep = borrow.wrapping_neg();
+            for j in 0..l {
+                d[j] = (d[j] & keep) | (t[j] & !keep);
+            }
+            digits_to_words(&d[..l], w, &mut dst[lane * w..(lane + 1) * w]);
+        }
+    }
+
+    fn one(&self) -> &[u64] {
+        &self.one
+    }
+    fn rr(&self) -> &[u64] {
+        &self.rr
+    }
+    fn unit(&self) -> &[u64] {
+        &self.unit
+    }
+
+    fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
+        assert!(table.len() >= entries * self.gw() && out.len() >= self.gw() && entries <= 256);
+        // SAFETY: bounds checked above.
+        unsafe { select8(out.as_mut_ptr(), table.as_ptr(), entries, idx, self.l) }
+    }
+
+    fn shared_block(&self, entries: usize) -> usize {
+        shared_stride(entries) * self.l
+    }
+
+    fn shared_layout(&self, raw: Vec<u64>, entries: usize, count: usize) -> Vec<u64> {
+        // [table][entry][digit] -> [table][digit][entry], entries padded to the stride
+        let (l, stride) = (self.l, shared_stride(entries));
+        let mut out = vec![0u64; count * stride * l];
+        for t in 0..count {
+            for e in 0..entries {
+                for j in 0..l {
+                    out[(t * l + j) * stride + e] = raw[(t * entries + e) * l + j];
+                }
+            }
+        }
+        out
+    }
+
+    fn select_shared(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
+        let stride = shared_stride(entries);
+        assert!(table.len() >= stride * self.l && out.len() >= self.gw() && entries <= 256);
+        // SAFETY: bounds checked above; indices are < entries <= stride.
+        unsafe { select_shared8(out.as_mut_ptr(), table.as_ptr(), stride, idx, self.l) }
+    }
+
+    fn extract(&self, src: &[u64], lane: usize, dst: &mut [u64]) {
+        for j in 0..self.l {
+            dst[j] = src[j * 8 + lane];
+        }
+    }
+
+    fn broadcast(&self, src: &[u64], out: &mut [u64]) {
+        for j in 0..self.l {
+            for lane in 0..8 {
+                out[j * 8 + lane] = src[j];
+            }
+        }
+    }
+
+    fn insert(&self, src: &[u64], lane: usize, dst: &mut [u64]) {
+        for j in 0..self.l {
+            dst[j * 8 + lane] = src[j];
+        }
+    }
+}

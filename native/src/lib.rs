@@ -1,0 +1,412 @@
+//! `shaper._native`: batch Montgomery arithmetic for the `shaper.kernels` native kernel.
+//!
+//! Values cross the boundary as 2-D `uint64` numpy arrays, one row per value, each row the
+//! value's little-endian 64-bit words (`Context.words` of them) and reduced modulo the
+//! context's modulus; exponents as rows of little-endian words of any width. Kernels release
+//! the GIL and spread groups of values over a rayon pool (`set_threads`).
+
+use std::sync::{Arc, RwLock};
+
+use numpy::{
+    IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+    PyReadonlyArray4, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+pub mod algo;
+pub mod engine;
+pub mod ifma;
+pub mod portable;
+
+use algo::Comb;
+use engine::{less_than, Modulus};
+
+enum Eng {
+    Ifma(ifma::Ifma),
+    Portable(portable::Portable),
+}
+
+macro_rules! with_engine {
+    ($eng:expr, $e:ident => $body:expr) => {
+        match $eng {
+            Eng::Ifma($e) => $body,
+            Eng::Portable($e) => $body,
+        }
+    };
+}
+
+static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+
+fn build_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("shaper-native-{i}"))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start native thread pool: {e}")))
+}
+
+fn pool() -> PyResult<Arc<rayon::ThreadPool>> {
+    if let Some(p) = POOL.read().unwrap().as_ref() {
+        return Ok(p.clone());
+    }
+    let mut guard = POOL.write().unwrap();
+    if guard.is_none() {
+        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        *guard = Some(build_pool(n)?);
+    }
+    Ok(guard.as_ref().unwrap().clone())
+}
+
+/// Runs `f` on the pool with the GIL released.
+fn run<T: Send, F: FnOnce() -> T + Send>(py: Python<'_>, f: F) -> PyResult<T> {
+    let p = pool()?;
+    Ok(py.detach(move || p.install(f)))
+}
+
+/// Number of threads native kernels use; `threads >= 1`.
+#[pyfunction]
+fn set_threads(threads: usize) -> PyResult<()> {
+    if threads == 0 {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    *POOL.write().unwrap() = Some(build_pool(threads)?);
+    Ok(())
+}
+
+/// Threads of the native pool.
+#[pyfunction]
+fn threads() -> PyResult<usize> {
+    Ok(pool()?.current_num_threads())
+}
+
+/// True when this CPU supports AVX-512F and AVX-512 IFMA (the 8-lane engine).
+#[pyfunction]
+fn ifma_available() -> bool {
+    ifma::available()
+}
+
+fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+    arr: &'a numpy::PyReadonlyArray<'_, T, D>,
+    what: &str,
+) -> PyResult<&'a [T]> {
+    arr.as_slice().map_err(|_| PyValueError::new_err(format!("{what} must be a C-contiguous array")))
+}
+
+/// Montgomery context for one odd modulus and one engine ("ifma" or "portable").
+#[pyclass(frozen, module = "shaper._native")]
+struct Context {
+    eng: Eng,
+    modulus: Modulus,
+    words: usize,
+}
+
+impl Context {
+    fn values<'a>(&self, arr: &'a PyReadonlyArray2<'_, u64>, what: &str) -> PyResult<(&'a [u64], usize)> {
+        let shape = arr.shape();
+        if shape[1] != self.words {
+            return Err(PyValueError::new_err(format!(
+                "{what} rows must have {} words for this {}-bit modulus, got {}",
+                self.words, self.modulus.bits, shape[1]
+            )));
+        }
+        let data = contiguous(arr, what)?;
+        for i in 0..shape[0] {
+            if !less_than(&data[i * self.words..(i + 1) * self.words], &self.modulus.m) {
+                return Err(PyValueError::new_err(format!("{what}: value at index {i} is not reduced modulo the modulus")));
+            }
+        }
+        Ok((data, shape[0]))
+    }
+
+    fn array<'py>(&self, py: Python<'py>, data: Vec<u64>, count: usize) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        data.into_pyarray(py).reshape([count, self.words])
+    }
+}
+
+#[pymethods]
+impl Context {
+    #[new]
+    #[pyo3(signature = (modulus, engine = "auto"))]
+    fn new(modulus: PyReadonlyArray1<'_, u64>, engine: &str) -> PyResult<Self> {
+        let words = contiguous(&modulus, "modulus")?;
+        let m = Modulus::new(words).map_err(PyValueError::new_err)?;
+        let eng = match engine {
+            "ifma" | "auto" if ifma::available() => Eng::Ifma(ifma::Ifma::new(&m)),
+            "ifma" => return Err(PyRuntimeError::new_err("this CPU lacks AVX-512 IFMA")),
+            "auto" | "portable" => Eng::Portable(portable::Portable::new(&m)),
+            other => return Err(PyValueError::new_err(format!("unknown engine {other:?} (ifma, portable, auto)"))),
+        };
+        let words = m.words();
+        Ok(Context { eng, modulus: m, words })
+    }
+
+    /// Canonical 64-bit words per value.
+    #[getter]
+    fn words(&self) -> usize {
+        self.words
+    }
+
+    #[getter]
+    fn bits(&self) -> usize {
+        self.modulus.bits
+    }
+
+    /// "ifma" or "portable".
+    #[getter]
+    fn engine(&self) -> &'static str {
+        match self.eng {
+            Eng::Ifma(_) => "ifma",
+            Eng::Portable(_) => "portable",
+        }
+    }
+
+    /// `[b ** exponent mod m]` for one shared exponent (constant time in its value).
+    fn powmod_same<'py>(
+        &self,
+        py: Python<'py>,
+        bases: PyReadonlyArray2<'py, u64>,
+        exponent: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (b, count) = self.values(&bases, "bases")?;
+        let ex = contiguous(&exponent, "exponent")?;
+        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_same(e, b, count, ex)))?;
+        self.array(py, out, count)
+    }
+
+    /// `[b_i ** e_i mod m]`; exponents as rows of little-endian words (constant time in the
+    /// exponent values; the work depends on the longest exponent's length).
+    fn powmod<'py>(
+        &self,
+        py: Python<'py>,
+        bases: PyReadonlyArray2<'py, u64>,
+        exponents: PyReadonlyArray2<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (b, count) = self.values(&bases, "bases")?;
+        let shape = exponents.shape();
+        if shape[0] != count {
+            return Err(PyValueError::new_err(format!("{count} bases but {} exponents", shape[0])));
+        }
+        let ew = shape[1];
+        let ex = contiguous(&exponents, "exponents")?;
+        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_each(e, b, count, ex, ew)))?;
+        self.array(py, out, count)
+    }
+
+    /// `[a_i * b_i mod m]`.
+    fn mulmod<'py>(
+        &self,
+        py: Python<'py>,
+        a: PyReadonlyArray2<'py, u64>,
+        b: PyReadonlyArray2<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (x, count) = self.values(&a, "a")?;
+        let (y, count_b) = self.values(&b, "b")?;
+        if count != count_b {
+            return Err(PyValueError::new_err(format!("operands differ in length: {count} and {count_b}")));
+        }
+        let out = run(py, || with_engine!(&self.eng, e => algo::mulmod(e, x, y, count)))?;
+        self.array(py, out, count)
+    }
+
+    /// CSR gather-product: `out[r] = prod values[indices[k]]`, k in [indptr[r], indptr[r+1]).
+    fn prod_rows<'py>(
+        &self,
+        py: Python<'py>,
+        values: PyReadonlyArray2<'py, u64>,
+        indices: PyReadonlyArray1<'py, i64>,
+        indptr: PyReadonlyArray1<'py, i64>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (v, nv) = self.values(&values, "values")?;
+        let idx = contiguous(&indices, "indices")?;
+        let ptr = contiguous(&indptr, "indptr")?;
+        if ptr.is_empty() {
+            return Err(PyValueError::new_err("indptr must hold at least one entry"));
+        }
+        let mut last = 0i64;
+        let mut uptr = Vec::with_capacity(ptr.len());
+        for (r, &p) in ptr.iter().enumerate() {
+            if p < last || p as usize > idx.len() || (r == 0 && p < 0) {
+                return Err(PyValueError::new_err(format!(
+                    "indptr must be non-decreasing within [0, {}] (entry {r} is {p})",
+                    idx.len()
+                )));
+            }
+            last = p;
+            uptr.push(p as usize);
+        }
+        let mut uidx = Vec::with_capacity(idx.len());
+        for (k, &i) in idx.iter().enumerate() {
+            if i < 0 || i as usize >= nv {
+                return Err(PyValueError::new_err(format!("index {i} at position {k} is outside [0, {nv})")));
+            }
+            uidx.push(i as usize);
+        }
+        let rows = uptr.len() - 1;
+        let out = run(py, || with_engine!(&self.eng, e => algo::prod_rows(e, v, &uidx, &uptr)))?;
+        self.array(py, out, rows)
+    }
+
+    /// Horner packing over columns (k, count, words): `acc = col[k-1]`, then
+    /// `acc = acc ** (2 ** shift_bits) * col[j]` for j = k-2..0.
+    fn horner<'py>(
+        &self,
+        py: Python<'py>,
+        columns: PyReadonlyArray3<'py, u64>,
+        shift_bits: usize,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let shape = columns.shape().to_vec();
+        if shape[2] != self.words {
+            return Err(PyValueError::new_err(format!("column rows must have {} words", self.words)));
+        }
+        let (k, count) = (shape[0], shape[1]);
+        if k == 0 {
+            return self.array(py, Vec::new(), 0);
+        }
+        let data = contiguous(&columns, "columns")?;
+        for i in 0..k * count {
+            if !less_than(&data[i * self.words..(i + 1) * self.words], &self.modulus.m) {
+                return Err(PyValueError::new_err(format!("columns: value at flat index {i} is not reduced")));
+            }
+        }
+        let out = run(py, || with_engine!(&self.eng, e => algo::horner(e, data, k, count, shift_bits)))?;
+        self.array(py, out, count)
+    }
+
+    /// Horner packing of products of powers: bases (T, k, count, words), exponents
+    /// (T, k, count, ew); each slot is `prod_t bases[t][j] ** exponents[t][j]`.
+    fn horner_multiexp<'py>(
+        &self,
+        py: Python<'py>,
+        bases: PyReadonlyArray4<'py, u64>,
+        exponents: PyReadonlyArray4<'py, u64>,
+        shift_bits: usize,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let bs = bases.shape().to_vec();
+        let es = exponents.shape().to_vec();
+        if bs[3] != self.words || bs[..3] != es[..3] {
+            return Err(PyValueError::new_err(format!(
+                "bases must be (T, k, count, {}) and exponents (T, k, count, ew); got {bs:?} and {es:?}",
+                self.words
+            )));
+        }
+        let (nt, k, count, ew) = (bs[0], bs[1], bs[2], es[3]);
+        if nt == 0 || k == 0 {
+            return self.array(py, Vec::new(), 0);
+        }
+        if nt > 8 {
+            return Err(PyValueError::new_err("at most 8 bases per slot"));
+        }
+        let b = contiguous(&bases, "bases")?;
+        let ex = contiguous(&exponents, "exponents")?;
+        for i in 0..nt * k * count {
+            if !less_than(&b[i * self.words..(i + 1) * self.words], &self.modulus.m) {
+                return Err(PyValueError::new_err(format!("bases: value at flat index {i} is not reduced")));
+            }
+        }
+        let out = run(py, || with_engine!(&self.eng, e => algo::horner_multiexp(e, b, ex, nt, k, count, ew, shift_bits)))?
+            .map_err(PyValueError::new_err)?;
+        self.array(py, out, count)
+    }
+
+    /// Builds a fixed-base comb table for `base` (one row of words): `windows` windows of
+    /// `window` bits (1..=8).
+    fn comb_table(&self, py: Python<'_>, base: PyReadonlyArray1<'_, u64>, window: usize, windows: usize) -> PyResult<CombTable> {
+        if !(1..=8).contains(&window) || windows == 0 {
+            return Err(PyValueError::new_err("window must be 1..=8 bits and windows positive"));
+        }
+        let b = contiguous(&base, "base")?;
+        if b.len() != self.words || !less_than(b, &self.modulus.m) {
+            return Err(PyValueError::new_err("base must be one reduced value of the modulus' word count"));
+        }
+        let comb = run(py, || with_engine!(&self.eng, e => algo::comb_build(e, b, window, windows)))?;
+        Ok(CombTable { comb, modulus: self.modulus.m.clone(), engine: self.engine() })
+    }
+
+    /// `[mult_i * prod_t table_t.base ** e_{t,i} mod m]`; exponents per table as rows of words.
+    #[pyo3(signature = (tables, exponents, multipliers = None))]
+    fn fixed_base<'py>(
+        &self,
+        py: Python<'py>,
+        tables: Vec<PyRef<'py, CombTable>>,
+        exponents: Vec<PyReadonlyArray2<'py, u64>>,
+        multipliers: Option<PyReadonlyArray2<'py, u64>>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        if tables.is_empty() || tables.len() != exponents.len() {
+            return Err(PyValueError::new_err("one exponent array per table is needed"));
+        }
+        let count = exponents[0].shape()[0];
+        let mut exps = Vec::with_capacity(tables.len());
+        let mut windows = Vec::with_capacity(tables.len());
+        for (t, ex) in tables.iter().zip(&exponents) {
+            if t.modulus != self.modulus.m || t.engine != self.engine() {
+                return Err(PyValueError::new_err("comb table belongs to another modulus or engine"));
+            }
+            let shape = ex.shape();
+            if shape[0] != count {
+                return Err(PyValueError::new_err("exponent arrays differ in length"));
+            }
+            let ew = shape[1];
+            let data = contiguous(ex, "exponents")?;
+            let bits = (0..count).map(|i| engine::bit_length(&data[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+            let need = bits.div_ceil(t.comb.window);
+            if need > t.comb.windows {
+                return Err(PyValueError::new_err(format!(
+                    "exponent of {bits} bits is longer than the table serves ({} bits)",
+                    t.comb.windows * t.comb.window
+                )));
+            }
+            exps.push((data, ew));
+            windows.push(need);
+        }
+        let mult = match &multipliers {
+            Some(mv) => {
+                let (data, n) = self.values(mv, "multipliers")?;
+                if n != count {
+                    return Err(PyValueError::new_err(format!("{n} multipliers for {count} exponents")));
+                }
+                Some(data)
+            }
+            None => None,
+        };
+        let combs: Vec<&Comb> = tables.iter().map(|t| &t.comb).collect();
+        let out = run(py, || with_engine!(&self.eng, e => algo::fixed_base(e, &combs, &exps, &windows, mult, count)))?;
+        self.array(py, out, count)
+    }
+}
+
+/// A fixed-base comb table built by `Context.comb_table`.
+#[pyclass(frozen, module = "shaper._native")]
+struct CombTable {
+    comb: Comb,
+    modulus: Vec<u64>,
+    engine: &'static str,
+}
+
+#[pymethods]
+impl CombTable {
+    #[getter]
+    fn window(&self) -> usize {
+        self.comb.window
+    }
+    #[getter]
+    fn windows(&self) -> usize {
+        self.comb.windows
+    }
+    /// Bytes held by the table.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.comb.nbytes()
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Context>()?;
+    m.add_class::<CombTable>()?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads, m)?)?;
+    m.add_function(wrap_pyfunction!(ifma_available, m)?)?;
+    Ok(())
+}

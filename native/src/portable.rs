@@ -1,0 +1,130 @@
+//! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
+//! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
+
+use crate::engine::{neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
+
+pub struct Portable {
+    /// limbs per value: 4m < 2^(64 n)
+    n: usize,
+    /// canonical words
+    w: usize,
+    m: Vec<u64>,
+    k0: u64,
+    one: Vec<u64>,
+    rr: Vec<u64>,
+    unit: Vec<u64>,
+}
+
+impl Portable {
+    pub fn new(modulus: &Modulus) -> Self {
+        let n = (modulus.bits + 2).div_ceil(64);
+        let w = modulus.words();
+        let mut m = modulus.m.clone();
+        m.resize(n, 0);
+        let k0 = neg_inv64(m[0]);
+        let one = pow2_mod(64 * n, &m);
+        let rr = pow2_mod(128 * n, &m);
+        let mut unit = vec![0u64; n];
+        unit[0] = 1;
+        Portable { n, w, m, k0, one, rr, unit }
+    }
+}
+
+impl Engine for Portable {
+    fn lanes(&self) -> usize {
+        1
+    }
+    fn gw(&self) -> usize {
+        self.n
+    }
+    fn sw(&self) -> usize {
+        self.n
+    }
+    fn words(&self) -> usize {
+        self.w
+    }
+
+    fn mul(&self, out: &mut [u64], a: &[u64], b: &[u64]) {
+        let n = self.n;
+        let (a, b, m) = (&a[..n], &b[..n], &self.m[..n]);
+        // CIOS: t = (t + a * b_i + m * y) / 2^64, both inner loops fused per limb
+        let mut t = [0u64; 132];
+        let t = &mut t[..n + 1];
+        for &bi in b {
+            let y = t[0].wrapping_add(a[0].wrapping_mul(bi)).wrapping_mul(self.k0);
+            let (mut c1, mut c2) = (0u64, 0u64);
+            for j in 0..n {
+                let s = t[j] as u128 + (a[j] as u128) * (bi as u128) + c1 as u128;
+                c1 = (s >> 64) as u64;
+                let r = (s as u64) as u128 + (m[j] as u128) * (y as u128) + c2 as u128;
+                c2 = (r >> 64) as u64;
+                if j > 0 {
+                    t[j - 1] = r as u64;
+                }
+            }
+            let s = t[n] as u128 + c1 as u128 + c2 as u128;
+            t[n - 1] = s as u64;
+            t[n] = (s >> 64) as u64;
+        }
+        out[..n].copy_from_slice(&t[..n]);
+    }
+
+    fn sqr(&self, out: &mut [u64], a: &[u64]) {
+        self.mul(out, a, a)
+    }
+
+    fn load_raw(&self, out: &mut [u64], src: &[u64], count: usize) {
+        out.fill(0);
+        if count > 0 {
+            out[..self.w].copy_from_slice(&src[..self.w]);
+        }
+    }
+
+    fn store_raw(&self, dst: &mut [u64], src: &[u64], count: usize) {
+        if count == 0 {
+            return;
+        }
+        let mut v = src[..self.n].to_vec();
+        reduce_once_ct(&mut v, &self.m);
+        dst[..self.w].copy_from_slice(&v[..self.w]);
+    }
+
+    fn one(&self) -> &[u64] {
+        &self.one
+    }
+    fn rr(&self) -> &[u64] {
+        &self.rr
+    }
+    fn unit(&self) -> &[u64] {
+        &self.unit
+    }
+
+    fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
+        let n = self.n;
+        out[..n].fill(0);
+        let want = idx[0];
+        for e in 0..entries {
+            let mask = ((e as u32 == want) as u64).wrapping_neg();
+            let row = &table[e * n..(e + 1) * n];
+            for j in 0..n {
+                out[j] |= row[j] & mask;
+            }
+        }
+    }
+
+    fn select_shared(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
+        self.select(out, table, entries, idx)
+    }
+
+    fn extract(&self, src: &[u64], _lane: usize, dst: &mut [u64]) {
+        dst[..self.n].copy_from_slice(&src[..self.n]);
+    }
+
+    fn broadcast(&self, src: &[u64], out: &mut [u64]) {
+        out[..self.n].copy_from_slice(&src[..self.n]);
+    }
+
+    fn insert(&self, src: &[u64], _lane: usize, dst: &mut [u64]) {
+        dst[..self.n].copy_from_slice(&src[..self.n]);
+    }
+}
