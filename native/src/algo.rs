@@ -11,7 +11,7 @@
 
 use rayon::prelude::*;
 
-use crate::engine::{bit_length, bits_at, zeroize, Engine};
+use crate::engine::{bits_at, rows_bit_length, zeroize, zeroize_u32, Engine};
 
 /// Sliding-free fixed window for an exponent of `bits` bits: minimises table building
 /// (2^w - 2 products) plus one product per window; at most 5 (32-entry tables).
@@ -87,12 +87,13 @@ fn pow_group<E: Engine>(e: &E, x: &[u64], exps: &[&[u64]], bits: usize, out: &mu
     zeroize(&mut acc);
     zeroize(&mut sel);
     zeroize(&mut tmp);
+    zeroize_u32(&mut idx);
 }
 
 /// `[b_i ^ exp mod m]` with one exponent for the whole batch (little-endian words).
 pub fn powmod_same<E: Engine>(e: &E, bases: &[u64], count: usize, exp: &[u64]) -> Vec<u64> {
     let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
-    let bits = bit_length(exp);
+    let bits = rows_bit_length(exp, 1, exp.len());
     let mut out = vec![0u64; count * words];
     par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
         let mut x = vec![0u64; gw];
@@ -108,7 +109,7 @@ pub fn powmod_same<E: Engine>(e: &E, bases: &[u64], count: usize, exp: &[u64]) -
 /// `[b_i ^ e_i mod m]`, exponents as rows of `ew` little-endian words.
 pub fn powmod_each<E: Engine>(e: &E, bases: &[u64], count: usize, exps: &[u64], ew: usize) -> Vec<u64> {
     let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
-    let bits = (0..count).map(|i| bit_length(&exps[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+    let bits = rows_bit_length(exps, count, ew);
     let mut out = vec![0u64; count * words];
     par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
         let mut x = vec![0u64; gw];
@@ -305,7 +306,7 @@ pub fn horner_multiexp<E: Engine>(
     shift: usize,
 ) -> Result<Vec<u64>, String> {
     let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
-    let ebits = (0..nt * k * count).map(|i| bit_length(&exps[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+    let ebits = rows_bit_length(exps, nt * k * count, ew);
     if k > 1 && ebits > shift {
         return Err(format!("exponents of {ebits} bits exceed the {shift}-bit slot shift"));
     }
@@ -355,6 +356,10 @@ pub fn horner_multiexp<E: Engine>(
         }
         e.store(chunk, &acc, n);
         zeroize(&mut table);
+        zeroize(&mut acc);
+        zeroize(&mut t);
+        zeroize(&mut sel);
+        zeroize_u32(&mut idx);
     });
     Ok(out)
 }
@@ -465,6 +470,8 @@ pub fn fixed_base<E: Engine>(
         e.store(chunk, &acc, n);
         zeroize(&mut acc);
         zeroize(&mut sel);
+        zeroize(&mut t);
+        zeroize_u32(&mut idx);
     });
     out
 }

@@ -182,10 +182,37 @@ pub fn reduce_once_ct(a: &mut [u64], m: &[u64]) {
         borrow = (b1 | b2) as u64;
     }
     // borrow == 1 means a < m: keep a
-    let keep = borrow.wrapping_neg();
+    let keep = ct_mask(borrow);
     for i in 0..n {
         a[i] = (a[i] & keep) | (t[i] & !keep);
     }
+}
+
+/// All-ones when `bit` is 1, zero when it is 0, hidden from the optimiser so that masked
+/// selections stay branch-free (without the barrier LLVM turns them into branches).
+#[inline(always)]
+pub fn ct_mask(bit: u64) -> u64 {
+    std::hint::black_box(bit).wrapping_neg()
+}
+
+/// All-ones when `a == b` (constant time).
+#[inline(always)]
+pub fn ct_eq_mask(a: u64, b: u64) -> u64 {
+    let x = std::hint::black_box(a ^ b);
+    // x == 0 -> 1, else 0, without a comparison the compiler could branch on
+    ct_mask(((x | x.wrapping_neg()) >> 63) ^ 1)
+}
+
+/// Bit length of the longest of `count` rows of `width` words: the rows are OR-ed together
+/// first, so the time depends on the batch size only, not on each row's length.
+pub fn rows_bit_length(rows: &[u64], count: usize, width: usize) -> usize {
+    let mut acc = vec![0u64; width];
+    for r in 0..count {
+        for (a, x) in acc.iter_mut().zip(&rows[r * width..(r + 1) * width]) {
+            *a |= *x;
+        }
+    }
+    bit_length(&acc)
 }
 
 /// Bits `[pos, pos + w)` of a little-endian word array (zero beyond its end); w <= 32.
@@ -202,6 +229,15 @@ pub fn bits_at(words: &[u64], pos: usize, w: usize) -> u32 {
 pub fn zeroize(buf: &mut [u64]) {
     for x in buf.iter_mut() {
         // SAFETY: a valid, aligned &mut u64.
+        unsafe { std::ptr::write_volatile(x, 0) };
+    }
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// [`zeroize`] for window digits.
+pub fn zeroize_u32(buf: &mut [u32]) {
+    for x in buf.iter_mut() {
+        // SAFETY: a valid, aligned &mut u32.
         unsafe { std::ptr::write_volatile(x, 0) };
     }
     std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);

@@ -5,14 +5,14 @@
 //! all lanes and kept as scalar digits that are broadcast as needed. Multiplication is the
 //! word-serial almost-Montgomery product (AMM) with the low/high halves and the one-digit shift
 //! fused into a single pass; squaring computes each cross product once. Accumulator digits
-//! absorb up to 4l terms below 2^52 before the final carry pass (< 2^61 for l <= 159).
+//! absorb about 4l terms below 2^52 before the final carry pass (< 2^62 for l <= 158).
 //!
 //! Every function here is compiled with `avx512f,avx512ifma` enabled and must only be called
 //! after [`available`] returned true.
 
 use std::arch::x86_64::*;
 
-use crate::engine::{neg_inv64, pow2_mod, Engine, Modulus};
+use crate::engine::{ct_mask, neg_inv64, pow2_mod, Engine, Modulus};
 
 const MASK52: u64 = (1u64 << 52) - 1;
 /// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
@@ -64,7 +64,11 @@ pub fn digits_to_words(src: &[u64], w: usize, dst: &mut [u64]) {
 }
 
 impl Ifma {
-    pub fn new(modulus: &Modulus) -> Self {
+    /// `None` when this CPU lacks AVX-512 IFMA (the engine's code must not run there).
+    pub fn new(modulus: &Modulus) -> Option<Self> {
+        if !available() {
+            return None;
+        }
         let l = (modulus.bits + 2).div_ceil(52);
         assert!(l <= MAX_L);
         let w = modulus.words();
@@ -85,7 +89,7 @@ impl Ifma {
         let one = spread(&pow2_mod(52 * l, &modulus.m));
         let rr = spread(&pow2_mod(104 * l, &modulus.m));
         let unit = spread(&[1u64]);
-        Ifma { l, w, m, k0, one, rr, unit }
+        Some(Ifma { l, w, m, k0, one, rr, unit })
     }
 }
 
@@ -481,7 +485,7 @@ impl Engine for Ifma {
                 borrow = v >> 63;
                 t[j] = v & MASK52;
             }
-            let keep = borrow.wrapping_neg();
+            let keep = ct_mask(borrow);
             for j in 0..l {
                 d[j] = (d[j] & keep) | (t[j] & !keep);
             }

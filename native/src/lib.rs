@@ -36,7 +36,10 @@ macro_rules! with_engine {
     };
 }
 
-static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+/// The thread pool and the process it was started in: after `fork()` the child has the pool's
+/// data but none of its threads, so a pool from another pid is abandoned (leaked: its threads
+/// do not exist to be joined) and a new one started.
+static POOL: RwLock<Option<(u32, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
 
 fn build_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new()
@@ -47,16 +50,32 @@ fn build_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start native thread pool: {e}")))
 }
 
+fn install_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    let pool = build_pool(threads)?;
+    let old = POOL.write().unwrap().replace((std::process::id(), pool.clone()));
+    if let Some((pid, p)) = old {
+        if pid != std::process::id() {
+            std::mem::forget(p); // inherited across fork: its worker threads are gone
+        }
+    }
+    Ok(pool)
+}
+
 fn pool() -> PyResult<Arc<rayon::ThreadPool>> {
-    if let Some(p) = POOL.read().unwrap().as_ref() {
-        return Ok(p.clone());
-    }
-    let mut guard = POOL.write().unwrap();
-    if guard.is_none() {
-        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        *guard = Some(build_pool(n)?);
-    }
-    Ok(guard.as_ref().unwrap().clone())
+    let (current, size) = {
+        let guard = POOL.read().unwrap();
+        match guard.as_ref() {
+            Some((pid, p)) if *pid == std::process::id() => return Ok(p.clone()),
+            Some((_, p)) => (false, p.current_num_threads()),
+            None => (true, 0),
+        }
+    };
+    let threads = if current {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    } else {
+        size // same size as the parent's pool
+    };
+    install_pool(threads)
 }
 
 /// Runs `f` on the pool with the GIL released.
@@ -71,7 +90,7 @@ fn set_threads(threads: usize) -> PyResult<()> {
     if threads == 0 {
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
-    *POOL.write().unwrap() = Some(build_pool(threads)?);
+    install_pool(threads)?;
     Ok(())
 }
 
@@ -87,11 +106,28 @@ fn ifma_available() -> bool {
     ifma::available()
 }
 
+/// The array's data as a slice: it must be C-contiguous (row-major; a Fortran-ordered array
+/// would be read in the wrong order) and aligned for its element type.
 fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
     arr: &'a numpy::PyReadonlyArray<'_, T, D>,
     what: &str,
 ) -> PyResult<&'a [T]> {
-    arr.as_slice().map_err(|_| PyValueError::new_err(format!("{what} must be a C-contiguous array")))
+    let aligned = (arr.data() as usize) % std::mem::align_of::<T>() == 0;
+    if !arr.is_c_contiguous() || !aligned {
+        return Err(PyValueError::new_err(format!("{what} must be an aligned C-contiguous array")));
+    }
+    arr.as_slice().map_err(|_| PyValueError::new_err(format!("{what} must be an aligned C-contiguous array")))
+}
+
+/// Upper bound on the words one call may allocate for its results and tables (8 GiB): a
+/// malformed shape gets an error instead of aborting the process on allocation failure.
+const MAX_WORDS: usize = 1 << 30;
+
+fn check_size(words: usize, what: &str) -> PyResult<()> {
+    if words > MAX_WORDS {
+        return Err(PyValueError::new_err(format!("{what} would need more than 8 GiB")));
+    }
+    Ok(())
 }
 
 /// Montgomery context for one odd modulus and one engine ("ifma" or "portable").
@@ -133,7 +169,9 @@ impl Context {
         let words = contiguous(&modulus, "modulus")?;
         let m = Modulus::new(words).map_err(PyValueError::new_err)?;
         let eng = match engine {
-            "ifma" | "auto" if ifma::available() => Eng::Ifma(ifma::Ifma::new(&m)),
+            "ifma" | "auto" if ifma::available() => {
+                Eng::Ifma(ifma::Ifma::new(&m).ok_or_else(|| PyRuntimeError::new_err("this CPU lacks AVX-512 IFMA"))?)
+            }
             "ifma" => return Err(PyRuntimeError::new_err("this CPU lacks AVX-512 IFMA")),
             "auto" | "portable" => Eng::Portable(portable::Portable::new(&m)),
             other => return Err(PyValueError::new_err(format!("unknown engine {other:?} (ifma, portable, auto)"))),
@@ -262,7 +300,10 @@ impl Context {
         }
         let (k, count) = (shape[0], shape[1]);
         if k == 0 {
-            return self.array(py, Vec::new(), 0);
+            return Err(PyValueError::new_err("horner needs at least one column"));
+        }
+        if shift_bits > 1 << 20 {
+            return Err(PyValueError::new_err("shift_bits above 2^20 is not supported"));
         }
         let data = contiguous(&columns, "columns")?;
         for i in 0..k * count {
@@ -293,7 +334,10 @@ impl Context {
         }
         let (nt, k, count, ew) = (bs[0], bs[1], bs[2], es[3]);
         if nt == 0 || k == 0 {
-            return self.array(py, Vec::new(), 0);
+            return Err(PyValueError::new_err("horner_multiexp needs at least one base and one slot"));
+        }
+        if shift_bits > 1 << 20 {
+            return Err(PyValueError::new_err("shift_bits above 2^20 is not supported"));
         }
         if nt > 8 {
             return Err(PyValueError::new_err("at most 8 bases per slot"));
@@ -316,6 +360,7 @@ impl Context {
         if !(1..=8).contains(&window) || windows == 0 {
             return Err(PyValueError::new_err("window must be 1..=8 bits and windows positive"));
         }
+        check_size(windows.saturating_mul(256).saturating_mul(self.words + 2), "the comb table")?;
         let b = contiguous(&base, "base")?;
         if b.len() != self.words || !less_than(b, &self.modulus.m) {
             return Err(PyValueError::new_err("base must be one reduced value of the modulus' word count"));
@@ -337,6 +382,7 @@ impl Context {
             return Err(PyValueError::new_err("one exponent array per table is needed"));
         }
         let count = exponents[0].shape()[0];
+        check_size(count.saturating_mul(self.words), "the result")?;
         let mut exps = Vec::with_capacity(tables.len());
         let mut windows = Vec::with_capacity(tables.len());
         for (t, ex) in tables.iter().zip(&exponents) {
@@ -349,7 +395,7 @@ impl Context {
             }
             let ew = shape[1];
             let data = contiguous(ex, "exponents")?;
-            let bits = (0..count).map(|i| engine::bit_length(&data[i * ew..(i + 1) * ew])).max().unwrap_or(0);
+            let bits = engine::rows_bit_length(data, count, ew);
             let need = bits.div_ceil(t.comb.window);
             if need > t.comb.windows {
                 return Err(PyValueError::new_err(format!(
@@ -357,7 +403,8 @@ impl Context {
                     t.comb.windows * t.comb.window
                 )));
             }
-            exps.push((data, ew));
+            // a private copy: the caller's array could change while the GIL is released
+            exps.push((data.to_vec(), ew));
             windows.push(need);
         }
         let mult = match &multipliers {
@@ -371,6 +418,7 @@ impl Context {
             None => None,
         };
         let combs: Vec<&Comb> = tables.iter().map(|t| &t.comb).collect();
+        let exps: Vec<(&[u64], usize)> = exps.iter().map(|(v, ew)| (v.as_slice(), *ew)).collect();
         let out = run(py, || with_engine!(&self.eng, e => algo::fixed_base(e, &combs, &exps, &windows, mult, count)))?;
         self.array(py, out, count)
     }

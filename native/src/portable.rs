@@ -1,7 +1,7 @@
 //! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
 //! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
 
-use crate::engine::{neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
+use crate::engine::{ct_eq_mask, neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
 
 pub struct Portable {
     /// limbs per value: 4m < 2^(64 n)
@@ -102,9 +102,9 @@ impl Engine for Portable {
     fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
         let n = self.n;
         out[..n].fill(0);
-        let want = idx[0];
+        let want = idx[0] as u64;
         for e in 0..entries {
-            let mask = ((e as u32 == want) as u64).wrapping_neg();
+            let mask = ct_eq_mask(e as u64, want);
             let row = &table[e * n..(e + 1) * n];
             for j in 0..n {
                 out[j] |= row[j] & mask;

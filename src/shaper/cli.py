@@ -140,7 +140,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     import gmpy2
     import numpy
 
-    from .kernels import get_kernel, workers
+    from .kernels import get_kernel, native, workers
 
     flags = _cpu_flags()
     print(f"shaper       {__version__}")
@@ -149,7 +149,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"gmpy2        {gmpy2.version()} ({gmpy2.mp_version()})")
     print(f"kernel       {get_kernel().name}")
     print(f"workers      {workers()}")
-    print(f"avx512-ifma  {'yes' if 'avx512ifma' in flags else 'no'} (used by the native kernel, not built yet)")
+    print(f"avx512-ifma  {'yes' if 'avx512ifma' in flags else 'no'}")
+    built = "built" if native.available() else "not built (install with a Rust toolchain)"
+    print(f"native       {built}; SHAPER_NATIVE={native.mode()}")
     return 0
 
 

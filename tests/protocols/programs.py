@@ -11,7 +11,6 @@ import scipy.sparse as sp
 
 from shaper.crypto.ahe import EncryptedArray
 from shaper.protocols import Hybrid2PC
-from shaper.protocols import ring
 from shaper.protocols.conversions import h2s, s2h
 from shaper.protocols.trigen import trigen, trigen_matrix
 
@@ -102,11 +101,20 @@ def h2s_job(session, values, value_bits, mode="ring", truncate_bits=0, pack=True
 def s2h_job(session, values, mode="ring", frac_bits=0):
     """Shares -> Enc_0(x) at party 1, which sends it back so party 0 can check it."""
     ctx = context(session)
-    x = ctx.share(values, owner=1, frac_bits=frac_bits)
     if mode == "integer":
+        import random
+
         from shaper.protocols.shares import IntegerShares
 
-        x = IntegerShares(ctx, ring.to_ints(x.share, signed=True), frac_bits)
+        # exact integer shares x = r + (x - r): both parties know the test's values and derive
+        # the same 100-bit masks r (reading ring shares as signed ints would not sum to x
+        # whenever the two shares wrap around 2^64)
+        rng = random.Random(7)
+        r = [rng.getrandbits(100) - (1 << 99) for _ in range(len(values))]
+        mine = r if ctx.me == 0 else [int(v) - ri for v, ri in zip(values.tolist(), r)]
+        x = IntegerShares(ctx, np.array(mine, dtype=object), frac_bits)
+    else:
+        x = ctx.share(values, owner=1, frac_bits=frac_bits)
     enc = s2h(ctx, x, key_owner=0)
     if ctx.me == 1:
         session.send(0, enc.to_bytes(), "check")

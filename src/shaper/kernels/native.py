@@ -221,9 +221,11 @@ class NativeKernel:
         m = int(modulus)
         ctx = self.context(m)
         nt, k, count = len(bases), len(bases[0]), len(bases[0][0])
+        if (len(exponents) != nt or any(len(t) != k for t in exponents)
+                or any(len(col) != count for t in exponents for col in t)
+                or any(len(t) != k or any(len(col) != count for col in t) for t in bases)):
+            raise ValueError("bases and exponents must both be T x k x count nested sequences")
         flat_e = [int(e) for t in exponents for col in t for e in col]
-        if len(flat_e) != nt * k * count:
-            raise ValueError("exponents must match the shape of the bases")
         if flat_e and min(flat_e) < 0:
             raise ValueError("horner_multiexp exponents must be non-negative")
         ew = max(1, (max(flat_e, default=0).bit_length() + 63) // 64)
@@ -235,8 +237,9 @@ class NativeKernel:
         """Run independent calls one after the other (each one already uses every core)."""
         return [getattr(self, method)(*args) for method, args in calls]
 
-    def table(self, spec: FixedBaseSpec, windows_needed: int = 0):
-        """The comb table of a spec (built on first use, rebuilt longer if an exponent needs it)."""
+    def table(self, spec: FixedBaseSpec, windows_needed: int = 0, window: int | None = None):
+        """The comb table of a spec (built on first use; rebuilt longer, with the same window,
+        when an exponent needs more windows)."""
         with self._lock:
             table = self._tables.get(spec.key)
             if table is not None:
@@ -245,7 +248,8 @@ class NativeKernel:
             return table
         m = int(spec.modulus)
         ctx = self.context(m)
-        window = _fixed_window(spec.exponent_bits, m.bit_length(), table_budget_bytes())
+        if window is None:
+            window = _fixed_window(spec.exponent_bits, m.bit_length(), table_budget_bytes())
         windows = max(-(-spec.exponent_bits // window), windows_needed)
         table = ctx.comb_table(_rows([int(spec.base) % m], ctx.words)[0], window, windows)
         with self._lock:
@@ -273,7 +277,7 @@ class NativeKernel:
         for spec, exps in zip(specs, exponents):
             probe = self.table(spec)
             need = significant_windows(exps, probe.window)
-            tables.append(self.table(spec, need) if need > probe.windows else probe)
+            tables.append(self.table(spec, need, probe.window) if need > probe.windows else probe)
             rows.append(_exponent_words(exps))
         mult = None if multipliers is None else self._values(multipliers, ctx, m)
         return _ints(ctx.fixed_base(tables, rows, mult))
@@ -321,7 +325,7 @@ def _exponent_words(exps: np.ndarray) -> np.ndarray:
     pad = (-data.shape[1]) % 8
     if pad or data.shape[1] == 0:
         data = np.concatenate([data, np.zeros((data.shape[0], pad or 8), dtype=np.uint8)], axis=1)
-    return data.view("<u8")
+    return data.view("<u8").copy()  # a private, aligned copy (the kernel runs without the GIL)
 
 
 __all__ = ["NativeKernel", "available", "ifma_available", "mode", "chosen_engine"]

@@ -1,0 +1,64 @@
+"""Type stubs for the Rust extension ``shaper._native`` (native/src/lib.rs).
+
+Values are 2-D ``uint64`` arrays, one row per value holding its little-endian 64-bit words
+(``Context.words`` of them), reduced modulo the context's modulus; exponents are rows of
+little-endian words of any width. Every kernel releases the GIL and runs on the extension's
+thread pool. Exponentiations are constant time in the exponent values.
+"""
+
+from typing import Literal, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+def set_threads(threads: int) -> None:
+    """Size of the native thread pool (>= 1)."""
+
+def threads() -> int:
+    """Threads of the native thread pool (default: available cores)."""
+
+def ifma_available() -> bool:
+    """True when the CPU supports AVX-512F and AVX-512 IFMA."""
+
+class CombTable:
+    """Fixed-base comb table (entries base^(d * 2^(window * i)), Montgomery form)."""
+
+    @property
+    def window(self) -> int: ...
+    @property
+    def windows(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+
+class Context:
+    """Montgomery context for one odd modulus (3 <= m < 2^8192) on one engine."""
+
+    def __init__(self, modulus: U64, engine: Literal["auto", "ifma", "portable"] = "auto") -> None: ...
+    @property
+    def words(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def engine(self) -> Literal["ifma", "portable"]: ...
+    def powmod_same(self, bases: U64, exponent: U64) -> U64:
+        """``b ** exponent mod m`` for every row."""
+    def powmod(self, bases: U64, exponents: U64) -> U64:
+        """``b_i ** e_i mod m``; one exponent row per base."""
+    def mulmod(self, a: U64, b: U64) -> U64:
+        """``a_i * b_i mod m``."""
+    def prod_rows(self, values: U64, indices: I64, indptr: I64) -> U64:
+        """CSR gather-product: row r is the product of ``values[indices[indptr[r]:indptr[r+1]]]``."""
+    def horner(self, columns: npt.NDArray[np.uint64], shift_bits: int) -> U64:
+        """Columns (k, count, words): ``acc = col[k-1]; acc = acc**(2**shift) * col[j]``, j = k-2..0."""
+    def horner_multiexp(self, bases: npt.NDArray[np.uint64], exponents: npt.NDArray[np.uint64],
+                        shift_bits: int) -> U64:
+        """Bases (T, k, count, words), exponents (T, k, count, ew): Horner over slots of
+        ``prod_t bases[t][j] ** exponents[t][j]``."""
+    def comb_table(self, base: U64, window: int, windows: int) -> CombTable:
+        """Comb table for one base (a single row of words); window 1..8 bits."""
+    def fixed_base(self, tables: Sequence[CombTable], exponents: Sequence[U64],
+                   multipliers: U64 | None = None) -> U64:
+        """``mult_i * prod_t base_t ** e_{t,i} mod m``."""
