@@ -90,34 +90,91 @@ fn pow_group<E: Engine>(e: &E, x: &[u64], exps: &[&[u64]], bits: usize, out: &mu
     zeroize_u32(&mut idx);
 }
 
-/// `[b_i ^ exp mod m]` with one exponent for the whole batch (little-endian words).
-pub fn powmod_same<E: Engine>(e: &E, bases: &[u64], count: usize, exp: &[u64]) -> Vec<u64> {
-    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+/// Loads a group: stored Montgomery rows as they are, canonical ones converted.
+fn load_as<E: Engine>(e: &E, mont: bool, out: &mut [u64], src: &[u64], count: usize) {
+    if mont {
+        e.load_mont(out, src, count)
+    } else {
+        e.load(out, src, count)
+    }
+}
+
+/// Stores a group as Montgomery rows or converted back to canonical values.
+fn store_as<E: Engine>(e: &E, mont: bool, dst: &mut [u64], src: &[u64], count: usize) {
+    if mont {
+        e.store_mont(dst, src, count)
+    } else {
+        e.store(dst, src, count)
+    }
+}
+
+/// Row width of values in (`mont`) the Montgomery storage layout or canonical words.
+fn width<E: Engine>(e: &E, mont: bool) -> usize {
+    if mont {
+        e.mw()
+    } else {
+        e.words()
+    }
+}
+
+/// Into (`to_mont`) or out of the Montgomery storage layout: x -> xR mod m, or xR -> x.
+pub fn convert<E: Engine>(e: &E, values: &[u64], count: usize, to_mont: bool) -> Vec<u64> {
+    let (lanes, gw) = (e.lanes(), e.gw());
+    let (iw, ow) = (width(e, !to_mont), width(e, to_mont));
+    let mut out = vec![0u64; count * ow];
+    par_groups(&mut out, count, lanes, ow, 16, |g, chunk, n| {
+        let mut x = vec![0u64; gw];
+        load_as(e, !to_mont, &mut x, &values[g * lanes * iw..], n);
+        store_as(e, to_mont, chunk, &x, n);
+    });
+    out
+}
+
+/// `[a_i * b_i]` of stored Montgomery values, stored the same way: one product each.
+pub fn mont_mul<E: Engine>(e: &E, a: &[u64], b: &[u64], count: usize) -> Vec<u64> {
+    let (lanes, mw, gw) = (e.lanes(), e.mw(), e.gw());
+    let mut out = vec![0u64; count * mw];
+    par_groups(&mut out, count, lanes, mw, 16, |g, chunk, n| {
+        let mut x = vec![0u64; gw];
+        let mut y = vec![0u64; gw];
+        let mut t = vec![0u64; gw];
+        e.load_mont(&mut x, &a[g * lanes * mw..], n);
+        e.load_mont(&mut y, &b[g * lanes * mw..], n);
+        e.mul(&mut t, &x, &y);
+        e.store_mont(chunk, &t, n);
+    });
+    out
+}
+
+/// `[b_i ^ exp mod m]` with one exponent for the whole batch (little-endian words); `mont`:
+/// bases and results in Montgomery form.
+pub fn powmod_same<E: Engine>(e: &E, bases: &[u64], count: usize, exp: &[u64], mont: bool) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), width(e, mont), e.gw());
     let bits = rows_bit_length(exp, 1, exp.len());
     let mut out = vec![0u64; count * words];
     par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
         let mut x = vec![0u64; gw];
         let mut r = vec![0u64; gw];
-        e.load(&mut x, &bases[g * lanes * words..], n);
+        load_as(e, mont, &mut x, &bases[g * lanes * words..], n);
         let exps = vec![exp; lanes];
         pow_group(e, &x, &exps, bits, &mut r);
-        e.store(chunk, &r, n);
+        store_as(e, mont, chunk, &r, n);
     });
     out
 }
 
 /// `[b_i ^ e_i mod m]`, exponents as rows of `ew` little-endian words.
-pub fn powmod_each<E: Engine>(e: &E, bases: &[u64], count: usize, exps: &[u64], ew: usize) -> Vec<u64> {
-    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+pub fn powmod_each<E: Engine>(e: &E, bases: &[u64], count: usize, exps: &[u64], ew: usize, mont: bool) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), width(e, mont), e.gw());
     let bits = rows_bit_length(exps, count, ew);
     let mut out = vec![0u64; count * words];
     par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
         let mut x = vec![0u64; gw];
         let mut r = vec![0u64; gw];
-        e.load(&mut x, &bases[g * lanes * words..], n);
+        load_as(e, mont, &mut x, &bases[g * lanes * words..], n);
         let rows: Vec<&[u64]> = (0..n).map(|l| &exps[(g * lanes + l) * ew..(g * lanes + l + 1) * ew]).collect();
         pow_group(e, &x, &rows, bits, &mut r);
-        e.store(chunk, &r, n);
+        store_as(e, mont, chunk, &r, n);
     });
     out
 }
@@ -145,8 +202,9 @@ const PIECE: usize = 64;
 
 /// Sparse gather-product: `out[r] = prod values[indices[k]]` over `k` in
 /// `[indptr[r], indptr[r+1])`, 1 for an empty row. Indices must be validated by the caller.
-pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[usize]) -> Vec<u64> {
-    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
+/// `mont`: values and results in Montgomery form (the chain needs no correction then).
+pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[usize], mont: bool) -> Vec<u64> {
+    let (lanes, words, gw) = (e.lanes(), width(e, mont), e.gw());
     let rows = indptr.len() - 1;
     // virtual rows: pieces of at most PIECE factors
     let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(rows);
@@ -170,13 +228,25 @@ pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[
     // longest first, so the lanes of a group have similar lengths
     let mut order: Vec<usize> = (0..np).collect();
     order.sort_by_key(|&p| std::cmp::Reverse(pieces[p].1 - pieces[p].0));
-    let maxlen = pieces.iter().map(|p| p.1 - p.0).max().unwrap_or(0).max(1);
-    // canonical R^k mod m for k = 1..=maxlen (R^k corrects a chain of k factors)
-    let rpow = r_powers(e, maxlen);
-    let mut r1 = vec![0u64; words]; // canonical R mod m (the neutral padding factor)
-    r1.copy_from_slice(&rpow[..words]);
+    let maxlen = if mont { 1 } else { pieces.iter().map(|p| p.1 - p.0).max().unwrap_or(0).max(1) };
+    // canonical R^k mod m for k = 1..=maxlen (R^k corrects a chain of k canonical factors)
+    let rpow = if mont { Vec::new() } else { r_powers(e, maxlen) };
+    // the neutral padding factor: Montgomery's 1 (R mod m), as a stored row or canonical words
+    let mut r1 = vec![0u64; words];
+    if mont {
+        e.store_mont(&mut r1, e.one(), 1);
+    } else {
+        r1.copy_from_slice(&rpow[..words]);
+    }
     let mut unit = vec![0u64; words];
     unit[0] = 1;
+    let load = |out: &mut [u64], src: &[u64], n: usize| {
+        if mont {
+            e.load_mont(out, src, n)
+        } else {
+            e.load_raw(out, src, n)
+        }
+    };
 
     let mut sorted_out = vec![0u64; np * words];
     par_groups(&mut sorted_out, np, lanes, words, 2, |g, chunk, n| {
@@ -193,19 +263,24 @@ pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[
                     let v = indices[s + step];
                     dst.copy_from_slice(&values[v * words..(v + 1) * words]);
                 } else if step == 0 {
-                    dst.copy_from_slice(&unit); // empty row: 1 (corrected by R^1 below)
+                    // empty row: 1 (canonical, corrected by R^1 below; or Montgomery's R)
+                    dst.copy_from_slice(if mont { &r1 } else { &unit });
                 } else {
                     dst.copy_from_slice(&r1); // multiplying by R mod m leaves a chain unchanged
                 }
             }
         };
         gather(0, &mut src);
-        e.load_raw(&mut acc, &src, n);
+        load(&mut acc, &src, n);
         for step in 1..steps {
             gather(step, &mut src);
-            e.load_raw(&mut x, &src, n);
+            load(&mut x, &src, n);
             e.mul(&mut t, &acc, &x);
             std::mem::swap(&mut acc, &mut t);
+        }
+        if mont {
+            e.store_mont(chunk, &acc, n);
+            return;
         }
         // acc = prod / R^(k-1) per lane: multiply by R^k (then / R)
         for (l, &(s, f)) in members.iter().enumerate() {
@@ -224,7 +299,7 @@ pub fn prod_rows<E: Engine>(e: &E, values: &[u64], indices: &[usize], indptr: &[
         return piece_out;
     }
     let idx: Vec<usize> = (0..np).collect();
-    prod_rows(e, &piece_out, &idx, &piece_ptr)
+    prod_rows(e, &piece_out, &idx, &piece_ptr, mont)
 }
 
 /// Canonical R^k mod m for k = 1..=n, as n rows of words (lanes compute 8 exponents at once).
@@ -438,13 +513,16 @@ pub fn fixed_base<E: Engine>(
     windows: &[usize],
     mult: Option<&[u64]>,
     count: usize,
+    mult_mont: bool,
+    out_mont: bool,
 ) -> Vec<u64> {
-    let (lanes, words, gw) = (e.lanes(), e.words(), e.gw());
-    let mut out = vec![0u64; count * words];
-    par_groups(&mut out, count, lanes, words, 1, |g, chunk, n| {
+    let (lanes, gw) = (e.lanes(), e.gw());
+    let (iw, ow) = (width(e, mult_mont), width(e, out_mont));
+    let mut out = vec![0u64; count * ow];
+    par_groups(&mut out, count, lanes, ow, 1, |g, chunk, n| {
         let mut acc = vec![0u64; gw];
         match mult {
-            Some(mv) => e.load(&mut acc, &mv[g * lanes * words..], n),
+            Some(mv) => load_as(e, mult_mont, &mut acc, &mv[g * lanes * iw..], n),
             None => acc.copy_from_slice(e.one()),
         }
         let mut sel = vec![0u64; gw];
@@ -467,7 +545,7 @@ pub fn fixed_base<E: Engine>(
                 std::mem::swap(&mut acc, &mut t);
             }
         }
-        e.store(chunk, &acc, n);
+        store_as(e, out_mont, chunk, &acc, n);
         zeroize(&mut acc);
         zeroize(&mut sel);
         zeroize(&mut t);

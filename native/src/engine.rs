@@ -28,6 +28,16 @@ pub trait Engine: Sync + Send {
     fn load_raw(&self, out: &mut [u64], src: &[u64], count: usize);
     /// Writes `count` lanes as canonical values (reducing [0, 2m) to [0, m)), without conversion.
     fn store_raw(&self, dst: &mut [u64], src: &[u64], count: usize);
+    /// Words of one value in the Montgomery *storage* layout (`load_mont`/`store_mont`): the
+    /// engine's own digits, element after element, kept in [0, 2m) so that values held in
+    /// Montgomery form between calls cost no conversion and no subtraction.
+    fn mw(&self) -> usize;
+    /// Loads up to `lanes()` values in the storage layout (rows of `mw()` words).
+    fn load_mont(&self, out: &mut [u64], src: &[u64], count: usize);
+    /// Writes `count` lanes in the storage layout (no reduction: values stay in [0, 2m)).
+    fn store_mont(&self, dst: &mut [u64], src: &[u64], count: usize);
+    /// Whether a row is a valid stored value: digits in range and value below 2m.
+    fn mont_ok(&self, row: &[u64]) -> bool;
     /// Montgomery form of 1 in every lane.
     fn one(&self) -> &[u64];
     /// R^2 mod m in every lane (multiplying by it converts into Montgomery form).

@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::engine::{ct_mask, neg_inv64, pow2_mod, Engine, Modulus};
+use crate::engine::{ct_mask, less_than, neg_inv64, pow2_mod, Engine, Modulus};
 
 const MASK52: u64 = (1u64 << 52) - 1;
 /// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
@@ -32,6 +32,8 @@ pub struct Ifma {
     one: Vec<u64>,
     rr: Vec<u64>,
     unit: Vec<u64>,
+    /// digits of 2m (the bound of stored Montgomery values)
+    two_m: Vec<u64>,
 }
 
 /// Little-endian 64-bit words -> `l` 52-bit digits.
@@ -89,7 +91,17 @@ impl Ifma {
         let one = spread(&pow2_mod(52 * l, &modulus.m));
         let rr = spread(&pow2_mod(104 * l, &modulus.m));
         let unit = spread(&[1u64]);
-        Some(Ifma { l, w, m, k0, one, rr, unit })
+        let mut twice = modulus.m.clone();
+        twice.push(0);
+        let top = twice.iter_mut().fold(0u64, |carry, x| {
+            let next = *x >> 63;
+            *x = (*x << 1) | carry;
+            next
+        });
+        debug_assert_eq!(top, 0);
+        let mut two_m = vec![0u64; l];
+        words_to_digits(&twice, l, &mut two_m); // 2m < 4m < 2^(52 l)
+        Some(Ifma { l, w, m, k0, one, rr, unit, two_m })
     }
 }
 
@@ -491,6 +503,39 @@ impl Engine for Ifma {
             }
             digits_to_words(&d[..l], w, &mut dst[lane * w..(lane + 1) * w]);
         }
+    }
+
+    fn mw(&self) -> usize {
+        self.l
+    }
+
+    fn load_mont(&self, out: &mut [u64], src: &[u64], count: usize) {
+        let (l, n) = (self.l, count.min(8));
+        if n < 8 {
+            out[..8 * l].fill(0);
+        }
+        let src = &src[..n * l];
+        for j in 0..l {
+            let col = &mut out[j * 8..j * 8 + n];
+            for (lane, d) in col.iter_mut().enumerate() {
+                *d = src[lane * l + j];
+            }
+        }
+    }
+
+    fn store_mont(&self, dst: &mut [u64], src: &[u64], count: usize) {
+        let (l, n) = (self.l, count.min(8));
+        let dst = &mut dst[..n * l];
+        for j in 0..l {
+            let col = &src[j * 8..j * 8 + n];
+            for (lane, &d) in col.iter().enumerate() {
+                dst[lane * l + j] = d;
+            }
+        }
+    }
+
+    fn mont_ok(&self, row: &[u64]) -> bool {
+        row.len() == self.l && row.iter().all(|&d| d <= MASK52) && less_than(row, &self.two_m)
     }
 
     fn one(&self) -> &[u64] {

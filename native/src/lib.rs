@@ -20,7 +20,7 @@ pub mod ifma;
 pub mod portable;
 
 use algo::Comb;
-use engine::{less_than, Modulus};
+use engine::{less_than, Engine, Modulus};
 
 enum Eng {
     Ifma(ifma::Ifma),
@@ -159,6 +159,45 @@ impl Context {
     fn array<'py>(&self, py: Python<'py>, data: Vec<u64>, count: usize) -> PyResult<Bound<'py, PyArray2<u64>>> {
         data.into_pyarray(py).reshape([count, self.words])
     }
+
+    /// Words per value in the Montgomery storage layout.
+    fn mw(&self) -> usize {
+        with_engine!(&self.eng, e => e.mw())
+    }
+
+    /// Rows in the Montgomery storage layout, each checked (digits in range, value < 2m).
+    fn mont_values<'a>(&self, arr: &'a PyReadonlyArray2<'_, u64>, what: &str) -> PyResult<(&'a [u64], usize)> {
+        let (shape, mw) = (arr.shape(), self.mw());
+        if shape[1] != mw {
+            return Err(PyValueError::new_err(format!(
+                "{what}: Montgomery rows of this context have {mw} words, got {}",
+                shape[1]
+            )));
+        }
+        let data = contiguous(arr, what)?;
+        for i in 0..shape[0] {
+            if !with_engine!(&self.eng, e => e.mont_ok(&data[i * mw..(i + 1) * mw])) {
+                return Err(PyValueError::new_err(format!(
+                    "{what}: row {i} is not a Montgomery value of this context"
+                )));
+            }
+        }
+        Ok((data, shape[0]))
+    }
+
+    /// Values of either layout.
+    fn values_as<'a>(&self, arr: &'a PyReadonlyArray2<'_, u64>, what: &str, mont: bool) -> PyResult<(&'a [u64], usize)> {
+        if mont {
+            self.mont_values(arr, what)
+        } else {
+            self.values(arr, what)
+        }
+    }
+
+    fn array_as<'py>(&self, py: Python<'py>, data: Vec<u64>, count: usize, mont: bool) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let width = if mont { self.mw() } else { self.words };
+        data.into_pyarray(py).reshape([count, width])
+    }
 }
 
 #[pymethods]
@@ -178,6 +217,13 @@ impl Context {
         };
         let words = m.words();
         Ok(Context { eng, modulus: m, words })
+    }
+
+    /// Words per value in the Montgomery storage layout (`to_mont`, `mont=True` arguments):
+    /// the engine's digits, values kept in [0, 2m).
+    #[getter]
+    fn mont_width(&self) -> usize {
+        self.mw()
     }
 
     /// Canonical 64-bit words per value.
@@ -200,36 +246,42 @@ impl Context {
         }
     }
 
-    /// `[b ** exponent mod m]` for one shared exponent (constant time in its value).
+    /// `[b ** exponent mod m]` for one shared exponent (constant time in its value); `mont`:
+    /// bases and results in this context's Montgomery form.
+    #[pyo3(signature = (bases, exponent, mont = false))]
     fn powmod_same<'py>(
         &self,
         py: Python<'py>,
         bases: PyReadonlyArray2<'py, u64>,
         exponent: PyReadonlyArray1<'py, u64>,
+        mont: bool,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let (b, count) = self.values(&bases, "bases")?;
+        let (b, count) = self.values_as(&bases, "bases", mont)?;
         let ex = contiguous(&exponent, "exponent")?;
-        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_same(e, b, count, ex)))?;
-        self.array(py, out, count)
+        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_same(e, b, count, ex, mont)))?;
+        self.array_as(py, out, count, mont)
     }
 
     /// `[b_i ** e_i mod m]`; exponents as rows of little-endian words (constant time in the
-    /// exponent values; the work depends on the longest exponent's length).
+    /// exponent values; the work depends on the longest exponent's length). `mont`: bases and
+    /// results in Montgomery form.
+    #[pyo3(signature = (bases, exponents, mont = false))]
     fn powmod<'py>(
         &self,
         py: Python<'py>,
         bases: PyReadonlyArray2<'py, u64>,
         exponents: PyReadonlyArray2<'py, u64>,
+        mont: bool,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let (b, count) = self.values(&bases, "bases")?;
+        let (b, count) = self.values_as(&bases, "bases", mont)?;
         let shape = exponents.shape();
         if shape[0] != count {
             return Err(PyValueError::new_err(format!("{count} bases but {} exponents", shape[0])));
         }
         let ew = shape[1];
         let ex = contiguous(&exponents, "exponents")?;
-        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_each(e, b, count, ex, ew)))?;
-        self.array(py, out, count)
+        let out = run(py, || with_engine!(&self.eng, e => algo::powmod_each(e, b, count, ex, ew, mont)))?;
+        self.array_as(py, out, count, mont)
     }
 
     /// `[a_i * b_i mod m]`.
@@ -248,15 +300,49 @@ impl Context {
         self.array(py, out, count)
     }
 
-    /// CSR gather-product: `out[r] = prod values[indices[k]]`, k in [indptr[r], indptr[r+1]).
+    /// Values into this context's Montgomery form (x -> xR mod m, R = 2^52L for IFMA, 2^64n
+    /// portable): ciphertexts kept this way between operations need no conversions.
+    fn to_mont<'py>(&self, py: Python<'py>, values: PyReadonlyArray2<'py, u64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (v, count) = self.values(&values, "values")?;
+        let out = run(py, || with_engine!(&self.eng, e => algo::convert(e, v, count, true)))?;
+        self.array_as(py, out, count, true)
+    }
+
+    /// Montgomery-form values back to canonical ones.
+    fn from_mont<'py>(&self, py: Python<'py>, values: PyReadonlyArray2<'py, u64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (v, count) = self.mont_values(&values, "values")?;
+        let out = run(py, || with_engine!(&self.eng, e => algo::convert(e, v, count, false)))?;
+        self.array(py, out, count)
+    }
+
+    /// `[a_i * b_i]` of Montgomery-form values, in Montgomery form (one product each).
+    fn mont_mul<'py>(
+        &self,
+        py: Python<'py>,
+        a: PyReadonlyArray2<'py, u64>,
+        b: PyReadonlyArray2<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let (x, count) = self.mont_values(&a, "a")?;
+        let (y, count_b) = self.mont_values(&b, "b")?;
+        if count != count_b {
+            return Err(PyValueError::new_err(format!("operands differ in length: {count} and {count_b}")));
+        }
+        let out = run(py, || with_engine!(&self.eng, e => algo::mont_mul(e, x, y, count)))?;
+        self.array_as(py, out, count, true)
+    }
+
+    /// CSR gather-product: `out[r] = prod values[indices[k]]`, k in [indptr[r], indptr[r+1]);
+    /// `mont`: values and results in Montgomery form.
+    #[pyo3(signature = (values, indices, indptr, mont = false))]
     fn prod_rows<'py>(
         &self,
         py: Python<'py>,
         values: PyReadonlyArray2<'py, u64>,
         indices: PyReadonlyArray1<'py, i64>,
         indptr: PyReadonlyArray1<'py, i64>,
+        mont: bool,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let (v, nv) = self.values(&values, "values")?;
+        let (v, nv) = self.values_as(&values, "values", mont)?;
         let idx = contiguous(&indices, "indices")?;
         let ptr = contiguous(&indptr, "indptr")?;
         if ptr.is_empty() {
@@ -282,8 +368,8 @@ impl Context {
             uidx.push(i as usize);
         }
         let rows = uptr.len() - 1;
-        let out = run(py, || with_engine!(&self.eng, e => algo::prod_rows(e, v, &uidx, &uptr)))?;
-        self.array(py, out, rows)
+        let out = run(py, || with_engine!(&self.eng, e => algo::prod_rows(e, v, &uidx, &uptr, mont)))?;
+        self.array_as(py, out, rows, mont)
     }
 
     /// Horner packing over columns (k, count, words): `acc = col[k-1]`, then
@@ -370,13 +456,16 @@ impl Context {
     }
 
     /// `[mult_i * prod_t table_t.base ** e_{t,i} mod m]`; exponents per table as rows of words.
-    #[pyo3(signature = (tables, exponents, multipliers = None))]
+    /// `mont_in`: multipliers in Montgomery form; `mont_out`: results in Montgomery form.
+    #[pyo3(signature = (tables, exponents, multipliers = None, mont_in = false, mont_out = false))]
     fn fixed_base<'py>(
         &self,
         py: Python<'py>,
         tables: Vec<PyRef<'py, CombTable>>,
         exponents: Vec<PyReadonlyArray2<'py, u64>>,
         multipliers: Option<PyReadonlyArray2<'py, u64>>,
+        mont_in: bool,
+        mont_out: bool,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         if tables.is_empty() || tables.len() != exponents.len() {
             return Err(PyValueError::new_err("one exponent array per table is needed"));
@@ -409,7 +498,7 @@ impl Context {
         }
         let mult = match &multipliers {
             Some(mv) => {
-                let (data, n) = self.values(mv, "multipliers")?;
+                let (data, n) = self.values_as(mv, "multipliers", mont_in)?;
                 if n != count {
                     return Err(PyValueError::new_err(format!("{n} multipliers for {count} exponents")));
                 }
@@ -419,8 +508,8 @@ impl Context {
         };
         let combs: Vec<&Comb> = tables.iter().map(|t| &t.comb).collect();
         let exps: Vec<(&[u64], usize)> = exps.iter().map(|(v, ew)| (v.as_slice(), *ew)).collect();
-        let out = run(py, || with_engine!(&self.eng, e => algo::fixed_base(e, &combs, &exps, &windows, mult, count)))?;
-        self.array(py, out, count)
+        let out = run(py, || with_engine!(&self.eng, e => algo::fixed_base(e, &combs, &exps, &windows, mult, count, mont_in, mont_out)))?;
+        self.array_as(py, out, count, mont_out)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
 //! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
 
-use crate::engine::{ct_eq_mask, neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
+use crate::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
 
 pub struct Portable {
     /// limbs per value: 4m < 2^(64 n)
@@ -13,6 +13,8 @@ pub struct Portable {
     one: Vec<u64>,
     rr: Vec<u64>,
     unit: Vec<u64>,
+    /// 2m in n limbs (the bound of stored Montgomery values; 4m < 2^(64 n))
+    two_m: Vec<u64>,
 }
 
 impl Portable {
@@ -26,7 +28,14 @@ impl Portable {
         let rr = pow2_mod(128 * n, &m);
         let mut unit = vec![0u64; n];
         unit[0] = 1;
-        Portable { n, w, m, k0, one, rr, unit }
+        let mut two_m = m.clone();
+        let mut carry = 0u64;
+        for x in two_m.iter_mut() {
+            let next = *x >> 63;
+            *x = (*x << 1) | carry;
+            carry = next;
+        }
+        Portable { n, w, m, k0, one, rr, unit, two_m }
     }
 }
 
@@ -87,6 +96,28 @@ impl Engine for Portable {
         let mut v = src[..self.n].to_vec();
         reduce_once_ct(&mut v, &self.m);
         dst[..self.w].copy_from_slice(&v[..self.w]);
+    }
+
+    fn mw(&self) -> usize {
+        self.n
+    }
+
+    fn load_mont(&self, out: &mut [u64], src: &[u64], count: usize) {
+        if count == 0 {
+            out[..self.n].fill(0);
+        } else {
+            out[..self.n].copy_from_slice(&src[..self.n]);
+        }
+    }
+
+    fn store_mont(&self, dst: &mut [u64], src: &[u64], count: usize) {
+        if count > 0 {
+            dst[..self.n].copy_from_slice(&src[..self.n]);
+        }
+    }
+
+    fn mont_ok(&self, row: &[u64]) -> bool {
+        row.len() == self.n && less_than(row, &self.two_m)
     }
 
     fn one(&self) -> &[u64] {

@@ -2,7 +2,10 @@
 
 Values are 2-D ``uint64`` arrays, one row per value holding its little-endian 64-bit words
 (``Context.words`` of them), reduced modulo the context's modulus; exponents are rows of
-little-endian words of any width. Every kernel releases the GIL and runs on the extension's
+little-endian words of any width. With ``mont=True`` (and ``to_mont``/``from_mont``/``mont_mul``)
+values are instead rows of the *Montgomery storage layout*: ``Context.mont_width`` words holding
+x*R mod m in the engine's own digits, in [0, 2m), checked on the way in; ciphertexts kept this
+way between operations cost no conversion. Every kernel releases the GIL and runs on the extension's
 thread pool. Exponentiations are constant time in the exponent values.
 """
 
@@ -40,16 +43,24 @@ class Context:
     @property
     def words(self) -> int: ...
     @property
+    def mont_width(self) -> int: ...
+    @property
     def bits(self) -> int: ...
     @property
     def engine(self) -> Literal["ifma", "portable"]: ...
-    def powmod_same(self, bases: U64, exponent: U64) -> U64:
+    def powmod_same(self, bases: U64, exponent: U64, mont: bool = False) -> U64:
         """``b ** exponent mod m`` for every row."""
-    def powmod(self, bases: U64, exponents: U64) -> U64:
+    def powmod(self, bases: U64, exponents: U64, mont: bool = False) -> U64:
         """``b_i ** e_i mod m``; one exponent row per base."""
     def mulmod(self, a: U64, b: U64) -> U64:
         """``a_i * b_i mod m``."""
-    def prod_rows(self, values: U64, indices: I64, indptr: I64) -> U64:
+    def to_mont(self, values: U64) -> U64:
+        """Canonical rows into the Montgomery storage layout."""
+    def from_mont(self, values: U64) -> U64:
+        """Montgomery storage rows back to canonical rows."""
+    def mont_mul(self, a: U64, b: U64) -> U64:
+        """``a_i * b_i`` of Montgomery storage rows, in the same layout (one product each)."""
+    def prod_rows(self, values: U64, indices: I64, indptr: I64, mont: bool = False) -> U64:
         """CSR gather-product: row r is the product of ``values[indices[indptr[r]:indptr[r+1]]]``."""
     def horner(self, columns: npt.NDArray[np.uint64], shift_bits: int) -> U64:
         """Columns (k, count, words): ``acc = col[k-1]; acc = acc**(2**shift) * col[j]``, j = k-2..0."""
@@ -60,5 +71,6 @@ class Context:
     def comb_table(self, base: U64, window: int, windows: int) -> CombTable:
         """Comb table for one base (a single row of words); window 1..8 bits."""
     def fixed_base(self, tables: Sequence[CombTable], exponents: Sequence[U64],
-                   multipliers: U64 | None = None) -> U64:
+                   multipliers: U64 | None = None, mont_in: bool = False,
+                   mont_out: bool = False) -> U64:
         """``mult_i * prod_t base_t ** e_{t,i} mod m``."""

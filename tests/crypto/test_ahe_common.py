@@ -199,3 +199,36 @@ def test_list_operands_are_exact(scheme_keys):
     assert sk.decrypt(e * [3, big]).tolist() == [0, big * big]
     assert sk.decrypt(e + [big, 0]).tolist() == [big, big]
     assert sk.decrypt([[1, 1]] @ e).tolist() == [big]
+
+
+def test_montgomery_storage_matches_integer_storage(scheme_keys):
+    """With the native kernel, arrays keep ciphertexts in Montgomery form; every deterministic
+    operation must give the very ciphertexts the integer path gives."""
+    from shaper.kernels import get_kernel
+
+    if not getattr(get_kernel(), "montgomery", False):
+        pytest.skip("the active kernel keeps ciphertexts as integers")
+    pk, sk = scheme_keys
+    x = np.arange(-5, 7, dtype=np.int64).reshape(3, 4)
+    fast = pk.encrypt(x)
+    assert fast._mont is not None  # the fast storage is really in use
+    slow = EncryptedArray(pk, fast.ciphertexts.copy(), fast.frac_bits)
+    assert slow._mont is None
+
+    def same(a, b):
+        assert a.shape == b.shape and a.frac_bits == b.frac_bits
+        np.testing.assert_array_equal(a.ciphertexts, b.ciphertexts)
+
+    same(fast + fast, slow + slow)
+    same(fast + fast[1], slow + slow[1])  # broadcasting
+    same(fast.T[::2], slow.T[::2])
+    same(fast * 7, slow * 7)
+    same(fast * np.array([0, 1, 2, 3]), slow * np.array([0, 1, 2, 3]))
+    same(fast.sum(axis=0), slow.sum(axis=0))
+    same(fast.sum(axis=1), slow.sum(axis=1))
+    same(fast.sum(), slow.sum())
+    same(concatenate([fast, fast[:1]]), concatenate([slow, slow[:1]]))
+    same(fast.reshape(4, 3).ravel(), slow.reshape(4, 3).ravel())
+    np.testing.assert_array_equal(sk.decrypt((fast * -3 + fast.rescaled(2)).rescaled(2)),
+                                  sk.decrypt((slow * -3 + slow.rescaled(2)).rescaled(2)))
+    np.testing.assert_array_equal(sk.decrypt(fast.rerandomize()), x)

@@ -256,3 +256,51 @@ def _rows(values, words):
 
 def _ints(arr):
     return [int.from_bytes(r.tobytes(), "little") for r in arr]
+
+
+@pytest.mark.parametrize("bits", [512, 2048, 6144])
+def test_montgomery_rows_round_trip_and_operations(kernel, bits):
+    m = _modulus(bits)
+    count = 19
+    xs = [secrets.randbelow(m) for _ in range(count)]
+    xs[:3] = [0, 1, m - 1]
+    ys = [secrets.randbelow(m) for _ in range(count)]
+    a, b = kernel.mont(xs, m), kernel.mont(ys, m)
+    assert a.to_ints() == xs
+    # stored rows are the engine's digits of x * R mod m, checked on the way in
+    assert a.rows.shape == (count, a.ctx.mont_width)
+    bad = a.rows.copy()
+    bad[1, :] = np.uint64(2**52 - 1) if a.ctx.engine == "ifma" else np.uint64(2**64 - 1)
+    with pytest.raises(ValueError, match="row 1 is not a Montgomery value"):
+        a.ctx.mont_mul(bad, b.rows)
+    assert kernel.mont_mul(a, b).to_ints() == [x * y % m for x, y in zip(xs, ys)]
+    es = [secrets.randbits(200) for _ in range(count)]
+    es[3] = 0
+    assert kernel.mont_powmod(a, es).to_ints() == [pow(x, e, m) for x, e in zip(xs, es)]
+    assert kernel.mont_powmod_same(a, 1 << 70).to_ints() == [pow(x, 1 << 70, m) for x in xs]
+    # CSR row products, including an empty row and a row longer than one 64-factor piece
+    indptr = np.array([0, 3, 3, 150, 151], dtype=np.int64)
+    indices = np.array([secrets.randbelow(count) for _ in range(151)], dtype=np.int64)
+    expect = []
+    for r in range(4):
+        p = 1
+        for i in indices[indptr[r]:indptr[r + 1]]:
+            p = p * xs[i] % m
+        expect.append(p)
+    assert kernel.mont_prod_rows(a, indices, indptr).to_ints() == expect
+    # fixed base with Montgomery multipliers in and the result in Montgomery form
+    g = secrets.randbelow(m - 2) + 2
+    e1 = [secrets.randbits(100) for _ in range(count)]
+    out = kernel.mont_fixed_base([FixedBaseSpec(g, m, 100)], [int_to_exponent_bytes(e1)], a, m)
+    assert out.to_ints() == [x * pow(g, e, m) % m for x, e in zip(xs, e1)]
+
+
+def test_montgomery_rows_move_between_engines():
+    m = _modulus(1024)
+    xs = [secrets.randbelow(m) for _ in range(9)]
+    port = NativeKernel("portable")
+    rows = port.mont(xs, m)
+    engines = ["portable"] + (["ifma"] if native.ifma_available() else [])
+    for other in (NativeKernel(name) for name in engines):  # re-encoded for another engine's R
+        assert other.mont_mul(rows, other.mont([1] * 9, m)).to_ints() == xs
+    assert rows.take(np.array([2, 2, 0])).to_ints() == [xs[2], xs[2], xs[0]]

@@ -93,6 +93,10 @@ class AHEPublicKey(ABC):
         leaves ``±max_int`` raise :class:`~shaper.errors.PlaintextOverflowError`.
         """
         encoded = encoding.encode(values, frac_bits, self.max_int)
+        kernel = get_kernel()
+        if getattr(kernel, "montgomery", False):  # keep ciphertexts in the kernel's form
+            rows = self.raw_encrypt(encoded.ravel(), mont_out=True)
+            return EncryptedArray._from_mont(self, rows, encoded.shape, frac_bits)
         cts = self.raw_encrypt(encoded.ravel())
         return EncryptedArray(self, _object_array(cts, encoded.shape), frac_bits)
 
@@ -110,9 +114,11 @@ class AHEPublicKey(ABC):
 
     # -- hazmat: raw batched operations on flat lists of ciphertext integers -------------------
     @abstractmethod
-    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None, *,
+                    mont_out: bool = False) -> Any:
         """Encrypt already-encoded signed integers (|v| <= max_int, unchecked).
-        ``exponent_bytes`` injects the randomness (tests, known-answer vectors)."""
+        ``exponent_bytes`` injects the randomness (tests, known-answer vectors); ``mont_out``
+        (native kernel only) returns :class:`~shaper.kernels.native.MontRows` instead of ints."""
 
     @abstractmethod
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
@@ -249,35 +255,76 @@ class AHEPrivateKey(ABC):
 class EncryptedArray:
     """A numpy-shaped array of ciphertexts under one public key, with a fixed-point scale."""
 
-    __slots__ = ("public_key", "_c", "frac_bits")
+    # Storage: either ``_obj``, a numpy object array of ciphertext integers, or ``_mont``, the
+    # native kernel's Montgomery-form rows (flat, C order of ``_shape``), which operations keep
+    # without per-element conversions. Reading ``_c`` (raw access, which may write in place)
+    # materialises the integers and drops the Montgomery copy.
+    __slots__ = ("public_key", "_obj", "_mont", "_shape", "frac_bits")
     __array_ufunc__ = None  # numpy defers to our reflected operators
 
     def __init__(self, public_key: AHEPublicKey, ciphertexts: np.ndarray, frac_bits: int = 0) -> None:
         # Trusted constructor: callers pass valid ciphertexts (use public_key.ciphertext_array
         # for untrusted input).
         self.public_key = public_key
-        self._c = ciphertexts
+        self._obj = ciphertexts
+        self._mont = None
+        self._shape = ciphertexts.shape
         self.frac_bits = int(frac_bits)
+
+    @classmethod
+    def _from_mont(cls, public_key: AHEPublicKey, rows: Any, shape: tuple[int, ...],
+                   frac_bits: int) -> "EncryptedArray":
+        """Trusted constructor from native Montgomery-form rows (``len(rows)`` = prod(shape))."""
+        out = cls.__new__(cls)
+        out.public_key = public_key
+        out._obj = None
+        out._mont = rows
+        out._shape = tuple(int(d) for d in shape)
+        out.frac_bits = int(frac_bits)
+        return out
+
+    @property
+    def _c(self) -> np.ndarray:
+        if self._obj is None:
+            self._obj = _object_array(self._mont.to_ints(), self._shape)
+        self._mont = None
+        return self._obj
+
+    @_c.setter
+    def _c(self, value: np.ndarray) -> None:
+        self._obj = value
+        self._mont = None
+        self._shape = value.shape
+
+    def _positions(self) -> np.ndarray:
+        """Flat row numbers of a Montgomery-backed array, in its shape (for indexing)."""
+        return np.arange(int(np.prod(self._shape, dtype=np.int64)), dtype=np.int64).reshape(self._shape)
+
+    def _take(self, positions: np.ndarray) -> "EncryptedArray":
+        pos = np.asarray(positions, dtype=np.int64)
+        return EncryptedArray._from_mont(self.public_key, self._mont.take(pos.ravel()), pos.shape, self.frac_bits)
 
     # -- array protocol ---------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._c.shape
+        return self._obj.shape if self._obj is not None else self._shape
 
     @property
     def ndim(self) -> int:
-        return self._c.ndim
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return self._c.size
+        return self._obj.size if self._obj is not None else int(np.prod(self._shape, dtype=np.int64))
 
     def __len__(self) -> int:
-        if self._c.ndim == 0:
+        if self.ndim == 0:
             raise TypeError("len() of a 0-d encrypted array")
-        return self._c.shape[0]
+        return self.shape[0]
 
     def __getitem__(self, index: Any) -> "EncryptedArray":
+        if self._mont is not None:
+            return self._take(self._positions()[index])
         part = self._c[index]
         if not isinstance(part, np.ndarray):
             part = _object_array([part], ()).reshape(())
@@ -288,22 +335,32 @@ class EncryptedArray:
             yield self[i]
 
     def reshape(self, *shape: Any) -> "EncryptedArray":
+        if self._mont is not None:
+            new = self._positions().reshape(*shape).shape
+            return EncryptedArray._from_mont(self.public_key, self._mont, new, self.frac_bits)
         return EncryptedArray(self.public_key, self._c.reshape(*shape), self.frac_bits)
 
     def ravel(self) -> "EncryptedArray":
+        if self._mont is not None:
+            return EncryptedArray._from_mont(self.public_key, self._mont, (self.size,), self.frac_bits)
         return EncryptedArray(self.public_key, self._c.ravel(), self.frac_bits)
 
     @property
     def T(self) -> "EncryptedArray":
+        if self._mont is not None:
+            return self._take(self._positions().T)
         return EncryptedArray(self.public_key, self._c.T, self.frac_bits)
 
     def copy(self) -> "EncryptedArray":
+        if self._mont is not None:  # the rows are never written: sharing them is a copy
+            return EncryptedArray._from_mont(self.public_key, self._mont, self._shape, self.frac_bits)
         return EncryptedArray(self.public_key, self._c.copy(), self.frac_bits)
 
     @property
     def ciphertexts(self) -> np.ndarray:
         """The raw ciphertext integers (object array of Python ints; hazmat)."""
-        return _object_array([int(c) for c in self._c.ravel().tolist()], self._c.shape)
+        values = self._mont.to_ints() if self._mont is not None else self._c.ravel().tolist()
+        return _object_array([int(c) for c in values], self.shape)
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of an encrypted array is unknown without the key")
@@ -338,7 +395,11 @@ class EncryptedArray:
             )
         if frac_bits == self.frac_bits:
             return self
-        flat = self.public_key._mul_same_scalar(self._c.ravel().tolist(), 1 << (frac_bits - self.frac_bits))
+        factor = 1 << (frac_bits - self.frac_bits)
+        if self._mont is not None:
+            rows = get_kernel().mont_powmod_same(self._mont, factor)
+            return EncryptedArray._from_mont(self.public_key, rows, self.shape, frac_bits)
+        flat = self.public_key._mul_same_scalar(self._c.ravel().tolist(), factor)
         return self._with(flat, self.shape, frac_bits)
 
     def _encode_operand(self, other: Any, frac_bits: int) -> np.ndarray:
@@ -350,6 +411,13 @@ class EncryptedArray:
             self._same_key(other)
             frac = max(self.frac_bits, other.frac_bits)
             a, b = self.rescaled(frac), other.rescaled(frac)
+            kernel = get_kernel()
+            if a._mont is not None and b._mont is not None and getattr(kernel, "montgomery", False):
+                counters.add("ciphertext_additions", max(a.size, b.size))
+                pa, pb = np.broadcast_arrays(a._positions(), b._positions())
+                ma = a._mont if pa.shape == a.shape else a._mont.take(pa.ravel())
+                mb = b._mont if pb.shape == b.shape else b._mont.take(pb.ravel())
+                return EncryptedArray._from_mont(self.public_key, kernel.mont_mul(ma, mb), pa.shape, frac)
             ca, cb = np.broadcast_arrays(a._c, b._c)
             flat = self.public_key.raw_add(ca.ravel().tolist(), cb.ravel().tolist())
             return self._with(flat, ca.shape, frac)
@@ -394,6 +462,19 @@ class EncryptedArray:
         else:
             k_frac = 0 if frac_bits is None else frac_bits
         scalars = encoding.encode(arr, k_frac, self.public_key.max_int)
+        kernel = get_kernel()
+        if self._mont is not None and getattr(kernel, "montgomery", False):
+            pos, kk = np.broadcast_arrays(self._positions(), scalars)
+            ks = kk.ravel().tolist()
+            if ks and min(ks) >= 0:  # negative scalars need inversions: the integer path below
+                counters.add("ciphertext_products", len(ks))
+                rows = self._mont if pos.shape == self.shape else self._mont.take(pos.ravel())
+                first = ks[0]
+                if all(k == first for k in ks):
+                    out = kernel.mont_powmod_same(rows, first)
+                else:
+                    out = kernel.mont_powmod(rows, ks)
+                return EncryptedArray._from_mont(self.public_key, out, pos.shape, self.frac_bits + k_frac)
         cc, kk = np.broadcast_arrays(self._c, scalars)
         flat = self.public_key.raw_mul_plain(cc.ravel().tolist(), kk.ravel().tolist())
         return self._with(flat, cc.shape, self.frac_bits + k_frac)
@@ -422,6 +503,21 @@ class EncryptedArray:
         """Homomorphic sum over ``axis`` (all elements when ``None``)."""
         modulus = self.public_key.ciphertext_modulus
         kernel = get_kernel()
+        if self._mont is not None and getattr(kernel, "montgomery", False):
+            pos = self._positions()
+            if axis is None:
+                shape_out: tuple[int, ...] = ()
+                idx = pos.ravel()
+                indptr = np.array([0, idx.size], dtype=np.int64)
+            else:
+                moved = np.moveaxis(pos, axis, -1)
+                shape_out = moved.shape[:-1]
+                idx = moved.reshape(-1)
+                width = moved.shape[-1]
+                indptr = np.arange(0, idx.size + 1, max(width, 1), dtype=np.int64) if width else \
+                    np.zeros(int(np.prod(shape_out, dtype=np.int64)) + 1, dtype=np.int64)
+            rows = kernel.mont_prod_rows(self._mont, idx, indptr)
+            return EncryptedArray._from_mont(self.public_key, rows, shape_out, self.frac_bits)
         if axis is None:
             flat = self._c.ravel().tolist()
             total = _product(kernel, flat, modulus)
@@ -437,6 +533,13 @@ class EncryptedArray:
     def rerandomize(self) -> "EncryptedArray":
         """Fresh randomness, same plaintexts: mandatory before sending an evaluated ciphertext to
         the key owner."""
+        kernel = get_kernel()
+        if self._mont is not None and getattr(kernel, "montgomery", False):
+            pk = self.public_key
+            counters.add("rerandomizations", self.size)
+            exps = default_prg().exponent_bytes(self.size, pk.exponent_bits)
+            rows = kernel.mont_fixed_base([pk._randomizer_spec], [exps], self._mont, pk.ciphertext_modulus)
+            return EncryptedArray._from_mont(pk, rows, self.shape, self.frac_bits)
         flat = self.public_key.raw_rerandomize(self._c.ravel().tolist())
         return self._with(flat, self.shape, self.frac_bits)
 
@@ -482,7 +585,17 @@ def concatenate(arrays: Sequence[EncryptedArray], axis: int = 0) -> EncryptedArr
     for a in arrays[1:]:
         first._same_key(a)
     frac = max(a.frac_bits for a in arrays)
-    parts = [a.rescaled(frac)._c for a in arrays]
+    scaled = [a.rescaled(frac) for a in arrays]
+    if all(a._mont is not None for a in scaled) and len({a._mont.ctx.engine for a in scaled}) == 1:
+        # join the positions, then the rows of every part stacked in order
+        offsets = np.cumsum([0] + [a.size for a in scaled[:-1]])
+        pos = np.concatenate([a._positions() + off for a, off in zip(scaled, offsets)], axis=axis)
+        rows = np.concatenate([a._mont.rows for a in scaled], axis=0)
+        from ..kernels.native import MontRows
+
+        joined = MontRows(scaled[0]._mont.ctx, scaled[0]._mont.modulus, rows)
+        return EncryptedArray._from_mont(first.public_key, joined, (rows.shape[0],), frac)._take(pos)
+    parts = [a._c for a in scaled]
     return EncryptedArray(first.public_key, np.concatenate(parts, axis=axis), frac)
 
 
@@ -531,12 +644,15 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
     pk = vector.public_key
     kernel = get_kernel()
     modulus = pk.ciphertext_modulus
-    cts = vector._c.tolist()
     indptr = csr.indptr.astype(np.int64)
     indices = csr.indices.astype(np.int64)
     data = csr.data
     counters.add("ciphertext_products", int(data.size))
     binary = data.dtype.kind in "iub" and data.size > 0 and bool(np.all(data == 1))
+    if (binary or data.size == 0) and vector._mont is not None and getattr(kernel, "montgomery", False):
+        rows = kernel.mont_prod_rows(vector._mont, indices, indptr)
+        return EncryptedArray._from_mont(pk, rows, (csr.shape[0],), vector.frac_bits)
+    cts = vector._c.tolist()
     if binary or data.size == 0:
         out = kernel.prod_rows(cts, indices, indptr, modulus)
         return EncryptedArray(pk, _object_array(out), vector.frac_bits)

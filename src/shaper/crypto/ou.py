@@ -25,7 +25,7 @@ constant time.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Sequence
 
 import gmpy2
 import numpy as np
@@ -109,15 +109,17 @@ class OUPublicKey(AHEPublicKey):
         return (f"OUPublicKey(bits={self.bits}, prime_bits={self.prime_bits}, "
                 f"exponent_bits={self.exponent_bits}, fingerprint={self._fingerprint.hex()[:16]})")
 
-    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None, *,
+                    mont_out: bool = False) -> Any:
         values = [int(v) for v in signed_values]
         counters.add("encryptions", len(values))
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(len(values), self.exponent_bits)
         pos, neg = _split_signed(values, self._plain_width)
-        return get_kernel().fixed_base_powmod(
-            [self._spec_H, self._spec_G, self._spec_G_inv], [exponent_bytes, pos, neg], None, self.n
-        )
+        specs = [self._spec_H, self._spec_G, self._spec_G_inv]
+        if mont_out:
+            return get_kernel().mont_fixed_base(specs, [exponent_bytes, pos, neg], None, self.n)
+        return get_kernel().fixed_base_powmod(specs, [exponent_bytes, pos, neg], None, self.n)
 
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
         values = [int(v) for v in signed_values]

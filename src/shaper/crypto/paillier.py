@@ -115,7 +115,8 @@ class PaillierPublicKey(AHEPublicKey):
                 f"djn={self.djn}, fingerprint={self._fingerprint.hex()[:16]})")
 
     # -- raw batched operations ------------------------------------------------------------
-    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None) -> list:
+    def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None, *,
+                    mont_out: bool = False) -> Any:
         count = len(signed_values)
         counters.add("encryptions", count)
         if exponent_bytes is None:
@@ -124,6 +125,9 @@ class PaillierPublicKey(AHEPublicKey):
         # 1 + m n < n^2 for m in [0, n): the g^m factor needs no exponentiation.
         residues = _object_array(list(signed_values)) % n
         multipliers = (residues * n + 1).tolist()
+        if mont_out:
+            return get_kernel().mont_fixed_base([self._randomizer_spec], [exponent_bytes], multipliers,
+                                                self.n_squared)
         return get_kernel().fixed_base_powmod([self._randomizer_spec], [exponent_bytes], multipliers, self.n_squared)
 
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:

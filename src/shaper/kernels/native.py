@@ -96,8 +96,45 @@ def _fixed_window(exponent_bits: int, modulus_bits: int, budget: int) -> int:
     return w
 
 
+class MontRows:
+    """Ciphertexts kept in a native context's Montgomery form between operations: rows of
+    ``ctx.mont_width`` words holding x·R mod m in the engine's own digits (52-bit digits for
+    IFMA, 64-bit limbs for the portable engine), in [0, 2m). Encrypted arrays hold these when
+    the native kernel is active, so additions, sums and sparse products cost one Montgomery
+    product per element and no conversion; :meth:`to_ints` leaves the form. Immutable: the
+    row array is never written after construction."""
+
+    __slots__ = ("ctx", "modulus", "rows")
+
+    def __init__(self, ctx, modulus: int, rows: np.ndarray) -> None:
+        self.ctx = ctx
+        self.modulus = modulus
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def take(self, index: np.ndarray) -> "MontRows":
+        """Rows at the given flat positions (fancy indexing; repeats allowed)."""
+        return MontRows(self.ctx, self.modulus, self.rows[np.asarray(index, dtype=np.int64)])
+
+    def to_words(self) -> np.ndarray:
+        """Canonical values as rows of little-endian words."""
+        if not len(self):
+            return np.zeros((0, self.ctx.words), dtype=np.uint64)
+        return self.ctx.from_mont(self.rows)
+
+    def to_ints(self) -> list:
+        """Canonical values as ``gmpy2.mpz``."""
+        return _ints(self.to_words()) if len(self) else []
+
+
 class NativeKernel:
-    """Kernel on the Rust extension. Results are lists of ``gmpy2.mpz``."""
+    """Kernel on the Rust extension. Results are lists of ``gmpy2.mpz`` (or :class:`MontRows`
+    from the ``mont_*`` methods)."""
+
+    #: encrypted arrays may keep ciphertexts in Montgomery form (:class:`MontRows`)
+    montgomery = True
 
     def __init__(self, engine: str = "ifma", threads: int | None = None) -> None:
         if _native is None:
@@ -258,8 +295,70 @@ class NativeKernel:
                 self._tables.popitem(last=False)
         return table
 
+    # -- Montgomery-form ciphertexts -----------------------------------------------------------
+    def mont(self, values: Sequence, modulus) -> MontRows:
+        """Values (ints) into Montgomery form."""
+        m = int(modulus)
+        ctx = self.context(m)
+        if not len(values):
+            return MontRows(ctx, m, np.zeros((0, ctx.mont_width), dtype=np.uint64))
+        return MontRows(ctx, m, ctx.to_mont(self._values(values, ctx, m)))
+
+    def adopt(self, rows: MontRows) -> MontRows:
+        """``rows`` in this kernel's context (rows made by another engine are re-encoded)."""
+        ctx = self.context(rows.modulus)
+        if rows.ctx is ctx or rows.ctx.engine == ctx.engine:
+            return rows
+        return self.mont(rows.to_ints(), rows.modulus)
+
+    def mont_mul(self, a: MontRows, b: MontRows) -> MontRows:
+        a, b = self.adopt(a), self.adopt(b)
+        if a.modulus != b.modulus or len(a) != len(b):
+            raise ValueError("Montgomery operands differ in modulus or length")
+        if not len(a):
+            return a
+        return MontRows(a.ctx, a.modulus, a.ctx.mont_mul(a.rows, b.rows))
+
+    def mont_prod_rows(self, a: MontRows, indices: np.ndarray, indptr: np.ndarray) -> MontRows:
+        a = self.adopt(a)
+        ptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        idx = np.ascontiguousarray(indices, dtype=np.int64)
+        if not len(a):  # only empty rows can refer to no values
+            if ptr.size and ptr[-1] != ptr[0]:
+                raise ValueError("indices refer to an empty value list")
+            return self.mont([ONE] * max(ptr.size - 1, 0), a.modulus)
+        return MontRows(a.ctx, a.modulus, a.ctx.prod_rows(a.rows, idx, ptr, mont=True))
+
+    def mont_powmod(self, a: MontRows, exponents: Sequence) -> MontRows:
+        a = self.adopt(a)
+        exps = [int(e) for e in exponents]
+        if len(exps) != len(a):
+            raise ValueError(f"{len(a)} bases but {len(exps)} exponents")
+        if not exps:
+            return a
+        if min(exps) < 0:
+            raise ValueError("exponents must be non-negative")
+        ew = max(1, (max(exps).bit_length() + 63) // 64)
+        return MontRows(a.ctx, a.modulus, a.ctx.powmod(a.rows, _rows(exps, ew), mont=True))
+
+    def mont_powmod_same(self, a: MontRows, exponent) -> MontRows:
+        a = self.adopt(a)
+        e = int(exponent)
+        if e < 0:
+            raise ValueError("exponent must be non-negative")
+        if not len(a):
+            return a
+        ew = max(1, (e.bit_length() + 63) // 64)
+        return MontRows(a.ctx, a.modulus, a.ctx.powmod_same(a.rows, _rows([e], ew)[0], mont=True))
+
+    def mont_fixed_base(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
+                        multipliers: MontRows | Sequence | None, modulus) -> MontRows:
+        """:meth:`fixed_base_powmod` with the result in Montgomery form; ``multipliers`` may be
+        Montgomery rows (re-randomising kept ciphertexts) or ints."""
+        return self.fixed_base_powmod(specs, exponents, multipliers, modulus, mont_out=True)
+
     def fixed_base_powmod(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
-                          multipliers: Sequence | None, modulus) -> list:
+                          multipliers: Sequence | MontRows | None, modulus, *, mont_out: bool = False):
         if len(specs) != len(exponents) or not specs:
             raise ValueError("fixed_base_powmod needs one exponent array per spec")
         m = int(modulus)
@@ -270,17 +369,22 @@ class NativeKernel:
             raise ValueError(f"{len(multipliers)} multipliers for {count} exponents")
         if any(int(s.modulus) != m for s in specs):
             raise ValueError("all fixed-base specs of one call must share the modulus")
-        if count == 0:
-            return []
         ctx = self.context(m)
+        if count == 0:
+            return MontRows(ctx, m, np.zeros((0, ctx.mont_width), dtype=np.uint64)) if mont_out else []
         tables, rows = [], []
         for spec, exps in zip(specs, exponents):
             probe = self.table(spec)
             need = significant_windows(exps, probe.window)
             tables.append(self.table(spec, need, probe.window) if need > probe.windows else probe)
             rows.append(_exponent_words(exps))
-        mult = None if multipliers is None else self._values(multipliers, ctx, m)
-        return _ints(ctx.fixed_base(tables, rows, mult))
+        mont_in = isinstance(multipliers, MontRows)
+        if mont_in:
+            mult = self.adopt(multipliers).rows
+        else:
+            mult = None if multipliers is None else self._values(multipliers, ctx, m)
+        out = ctx.fixed_base(tables, rows, mult, mont_in=mont_in, mont_out=mont_out)
+        return MontRows(ctx, m, out) if mont_out else _ints(out)
 
 
 def _rows(values: Sequence, words: int) -> np.ndarray:
@@ -328,4 +432,4 @@ def _exponent_words(exps: np.ndarray) -> np.ndarray:
     return data.view("<u8").copy()  # a private, aligned copy (the kernel runs without the GIL)
 
 
-__all__ = ["NativeKernel", "available", "ifma_available", "mode", "chosen_engine"]
+__all__ = ["NativeKernel", "MontRows", "available", "ifma_available", "mode", "chosen_engine"]
