@@ -61,7 +61,7 @@ import time
 
 # Per-op batch sizes at 2048 bits (scaled down for 3072 and --quick).
 BATCH = {
-    "enc_public": 400, "enc_owner": 400, "dec": 128, "pack_per_value": 400, "dec_packed_value": 400,
+    "enc_public": 400, "enc_owner": 400, "dec": 128, "pack_per_value": 4000, "dec_packed_value": 4000,
     "ccadd": 4000, "pcadd": 4000, "pcmult64": 300, "ou_enc": 4000, "ou_dec": 1000,
 }
 PHE_BATCH = {"enc_public": 30, "dec": 60, "ccadd": 2000, "pcadd": 1000, "pcmult64": 150}

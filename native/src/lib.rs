@@ -6,6 +6,7 @@
 //! the GIL and spread groups of values over a rayon pool (`set_threads`).
 
 use std::sync::{Arc, RwLock};
+use rayon::prelude::*;
 
 use numpy::{
     IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
@@ -130,6 +131,14 @@ fn check_size(words: usize, what: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// Index of the first row of `width` words failing `ok`, checked on the pool without the GIL.
+fn first_bad<F: Fn(&[u64]) -> bool + Sync>(py: Python<'_>, data: &[u64], width: usize, ok: F) -> PyResult<Option<usize>> {
+    if data.len() <= 64 * width {
+        return Ok(data.chunks(width).position(|row| !ok(row)));
+    }
+    run(py, || data.par_chunks(width).with_min_len(256).position_first(|row| !ok(row)))
+}
+
 /// Montgomery context for one odd modulus and one engine ("ifma" or "portable").
 #[pyclass(frozen, module = "shaper._native")]
 struct Context {
@@ -148,10 +157,9 @@ impl Context {
             )));
         }
         let data = contiguous(arr, what)?;
-        for i in 0..shape[0] {
-            if !less_than(&data[i * self.words..(i + 1) * self.words], &self.modulus.m) {
-                return Err(PyValueError::new_err(format!("{what}: value at index {i} is not reduced modulo the modulus")));
-            }
+        let m = &self.modulus.m;
+        if let Some(i) = first_bad(arr.py(), data, self.words, |row| less_than(row, m))? {
+            return Err(PyValueError::new_err(format!("{what}: value at index {i} is not reduced modulo the modulus")));
         }
         Ok((data, shape[0]))
     }
@@ -175,12 +183,9 @@ impl Context {
             )));
         }
         let data = contiguous(arr, what)?;
-        for i in 0..shape[0] {
-            if !with_engine!(&self.eng, e => e.mont_ok(&data[i * mw..(i + 1) * mw])) {
-                return Err(PyValueError::new_err(format!(
-                    "{what}: row {i} is not a Montgomery value of this context"
-                )));
-            }
+        let eng = &self.eng;
+        if let Some(i) = first_bad(arr.py(), data, mw, |row| with_engine!(eng, e => e.mont_ok(row)))? {
+            return Err(PyValueError::new_err(format!("{what}: row {i} is not a Montgomery value of this context")));
         }
         Ok((data, shape[0]))
     }
