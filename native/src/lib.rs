@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use numpy::{
     IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
-    PyReadonlyArray4, PyUntypedArrayMethods,
+    PyReadonlyArray4, PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -19,6 +19,7 @@ pub mod algo;
 pub mod engine;
 pub mod ifma;
 pub mod portable;
+pub mod rss;
 
 use algo::Comb;
 use engine::{less_than, Engine, Modulus};
@@ -543,6 +544,78 @@ impl CombTable {
     }
 }
 
+// -- three-party replicated sharing: bit-sliced boolean gates (see rss.rs) -----------------------
+
+fn rss_state<'a>(x: &'a mut PyReadwriteArray2<'_, u64>, a: &'a mut PyReadwriteArray2<'_, u64>) -> PyResult<(&'a mut [u64], &'a mut [u64], usize, usize)> {
+    let (sx, sa) = (x.shape().to_vec(), a.shape().to_vec());
+    if sx != sa {
+        return Err(PyValueError::new_err(format!("share arrays differ in shape: {sx:?} and {sa:?}")));
+    }
+    let xs = x.as_slice_mut().map_err(|_| PyValueError::new_err("x must be a C-contiguous uint64 array"))?;
+    let as_ = a.as_slice_mut().map_err(|_| PyValueError::new_err("a must be a C-contiguous uint64 array"))?;
+    Ok((xs, as_, sx[0], sx[1]))
+}
+
+fn gate_rows<'a>(g: &'a PyReadonlyArray2<'_, i32>, width: usize, slots: usize, skip: usize, optional: &[bool]) -> PyResult<&'a [i32]> {
+    if g.shape()[1] != width {
+        return Err(PyValueError::new_err(format!("gate rows must have {width} columns, got {}", g.shape()[1])));
+    }
+    let rows = contiguous(g, "gates")?;
+    rss::check_slots(rows, width, skip, slots, optional).map_err(PyValueError::new_err)?;
+    Ok(rows)
+}
+
+/// Local gates of one layer (rows [op, a, b, out]) on a party's share arrays, in place.
+#[pyfunction]
+fn rss_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, gates: PyReadonlyArray2<'_, i32>) -> PyResult<()> {
+    let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
+    let rows = gate_rows(&gates, 4, slots, 1, &[false, true, true, false])?;
+    // a and b may be -1 only where the gate has no such input
+    for (r, g) in rows.chunks(4).enumerate() {
+        let need = match g[0] {
+            rss::XOR => 2,
+            rss::INV | rss::EQW => 1,
+            rss::EQ0 | rss::EQ1 => 0,
+            other => return Err(PyValueError::new_err(format!("gate row {r}: unknown gate code {other}"))),
+        };
+        if (need >= 1 && g[1] < 0) || (need == 2 && g[2] < 0) {
+            return Err(PyValueError::new_err(format!("gate row {r}: missing input slot")));
+        }
+    }
+    py.detach(|| rss::local(xs, as_, w, rows)).map_err(PyValueError::new_err)
+}
+
+/// First half of an AND layer: `buf[g] ^= (x[a] & x[b]) ^ (a[a] & a[b])` for rows [a, b, out];
+/// `buf` holds the zero-sharing on entry and this party's message on return.
+#[pyfunction]
+fn rss_and_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, ands: PyReadonlyArray2<'_, i32>,
+                 mut buf: PyReadwriteArray2<'_, u64>) -> PyResult<()> {
+    let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
+    let rows = gate_rows(&ands, 3, slots, 0, &[false, false, false])?;
+    let n = rows.len() / 3;
+    if buf.shape() != [n, w] {
+        return Err(PyValueError::new_err(format!("buffer must have shape ({n}, {w}), got {:?}", buf.shape())));
+    }
+    let b = buf.as_slice_mut().map_err(|_| PyValueError::new_err("buffer must be C-contiguous"))?;
+    py.detach(|| rss::and_local(xs, as_, w, rows, b));
+    Ok(())
+}
+
+/// Second half of an AND layer: output share (r_prev ^ r, r) for each gate row.
+#[pyfunction]
+fn rss_and_finish(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, ands: PyReadonlyArray2<'_, i32>,
+                  r: PyReadonlyArray2<'_, u64>, r_prev: PyReadonlyArray2<'_, u64>) -> PyResult<()> {
+    let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
+    let rows = gate_rows(&ands, 3, slots, 0, &[false, false, false])?;
+    let n = rows.len() / 3;
+    if r.shape() != [n, w] || r_prev.shape() != [n, w] {
+        return Err(PyValueError::new_err(format!("messages must have shape ({n}, {w}), got {:?} and {:?}", r.shape(), r_prev.shape())));
+    }
+    let (rr, rp) = (contiguous(&r, "r")?, contiguous(&r_prev, "r_prev")?);
+    py.detach(|| rss::and_finish(xs, as_, w, rows, rr, rp));
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Context>()?;
@@ -550,5 +623,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads, m)?)?;
     m.add_function(wrap_pyfunction!(ifma_available, m)?)?;
+    m.add_function(wrap_pyfunction!(rss_local, m)?)?;
+    m.add_function(wrap_pyfunction!(rss_and_local, m)?)?;
+    m.add_function(wrap_pyfunction!(rss_and_finish, m)?)?;
     Ok(())
 }

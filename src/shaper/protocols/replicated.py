@@ -1,0 +1,354 @@
+"""Three-party replicated secret sharing (Araki, Furukawa, Lindell, Nof, Ohara, CCS 2016).
+
+Three parties P0, P1, P2 (``session.index``), semi-honest, at most one corrupted. Indices are mod
+3: P_i sends only to P_{i+1} and receives only from P_{i-1} during evaluation.
+
+**Sharing** (both variants): random x_0, x_1, x_2 with x_0 + x_1 + x_2 = 0; P_i holds
+(x_i, a_i) with a_i = x_{i-1} - v (boolean: XOR for +/-). One party's pair is uniform and
+independent of v; any two pairs determine it.
+
+**Correlated randomness**: at start-up each P_i draws an AES-128 key k_i (``os.urandom``) and
+sends it to P_{i+1} over the session's TLS channel, so P_i holds k_i and k_{i-1}. The zero
+sharing for a layer is alpha_i = F(k_i) - F(k_{i-1}) (boolean: XOR) with F an AES-CTR keystream
+that each key's two holders consume in lockstep — no identifier repeats, no communication.
+
+**Boolean** values are bit-sliced (``shaper.protocols.bristol``): XOR/NOT are local; an AND costs
+one bit per party: r_i = (x_i & y_i) ^ (a_i & b_i) ^ alpha_i goes to P_{i+1} and the output
+share is (r_{i-1} ^ r_i, r_i); all ANDs of a circuit layer travel in one message.
+
+**Arithmetic** over Z_2^64: add/subtract/public constants are local; a product costs one ring
+element per party: r_i = 3^-1 (a_i b_i - x_i y_i + alpha_i), output (r_{i-1} - r_i,
+-2 r_{i-1} - r_i). Fixed-point truncation is ABY3's two-party local truncation followed by a
+reshare (one round, one element per party): v = x_2 - a_0 is a two-party sharing between P2
+and P0; P2 takes x_2 >> d, P0 takes -(a_0 >> d) (the SecureML rule), and the three parties
+reshare. The result is floor(v / 2^d) or one more, except with probability about
+2^(l + 1 - 64) for |v| < 2^l, when the two-party shares wrap (then it is off by ~2^(64-d)):
+keep |v| well below 2^63 (e.g. l <= 40 gives 2^-23 per value).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from .. import _native
+from ..errors import ConfigError, FrameError
+from . import bristol
+
+U64 = np.uint64
+INV3 = np.uint64(0xAAAAAAAAAAAAAAAB)  # 3^-1 mod 2^64
+_TAG = "rss"
+
+
+class _KeyStream:
+    """AES-128-CTR keystream under one pairwise key; both holders draw the same words. The
+    returned array is a view of an internal buffer, valid until the next call."""
+
+    def __init__(self, key: bytes) -> None:
+        self._enc = Cipher(algorithms.AES(key), modes.CTR(b"\x00" * 16)).encryptor()
+        self._zeros = b""
+        self._out = bytearray()
+
+    def words(self, count: int) -> np.ndarray:
+        nbytes = count * 8
+        if len(self._zeros) < nbytes:
+            self._zeros = bytes(nbytes)
+            self._out = bytearray(nbytes + 16)  # update_into needs block-size slack
+        n = self._enc.update_into(memoryview(self._zeros)[:nbytes], self._out)
+        if n != nbytes:
+            raise RuntimeError("short keystream")
+        return np.frombuffer(self._out, dtype=U64, count=count)
+
+
+@dataclass
+class BitShares:
+    """This party's share of ``width`` bit-sliced wires over ``instances`` circuit instances:
+    ``x``, ``a`` of shape (width, words)."""
+
+    x: np.ndarray
+    a: np.ndarray
+    instances: int
+
+    @property
+    def width(self) -> int:
+        return int(self.x.shape[0])
+
+    def __xor__(self, other: "BitShares") -> "BitShares":
+        return BitShares(self.x ^ other.x, self.a ^ other.a, self.instances)
+
+    def __invert__(self) -> "BitShares":
+        return BitShares(self.x.copy(), ~self.a, self.instances)
+
+
+@dataclass
+class RingShares:
+    """This party's share (x, a) of an array over Z_2^64 (uint64 arrays of one shape)."""
+
+    x: np.ndarray
+    a: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.x.shape
+
+    def __add__(self, other: Any) -> "RingShares":
+        if isinstance(other, RingShares):
+            return RingShares(self.x + other.x, self.a + other.a)
+        c = _ring_const(other)
+        return RingShares(self.x.copy(), self.a - c)  # v + c: a_i = x_{i-1} - v - c
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> "RingShares":
+        if isinstance(other, RingShares):
+            return RingShares(self.x - other.x, self.a - other.a)
+        return self + (np.uint64(0) - _ring_const(other))
+
+    def __neg__(self) -> "RingShares":
+        return RingShares(np.uint64(0) - self.x, np.uint64(0) - self.a)
+
+    def mul_public(self, c: Any) -> "RingShares":
+        k = _ring_const(c)
+        return RingShares(self.x * k, self.a * k)
+
+
+def _ring_const(c: Any) -> np.ndarray:
+    arr = np.asarray(c)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"ring constants must be integers, got {arr.dtype}")
+    return arr.astype(np.int64).view(U64) if arr.dtype.kind == "i" else arr.astype(U64)
+
+
+class Replicated3PC:
+    """The three-party engine on one party's :class:`~shaper.net.Session` (three parties).
+    Construct it on all three parties at the same point: it agrees the pairwise PRF keys."""
+
+    def __init__(self, session: Any) -> None:
+        if session.n != 3:
+            raise ConfigError(f"replicated sharing needs exactly 3 parties, the session has {session.n}")
+        self.session = session
+        self.i = session.index
+        self.next = (self.i + 1) % 3
+        self.prev = (self.i - 1) % 3
+        own = os.urandom(16)
+        session.send(self.next, own, tag="rss-key")
+        theirs = session.recv_bytes(self.prev, tag="rss-key")
+        if len(theirs) != 16:
+            raise FrameError(f"party {session.peer_name(self.prev)!r} sent a {len(theirs)}-byte PRF key")
+        self._own = _KeyStream(own)
+        self._prev = _KeyStream(theirs)
+        self.rounds = 0
+        self.and_gates = 0
+
+    # -- correlated randomness -------------------------------------------------------------
+    def zero_bits(self, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+        """This party's part of a fresh XOR-sharing of zero (into ``out`` when given)."""
+        n = int(np.prod(shape, dtype=np.int64))
+        own = self._own.words(n)
+        if out is None:
+            out = np.empty(shape, dtype=U64)
+        np.bitwise_xor(own, self._prev.words(n), out=out.reshape(-1))
+        return out
+
+    def zero_ring(self, shape: tuple[int, ...]) -> np.ndarray:
+        """This party's part of a fresh additive sharing of zero over Z_2^64."""
+        n = int(np.prod(shape, dtype=np.int64))
+        return (self._own.words(n) - self._prev.words(n)).reshape(shape)
+
+    def _ring_exchange(self, r: np.ndarray) -> np.ndarray:
+        self.session.send(self.next, r, tag=_TAG)
+        self.rounds += 1
+        return self.session.recv_array(self.prev, tag=_TAG, dtype=U64, shape=r.shape)
+
+    # -- boolean sharing ---------------------------------------------------------------------
+    def share_bits(self, rows: np.ndarray | None, width: int, instances: int, owner: int) -> BitShares:
+        """Shares bit-sliced rows (width, words) held by ``owner`` (others pass None)."""
+        words = bristol.words_for(instances)
+        shape = (width, words)
+        if self.i == owner:
+            v = np.ascontiguousarray(rows, dtype=U64)
+            if v.shape != shape:
+                raise ValueError(f"input rows must have shape {shape}, got {v.shape}")
+            parts = _split(v, boolean=True)
+            for j in (self.next, self.prev):
+                self.session.send(j, np.stack(parts[j]), tag="rss-in")
+            x, a = parts[self.i]
+        else:
+            both = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + shape)
+            x, a = both[0], both[1]
+        return BitShares(np.ascontiguousarray(x), np.ascontiguousarray(a), instances)
+
+    def share_values(self, values: Sequence[int] | None, width: int, instances: int, owner: int) -> BitShares:
+        """Shares integer values (one per instance, LSB-first on ``width`` wires)."""
+        rows = bristol.to_bitsliced(values, width) if self.i == owner else None
+        return self.share_bits(rows, width, instances, owner)
+
+    def receive_bits(self, holder: str, width: int, instances: int) -> BitShares:
+        """Receives this party's pair from an outside data holder (see :func:`deal_bits`)."""
+        shape = (2, width, bristol.words_for(instances))
+        both = self.session.recv_array(holder, tag="rss-in", dtype=U64, shape=shape)
+        return BitShares(both[0].copy(), both[1].copy(), instances)
+
+    def reveal_bits(self, sh: BitShares, to: int | None = None) -> np.ndarray | None:
+        """Opens bit-sliced rows to party ``to`` (all parties when None)."""
+        if to is None or to == self.next:
+            self.session.send(self.next, sh.x, tag="rss-open")
+        if to is None or to == self.i:
+            got = self.session.recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
+            self.rounds += 1
+            return got ^ sh.a
+        return None
+
+    def evaluate(self, circuit: bristol.Circuit, inputs: Sequence[BitShares]) -> list[BitShares]:
+        """Evaluates a circuit on shared inputs (one :class:`BitShares` per input value, same
+        instance count); returns the shared output values. One message per AND layer."""
+        if len(inputs) != len(circuit.inputs):
+            raise ValueError(f"{circuit.name} takes {len(circuit.inputs)} input values, got {len(inputs)}")
+        inst = {s.instances for s in inputs}
+        if len(inst) != 1:
+            raise ValueError("every input value needs the same number of instances")
+        instances = inst.pop()
+        for k, (s, w) in enumerate(zip(inputs, circuit.inputs)):
+            if s.width != w:
+                raise ValueError(f"input value {k} of {circuit.name} has {w} bits, the shares have {s.width}")
+        sch = circuit.schedule()
+        words = bristol.words_for(instances)
+        X = np.zeros((sch.slots, words), dtype=U64)
+        A = np.zeros((sch.slots, words), dtype=U64)
+        X[sch.input_slots] = np.concatenate([s.x for s in inputs])
+        A[sch.input_slots] = np.concatenate([s.a for s in inputs])
+        widest = max(sch.layer_and_counts, default=0)
+        r_all = np.empty((widest, words), dtype=U64)  # reused by every layer (sends are synchronous)
+        for k in range(sch.depth + 1):
+            if sch.local[k].size:
+                _native.rss_local(X, A, sch.local[k])
+            ands = sch.ands[k]
+            if ands.size:
+                r = self.zero_bits((ands.shape[0], words), out=r_all[:ands.shape[0]])
+                _native.rss_and_local(X, A, ands, r)
+                r_prev = self._ring_exchange(r)
+                _native.rss_and_finish(X, A, ands, r, r_prev)
+                self.and_gates += ands.shape[0]
+        outs, start = [], 0
+        for w in circuit.outputs:
+            idx = sch.output_slots[start:start + w]
+            outs.append(BitShares(X[idx], A[idx], instances))
+            start += w
+        return outs
+
+    # -- arithmetic sharing over Z_2^64 ------------------------------------------------------
+    def share(self, values: Any, owner: int, shape: tuple[int, ...] | None = None) -> RingShares:
+        """Shares a uint64/int64 array held by ``owner`` (others pass None and ``shape``)."""
+        if self.i == owner:
+            v = _ring_const(values)
+            v = np.ascontiguousarray(v)
+            self.session.send(self.next, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
+            self.session.send(self.prev, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
+            parts = _split(v, boolean=False)
+            for j in (self.next, self.prev):
+                self.session.send(j, np.stack(parts[j]), tag="rss-in")
+            x, a = parts[self.i]
+            return RingShares(np.ascontiguousarray(x), np.ascontiguousarray(a))
+        got_shape = tuple(int(d) for d in self.session.recv_array(owner, tag="rss-shape", dtype=np.int64))
+        if shape is not None and tuple(shape) != got_shape:
+            raise ValueError(f"party {owner} shares shape {got_shape}, expected {tuple(shape)}")
+        both = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + got_shape)
+        return RingShares(both[0].copy(), both[1].copy())
+
+    def reveal(self, sh: RingShares, to: int | None = None) -> np.ndarray | None:
+        """Opens to party ``to`` (all when None): uint64 array (view as int64 for signed)."""
+        if to is None or to == self.next:
+            self.session.send(self.next, sh.x, tag="rss-open")
+        if to is None or to == self.i:
+            got = self.session.recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
+            self.rounds += 1
+            return got - sh.a
+        return None
+
+    def mul(self, u: RingShares, w: RingShares) -> RingShares:
+        """Element-wise product: one ring element per party per product, one round."""
+        if u.shape != w.shape:
+            raise ValueError(f"operands differ in shape: {u.shape} and {w.shape}")
+        r = u.a * w.a
+        r -= u.x * w.x
+        r += self.zero_ring(u.shape)
+        r *= INV3
+        return self._reshare(r)
+
+    def _reshare(self, r: np.ndarray) -> RingShares:
+        """(x, a) sharing from a 3-out-of-3 additive sharing r (already masked)."""
+        r_prev = self._ring_exchange(np.ascontiguousarray(r))
+        x = r_prev - r
+        a = np.uint64(0) - (r_prev + r_prev) - r
+        return RingShares(x, a)
+
+    def truncate(self, sh: RingShares, bits: int) -> RingShares:
+        """Divides by 2^bits (floor, or one more; see the module notes for the failure rate)."""
+        if not 0 < bits < 64:
+            raise ValueError(f"truncation bits must be in 1..63, got {bits}")
+        d = np.uint64(bits)
+        r = self.zero_ring(sh.shape)
+        if self.i == 2:
+            r += sh.x >> d
+        elif self.i == 0:
+            r -= sh.a >> d
+        return self._reshare(r)
+
+    def mul_fixed(self, u: RingShares, w: RingShares, frac_bits: int) -> RingShares:
+        """Fixed-point product: multiply, then truncate by ``frac_bits`` (two rounds)."""
+        return self.truncate(self.mul(u, w), frac_bits)
+
+
+def _split(v: np.ndarray, boolean: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Fresh (x_i, a_i) pairs for i = 0, 1, 2 from a CSPRNG."""
+    shape = v.shape
+    n = int(np.prod(shape, dtype=np.int64))
+    x0 = np.frombuffer(os.urandom(8 * n), dtype=U64).reshape(shape)
+    x1 = np.frombuffer(os.urandom(8 * n), dtype=U64).reshape(shape)
+    if boolean:
+        x2 = x0 ^ x1
+        xs = [x0, x1, x2]
+        return [(xs[i], xs[i - 1] ^ v) for i in range(3)]
+    x2 = np.uint64(0) - x0 - x1
+    xs = [x0, x1, x2]
+    return [(xs[i], xs[i - 1] - v) for i in range(3)]
+
+
+def deal_bits(rows: np.ndarray) -> list[np.ndarray]:
+    """For an outside data holder: the three parties' (2, width, words) share arrays of
+    bit-sliced rows; send element i to party i, which calls :meth:`Replicated3PC.receive_bits`."""
+    parts = _split(np.ascontiguousarray(rows, dtype=U64), boolean=True)
+    return [np.stack(p) for p in parts]
+
+
+def evaluate(session: Any, circuit: bristol.Circuit, inputs: Sequence[Sequence[int] | None], *,
+             owners: Sequence[int] | None = None, engine: Replicated3PC | None = None) -> list[BitShares]:
+    """Evaluates ``circuit`` in 3PC: ``inputs[v]`` is input value v's list of instance values at
+    its owner (``owners[v]``, default party v mod 3) and None elsewhere; every party must know
+    the instance count, so non-owners may pass ``[None] * n`` or an int count. Returns this
+    party's shares of the outputs (reveal them with ``engine.reveal_bits``)."""
+    eng = engine or Replicated3PC(session)
+    owners = list(owners) if owners is not None else [v % 3 for v in range(len(circuit.inputs))]
+    counts = set()
+    for v, vals in enumerate(inputs):
+        if isinstance(vals, int):
+            counts.add(vals)
+        elif vals is not None:
+            counts.add(len(vals))
+    if len(counts) != 1:
+        raise ValueError("every party must give the instance count (or the values) of every input")
+    n = counts.pop()
+    shares = []
+    for v, width in enumerate(circuit.inputs):
+        vals = inputs[v] if eng.i == owners[v] else None
+        if eng.i == owners[v] and (vals is None or isinstance(vals, int)):
+            raise ValueError(f"party {eng.i} owns input value {v} but gave no values")
+        shares.append(eng.share_values(vals, width, n, owners[v]))
+    return eng.evaluate(circuit, shares)
+
+
+__all__ = ["BitShares", "RingShares", "Replicated3PC", "deal_bits", "evaluate"]
