@@ -16,18 +16,41 @@ from shaper.net import run_in_memory
 from shaper.protocols import bristol, replicated
 from shaper.protocols.bristol import CircuitFormatError
 
-CIRCUITS = Path(__file__).resolve().parents[3] / "shared" / "circuits"
-if not CIRCUITS.is_dir():  # pragma: no cover - the shared data sets sit beside the checkout
-    CIRCUITS = Path(__file__).resolve().parents[2].parent / "shared" / "circuits"
+# Copies of ../shared/circuits (unchanged; checked against the published SHA-256 below), so the
+# tests do not depend on where the checkout sits; AES-128 is the copy bundled with the package.
+CIRCUITS = Path(__file__).resolve().parents[1] / "data" / "circuits"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "circuits"
+SHA256 = {
+    "aes_128.txt": "40423a0cdaf5d4d34aba872c12660f115dc25c12eea6e24a9304578e79df6d04",
+    "adder64.txt": "2af215910deb16674a9c0c9fc08b70dc27a210c3eb678dd9419d98e9154dd5e3",
+    "mult64.txt": "f8de307ac23757225d300a5a65db12e72d4eaef2ce0bd307b8c44f24ae007eda",
+    "neg64.txt": "78065cfc35998e1e5f4cbd6be4093cae2b68f0c825958f2313ba7eed7e124c8a",
+    "zero_equal.txt": "e942f8054c30b3bc8396383a838404c1597d80f5d1ba2d2e28cb212eda4d239f",
+}
 MASK = (1 << 64) - 1
 rng = np.random.default_rng()
 
 
+def _path(name: str) -> Path:
+    if name == "aes_128":
+        from shaper.demos.circuits import bundled_aes
+
+        return bundled_aes()
+    return CIRCUITS / f"{name}.txt"
+
+
 def _circuit(name: str) -> bristol.Circuit:
-    path = CIRCUITS / f"{name}.txt"
-    if not path.exists():
-        pytest.fail(f"test circuit {path} is missing (the shared circuits directory sits beside the repo)")
-    return bristol.load(path)
+    return bristol.load(_path(name))
+
+
+@pytest.mark.parametrize("name", sorted(SHA256))
+def test_circuit_copies_are_the_published_files(name):
+    import hashlib
+
+    path = _path(name.removesuffix(".txt"))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[name]
+    if SHARED.is_dir():  # and equal to the shared set beside the checkout, where it is
+        assert path.read_bytes() == (SHARED / name).read_bytes()
 
 
 def _aes(key: bytes, block: bytes) -> bytes:
@@ -262,7 +285,7 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
     from shaper.cli import main
     from shaper.demos import circuits
 
-    aes = str(CIRCUITS / "aes_128.txt")
+    aes = str(_path("aes_128"))
     key, pt, ct = FIPS[1]
     assert main(["circuit", "run", aes, "--local", "3", "--inputs", key, pt]) == 0
     assert capsys.readouterr().out.split() == [ct]
@@ -274,8 +297,6 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
         circuits.run_circuit(aes, [key + "00", pt], plain=True)
     with pytest.raises(ValueError, match="not hexadecimal"):
         circuits.run_circuit(aes, ["xyz", pt], plain=True)
-    # the bundled circuit is the shared one, byte for byte
-    assert circuits.bundled_aes().read_bytes() == (CIRCUITS / "aes_128.txt").read_bytes()
     out = circuits.bench_aes(instances=256, batches=1, check=256, echo=lambda *_: None)  # + 1 warm-up
     assert out["blocks_checked"] == 2 * 256 and out["rounds"] == 60 and out["and_per_block"] == 6400
     assert 1.0 <= out["bits_per_and"] < 1.05  # one bit per AND per party, plus framing (large here: 4 words)
