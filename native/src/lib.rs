@@ -585,19 +585,21 @@ fn rss_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwri
     py.detach(|| rss::local(xs, as_, w, rows)).map_err(PyValueError::new_err)
 }
 
-/// First half of an AND layer: `buf[g] ^= (x[a] & x[b]) ^ (a[a] & a[b])` for rows [a, b, out];
-/// `buf` holds the zero-sharing on entry and this party's message on return.
+/// First half of an AND layer with the zero sharing as two keystreams (n, words):
+/// `out[g] = m1[g] ^ m2[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`.
 #[pyfunction]
-fn rss_and_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, ands: PyReadonlyArray2<'_, i32>,
-                 mut buf: PyReadwriteArray2<'_, u64>) -> PyResult<()> {
+fn rss_and_masked(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, ands: PyReadonlyArray2<'_, i32>,
+                  mut out: PyReadwriteArray2<'_, u64>, m1: PyReadonlyArray2<'_, u64>, m2: PyReadonlyArray2<'_, u64>) -> PyResult<()> {
     let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
     let rows = gate_rows(&ands, 3, slots, 0, &[false, false, false])?;
     let n = rows.len() / 3;
-    if buf.shape() != [n, w] {
-        return Err(PyValueError::new_err(format!("buffer must have shape ({n}, {w}), got {:?}", buf.shape())));
+    if out.shape() != [n, w] || m1.shape() != [n, w] || m2.shape() != [n, w] {
+        return Err(PyValueError::new_err(format!(
+            "output and masks must have shape ({n}, {w}), got {:?}, {:?}, {:?}", out.shape(), m1.shape(), m2.shape())));
     }
-    let b = buf.as_slice_mut().map_err(|_| PyValueError::new_err("buffer must be C-contiguous"))?;
-    py.detach(|| rss::and_local(xs, as_, w, rows, b));
+    let (k1, k2) = (contiguous(&m1, "m1")?, contiguous(&m2, "m2")?);
+    let o = out.as_slice_mut().map_err(|_| PyValueError::new_err("output must be C-contiguous"))?;
+    py.detach(|| rss::and_local_masked(xs, as_, w, rows, o, k1, k2));
     Ok(())
 }
 
@@ -624,7 +626,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads, m)?)?;
     m.add_function(wrap_pyfunction!(ifma_available, m)?)?;
     m.add_function(wrap_pyfunction!(rss_local, m)?)?;
-    m.add_function(wrap_pyfunction!(rss_and_local, m)?)?;
+    m.add_function(wrap_pyfunction!(rss_and_masked, m)?)?;
     m.add_function(wrap_pyfunction!(rss_and_finish, m)?)?;
     Ok(())
 }

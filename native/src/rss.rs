@@ -139,17 +139,17 @@ unsafe fn local_block(px: *mut u64, pa: *mut u64, w: usize, n: usize, gates: &[i
     }
 }
 
-/// First half of an AND layer: `buf[g] ^= (x[a] & x[b]) ^ (a[a] & a[b])` (buf holds the
-/// zero-sharing alpha on entry and this party's 3-out-of-3 share r on return).
-pub fn and_local(x: &[u64], a: &[u64], w: usize, ands: &[i32], buf: &mut [u64]) {
+/// First half of an AND layer, the zero sharing given as this party's two keystreams:
+/// `out[g] = m1[g] ^ m2[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`, this party's message r.
+pub fn and_local_masked(x: &[u64], a: &[u64], w: usize, ands: &[i32], out: &mut [u64], m1: &[u64], m2: &[u64]) {
     let (px, pa) = (x.as_ptr() as *mut u64, a.as_ptr() as *mut u64);
     for (g, t) in ands.chunks(3).enumerate() {
-        let out = &mut buf[g * w..(g + 1) * w];
+        let (o, k1, k2) = (&mut out[g * w..(g + 1) * w], &m1[g * w..(g + 1) * w], &m2[g * w..(g + 1) * w]);
         // SAFETY: slots checked; only reads through px/pa.
         unsafe {
             let (xa, xb, aa, ab) = (row(px, t[0], w), row(px, t[1], w), row(pa, t[0], w), row(pa, t[1], w));
-            for (j, o) in out.iter_mut().enumerate() {
-                *o ^= (*xa.add(j) & *xb.add(j)) ^ (*aa.add(j) & *ab.add(j));
+            for j in 0..w {
+                o[j] = k1[j] ^ k2[j] ^ (*xa.add(j) & *xb.add(j)) ^ (*aa.add(j) & *ab.add(j));
             }
         }
     }

@@ -79,7 +79,7 @@ class Context:
 # (slots, words) uint64, modified in place; gate rows are int32 slot numbers.
 def rss_local(x: U64, a: U64, gates: npt.NDArray[np.int32]) -> None:
     """Local gates, rows [op, a, b, out] (op 0 XOR, 2 INV, 3 EQW, 4 EQ0, 5 EQ1; -1 = no input)."""
-def rss_and_local(x: U64, a: U64, ands: npt.NDArray[np.int32], buf: U64) -> None:
-    """``buf[g] ^= (x[a] & x[b]) ^ (a[a] & a[b])`` for AND rows [a, b, out]; buf is (n, words)."""
+def rss_and_masked(x: U64, a: U64, ands: npt.NDArray[np.int32], out: U64, m1: U64, m2: U64) -> None:
+    """``out[g] = m1[g] ^ m2[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`` for AND rows [a, b, out]; (n, words)."""
 def rss_and_finish(x: U64, a: U64, ands: npt.NDArray[np.int32], r: U64, r_prev: U64) -> None:
     """Output share of AND row g: (r_prev[g] ^ r[g], r[g])."""

@@ -143,6 +143,7 @@ class Replicated3PC:
         self._prev = _KeyStream(theirs)
         self.rounds = 0
         self.and_gates = 0
+        self._state: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- correlated randomness -------------------------------------------------------------
     def zero_bits(self, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
@@ -166,21 +167,32 @@ class Replicated3PC:
 
     # -- boolean sharing ---------------------------------------------------------------------
     def share_bits(self, rows: np.ndarray | None, width: int, instances: int, owner: int) -> BitShares:
-        """Shares bit-sliced rows (width, words) held by ``owner`` (others pass None)."""
+        """Shares bit-sliced rows (width, words) held by ``owner`` (others pass None).
+
+        PRF-assisted (Araki et al. §2.3): with j the owner, x_{j+1} comes from the key P_j shares
+        with P_{j+1} and x_{j-1} from the key it shares with P_{j-1}, so each other party is sent
+        only its a component — one element instead of two, and no fresh randomness to draw."""
         words = bristol.words_for(instances)
         shape = (width, words)
+        n = width * words
+        if not 0 <= owner < 3:
+            raise ValueError(f"owner must be a party index 0..2, got {owner}")
         if self.i == owner:
             v = np.ascontiguousarray(rows, dtype=U64)
             if v.shape != shape:
                 raise ValueError(f"input rows must have shape {shape}, got {v.shape}")
-            parts = _split(v, boolean=True)
-            for j in (self.next, self.prev):
-                self.session.send(j, np.stack(parts[j]), tag="rss-in")
-            x, a = parts[self.i]
+            x_next = self._own.words(n).reshape(shape)    # x_{j+1}
+            x_prev = self._prev.words(n).reshape(shape)   # x_{j-1}
+            x_me = x_next ^ x_prev                        # x_j: the three XOR to zero
+            self.session.send(self.next, x_me ^ v, tag="rss-in")     # a_{j+1} = x_j ^ v
+            self.session.send(self.prev, x_next ^ v, tag="rss-in")   # a_{j-1} = x_{j-2} ^ v = x_{j+1} ^ v
+            return BitShares(x_me, x_prev ^ v, instances)            # a_j = x_{j-1} ^ v
+        if self.i == (owner + 1) % 3:
+            x = self._prev.words(n).reshape(shape).copy()  # the owner's key: x_{j+1}
         else:
-            both = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + shape)
-            x, a = both[0], both[1]
-        return BitShares(np.ascontiguousarray(x), np.ascontiguousarray(a), instances)
+            x = self._own.words(n).reshape(shape).copy()   # our key, shared with the owner: x_{j-1}
+        a = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=shape)
+        return BitShares(x, a, instances)
 
     def share_values(self, values: Sequence[int] | None, width: int, instances: int, owner: int) -> BitShares:
         """Shares integer values (one per instance, LSB-first on ``width`` wires)."""
@@ -217,8 +229,11 @@ class Replicated3PC:
                 raise ValueError(f"input value {k} of {circuit.name} has {w} bits, the shares have {s.width}")
         sch = circuit.schedule()
         words = bristol.words_for(instances)
-        X = np.zeros((sch.slots, words), dtype=U64)
-        A = np.zeros((sch.slots, words), dtype=U64)
+        # registers are reused between calls of the same size (every slot is written before it
+        # is read, so stale contents never matter; outputs are copied out)
+        if self._state is None or self._state[0].shape != (sch.slots, words):
+            self._state = (np.empty((sch.slots, words), dtype=U64), np.empty((sch.slots, words), dtype=U64))
+        X, A = self._state
         X[sch.input_slots] = np.concatenate([s.x for s in inputs])
         A[sch.input_slots] = np.concatenate([s.a for s in inputs])
         widest = max(sch.layer_and_counts, default=0)
@@ -228,8 +243,11 @@ class Replicated3PC:
                 _native.rss_local(X, A, sch.local[k])
             ands = sch.ands[k]
             if ands.size:
-                r = self.zero_bits((ands.shape[0], words), out=r_all[:ands.shape[0]])
-                _native.rss_and_local(X, A, ands, r)
+                n = ands.shape[0]
+                r = r_all[:n]
+                m1 = self._own.words(n * words).reshape(n, words)
+                m2 = self._prev.words(n * words).reshape(n, words)
+                _native.rss_and_masked(X, A, ands, r, m1, m2)  # r = alpha ^ local AND terms
                 r_prev = self._ring_exchange(r)
                 _native.rss_and_finish(X, A, ands, r, r_prev)
                 self.and_gates += ands.shape[0]
