@@ -304,3 +304,19 @@ def test_montgomery_rows_move_between_engines():
     for other in (NativeKernel(name) for name in engines):  # re-encoded for another engine's R
         assert other.mont_mul(rows, other.mont([1] * 9, m)).to_ints() == xs
     assert rows.take(np.array([2, 2, 0])).to_ints() == [xs[2], xs[2], xs[0]]
+
+
+def test_montgomery_arrays_survive_a_kernel_switch(monkeypatch):
+    """Arrays made under the native kernel keep working (as integers) after SHAPER_NATIVE=off."""
+    from shaper import kernels
+    from shaper.crypto import paillier
+
+    pk, sk = paillier.keygen(512)
+    monkeypatch.setenv("SHAPER_NATIVE", "ifma" if native.ifma_available() else "portable")
+    enc = pk.encrypt(np.array([3, -4, 5]))
+    assert enc._mont is not None
+    monkeypatch.setenv("SHAPER_NATIVE", "off")
+    assert kernels.get_kernel().name.startswith("gmpy2")
+    out = (enc.rescaled(3) + enc[::-1]) * 2
+    x = np.array([3, -4, 5])
+    np.testing.assert_array_equal(sk.decrypt(out), (x + x[::-1]) * 2)  # fixed point: scale 2^3

@@ -396,8 +396,9 @@ class EncryptedArray:
         if frac_bits == self.frac_bits:
             return self
         factor = 1 << (frac_bits - self.frac_bits)
-        if self._mont is not None:
-            rows = get_kernel().mont_powmod_same(self._mont, factor)
+        kernel = get_kernel()
+        if self._mont is not None and getattr(kernel, "montgomery", False):
+            rows = kernel.mont_powmod_same(self._mont, factor)
             return EncryptedArray._from_mont(self.public_key, rows, self.shape, frac_bits)
         flat = self.public_key._mul_same_scalar(self._c.ravel().tolist(), factor)
         return self._with(flat, self.shape, frac_bits)
