@@ -25,6 +25,8 @@ table prints it and the JSON meta lists it per configuration.
 
 Rows (2048 and 3072 bits by default):
   enc_public        encryption with the public key (shaper: DJN, fixed-base table mod n^2)
+  enc_public_fast   public-key encryption with ``constant_time=False`` (shaper: wide-window table
+                    read by index, the trade-off HEU's own table makes; native kernel only)
   enc_owner         encryption by the key owner (shaper: CRT, tables mod p^2, q^2)
   dec               decryption (CRT)
   pack_per_value    shaper packing cost per value (64-bit values, σ = 40 headroom)
@@ -36,7 +38,9 @@ Rows (2048 and 3072 bits by default):
 Columns per (key size, cores): native (shaper), gmpy2 (shaper-gmpy2), python-paillier, HEU
 (and portable when run), then the ratios gmpy2/native, phe/native, heu/native (> 1: native is
 faster). Below each block, since HEU has no key-owner (CRT) encryption, ``heu enc_public /
-shaper enc_owner`` compares HEU's only encryption with shaper's key-owner one; after all blocks,
+shaper enc_owner`` compares HEU's only encryption with shaper's key-owner one and ``heu
+enc_public / shaper enc_public_fast`` with shaper's public-key encryption at HEU's trade-off
+(neither constant time); after all blocks,
 the 2-cores-vs-1 speedups of each shaper kernel.
 
 Plaintexts are random 62-bit integers. Usage:
@@ -61,7 +65,7 @@ import time
 
 # Per-op batch sizes at 2048 bits (scaled down for 3072 and --quick).
 BATCH = {
-    "enc_public": 400, "enc_owner": 400, "dec": 128, "pack_per_value": 4000, "dec_packed_value": 4000,
+    "enc_public": 400, "enc_public_fast": 400, "enc_owner": 400, "dec": 128, "pack_per_value": 4000, "dec_packed_value": 4000,
     "ccadd": 4000, "pcadd": 4000, "pcmult64": 300, "ou_enc": 4000, "ou_dec": 1000,
 }
 PHE_BATCH = {"enc_public": 30, "dec": 60, "ccadd": 2000, "pcadd": 1000, "pcmult64": 150}
@@ -108,6 +112,8 @@ def run_shaper(bits: int, cores: int, repeats: int, quick: bool) -> dict:
     x = np.array(_values(n), dtype=np.int64)
     pk.encrypt(x)  # builds the fixed-base table in every worker
     out["enc_public"] = _timeit(lambda: pk.encrypt(x), repeats, n)
+    pk.encrypt(x, constant_time=False)  # builds the index-read table
+    out["enc_public_fast"] = _timeit(lambda: pk.encrypt(x, constant_time=False), repeats, n)
     sk.encrypt(x)
     out["enc_owner"] = _timeit(lambda: sk.encrypt(x), repeats, n)
 
@@ -396,6 +402,10 @@ def _print_owner_vs_heu(results: dict, bits: int, cores: int) -> None:
         own = results.get((impl, bits, cores), {}).get("enc_owner")
         if heu and own:
             print(f"heu enc_public / {impl} enc_owner: {heu / own:.2f}x (HEU has no key-owner encryption)")
+    fast = results.get(("shaper", bits, cores), {}).get("enc_public_fast")
+    if heu and fast:
+        print(f"heu enc_public / shaper enc_public_fast: {heu / fast:.2f}x "
+              "(both index-read fixed-base tables, neither constant time)")
 
 
 def _print_speedups(results: dict, impl: str, bit_sizes: list[int]) -> None:

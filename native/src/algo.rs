@@ -447,6 +447,8 @@ pub struct Comb {
     /// words per window in the engine's selection layout
     pub block: usize,
     pub entries: Vec<u64>,
+    /// entries stored one after the other and read by index (not constant time; wider windows)
+    pub direct: bool,
 }
 
 impl Comb {
@@ -455,7 +457,22 @@ impl Comb {
     }
 }
 
-pub fn comb_build<E: Engine>(e: &E, base: &[u64], window: usize, windows: usize) -> Comb {
+/// Asks for the cache lines of `data` ahead of use (a hint; no effect on results).
+#[inline(always)]
+fn prefetch(data: &[u64]) {
+    #[cfg(target_arch = "x86_64")]
+    for k in (0..data.len()).step_by(8) {
+        // SAFETY: prefetching is a hint; the address lies inside `data`.
+        unsafe { std::arch::x86_64::_mm_prefetch(data.as_ptr().add(k) as *const i8, std::arch::x86_64::_MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+/// Comb table: entry (i, d) = base^(d 2^(w i)) in Montgomery form. `direct`: entries stay in
+/// plain order (window, entry, value) and are read by index — not constant time, for windows too
+/// wide to scan; otherwise they go into the engine's constant-time selection layout.
+pub fn comb_build<E: Engine>(e: &E, base: &[u64], window: usize, windows: usize, direct: bool) -> Comb {
     let (lanes, words, gw, sw) = (e.lanes(), e.words(), e.gw(), e.sw());
     let size = 1usize << window;
     // base^(2^(w i)) for every window: one squaring chain
@@ -500,8 +517,11 @@ pub fn comb_build<E: Engine>(e: &E, base: &[u64], window: usize, windows: usize)
                 std::mem::swap(&mut prev, &mut tmp);
             }
         });
+    if direct {
+        return Comb { window, windows, block: size * sw, entries, direct };
+    }
     let entries = e.shared_layout(entries, size, windows);
-    Comb { window, windows, block: e.shared_block(size), entries }
+    Comb { window, windows, block: e.shared_block(size), entries, direct }
 }
 
 /// `[mult_i * prod_t base_t ^ e_{t,i} mod m]` from comb tables (shared modulus); `windows[t]`
@@ -528,6 +548,7 @@ pub fn fixed_base<E: Engine>(
         let mut sel = vec![0u64; gw];
         let mut t = vec![0u64; gw];
         let mut idx = vec![0u32; lanes];
+        let mut offsets = vec![0usize; lanes];
         for ((tab, &(ex, ew)), &nw) in tables.iter().zip(exps).zip(windows) {
             let size = 1usize << tab.window;
             let block = tab.block;
@@ -540,7 +561,24 @@ pub fn fixed_base<E: Engine>(
                         0
                     };
                 }
-                e.select_shared(&mut sel, &tab.entries[i * block..(i + 1) * block], size, &idx);
+                if tab.direct {
+                    // index reads (the table's owner chose speed over constant time); the next
+                    // window's entries are prefetched while this window's product runs
+                    let sw = e.sw();
+                    for (o, &d) in offsets.iter_mut().zip(idx.iter()) {
+                        *o = i * block + d as usize * sw;
+                    }
+                    e.gather(&mut sel, &tab.entries, &offsets);
+                    if i + 1 < nw {
+                        for l in 0..n {
+                            let row = (g * lanes + l) * ew;
+                            let d = bits_at(&ex[row..row + ew], (i + 1) * tab.window, tab.window) as usize;
+                            prefetch(&tab.entries[(i + 1) * block + d * sw..(i + 1) * block + (d + 1) * sw]);
+                        }
+                    }
+                } else {
+                    e.select_shared(&mut sel, &tab.entries[i * block..(i + 1) * block], size, &idx);
+                }
                 e.mul(&mut t, &acc, &sel);
                 std::mem::swap(&mut acc, &mut t);
             }

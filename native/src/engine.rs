@@ -59,6 +59,14 @@ pub trait Engine: Sync + Send {
     /// Constant-time selection from one table in the selection layout:
     /// lane l of `out` = entry `idx[l]`.
     fn select_shared(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]);
+    /// Lane l of `out` = the shared value starting at word `offsets[l]` of `table` (index reads:
+    /// not constant time). `offsets` has one entry per lane.
+    fn gather(&self, out: &mut [u64], table: &[u64], offsets: &[usize]) {
+        let sw = self.sw();
+        for (l, &o) in offsets.iter().enumerate() {
+            self.insert(&table[o..o + sw], l, out);
+        }
+    }
     /// Copies lane `lane` of a group buffer into a shared value.
     fn extract(&self, src: &[u64], lane: usize, dst: &mut [u64]);
     /// Fills every lane of `out` with a shared value.

@@ -105,6 +105,19 @@ impl Ifma {
     }
 }
 
+/// Digit j of lane k = table[off[k] + j]: one 8-lane gather per digit (whole-register writes, so
+/// the product that reads the group next does not stall on partial stores).
+#[target_feature(enable = "avx512f")]
+unsafe fn gather8(out: *mut u64, table: *const u64, off: &[i64; 8], l: usize) {
+    let mut idx = _mm512_loadu_si512(off.as_ptr() as *const _);
+    let one = _mm512_set1_epi64(1);
+    for j in 0..l {
+        let v = _mm512_i64gather_epi64::<8>(idx, table as *const i64);
+        _mm512_storeu_si512(out.add(j * 8) as *mut _, v);
+        idx = _mm512_add_epi64(idx, one);
+    }
+}
+
 /// Rows (digits of b, or reduction digits) handled per pass over the columns: each column
 /// load/store then carries 4R multiply-adds, so the IFMA units, not the store port, set the
 /// pace.
@@ -577,6 +590,18 @@ impl Engine for Ifma {
         assert!(table.len() >= stride * self.l && out.len() >= self.gw() && entries <= 256);
         // SAFETY: bounds checked above; indices are < entries <= stride.
         unsafe { select_shared8(out.as_mut_ptr(), table.as_ptr(), stride, idx, self.l) }
+    }
+
+    fn gather(&self, out: &mut [u64], table: &[u64], offsets: &[usize]) {
+        let l = self.l;
+        assert!(offsets.len() == 8 && out.len() >= 8 * l);
+        let mut off = [0i64; 8];
+        for (k, &o) in offsets.iter().enumerate() {
+            assert!(o + l <= table.len());
+            off[k] = o as i64;
+        }
+        // SAFETY: every lane reads words o..o+l of `table`, checked above; `out` holds 8 l words.
+        unsafe { gather8(out.as_mut_ptr(), table.as_ptr(), &off, l) }
     }
 
     fn extract(&self, src: &[u64], lane: usize, dst: &mut [u64]) {

@@ -448,16 +448,21 @@ impl Context {
 
     /// Builds a fixed-base comb table for `base` (one row of words): `windows` windows of
     /// `window` bits (1..=8).
-    fn comb_table(&self, py: Python<'_>, base: PyReadonlyArray1<'_, u64>, window: usize, windows: usize) -> PyResult<CombTable> {
-        if !(1..=8).contains(&window) || windows == 0 {
-            return Err(PyValueError::new_err("window must be 1..=8 bits and windows positive"));
+    #[pyo3(signature = (base, window, windows, direct = false))]
+    fn comb_table(&self, py: Python<'_>, base: PyReadonlyArray1<'_, u64>, window: usize, windows: usize, direct: bool) -> PyResult<CombTable> {
+        let widest = if direct { 12 } else { 8 };
+        if !(1..=widest).contains(&window) || windows == 0 {
+            return Err(PyValueError::new_err(format!(
+                "window must be 1..={widest} bits{} and windows positive",
+                if direct { "" } else { " (constant-time tables)" }
+            )));
         }
-        check_size(windows.saturating_mul(256).saturating_mul(self.words + 2), "the comb table")?;
+        check_size(windows.saturating_mul(1 << window).saturating_mul(self.words + 2), "the comb table")?;
         let b = contiguous(&base, "base")?;
         if b.len() != self.words || !less_than(b, &self.modulus.m) {
             return Err(PyValueError::new_err("base must be one reduced value of the modulus' word count"));
         }
-        let comb = run(py, || with_engine!(&self.eng, e => algo::comb_build(e, b, window, windows)))?;
+        let comb = run(py, || with_engine!(&self.eng, e => algo::comb_build(e, b, window, windows, direct)))?;
         Ok(CombTable { comb, modulus: self.modulus.m.clone(), engine: self.engine() })
     }
 
@@ -541,6 +546,11 @@ impl CombTable {
     #[getter]
     fn nbytes(&self) -> usize {
         self.comb.nbytes()
+    }
+    /// True when entries are read by index (not constant time).
+    #[getter]
+    fn direct(&self) -> bool {
+        self.comb.direct
     }
 }
 

@@ -320,3 +320,49 @@ def test_montgomery_arrays_survive_a_kernel_switch(monkeypatch):
     out = (enc.rescaled(3) + enc[::-1]) * 2
     x = np.array([3, -4, 5])
     np.testing.assert_array_equal(sk.decrypt(out), (x + x[::-1]) * 2)  # fixed point: scale 2^3
+
+
+@pytest.mark.parametrize("window", [1, 5, 9, 12])
+def test_direct_tables_read_by_index(window):
+    """Tables for constant_time=False specs: entries in plain order, read by index, windows up
+    to 12 bits; same results as pow, with Montgomery multipliers in and out too."""
+    m = _modulus(1100)
+    engines = ["portable"] + (["ifma"] if native.ifma_available() else [])
+    words = (m.bit_length() + 63) // 64
+    base = secrets.randbelow(m)
+    es = [secrets.randbits(70) for _ in range(21)]
+    es[:2] = [(1 << 70) - 1, 0]
+    mult = [secrets.randbelow(m) for _ in es]
+    for engine in engines:
+        ctx = _native.Context(_rows([m], words)[0], engine)
+        table = ctx.comb_table(_rows([base], words)[0], window, -(-70 // window), direct=True)
+        assert table.direct and table.window == window
+        got = ctx.fixed_base([table], [_rows(es, 2)], _rows(mult, words))
+        assert _ints(got) == [x * pow(base, e, m) % m for x, e in zip(mult, es)]
+    with pytest.raises(ValueError, match="window must be 1..=12"):
+        ctx.comb_table(_rows([base], words)[0], 13, 6, direct=True)
+    with pytest.raises(ValueError, match=r"1..=8 bits \(constant-time tables\)"):
+        ctx.comb_table(_rows([base], words)[0], 9, 8)
+
+
+def test_fast_public_encryption_uses_a_direct_table(monkeypatch):
+    """constant_time=False: a direct (index-read) table, correct ciphertexts, and with the same
+    randomness exactly the ciphertexts of the constant-time table."""
+    from shaper import kernels
+    from shaper.crypto import ou, paillier
+
+    monkeypatch.setenv("SHAPER_NATIVE", "ifma" if native.ifma_available() else "portable")
+    kernel = kernels.get_kernel()
+    assert isinstance(kernel, NativeKernel)
+    x = np.array([0, 1, -1, 2**40, -(2**50)], dtype=np.int64)
+    for scheme in (paillier, ou):
+        pk, sk = scheme.keygen(1024)
+        fast, slow = pk.encrypt(x, constant_time=False), pk.encrypt(x)
+        np.testing.assert_array_equal(sk.decrypt(fast), x)
+        np.testing.assert_array_equal(sk.decrypt(slow), x)
+        spec = pk._randomizer_spec_fast if scheme is paillier else pk._fast_specs[0]
+        assert kernel.table(spec).direct and not kernel.table(pk._randomizer_spec).direct
+        r = np.frombuffer(secrets.token_bytes(5 * ((pk.exponent_bits + 7) // 8)), dtype=np.uint8).reshape(5, -1)
+        a = pk.raw_encrypt(x.tolist(), r, constant_time=False)
+        b = pk.raw_encrypt(x.tolist(), r, constant_time=True)
+        assert [int(v) for v in a] == [int(v) for v in b]

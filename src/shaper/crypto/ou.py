@@ -79,6 +79,8 @@ class OUPublicKey(AHEPublicKey):
         self._spec_G = FixedBaseSpec(int(self.G), int(self.n), self.prime_bits)
         self._spec_G_inv = FixedBaseSpec(int(self.G_inv), int(self.n), self.prime_bits)
         self._randomizer_spec = self._spec_H = FixedBaseSpec(int(self.H), int(self.n), self.exponent_bits)
+        self._fast_specs = [FixedBaseSpec(s.base, s.modulus, s.exponent_bits, constant_time=False)
+                            for s in (self._spec_H, self._spec_G, self._spec_G_inv)]
         width = (bits + 7) // 8
         self._fingerprint = hashlib.sha256(
             b"shaper/ou/public-key/v1" + int(self.n).to_bytes(width, "big") + int(self.G).to_bytes(width, "big")
@@ -110,13 +112,13 @@ class OUPublicKey(AHEPublicKey):
                 f"exponent_bits={self.exponent_bits}, fingerprint={self._fingerprint.hex()[:16]})")
 
     def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None, *,
-                    mont_out: bool = False) -> Any:
+                    mont_out: bool = False, constant_time: bool = True) -> Any:
         values = [int(v) for v in signed_values]
         counters.add("encryptions", len(values))
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(len(values), self.exponent_bits)
         pos, neg = _split_signed(values, self._plain_width)
-        specs = [self._spec_H, self._spec_G, self._spec_G_inv]
+        specs = [self._spec_H, self._spec_G, self._spec_G_inv] if constant_time else self._fast_specs
         if mont_out:
             return get_kernel().mont_fixed_base(specs, [exponent_bytes, pos, neg], None, self.n)
         return get_kernel().fixed_base_powmod(specs, [exponent_bytes, pos, neg], None, self.n)

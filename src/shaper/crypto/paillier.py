@@ -83,6 +83,8 @@ class PaillierPublicKey(AHEPublicKey):
         self.packing_capacity_bits = bits - 1
         self._validate()
         self._randomizer_spec = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits)
+        self._randomizer_spec_fast = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits,
+                                                   constant_time=False)
         # Identity of the plaintext space: ciphertexts under the same n combine and decrypt
         # alike whatever h_s produced their randomness, so h_s is not part of it.
         self._fingerprint = hashlib.sha256(
@@ -116,7 +118,7 @@ class PaillierPublicKey(AHEPublicKey):
 
     # -- raw batched operations ------------------------------------------------------------
     def raw_encrypt(self, signed_values: Sequence[int], exponent_bytes: np.ndarray | None = None, *,
-                    mont_out: bool = False) -> Any:
+                    mont_out: bool = False, constant_time: bool = True) -> Any:
         count = len(signed_values)
         counters.add("encryptions", count)
         if exponent_bytes is None:
@@ -125,10 +127,10 @@ class PaillierPublicKey(AHEPublicKey):
         # 1 + m n < n^2 for m in [0, n): the g^m factor needs no exponentiation.
         residues = _object_array(list(signed_values)) % n
         multipliers = (residues * n + 1).tolist()
+        spec = self._randomizer_spec if constant_time else self._randomizer_spec_fast
         if mont_out:
-            return get_kernel().mont_fixed_base([self._randomizer_spec], [exponent_bytes], multipliers,
-                                                self.n_squared)
-        return get_kernel().fixed_base_powmod([self._randomizer_spec], [exponent_bytes], multipliers, self.n_squared)
+            return get_kernel().mont_fixed_base([spec], [exponent_bytes], multipliers, self.n_squared)
+        return get_kernel().fixed_base_powmod([spec], [exponent_bytes], multipliers, self.n_squared)
 
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
         n, n2 = self.n, self.n_squared

@@ -96,6 +96,31 @@ def _fixed_window(exponent_bits: int, modulus_bits: int, budget: int) -> int:
     return w
 
 
+def fast_table_budget_bytes() -> int:
+    """Memory budget of one index-read table (``constant_time=False`` specs), from
+    ``SHAPER_FAST_TABLE_MIB`` (default 128): these tables exist to trade memory for speed."""
+    raw = os.environ.get("SHAPER_FAST_TABLE_MIB", "128")
+    try:
+        mib = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"SHAPER_FAST_TABLE_MIB must be a number of MiB, got {raw!r}") from exc
+    if mib <= 0:
+        raise ValueError(f"SHAPER_FAST_TABLE_MIB must be positive, got {raw!r}")
+    return int(mib * (1 << 20))
+
+
+def _direct_window(exponent_bits: int, modulus_bits: int, budget: int) -> int:
+    """Window of a table read by index (``constant_time=False``): one product per window and no
+    selection cost, so as wide as the budget allows, up to 12 bits. 2048-bit keys (1024-bit
+    exponents mod a 4096-bit n^2), one core: 64 MiB gives 10 bits (~116 µs per encryption), the
+    default 128 MiB 11 bits (94 windows of 2048 entries, ~110 µs), 256 MiB 12 bits (~99 µs)."""
+    w = 12
+    words52 = (modulus_bits + 2 + 51) // 52
+    while w > 6 and -(-exponent_bits // w) * (1 << w) * words52 * 8 > budget:
+        w -= 1
+    return w
+
+
 class MontRows:
     """Ciphertexts kept in a native context's Montgomery form between operations: rows of
     ``ctx.mont_width`` words holding x·R mod m in the engine's own digits (52-bit digits for
@@ -148,7 +173,7 @@ class NativeKernel:
         if threads is not None:
             _native.set_threads(int(threads))
         self._contexts: OrderedDict[int, object] = OrderedDict()
-        self._tables: OrderedDict[bytes, object] = OrderedDict()
+        self._tables: OrderedDict[tuple[bytes, bool], object] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -277,20 +302,25 @@ class NativeKernel:
     def table(self, spec: FixedBaseSpec, windows_needed: int = 0, window: int | None = None):
         """The comb table of a spec (built on first use; rebuilt longer, with the same window,
         when an exponent needs more windows)."""
+        key = (spec.key, spec.constant_time)
         with self._lock:
-            table = self._tables.get(spec.key)
+            table = self._tables.get(key)
             if table is not None:
-                self._tables.move_to_end(spec.key)
+                self._tables.move_to_end(key)
         if table is not None and table.windows >= windows_needed:
             return table
         m = int(spec.modulus)
         ctx = self.context(m)
+        direct = not spec.constant_time
         if window is None:
-            window = _fixed_window(spec.exponent_bits, m.bit_length(), table_budget_bytes())
+            if spec.constant_time:
+                window = _fixed_window(spec.exponent_bits, m.bit_length(), table_budget_bytes())
+            else:
+                window = _direct_window(spec.exponent_bits, m.bit_length(), fast_table_budget_bytes())
         windows = max(-(-spec.exponent_bits // window), windows_needed)
-        table = ctx.comb_table(_rows([int(spec.base) % m], ctx.words)[0], window, windows)
+        table = ctx.comb_table(_rows([int(spec.base) % m], ctx.words)[0], window, windows, direct=direct)
         with self._lock:
-            self._tables[spec.key] = table
+            self._tables[key] = table
             while len(self._tables) > _CACHE // 2:
                 self._tables.popitem(last=False)
         return table
