@@ -19,6 +19,7 @@ pub mod algo;
 pub mod engine;
 pub mod ifma;
 pub mod portable;
+pub mod prf;
 pub mod rss;
 
 use algo::Comb;
@@ -628,6 +629,55 @@ fn rss_and_finish(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyRe
     Ok(())
 }
 
+/// AES-128-CTR keystream (zero IV, big-endian block counter) computed with VAES: the same
+/// stream as the `cryptography` library's; consecutive calls continue it.
+#[pyclass(module = "shaper._native")]
+struct KeyStream {
+    inner: prf::KeyStream,
+}
+
+#[pymethods]
+impl KeyStream {
+    #[new]
+    fn new(key: &[u8]) -> PyResult<Self> {
+        let k: [u8; 16] = key.try_into().map_err(|_| PyValueError::new_err(format!("AES-128 key must be 16 bytes, got {}", key.len())))?;
+        let inner = prf::KeyStream::new(&k).ok_or_else(|| PyRuntimeError::new_err("this CPU lacks VAES/AVX-512"))?;
+        Ok(KeyStream { inner })
+    }
+
+    /// True when this CPU can run the VAES keystream.
+    #[staticmethod]
+    fn available() -> bool {
+        prf::available()
+    }
+
+    /// The next `count` words of the stream.
+    fn words<'py>(&mut self, py: Python<'py>, count: usize) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
+        check_size(count, "the keystream")?;
+        let mut out = vec![0u64; count];
+        let inner = &mut self.inner;
+        py.detach(|| inner.fill(&mut out));
+        Ok(out.into_pyarray(py))
+    }
+}
+
+/// First half of an AND layer with the zero sharing drawn from two keystreams on the fly:
+/// `out[g] = own[g] ^ prev[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])` for rows [a, b, out].
+#[pyfunction]
+fn rss_and_prf(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, ands: PyReadonlyArray2<'_, i32>,
+               mut out: PyReadwriteArray2<'_, u64>, mut own: PyRefMut<'_, KeyStream>, mut prev: PyRefMut<'_, KeyStream>) -> PyResult<()> {
+    let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
+    let rows = gate_rows(&ands, 3, slots, 0, &[false, false, false])?;
+    let n = rows.len() / 3;
+    if out.shape() != [n, w] {
+        return Err(PyValueError::new_err(format!("output must have shape ({n}, {w}), got {:?}", out.shape())));
+    }
+    let o = out.as_slice_mut().map_err(|_| PyValueError::new_err("output must be C-contiguous"))?;
+    let (s1, s2) = (&mut own.inner, &mut prev.inner);
+    py.detach(|| rss::and_prf(xs, as_, w, rows, o, s1, s2));
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Context>()?;
@@ -637,6 +687,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ifma_available, m)?)?;
     m.add_function(wrap_pyfunction!(rss_local, m)?)?;
     m.add_function(wrap_pyfunction!(rss_and_masked, m)?)?;
+    m.add_function(wrap_pyfunction!(rss_and_prf, m)?)?;
+    m.add_class::<KeyStream>()?;
     m.add_function(wrap_pyfunction!(rss_and_finish, m)?)?;
     Ok(())
 }

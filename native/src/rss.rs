@@ -168,3 +168,31 @@ pub fn and_finish(x: &mut [u64], a: &mut [u64], w: usize, ands: &[i32], r: &[u64
         a[o * w..(o + 1) * w].copy_from_slice(rr);
     }
 }
+
+/// `and_masked` with the keystreams generated on the fly, row by row (no keystream arrays in
+/// memory): `out[g] = own[g] ^ prev[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`.
+pub fn and_prf(
+    x: &[u64],
+    a: &[u64],
+    w: usize,
+    ands: &[i32],
+    out: &mut [u64],
+    own: &mut crate::prf::KeyStream,
+    prev: &mut crate::prf::KeyStream,
+) {
+    let (px, pa) = (x.as_ptr() as *mut u64, a.as_ptr() as *mut u64);
+    let mut k1 = vec![0u64; w];
+    let mut k2 = vec![0u64; w];
+    for (g, t) in ands.chunks(3).enumerate() {
+        own.fill(&mut k1);
+        prev.fill(&mut k2);
+        let o = &mut out[g * w..(g + 1) * w];
+        // SAFETY: slots checked; only reads through px/pa.
+        unsafe {
+            let (xa, xb, aa, ab) = (row(px, t[0], w), row(px, t[1], w), row(pa, t[0], w), row(pa, t[1], w));
+            for j in 0..w {
+                o[j] = k1[j] ^ k2[j] ^ (*xa.add(j) & *xb.add(j)) ^ (*aa.add(j) & *ab.add(j));
+            }
+        }
+    }
+}

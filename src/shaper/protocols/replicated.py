@@ -139,8 +139,12 @@ class Replicated3PC:
         theirs = session.recv_bytes(self.prev, tag="rss-key")
         if len(theirs) != 16:
             raise FrameError(f"party {session.peer_name(self.prev)!r} sent a {len(theirs)}-byte PRF key")
-        self._own = _KeyStream(own)
-        self._prev = _KeyStream(theirs)
+        # the VAES keystream where the CPU has it (the same stream as the fallback's)
+        fast = hasattr(_native, "KeyStream") and _native.KeyStream.available()
+        stream = _native.KeyStream if fast else _KeyStream
+        self._own = stream(own)
+        self._prev = stream(theirs)
+        self._fused = fast
         self.rounds = 0
         self.and_gates = 0
         self._state: tuple[np.ndarray, np.ndarray] | None = None
@@ -245,9 +249,12 @@ class Replicated3PC:
             if ands.size:
                 n = ands.shape[0]
                 r = r_all[:n]
-                m1 = self._own.words(n * words).reshape(n, words)
-                m2 = self._prev.words(n * words).reshape(n, words)
-                _native.rss_and_masked(X, A, ands, r, m1, m2)  # r = alpha ^ local AND terms
+                if self._fused:  # keystreams drawn row by row inside the kernel
+                    _native.rss_and_prf(X, A, ands, r, self._own, self._prev)
+                else:
+                    m1 = self._own.words(n * words).reshape(n, words)
+                    m2 = self._prev.words(n * words).reshape(n, words)
+                    _native.rss_and_masked(X, A, ands, r, m1, m2)  # r = alpha ^ local AND terms
                 r_prev = self._ring_exchange(r)
                 _native.rss_and_finish(X, A, ands, r, r_prev)
                 self.and_gates += ands.shape[0]
