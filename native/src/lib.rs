@@ -576,20 +576,21 @@ fn gate_rows<'a>(g: &'a PyReadonlyArray2<'_, i32>, width: usize, slots: usize, s
     Ok(rows)
 }
 
-/// Local gates of one layer (rows [op, a, b, out]) on a party's share arrays, in place.
+/// Local gates of one layer (rows [op, a, b, c, out]) on a party's share arrays, in place.
 #[pyfunction]
 fn rss_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwriteArray2<'_, u64>, gates: PyReadonlyArray2<'_, i32>) -> PyResult<()> {
     let (xs, as_, slots, w) = rss_state(&mut x, &mut a)?;
-    let rows = gate_rows(&gates, 4, slots, 1, &[false, true, true, false])?;
-    // a and b may be -1 only where the gate has no such input
-    for (r, g) in rows.chunks(4).enumerate() {
+    let rows = gate_rows(&gates, 5, slots, 1, &[false, true, true, true, false])?;
+    // inputs may be -1 only where the gate has no such input
+    for (r, g) in rows.chunks(5).enumerate() {
         let need = match g[0] {
+            rss::XOR3 => 3,
             rss::XOR => 2,
             rss::INV | rss::EQW => 1,
             rss::EQ0 | rss::EQ1 => 0,
             other => return Err(PyValueError::new_err(format!("gate row {r}: unknown gate code {other}"))),
         };
-        if (need >= 1 && g[1] < 0) || (need == 2 && g[2] < 0) {
+        if g[1..1 + need].iter().any(|&v| v < 0) {
             return Err(PyValueError::new_err(format!("gate row {r}: missing input slot")));
         }
     }

@@ -3,8 +3,8 @@
 //! A party's state is two arrays `x`, `a` of `slots` rows × `w` uint64 words: row s holds the
 //! party's two share components of the wire in register s, bit k of word j being circuit
 //! instance 64 j + k. Gates come from the layered schedule built in Python
-//! (`shaper.protocols.bristol`): local gates as rows [op, a, b, out] (op: 0 XOR, 2 INV, 3 EQW,
-//! 4 EQ0, 5 EQ1), AND gates as rows [a, b, out]. Every slot number is checked once per call, so
+//! (`shaper.protocols.bristol`): local gates as rows [op, a, b, c, out] (op: 0 XOR, 2 INV,
+//! 3 EQW, 4 EQ0, 5 EQ1, 6 XOR3), AND gates as rows [a, b, out]. Every slot number is checked once per call, so
 //! the word loops run without bounds checks and vectorise.
 
 /// Gate codes, as in `shaper.protocols.bristol`.
@@ -13,6 +13,8 @@ pub const INV: i32 = 2;
 pub const EQW: i32 = 3;
 pub const EQ0: i32 = 4;
 pub const EQ1: i32 = 5;
+/// a ^ b ^ c: a two-XOR chain whose middle wire has no other reader, folded by the schedule.
+pub const XOR3: i32 = 6;
 
 /// Checks that every slot in `rows` (of `width` columns, the first `skip` not slots) is below
 /// `slots` or is -1 where allowed; returns the offending row.
@@ -40,8 +42,8 @@ const BLOCK: usize = 256;
 /// Local gates on both share arrays, in order, block of columns by block. Slots must have been
 /// checked.
 pub fn local(x: &mut [u64], a: &mut [u64], w: usize, gates: &[i32]) -> Result<(), String> {
-    for g in gates.chunks(4) {
-        if !matches!(g[0], XOR | INV | EQW | EQ0 | EQ1) {
+    for g in gates.chunks(5) {
+        if !matches!(g[0], XOR | XOR3 | INV | EQW | EQ0 | EQ1) {
             return Err(format!("unknown local gate code {}", g[0]));
         }
     }
@@ -90,10 +92,28 @@ fn not8(a: V) -> V {
 /// (each eight-word chunk is read whole before it is written, so in-place gates are fine).
 unsafe fn local_block(px: *mut u64, pa: *mut u64, w: usize, n: usize, gates: &[i32]) {
     let full = n - n % 8;
-    for g in gates.chunks(4) {
-        let (op, ia, ib, o) = (g[0], g[1], g[2], g[3]);
+    for g in gates.chunks(5) {
+        let (op, ia, ib, ic, o) = (g[0], g[1], g[2], g[3], g[4]);
         let (xo, ao) = (row(px, o, w), row(pa, o, w));
         match op {
+            XOR3 => {
+                let (xa, xb, xc) = (row(px, ia, w), row(px, ib, w), row(px, ic, w));
+                let (aa, ab, ac) = (row(pa, ia, w), row(pa, ib, w), row(pa, ic, w));
+                let mut j = 0;
+                while j < full {
+                    let vx = xor8(xor8(ld(xa.add(j)), ld(xb.add(j))), ld(xc.add(j)));
+                    let va = xor8(xor8(ld(aa.add(j)), ld(ab.add(j))), ld(ac.add(j)));
+                    st(xo.add(j), vx);
+                    st(ao.add(j), va);
+                    j += 8;
+                }
+                for j in full..n {
+                    let vx = *xa.add(j) ^ *xb.add(j) ^ *xc.add(j);
+                    let va = *aa.add(j) ^ *ab.add(j) ^ *ac.add(j);
+                    *xo.add(j) = vx;
+                    *ao.add(j) = va;
+                }
+            }
             XOR => {
                 let (xa, xb, aa, ab) = (row(px, ia, w), row(px, ib, w), row(pa, ia, w), row(pa, ib, w));
                 let mut j = 0;

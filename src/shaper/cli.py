@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="3PC throughput: AES-128 blocks/s or Z_2^64 products/s")
     bench.add_argument("what", choices=["aes", "ring"])
-    bench.add_argument("--blocks", type=int, help="AES blocks per batch (default 262144)")
+    bench.add_argument("--blocks", type=int, help="AES blocks per batch (default 524288)")
     bench.add_argument("--count", type=int, default=4_000_000, help="ring products per batch")
     bench.add_argument("--batches", type=int, default=3, help="timed batches (best reported)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..protocols import bristol, replicated
 
-AES_INSTANCES = 262144  # 2^18 blocks per batch: 4096 words per wire
+AES_INSTANCES = 524288  # 2^19 blocks per batch: 8192 words per wire
 
 
 def bundled_aes() -> Path:

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..errors import ShaperError
 
-# gate codes (the native evaluator uses the same numbers)
-XOR, AND, INV, EQW, EQ0, EQ1 = 0, 1, 2, 3, 4, 5
+# gate codes (the native evaluator uses the same numbers); XOR3 exists only in schedules
+XOR, AND, INV, EQW, EQ0, EQ1, XOR3 = 0, 1, 2, 3, 4, 5, 6
 _NAMES = {"XOR": XOR, "AND": AND, "INV": INV, "EQW": EQW}
 
 MAX_WIRES = 1 << 30
@@ -297,7 +297,9 @@ def evaluate_plain(circuit: Circuit, inputs: Sequence[Sequence[int]]) -> list[li
 @dataclass(frozen=True)
 class Schedule:
     """The program the 3PC engine runs: for each AND layer k = 0..depth, first the local gates
-    (XOR/INV/EQW/EQ) whose inputs are ready, then the layer's AND gates (one message).
+    (XOR/INV/EQW/EQ) whose inputs are ready, then the layer's AND gates (one message). An XOR
+    whose output is read only by a later XOR of the same layer is folded into it (XOR3: one
+    pass over three rows instead of two passes and a temporary).
     Wires live in ``slots`` reusable registers (freed after their last use); ``local`` and
     ``ands`` hold, per layer, arrays (op, a, b, out) and (a, b, out) of slot numbers."""
 
@@ -305,7 +307,7 @@ class Schedule:
     slots: int
     input_slots: np.ndarray
     output_slots: np.ndarray
-    local: list[np.ndarray]   # per layer: (n, 4) int32 [op, a, b, out]
+    local: list[np.ndarray]   # per layer: (n, 5) int32 [op, a, b, c, out]
     ands: list[np.ndarray]    # per layer: (n, 3) int32 [a, b, out]
     layer_and_counts: list[int]
 
@@ -333,6 +335,30 @@ def _schedule(c: Circuit) -> Schedule:
             and_order[lv[o] - 1].append(g)
         else:
             order[lv[o]].append(g)
+    # fold XOR chains: t = a ^ b read only by u = t ^ c (same layer) becomes u = a ^ b ^ c
+    readers = [0] * c.wires
+    for g in range(len(ops)):
+        for w in {ga[g], gb[g]}:
+            if w >= 0:
+                readers[w] += 1
+    out_start = c.wires - c.output_bits
+    producer = {go[g]: g for g in range(len(ops))}
+    extra: dict[int, int] = {}   # gate -> third input wire (gate became XOR3)
+    gone: set[int] = set()       # gates folded away
+    for k in range(depth + 1):
+        in_layer = set(order[k])
+        for g in order[k]:
+            if ops[g] != XOR or g in extra:
+                continue
+            for mine, other in ((ga[g], gb[g]), (gb[g], ga[g])):
+                p = producer.get(mine)
+                if (p is not None and p in in_layer and ops[p] == XOR and p not in extra and p not in gone
+                        and readers[mine] == 1 and mine < out_start and ga[p] != gb[p]):
+                    extra[g] = other
+                    ga[g], gb[g] = ga[p], gb[p]
+                    gone.add(p)
+                    break
+        order[k] = [g for g in order[k] if g not in gone]
     # last use of each wire, in schedule positions (outputs live to the end)
     seq: list[tuple[int, int]] = []  # (gate, phase) phase 0 local, 1 and
     for k in range(depth + 1):
@@ -341,11 +367,9 @@ def _schedule(c: Circuit) -> Schedule:
     end = len(seq)
     last = [-1] * c.wires
     for pos, (g, _) in enumerate(seq):
-        if ga[g] >= 0:
-            last[ga[g]] = pos
-        if gb[g] >= 0:
-            last[gb[g]] = pos
-    out_start = c.wires - c.output_bits
+        for w in (ga[g], gb[g], extra.get(g, -1)):
+            if w >= 0:
+                last[w] = pos
     for wire in range(out_start, c.wires):
         last[wire] = end
     # linear-scan slot allocation; AND outputs of a layer are allocated after the whole layer's
@@ -372,19 +396,21 @@ def _schedule(c: Circuit) -> Schedule:
     for k in range(depth + 1):
         rows = []
         for g in order[k]:
+            third = extra.get(g, -1)
             a_s = slot[ga[g]] if ga[g] >= 0 else -1
             b_s = slot[gb[g]] if gb[g] >= 0 else -1
+            c_s = slot[third] if third >= 0 else -1
             # free inputs whose last use is here before allocating the output (in-place is fine)
-            for wire in {ga[g], gb[g]}:
+            for wire in {ga[g], gb[g], third}:
                 if wire >= 0 and last[wire] == pos:
                     free.append(slot[wire])
             o = go[g]
             slot[o] = take()
             if last[o] == -1:  # never read: the slot can go back right away
                 free.append(slot[o])
-            rows.append((ops[g], a_s, b_s, slot[o]))
+            rows.append((XOR3 if third >= 0 else ops[g], a_s, b_s, c_s, slot[o]))
             pos += 1
-        local_tab.append(np.asarray(rows, dtype=np.int32).reshape(-1, 4))
+        local_tab.append(np.asarray(rows, dtype=np.int32).reshape(-1, 5))
         arows = []
         layer = and_order[k]
         for g in layer:
