@@ -78,8 +78,23 @@ class Context:
 # three-party replicated sharing (shaper.protocols.replicated): a party's share arrays x, a are
 # (slots, words) uint64, modified in place; gate rows are int32 slot numbers.
 def rss_local(x: U64, a: U64, gates: npt.NDArray[np.int32]) -> None:
-    """Local gates, rows [op, a, b, out] (op 0 XOR, 2 INV, 3 EQW, 4 EQ0, 5 EQ1; -1 = no input)."""
+    """Local gates, rows [op, a, b, c, out] (op 0 XOR, 2 INV, 3 EQW, 4 EQ0, 5 EQ1, 6 XOR3;
+    -1 = no input)."""
 def rss_and_masked(x: U64, a: U64, ands: npt.NDArray[np.int32], out: U64, m1: U64, m2: U64) -> None:
     """``out[g] = m1[g] ^ m2[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`` for AND rows [a, b, out]; (n, words)."""
 def rss_and_finish(x: U64, a: U64, ands: npt.NDArray[np.int32], r: U64, r_prev: U64) -> None:
     """Output share of AND row g: (r_prev[g] ^ r[g], r[g])."""
+def rss_and_prf(x: U64, a: U64, ands: npt.NDArray[np.int32], out: U64, own: KeyStream,
+                prev: KeyStream) -> None:
+    """As ``rss_and_masked`` with the masks drawn from the two keystreams row by row."""
+
+class KeyStream:
+    """AES-128-CTR keystream (zero IV, big-endian block counter) computed with VAES; the same
+    stream as ``cryptography``'s ``modes.CTR(b"\\0" * 16)``. Consecutive calls continue it."""
+
+    def __init__(self, key: bytes) -> None: ...
+    @staticmethod
+    def available() -> bool:
+        """True when this CPU has VAES and AVX-512."""
+    def words(self, count: int) -> U64:
+        """The next ``count`` 64-bit words of the stream."""

@@ -274,7 +274,7 @@ def test_engine_needs_three_parties():
     from shaper.errors import ConfigError
 
     def job(session):
-        with pytest.raises(ConfigError, match="exactly 3 parties"):
+        with pytest.raises(ConfigError, match="exactly 3 computing parties"):
             replicated.Replicated3PC(session)
         return True
 
@@ -302,3 +302,44 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
     assert 1.0 <= out["bits_per_and"] < 1.05  # one bit per AND per party, plus framing (large here: 4 words)
     ring = circuits.bench_ring(n=1000, batches=1, echo=lambda *_: None)
     assert ring["mul_per_s"] > 0
+
+
+def test_inputs_from_an_outside_data_holder():
+    """A fourth session member deals shares of its data to the three computing parties and
+    learns the result; the parties never see the data in the clear."""
+    aes = _circuit("aes_128")
+    key, pt, ct = FIPS[0]
+    names = ["p0", "p1", "p2", "holder"]
+
+    def job(session):
+        if session.name == "holder":
+            for value in (key, pt):
+                rows = bristol.to_bitsliced([bristol.block_to_int(value)], 128)
+                for name, part in zip(names[:3], replicated.deal_bits(rows)):
+                    session.send(name, part, tag="rss-in")
+            got = [session.recv_array(n, tag="out", dtype=np.uint64) for n in names[:3]]
+            rows = got[0][1] ^ got[2][0]  # a_0 = x_2 ^ v (any two parties' pairs determine v)
+            return bristol.int_to_block(bristol.from_bitsliced(rows, 1)[0]).hex()
+        eng = replicated.Replicated3PC(session, parties=names[:3])
+        k = eng.receive_bits("holder", 128, 1)
+        p = eng.receive_bits("holder", 128, 1)
+        out = eng.evaluate(aes, [k, p])[0]
+        session.send("holder", np.stack([out.x, out.a]), tag="out")  # the holder reconstructs
+        return None
+
+    results = run_in_memory(names, job, timeout=60)
+    assert results[3] == ct
+
+
+def test_computing_parties_must_be_three_session_members():
+    from shaper.errors import ConfigError
+
+    def job(session):
+        if session.name == "d":
+            with pytest.raises(ConfigError, match="'d' is not one of the computing parties"):
+                replicated.Replicated3PC(session, parties=["a", "b", "c"])
+        with pytest.raises(ConfigError, match="exactly 3 computing parties"):
+            replicated.Replicated3PC(session, parties=["a", "b"])
+        return True
+
+    assert run_in_memory(["a", "b", "c", "d"], job, timeout=30) == [True] * 4

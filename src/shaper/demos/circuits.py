@@ -88,7 +88,7 @@ def _aes_job(session: Any, instances: int, batches: int, check: int) -> dict:
     # batch 0 warms up (allocations, page faults); every batch's ciphertexts are checked
     opened = None
     checked = 0
-    nxt = session.peer_name(eng.next)
+    nxt = eng.names[eng.next]
     times, sent = [], []
     for b in range(batches + 1):
         session.barrier(tag="aes-batch")

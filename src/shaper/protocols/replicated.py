@@ -1,7 +1,8 @@
 """Three-party replicated secret sharing (Araki, Furukawa, Lindell, Nof, Ohara, CCS 2016).
 
-Three parties P0, P1, P2 (``session.index``), semi-honest, at most one corrupted. Indices are mod
-3: P_i sends only to P_{i+1} and receives only from P_{i-1} during evaluation.
+Three computing parties P0, P1, P2 (``parties``, by default the session's three; further session
+members may act as outside data holders), semi-honest, at most one corrupted. Indices are mod 3:
+P_i sends only to P_{i+1} and receives only from P_{i-1} during evaluation.
 
 **Sharing** (both variants): random x_0, x_1, x_2 with x_0 + x_1 + x_2 = 0; P_i holds
 (x_i, a_i) with a_i = x_{i-1} - v (boolean: XOR for +/-). One party's pair is uniform and
@@ -127,18 +128,23 @@ class Replicated3PC:
     """The three-party engine on one party's :class:`~shaper.net.Session` (three parties).
     Construct it on all three parties at the same point: it agrees the pairwise PRF keys."""
 
-    def __init__(self, session: Any) -> None:
-        if session.n != 3:
-            raise ConfigError(f"replicated sharing needs exactly 3 parties, the session has {session.n}")
+    def __init__(self, session: Any, parties: Sequence[str] | None = None) -> None:
+        names = list(parties) if parties is not None else list(session.parties)
+        if len(names) != 3 or len(set(names)) != 3:
+            raise ConfigError(f"replicated sharing needs exactly 3 computing parties, got {names}"
+                              + ("" if parties is not None else " (pass parties=[...] to pick three of the session)"))
+        if session.name not in names:
+            raise ConfigError(f"party {session.name!r} is not one of the computing parties {names}")
         self.session = session
-        self.i = session.index
+        self.names = names                    # P0, P1, P2; other session members may hold data
+        self.i = names.index(session.name)
         self.next = (self.i + 1) % 3
         self.prev = (self.i - 1) % 3
         own = os.urandom(16)
-        session.send(self.next, own, tag="rss-key")
-        theirs = session.recv_bytes(self.prev, tag="rss-key")
+        self._send(self.next, own, tag="rss-key")
+        theirs = session.recv_bytes(names[self.prev], tag="rss-key")
         if len(theirs) != 16:
-            raise FrameError(f"party {session.peer_name(self.prev)!r} sent a {len(theirs)}-byte PRF key")
+            raise FrameError(f"party {names[self.prev]!r} sent a {len(theirs)}-byte PRF key")
         # the VAES keystream where the CPU has it (the same stream as the fallback's)
         fast = hasattr(_native, "KeyStream") and _native.KeyStream.available()
         stream = _native.KeyStream if fast else _KeyStream
@@ -148,6 +154,12 @@ class Replicated3PC:
         self.rounds = 0
         self.and_gates = 0
         self._state: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _send(self, j: int, value: Any, tag: str) -> None:
+        self.session.send(self.names[j], value, tag=tag)
+
+    def _recv_array(self, j: int, tag: str, **kw: Any) -> np.ndarray:
+        return self.session.recv_array(self.names[j], tag=tag, **kw)
 
     # -- correlated randomness -------------------------------------------------------------
     def zero_bits(self, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
@@ -165,9 +177,9 @@ class Replicated3PC:
         return (self._own.words(n) - self._prev.words(n)).reshape(shape)
 
     def _ring_exchange(self, r: np.ndarray) -> np.ndarray:
-        self.session.send(self.next, r, tag=_TAG)
+        self._send(self.next, r, tag=_TAG)
         self.rounds += 1
-        return self.session.recv_array(self.prev, tag=_TAG, dtype=U64, shape=r.shape)
+        return self._recv_array(self.prev, tag=_TAG, dtype=U64, shape=r.shape)
 
     # -- boolean sharing ---------------------------------------------------------------------
     def share_bits(self, rows: np.ndarray | None, width: int, instances: int, owner: int) -> BitShares:
@@ -188,14 +200,14 @@ class Replicated3PC:
             x_next = self._own.words(n).reshape(shape)    # x_{j+1}
             x_prev = self._prev.words(n).reshape(shape)   # x_{j-1}
             x_me = x_next ^ x_prev                        # x_j: the three XOR to zero
-            self.session.send(self.next, x_me ^ v, tag="rss-in")     # a_{j+1} = x_j ^ v
-            self.session.send(self.prev, x_next ^ v, tag="rss-in")   # a_{j-1} = x_{j-2} ^ v = x_{j+1} ^ v
+            self._send(self.next, x_me ^ v, tag="rss-in")     # a_{j+1} = x_j ^ v
+            self._send(self.prev, x_next ^ v, tag="rss-in")   # a_{j-1} = x_{j-2} ^ v = x_{j+1} ^ v
             return BitShares(x_me, x_prev ^ v, instances)            # a_j = x_{j-1} ^ v
         if self.i == (owner + 1) % 3:
             x = self._prev.words(n).reshape(shape).copy()  # the owner's key: x_{j+1}
         else:
             x = self._own.words(n).reshape(shape).copy()   # our key, shared with the owner: x_{j-1}
-        a = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=shape)
+        a = self._recv_array(owner, tag="rss-in", dtype=U64, shape=shape)
         return BitShares(x, a, instances)
 
     def share_values(self, values: Sequence[int] | None, width: int, instances: int, owner: int) -> BitShares:
@@ -204,7 +216,8 @@ class Replicated3PC:
         return self.share_bits(rows, width, instances, owner)
 
     def receive_bits(self, holder: str, width: int, instances: int) -> BitShares:
-        """Receives this party's pair from an outside data holder (see :func:`deal_bits`)."""
+        """Receives this party's pair from an outside data holder — a member of the session that
+        is not one of the three computing parties (see :func:`deal_bits`)."""
         shape = (2, width, bristol.words_for(instances))
         both = self.session.recv_array(holder, tag="rss-in", dtype=U64, shape=shape)
         return BitShares(both[0].copy(), both[1].copy(), instances)
@@ -212,9 +225,9 @@ class Replicated3PC:
     def reveal_bits(self, sh: BitShares, to: int | None = None) -> np.ndarray | None:
         """Opens bit-sliced rows to party ``to`` (all parties when None)."""
         if to is None or to == self.next:
-            self.session.send(self.next, sh.x, tag="rss-open")
+            self._send(self.next, sh.x, tag="rss-open")
         if to is None or to == self.i:
-            got = self.session.recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
+            got = self._recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
             self.rounds += 1
             return got ^ sh.a
         return None
@@ -271,25 +284,25 @@ class Replicated3PC:
         if self.i == owner:
             v = _ring_const(values)
             v = np.ascontiguousarray(v)
-            self.session.send(self.next, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
-            self.session.send(self.prev, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
+            self._send(self.next, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
+            self._send(self.prev, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
             parts = _split(v, boolean=False)
             for j in (self.next, self.prev):
-                self.session.send(j, np.stack(parts[j]), tag="rss-in")
+                self._send(j, np.stack(parts[j]), tag="rss-in")
             x, a = parts[self.i]
             return RingShares(np.ascontiguousarray(x), np.ascontiguousarray(a))
-        got_shape = tuple(int(d) for d in self.session.recv_array(owner, tag="rss-shape", dtype=np.int64))
+        got_shape = tuple(int(d) for d in self._recv_array(owner, tag="rss-shape", dtype=np.int64))
         if shape is not None and tuple(shape) != got_shape:
             raise ValueError(f"party {owner} shares shape {got_shape}, expected {tuple(shape)}")
-        both = self.session.recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + got_shape)
+        both = self._recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + got_shape)
         return RingShares(both[0].copy(), both[1].copy())
 
     def reveal(self, sh: RingShares, to: int | None = None) -> np.ndarray | None:
         """Opens to party ``to`` (all when None): uint64 array (view as int64 for signed)."""
         if to is None or to == self.next:
-            self.session.send(self.next, sh.x, tag="rss-open")
+            self._send(self.next, sh.x, tag="rss-open")
         if to is None or to == self.i:
-            got = self.session.recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
+            got = self._recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
             self.rounds += 1
             return got - sh.a
         return None
@@ -345,7 +358,8 @@ def _split(v: np.ndarray, boolean: bool) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def deal_bits(rows: np.ndarray) -> list[np.ndarray]:
     """For an outside data holder: the three parties' (2, width, words) share arrays of
-    bit-sliced rows; send element i to party i, which calls :meth:`Replicated3PC.receive_bits`."""
+    bit-sliced rows (fresh from ``os.urandom``); send element i to computing party i, which calls
+    :meth:`Replicated3PC.receive_bits` with the holder's name."""
     parts = _split(np.ascontiguousarray(rows, dtype=U64), boolean=True)
     return [np.stack(p) for p in parts]
 
