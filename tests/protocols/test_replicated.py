@@ -343,3 +343,28 @@ def test_computing_parties_must_be_three_session_members():
         return True
 
     assert run_in_memory(["a", "b", "c", "d"], job, timeout=30) == [True] * 4
+
+
+def test_keystream_fallback_interoperates_with_the_vaes_one():
+    """Party 0 on the VAES keystream (where the CPU has it), parties 1 and 2 on the cryptography
+    library's: the zero sharings still cancel, so AES comes out right; and the two streams are
+    byte-identical."""
+    from shaper import _native
+
+    aes = _circuit("aes_128")
+    key, pt, ct = FIPS[1]
+
+    def job(session):
+        eng = replicated.Replicated3PC(session, native_prf=session.index == 0)
+        k = [bristol.block_to_int(key)] if session.index == 0 else 1
+        p = [bristol.block_to_int(pt)] if session.index == 1 else 1
+        (out,) = replicated.evaluate(session, aes, [k, p], engine=eng)
+        rows = eng.reveal_bits(out)
+        return bristol.int_to_block(bristol.from_bitsliced(rows, 1)[0]).hex()
+
+    assert run_in_memory(3, job, timeout=60) == [ct] * 3
+    if _native.KeyStream.available():
+        key16 = os.urandom(16)
+        fast, slow = _native.KeyStream(key16), replicated._KeyStream(key16)
+        for n in (1, 3, 2048, 5000, 7):
+            np.testing.assert_array_equal(fast.words(n), slow.words(n).copy())

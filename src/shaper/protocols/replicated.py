@@ -128,7 +128,8 @@ class Replicated3PC:
     """The three-party engine on one party's :class:`~shaper.net.Session` (three parties).
     Construct it on all three parties at the same point: it agrees the pairwise PRF keys."""
 
-    def __init__(self, session: Any, parties: Sequence[str] | None = None) -> None:
+    def __init__(self, session: Any, parties: Sequence[str] | None = None, *,
+                 native_prf: bool | None = None) -> None:
         names = list(parties) if parties is not None else list(session.parties)
         if len(names) != 3 or len(set(names)) != 3:
             raise ConfigError(f"replicated sharing needs exactly 3 computing parties, got {names}"
@@ -145,8 +146,11 @@ class Replicated3PC:
         theirs = session.recv_bytes(names[self.prev], tag="rss-key")
         if len(theirs) != 16:
             raise FrameError(f"party {names[self.prev]!r} sent a {len(theirs)}-byte PRF key")
-        # the VAES keystream where the CPU has it (the same stream as the fallback's)
+        # the VAES keystream where the CPU has it (the same stream as the fallback's);
+        # native_prf=False forces the fallback (tests, comparisons)
         fast = hasattr(_native, "KeyStream") and _native.KeyStream.available()
+        if native_prf is not None:
+            fast = fast and native_prf
         stream = _native.KeyStream if fast else _KeyStream
         self._own = stream(own)
         self._prev = stream(theirs)
