@@ -264,6 +264,7 @@ def test_bitslicing_round_trip_and_input_checks():
     rows = bristol.to_bitsliced(vals, 128)
     assert rows.shape == (128, 2)
     assert bristol.from_bitsliced(rows, len(vals)) == vals
+    assert bristol.pick_bitsliced(rows, [73, 0, 3, 64]) == [vals[73], vals[0], vals[3], vals[64]]
     with pytest.raises(ValueError, match="index 1 does not fit in 8 bits"):
         bristol.to_bitsliced([1, 256], 8)
     with pytest.raises(ValueError, match="takes 2 input values"):

@@ -116,14 +116,12 @@ def _aes_job(session: Any, instances: int, batches: int, check: int) -> dict:
                 kk = session.recv_array(0, tag="aes-check", dtype=np.uint64, shape=(128, words))
                 pp = session.recv_array(1, tag="aes-check", dtype=np.uint64, shape=(128, words))
                 pick = np.random.default_rng().choice(instances, size=min(check, instances), replace=False)
-                ks = bristol.from_bitsliced(kk, instances)
-                ps = bristol.from_bitsliced(pp, instances)
-                cs = bristol.from_bitsliced(opened, instances)
-                for i in pick.tolist():
-                    enc = Cipher(algorithms.AES(bristol.int_to_block(ks[i])), modes.ECB()).encryptor()
-                    want = enc.update(bristol.int_to_block(ps[i])) + enc.finalize()
-                    if bristol.int_to_block(cs[i]) != want:
-                        raise AssertionError(f"batch {b}: block {i} decrypted wrongly in 3PC")
+                ks, ps, cs = (bristol.pick_bitsliced(r, pick) for r in (kk, pp, opened))
+                for i, k_, p_, c_ in zip(pick.tolist(), ks, ps, cs):
+                    enc = Cipher(algorithms.AES(bristol.int_to_block(k_)), modes.ECB()).encryptor()
+                    want = enc.update(bristol.int_to_block(p_)) + enc.finalize()
+                    if bristol.int_to_block(c_) != want:
+                        raise AssertionError(f"batch {b}: block {i} encrypted wrongly in 3PC")
                 checked += len(pick)
     import resource
 

@@ -31,16 +31,21 @@ _MAX_WINDOW = 16
 _TABLE_CACHE_SIZE = 8
 
 
-def table_budget_bytes() -> int:
-    """Memory budget per fixed-base table, from ``SHAPER_TABLE_MIB`` (default 64)."""
-    raw = os.environ.get("SHAPER_TABLE_MIB", "64")
+def budget_bytes(variable: str, default_mib: int) -> int:
+    """A memory budget in bytes from the environment variable ``variable`` (MiB, positive)."""
+    raw = os.environ.get(variable, str(default_mib))
     try:
         mib = float(raw)
     except ValueError as exc:
-        raise ValueError(f"SHAPER_TABLE_MIB must be a number of MiB, got {raw!r}") from exc
+        raise ValueError(f"{variable} must be a number of MiB, got {raw!r}") from exc
     if mib <= 0:
-        raise ValueError(f"SHAPER_TABLE_MIB must be positive, got {raw!r}")
+        raise ValueError(f"{variable} must be positive, got {raw!r}")
     return int(mib * (1 << 20))
+
+
+def table_budget_bytes() -> int:
+    """Memory budget per fixed-base table, from ``SHAPER_TABLE_MIB`` (default 64)."""
+    return budget_bytes("SHAPER_TABLE_MIB", 64)
 
 
 def choose_window(exponent_bits: int, modulus_bits: int, budget_bytes: int | None = None) -> int:

@@ -36,7 +36,7 @@ import numpy as np
 from gmpy2 import mpz
 
 from .base import FixedBaseSpec, significant_windows
-from .gmp import table_budget_bytes
+from .gmp import budget_bytes, table_budget_bytes
 
 try:  # the extension is optional: a source checkout without a build still works on gmpy2
     from .. import _native
@@ -99,14 +99,7 @@ def _fixed_window(exponent_bits: int, modulus_bits: int, budget: int) -> int:
 def fast_table_budget_bytes() -> int:
     """Memory budget of one index-read table (``constant_time=False`` specs), from
     ``SHAPER_FAST_TABLE_MIB`` (default 128): these tables exist to trade memory for speed."""
-    raw = os.environ.get("SHAPER_FAST_TABLE_MIB", "128")
-    try:
-        mib = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"SHAPER_FAST_TABLE_MIB must be a number of MiB, got {raw!r}") from exc
-    if mib <= 0:
-        raise ValueError(f"SHAPER_FAST_TABLE_MIB must be positive, got {raw!r}")
-    return int(mib * (1 << 20))
+    return budget_bytes("SHAPER_FAST_TABLE_MIB", 128)
 
 
 def _direct_window(exponent_bits: int, modulus_bits: int, budget: int) -> int:

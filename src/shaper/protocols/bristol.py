@@ -235,6 +235,21 @@ def from_bitsliced(rows: np.ndarray, instances: int) -> list[int]:
     return [int.from_bytes(raw[i].tobytes(), "little") for i in range(instances)]
 
 
+def pick_bitsliced(rows: np.ndarray, indices: Sequence[int] | np.ndarray) -> list[int]:
+    """The values of selected instances only (cost proportional to the selection, not to the
+    batch): ``pick_bitsliced(rows, idx) == [from_bitsliced(rows, n)[i] for i in idx]``."""
+    rows = np.ascontiguousarray(rows, dtype=np.uint64)
+    idx = np.asarray(indices, dtype=np.int64)
+    width = rows.shape[0]
+    cols = rows[:, idx // 64]                                          # (width, k)
+    bits = ((cols >> (idx % 64).astype(np.uint64)) & np.uint64(1)).astype(np.uint8).T  # (k, width)
+    nbytes = -(-width // 8)
+    pad = np.zeros((idx.size, nbytes * 8), dtype=np.uint8)
+    pad[:, :width] = bits
+    raw = np.packbits(pad, axis=1, bitorder="little")
+    return [int.from_bytes(raw[i].tobytes(), "little") for i in range(idx.size)]
+
+
 def block_to_int(block: bytes | str) -> int:
     """A 16-byte AES block (bytes or hex) as the circuit's big-endian integer."""
     if isinstance(block, str):
@@ -442,5 +457,5 @@ def _schedule(c: Circuit) -> Schedule:
 
 __all__ = [
     "Circuit", "CircuitFormatError", "Schedule", "parse", "load", "evaluate_plain", "to_bitsliced",
-    "from_bitsliced", "block_to_int", "int_to_block", "words_for", "split_inputs",
+    "from_bitsliced", "pick_bitsliced", "block_to_int", "int_to_block", "words_for", "split_inputs",
 ]
