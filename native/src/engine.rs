@@ -169,6 +169,20 @@ pub fn pow2_mod(k: usize, m: &[u64]) -> Vec<u64> {
     x
 }
 
+/// `2 a` in `width` words (`width` must leave room for the carry).
+pub fn twice(a: &[u64], width: usize) -> Vec<u64> {
+    let mut out = a.to_vec();
+    out.resize(width, 0);
+    let mut carry = 0u64;
+    for x in out.iter_mut() {
+        let next = *x >> 63;
+        *x = (*x << 1) | carry;
+        carry = next;
+    }
+    debug_assert_eq!(carry, 0);
+    out
+}
+
 pub fn less_than(a: &[u64], b: &[u64]) -> bool {
     for i in (0..a.len()).rev() {
         if a[i] != b[i] {

@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::engine::{ct_mask, less_than, neg_inv64, pow2_mod, Engine, Modulus};
+use crate::engine::{ct_mask, less_than, neg_inv64, pow2_mod, twice, Engine, Modulus};
 
 const MASK52: u64 = (1u64 << 52) - 1;
 /// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
@@ -91,16 +91,8 @@ impl Ifma {
         let one = spread(&pow2_mod(52 * l, &modulus.m));
         let rr = spread(&pow2_mod(104 * l, &modulus.m));
         let unit = spread(&[1u64]);
-        let mut twice = modulus.m.clone();
-        twice.push(0);
-        let top = twice.iter_mut().fold(0u64, |carry, x| {
-            let next = *x >> 63;
-            *x = (*x << 1) | carry;
-            next
-        });
-        debug_assert_eq!(top, 0);
         let mut two_m = vec![0u64; l];
-        words_to_digits(&twice, l, &mut two_m); // 2m < 4m < 2^(52 l)
+        words_to_digits(&twice(&modulus.m, w + 1), l, &mut two_m); // 2m < 4m < 2^(52 l)
         Some(Ifma { l, w, m, k0, one, rr, unit, two_m })
     }
 }

@@ -1,7 +1,7 @@
 //! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
 //! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
 
-use crate::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, Engine, Modulus};
+use crate::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, twice, Engine, Modulus};
 
 pub struct Portable {
     /// limbs per value: 4m < 2^(64 n)
@@ -28,13 +28,7 @@ impl Portable {
         let rr = pow2_mod(128 * n, &m);
         let mut unit = vec![0u64; n];
         unit[0] = 1;
-        let mut two_m = m.clone();
-        let mut carry = 0u64;
-        for x in two_m.iter_mut() {
-            let next = *x >> 63;
-            *x = (*x << 1) | carry;
-            carry = next;
-        }
+        let two_m = twice(&m, n); // 4m < 2^(64 n): no carry out
         Portable { n, w, m, k0, one, rr, unit, two_m }
     }
 }
