@@ -160,7 +160,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_circuit_run(args: argparse.Namespace) -> int:
     from .demos import circuits
 
-    outs = circuits.run_circuit(args.file, args.inputs, plain=args.plain, parties=args.local)
+    try:
+        outs = circuits.run_circuit(args.file, args.inputs, plain=args.plain, parties=args.local)
+    except (OSError, ValueError) as exc:  # missing file, malformed circuit, bad inputs
+        print(f"shaper circuit run: {exc}", file=sys.stderr)
+        return 2
     for value in outs:
         print(value)
     return 0

@@ -294,6 +294,10 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
     assert capsys.readouterr().out.split() == [ct]
     assert main(["circuit", "run", str(CIRCUITS / "adder64.txt"), "--plain", "--inputs", "0x3", "5"]) == 0
     assert capsys.readouterr().out.split() == ["0000000000000008"]
+    assert main(["circuit", "run", "no-such-circuit.txt", "--plain", "--inputs", "1"]) == 2
+    assert "no-such-circuit.txt" in capsys.readouterr().err
+    assert main(["circuit", "run", aes, "--plain", "--inputs", key]) == 2
+    assert "takes 2 input values" in capsys.readouterr().err
     with pytest.raises(ValueError, match="takes 2 input values"):
         circuits.run_circuit(aes, [key], plain=True)
     with pytest.raises(ValueError, match="does not fit in 128 bits"):
