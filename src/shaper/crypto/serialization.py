@@ -41,6 +41,7 @@ import numpy as np
 from gmpy2 import mpz
 
 from ..errors import KeyMismatchError, SerializationError
+from ..files import write_private
 from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
 
 MAGIC = b"SHPR"
@@ -282,15 +283,10 @@ def save_key(key: AHEPublicKey | AHEPrivateKey, path: str | os.PathLike, *, form
         raise ValueError(f"format must be 'binary' or 'json', got {format!r}")
     data = key_to_bytes(key) if format == "binary" else key_to_json(key).encode()
     path = Path(path)
-    private = isinstance(key, AHEPrivateKey)
-    mode = 0o600 if private else 0o644
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        if private:
-            os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    if isinstance(key, AHEPrivateKey):
+        write_private(path, data)
+    else:
+        path.write_bytes(data)
     return path
 
 

@@ -18,17 +18,9 @@ from typing import Any
 
 from ..crypto.serialization import key_from_bytes, key_to_bytes
 from ..errors import ConfigError
+from ..files import write_private
 
 KEEP = 2
-
-
-def _write(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 class Checkpointer:
@@ -53,11 +45,11 @@ class Checkpointer:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(mode=0o700)
-        _write(tmp / "key.bin", key_to_bytes(private_key))
-        _write(tmp / "peer.bin", key_to_bytes(peer_key))
+        write_private(tmp / "key.bin", key_to_bytes(private_key))
+        write_private(tmp / "peer.bin", key_to_bytes(peer_key))
         for name, data in blobs.items():
-            _write(tmp / f"{name}.bin", data)
-        _write(tmp / "state.json", json.dumps({**state, "epoch": epoch}, sort_keys=True).encode())
+            write_private(tmp / f"{name}.bin", data)
+        write_private(tmp / "state.json", json.dumps({**state, "epoch": epoch}, sort_keys=True).encode())
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)

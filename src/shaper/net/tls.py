@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..errors import ConfigError, HandshakeError
+from ..files import write_private
 from .config import check_party_name
 
 
@@ -77,15 +77,6 @@ def peer_identity(sock: ssl.SSLSocket) -> str:
     raise HandshakeError("peer certificate has no common name")
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
 def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn),
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, "shaper job")])
@@ -127,7 +118,7 @@ def make_certificates(names: list[str], out_dir: str | Path, *, hosts: dict[str,
         .sign(ca_key, hashes.SHA256())
     )
     (out / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(out / "ca.key", ca_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+    write_private(out / "ca.key", ca_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                         serialization.NoEncryption()))
     result: dict[str, dict[str, Path]] = {"ca": {"cert": out / "ca.pem", "key": out / "ca.key"}}
     for name in names:
@@ -151,7 +142,7 @@ def make_certificates(names: list[str], out_dir: str | Path, *, hosts: dict[str,
             builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
         cert = builder.sign(ca_key, hashes.SHA256())
         (out / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        _write_private(out / f"{name}.key", key.private_bytes(serialization.Encoding.PEM,
+        write_private(out / f"{name}.key", key.private_bytes(serialization.Encoding.PEM,
                                                               serialization.PrivateFormat.PKCS8,
                                                               serialization.NoEncryption()))
         result[name] = {"cert": out / f"{name}.pem", "key": out / f"{name}.key"}

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..crypto.prg import Prg
+from ..files import open_private
 from ..errors import ShaperError
 
 
@@ -87,9 +88,7 @@ class TripleStore:
         for i, ((m, k, n), items) in enumerate(sorted(self._matrix.items())):
             for j, (a, b, c) in enumerate(items):
                 arrays[f"m{i}_{j}_a"], arrays[f"m{i}_{j}_b"], arrays[f"m{i}_{j}_c"] = a, b, c
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o600)
+        with open_private(path) as fh:
             np.savez(fh, **arrays)
         return path
 
