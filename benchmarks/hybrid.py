@@ -33,14 +33,16 @@ import warnings
 import numpy as np
 
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
-from shaper.protocols import Hybrid2PC
-from shaper.protocols.conversions import h2s, s2h
-from shaper.protocols.trigen import trigen
+from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
+from shaper.protocols.hybrid import h2s, s2h
+from shaper.protocols.triples import trigen
+
+SOURCES = {"dealer": InsecureDealer, "store": StoreOnly, "trigen": TriGen}
 
 
 def _start(session, key_bits, source="store"):
     warnings.simplefilter("ignore")
-    ctx = Hybrid2PC.setup(session, key_bits=key_bits, triple_source=source)
+    ctx = Hybrid2PC.setup(session, key_bits=key_bits, triple_source=SOURCES[source]())
     ctx.public_key.encrypt([0])  # build fixed-base tables outside the timed part
     ctx.peer_key.encrypt([0])
     ctx.private_key.encrypt([0])

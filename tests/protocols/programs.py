@@ -1,7 +1,7 @@
 """Two-party programs run by the protocol tests (module level so spawned processes import them).
 
 Each ``*_job(session, ...)`` sets up a Hybrid2PC context with small keys and returns what the
-test compares; ``prog_*(ctx, ...)`` functions run unchanged on Hybrid2PC and Reference2PC.
+test compares; ``prog_*(ctx, ...)`` functions run unchanged on Hybrid2PC and Reference.
 """
 
 import warnings
@@ -10,16 +10,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from shaper.crypto.ahe import EncryptedArray
-from shaper.protocols import Hybrid2PC
-from shaper.protocols.conversions import h2s, s2h
-from shaper.protocols.trigen import trigen, trigen_matrix
+from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
+from shaper.protocols.hybrid import h2s, s2h
+from shaper.protocols.triples import trigen, trigen_matrix
+
+SOURCES = {"dealer": InsecureDealer, "store": StoreOnly, "trigen": TriGen}
 
 KEY_BITS = 640
 
 
 def context(session, **options):
     warnings.simplefilter("ignore")  # dealer triples warn on purpose
-    options.setdefault("triple_source", "dealer")
+    options["triple_source"] = SOURCES[options.get("triple_source", "dealer")]()
     return Hybrid2PC.setup(session, key_bits=options.pop("key_bits", KEY_BITS), **options)
 
 
@@ -104,7 +106,7 @@ def s2h_job(session, values, mode="ring", frac_bits=0):
     if mode == "integer":
         import random
 
-        from shaper.protocols.shares import IntegerShares
+        from shaper.protocols import IntegerShares
 
         # exact integer shares x = r + (x - r): both parties know the test's values and derive
         # the same 100-bit masks r (reading ring shares as signed ints would not sum to x

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 
 from shaper.errors import PartyError, PlaintextOverflowError
 from shaper.net import launch, run_in_memory
-from shaper.protocols import Reference2PC, ring
+from shaper.crypto import encoding
+from shaper.protocols import Reference
 from shaper.protocols.triples import TripleStore
 
 from . import programs as P
@@ -45,14 +46,14 @@ def test_share_and_reveal_edge_values():
 
 def test_fixed_point_overflow_raises():
     with pytest.raises(PlaintextOverflowError, match="2\\^16"):
-        Reference2PC().share([2.0**48], owner=0)
+        Reference().share([2.0**48], owner=0)
     with pytest.raises(PartyError, match="does not fit the 64-bit ring"):
         two(P.share_roundtrip_job, np.array([2.0**50]), 16)
 
 
 def test_linear_operations_match_reference():
     xv, yv = np.array([1.5, -2.25, 1000.0]), np.array([-0.5, 4.0, 0.125])
-    want = P.prog_linear(Reference2PC(), xv, yv)
+    want = P.prog_linear(Reference(), xv, yv)
     for got in two(P.linear_job, xv, yv):
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
@@ -63,7 +64,7 @@ def test_linear_operations_match_reference():
 def test_beaver_multiplication(source):
     xv = np.array([1.5, -2.25, 3.0, 0.0, -1000.5])
     yv = np.array([2.0, 0.5, -1.0, 7.25, 0.001])
-    want_exact, want, want_pub = P.prog_mul(Reference2PC(), xv, yv)
+    want_exact, want, want_pub = P.prog_mul(Reference(), xv, yv)
     for exact, got, pub in two(P.mul_job, xv, yv, source):
         np.testing.assert_array_equal(exact, want_exact)  # ring: bit-exact
         assert ulps(got, want, 16) <= 1 and ulps(pub, want_pub, 16) <= 1  # truncation: 1 ulp
@@ -75,7 +76,7 @@ def test_beaver_matrix_multiplication():
     rng = np.random.default_rng(7)  # test data only
     xv = rng.integers(-50, 50, (3, 4)) / 8
     yv = rng.integers(-50, 50, (4, 2)) / 4
-    want_exact, want = P.prog_matmul(Reference2PC(), xv, yv)
+    want_exact, want = P.prog_matmul(Reference(), xv, yv)
     for source in ("dealer", "trigen"):
         for exact, got in two(P.matmul_job, xv, yv, source):
             np.testing.assert_array_equal(exact, want_exact)
@@ -116,9 +117,9 @@ def test_triple_store_offline_phase(tmp_path):
 def test_h2s_ring_mode_is_bit_exact(pack):
     values = np.array([0, 1, -1, 2**62, -(2**62), 999, -123456789], dtype=object)
     (s0, r0, _), (s1, r1, _) = two(P.h2s_job, values, 64, "ring", 0, pack)
-    want = ring.from_ints(values)
+    want = encoding.ring_from_ints(values)
     np.testing.assert_array_equal(ring_sum(s0, s1), want)
-    np.testing.assert_array_equal(r0, ring.decode(want, 0))
+    np.testing.assert_array_equal(r0, encoding.ring_decode(want, 0))
 
 
 def test_h2s_packed_equals_unpacked():
@@ -139,7 +140,7 @@ def test_h2s_integer_mode_fuses_exact_truncation(pack):
     total = np.array([int(a) + int(b) for a, b in zip(s0, s1)])
     floor = np.array([e >> t for e in encoded])
     assert np.all((total - floor >= 0) & (total - floor <= 1))  # floor or one more, never a wrap
-    ref = Reference2PC().h2s(encoded, holder=1, value_bits=48, mode="integer", truncate_bits=t, frac_bits=16)
+    ref = Reference().h2s(encoded, holder=1, value_bits=48, mode="integer", truncate_bits=t, frac_bits=16)
     assert np.all(np.abs(total - np.array(ref.values.tolist())) <= 1)
     assert np.max(np.abs(np.asarray(r0, dtype=float) - values)) <= 2 ** -4  # within one unit at 2^-4
 
@@ -199,8 +200,8 @@ def test_sparse_matvec_is_bit_exact(values, pack):
     yv = np.random.default_rng(4).integers(-(2**40), 2**40, 25)
     got, report = two(P.sparse_job, X, yv, pack)[0]
     want = (X.astype(np.int64).toarray().astype(object) @ yv.astype(object))
-    np.testing.assert_array_equal(got, ring.from_ints(want))
-    np.testing.assert_array_equal(P.prog_sparse(Reference2PC(), X, yv), ring.from_ints(want))
+    np.testing.assert_array_equal(got, encoding.ring_from_ints(want))
+    np.testing.assert_array_equal(P.prog_sparse(Reference(), X, yv), encoding.ring_from_ints(want))
     assert report["items"] >= 1
 
 
@@ -209,7 +210,7 @@ def test_protocols_over_tls_processes():
     want = np.array([1.25, -2.5, 3.0, 0.0]) * np.array([0.5, 4.0, -1.5, 7.0])
     np.testing.assert_allclose(prod0, want, atol=2**-15)
     np.testing.assert_array_equal(prod0, prod1)
-    np.testing.assert_array_equal(sparse0, ring.from_ints([12, 9, 5]))
+    np.testing.assert_array_equal(sparse0, encoding.ring_from_ints([12, 9, 5]))
 
 
 def test_example_runs():

@@ -13,8 +13,9 @@ import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from shaper.net import run_in_memory
-from shaper.protocols import bristol, replicated
-from shaper.protocols.bristol import CircuitFormatError
+from shaper.circuits import bristol
+from shaper.circuits.bristol import CircuitFormatError
+from shaper.protocols import replicated
 
 # Copies of ../shared/circuits (unchanged; checked against the published SHA-256 below), so the
 # tests do not depend on where the checkout sits; AES-128 is the copy bundled with the package.
@@ -33,9 +34,7 @@ rng = np.random.default_rng()
 
 def _path(name: str) -> Path:
     if name == "aes_128":
-        from shaper.demos.circuits import bundled_aes
-
-        return bundled_aes()
+        return bristol.resolve("aes_128.txt")  # bundled in the package
     return CIRCUITS / f"{name}.txt"
 
 
@@ -173,20 +172,20 @@ def test_ring_sharing_against_numpy():
     small_w = rng.integers(-(2**16), 2**16, n, dtype=np.int64)
 
     def job(session):
-        eng = replicated.Replicated3PC(session)
+        eng = replicated.Replicated3PC(session, frac_bits=0)  # plain ring integers
         su = eng.share(u if session.index == 0 else None, owner=0, shape=(n,))
         sw = eng.share(w if session.index == 1 else None, owner=1, shape=(n,))
         tu = eng.share(small_u if session.index == 2 else None, owner=2, shape=(n,))
         tw = eng.share(small_w if session.index == 0 else None, owner=0, shape=(n,))
         out = {
-            "add": eng.reveal(su + sw),
-            "sub": eng.reveal(su - sw),
-            "neg": eng.reveal(-su),
-            "addc": eng.reveal(su + 7),
-            "mulc": eng.reveal(su.mul_public(-3)),
-            "mul": eng.reveal(eng.mul(su, sw)),
-            "trunc": eng.reveal(eng.mul_fixed(tu, tw, 16)),
-            "to1": eng.reveal(su, to=1),
+            "add": eng.reveal_ring(su + sw),
+            "sub": eng.reveal_ring(su - sw),
+            "neg": eng.reveal_ring(-su),
+            "addc": eng.reveal_ring(su + 7),
+            "mulc": eng.reveal_ring(su.mul_public(-3)),
+            "mul": eng.reveal_ring(eng.mul(su, sw)),
+            "trunc": eng.reveal_ring(eng.mul_fixed(tu, tw, 16)),
+            "to1": eng.reveal_ring(su, to=1),
         }
         return out
 

@@ -24,16 +24,19 @@ before sending it to the key owner, or the key owner may learn how it was comput
 
 from __future__ import annotations
 
-import sys
+import struct
 from abc import ABC, abstractmethod
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
+import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from ..errors import InvalidCiphertextError, KeyMismatchError
+from ..arrays import is_sparse, object_array
+from ..errors import InvalidCiphertextError, KeyMismatchError, SerializationError
 from ..kernels import FixedBaseSpec, get_kernel
-from . import counters, encoding
+from ..kernels.native import MontRows
+from . import counters, encoding, wire
 from .prg import default_prg
 
 __all__ = [
@@ -45,19 +48,19 @@ __all__ = [
     "vecmat",
 ]
 
+_MAX_DIMS = 32  # rank limit of a serialised array
 
-def _object_array(values: Iterable, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """1-D object array from an iterable (``np.fromiter`` never inspects the items, which is
-    ~50x faster than slice assignment for big integers)."""
-    items = values if isinstance(values, list) else list(values)
-    out = np.fromiter(items, dtype=object, count=len(items))
-    return out if shape is None else out.reshape(shape)
 
 
 class AHEPublicKey(ABC):
-    """Public key of an additively homomorphic scheme (Paillier or OU)."""
+    """Public key of an additively homomorphic scheme (Paillier or OU).
+
+    Each scheme writes its own binary body (:meth:`body`, :meth:`read_body`) and JSON form
+    (:meth:`to_jwk`, :meth:`from_jwk`); framing is shared (:mod:`shaper.crypto.wire`)."""
 
     scheme: str
+    #: scheme id in the binary header (:data:`shaper.crypto.wire.SCHEME_PAILLIER`, ...)
+    scheme_id: int
     #: modulus of the ciphertext group (n^2 for Paillier, n for OU)
     ciphertext_modulus: mpz
     #: largest |value| an encoding may take; results beyond it are detected on decryption
@@ -85,6 +88,38 @@ class AHEPublicKey(ABC):
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
+    # -- serialisation ------------------------------------------------------------------------
+    @abstractmethod
+    def body(self) -> bytes:
+        """The key's fields in the binary format (after the header)."""
+
+    @classmethod
+    @abstractmethod
+    def read_body(cls, r: wire.Reader) -> "AHEPublicKey":
+        """Parse and validate the fields written by :meth:`body`."""
+
+    @abstractmethod
+    def to_jwk(self) -> dict:
+        """JWK-style JSON object (python-paillier's form for Paillier)."""
+
+    @classmethod
+    @abstractmethod
+    def from_jwk(cls, doc: dict) -> "AHEPublicKey":
+        """Parse and validate the object written by :meth:`to_jwk`."""
+
+    def to_bytes(self) -> bytes:
+        """Versioned binary form (read back with :meth:`from_bytes` or
+        :func:`shaper.crypto.serialization.key_from_bytes`)."""
+        return wire.header(wire.KIND_PUBLIC, self.scheme_id) + self.body()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "AHEPublicKey":
+        """Parse and validate a public key of this scheme written by :meth:`to_bytes`."""
+        r = wire.open_object(data, wire.KIND_PUBLIC, cls.scheme_id)
+        key = cls.read_body(r)
+        r.done()
+        return key
+
     # -- high level ------------------------------------------------------------------------
     def encrypt(self, values: Any, *, frac_bits: int = 0, constant_time: bool = True) -> "EncryptedArray":
         """Encrypt a numpy array (or list) of integers or floats, any shape.
@@ -102,7 +137,7 @@ class AHEPublicKey(ABC):
             rows = self.raw_encrypt(encoded.ravel(), mont_out=True, constant_time=constant_time)
             return EncryptedArray._from_mont(self, rows, encoded.shape, frac_bits)
         cts = self.raw_encrypt(encoded.ravel(), constant_time=constant_time)
-        return EncryptedArray(self, _object_array(cts, encoded.shape), frac_bits)
+        return EncryptedArray(self, object_array(cts, encoded.shape), frac_bits)
 
     def encrypt_zero(self, count: int) -> "EncryptedArray":
         """``count`` fresh encryptions of 0: precomputed re-randomisers (add one to any
@@ -114,7 +149,7 @@ class AHEPublicKey(ABC):
         arr = np.asarray(ciphertexts, dtype=object)
         flat = [mpz(int(c)) for c in arr.ravel().tolist()]
         self.validate_ciphertexts(flat)
-        return EncryptedArray(self, _object_array(flat, arr.shape), frac_bits)
+        return EncryptedArray(self, object_array(flat, arr.shape), frac_bits)
 
     # -- hazmat: raw batched operations on flat lists of ciphertext integers -------------------
     @abstractmethod
@@ -164,9 +199,9 @@ class AHEPublicKey(ABC):
         first = ks[0]
         if all(k == first for k in ks):
             return self._mul_same_scalar(cts, first)
-        k_arr = _object_array(ks)
+        k_arr = object_array(ks)
         magnitude = np.abs(k_arr)
-        out = _object_array(cts)
+        out = object_array(cts)
         out[k_arr == 0] = mpz(1)
         general = np.flatnonzero(magnitude > 1)
         if general.size:
@@ -197,8 +232,6 @@ class AHEPublicKey(ABC):
                 f"ciphertext at index {i} is outside [1, N) for this {self.scheme} key "
                 f"(N has {int(bound).bit_length()} bits)"
             )
-        import gmpy2
-
         chunk = 1024
         starts = np.arange(0, len(vals) + chunk, chunk)
         starts[-1] = len(vals)
@@ -219,6 +252,41 @@ class AHEPrivateKey(ABC):
     """Private key of an additively homomorphic scheme."""
 
     public_key: AHEPublicKey
+    #: the scheme's public-key class (parses the public half of a private key's bytes)
+    public_class: type[AHEPublicKey]
+
+    # -- serialisation ------------------------------------------------------------------------
+    @abstractmethod
+    def body(self) -> bytes:
+        """The secret fields in the binary format (after the public key's body)."""
+
+    @classmethod
+    @abstractmethod
+    def read_body(cls, r: wire.Reader, public_key: AHEPublicKey) -> "AHEPrivateKey":
+        """Parse and validate the fields written by :meth:`body`."""
+
+    @abstractmethod
+    def to_jwk(self) -> dict:
+        """JWK-style JSON object holding the secret fields and the public key under ``pub``."""
+
+    @classmethod
+    @abstractmethod
+    def from_jwk(cls, doc: dict) -> "AHEPrivateKey":
+        """Parse and validate the object written by :meth:`to_jwk`."""
+
+    def to_bytes(self) -> bytes:
+        """Versioned binary form. Secret: write it with
+        :func:`shaper.crypto.serialization.save_key` (mode 0600)."""
+        pk = self.public_key
+        return wire.header(wire.KIND_PRIVATE, pk.scheme_id) + pk.body() + self.body()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "AHEPrivateKey":
+        """Parse and validate a private key of this scheme written by :meth:`to_bytes`."""
+        r = wire.open_object(data, wire.KIND_PRIVATE, cls.public_class.scheme_id)
+        key = cls.read_body(r, cls.public_class.read_body(r))
+        r.done()
+        return key
 
     @abstractmethod
     def raw_decrypt(self, ciphertexts: Sequence) -> list:
@@ -232,12 +300,12 @@ class AHEPrivateKey(ABC):
     def decrypt(self, encrypted: "EncryptedArray | Any") -> np.ndarray:
         """Decrypt to a numpy array of the same shape: int64 (object dtype when values exceed
         64 bits) for ``frac_bits == 0``, float64 otherwise. Packed arrays are unpacked."""
-        from .packing import PackedArray, unpack
-
-        if isinstance(encrypted, PackedArray):
-            return unpack(self, encrypted)
         if not isinstance(encrypted, EncryptedArray):
-            raise TypeError(f"decrypt expects an EncryptedArray or PackedArray, got {type(encrypted).__name__}")
+            # other ciphertext containers (PackedArray) know how to open themselves
+            decrypt_with = getattr(encrypted, "decrypt_with", None)
+            if decrypt_with is None:
+                raise TypeError(f"decrypt expects an EncryptedArray or PackedArray, got {type(encrypted).__name__}")
+            return decrypt_with(self)
         self._check_key(encrypted.public_key)
         flat = encrypted._c.ravel().tolist()
         residues = self.raw_decrypt(flat)
@@ -291,7 +359,7 @@ class EncryptedArray:
     @property
     def _c(self) -> np.ndarray:
         if self._obj is None:
-            self._obj = _object_array(self._mont.to_ints(), self._shape)
+            self._obj = object_array(self._mont.to_ints(), self._shape)
         self._mont = None
         return self._obj
 
@@ -332,7 +400,7 @@ class EncryptedArray:
             return self._take(self._positions()[index])
         part = self._c[index]
         if not isinstance(part, np.ndarray):
-            part = _object_array([part], ()).reshape(())
+            part = object_array([part], ()).reshape(())
         return EncryptedArray(self.public_key, part, self.frac_bits)
 
     def __iter__(self):
@@ -365,7 +433,7 @@ class EncryptedArray:
     def ciphertexts(self) -> np.ndarray:
         """The raw ciphertext integers (object array of Python ints; hazmat)."""
         values = self._mont.to_ints() if self._mont is not None else self._c.ravel().tolist()
-        return _object_array([int(c) for c in values], self.shape)
+        return object_array([int(c) for c in values], self.shape)
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of an encrypted array is unknown without the key")
@@ -383,7 +451,7 @@ class EncryptedArray:
 
     # -- helpers ------------------------------------------------------------------------------
     def _with(self, flat: list, shape: tuple[int, ...], frac_bits: int) -> "EncryptedArray":
-        return EncryptedArray(self.public_key, _object_array(flat, shape), frac_bits)
+        return EncryptedArray(self.public_key, object_array(flat, shape), frac_bits)
 
     def _same_key(self, other: "EncryptedArray") -> None:
         if other.public_key != self.public_key:
@@ -427,7 +495,7 @@ class EncryptedArray:
             ca, cb = np.broadcast_arrays(a._c, b._c)
             flat = self.public_key.raw_add(ca.ravel().tolist(), cb.ravel().tolist())
             return self._with(flat, ca.shape, frac)
-        if _is_sparse(other) or isinstance(other, (str, bytes)):
+        if is_sparse(other) or isinstance(other, (str, bytes)):
             return NotImplemented
         plain = self._encode_operand(other, self.frac_bits)
         cc, pp = np.broadcast_arrays(self._c, plain)
@@ -443,7 +511,7 @@ class EncryptedArray:
     def __sub__(self, other: Any) -> "EncryptedArray":
         if isinstance(other, EncryptedArray):
             return self + (-other)
-        if _is_sparse(other) or isinstance(other, (str, bytes)):
+        if is_sparse(other) or isinstance(other, (str, bytes)):
             return NotImplemented
         plain = self._encode_operand(other, self.frac_bits)
         return self + (-plain)
@@ -486,7 +554,7 @@ class EncryptedArray:
         return self._with(flat, cc.shape, self.frac_bits + k_frac)
 
     def __mul__(self, other: Any) -> "EncryptedArray":
-        if _is_sparse(other) or isinstance(other, (str, bytes)):
+        if is_sparse(other) or isinstance(other, (str, bytes)):
             return NotImplemented
         return self.mul(other)
 
@@ -551,23 +619,27 @@ class EncryptedArray:
 
     # -- serialisation ------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """Versioned fixed-width bytes (see :mod:`shaper.crypto.serialization`)."""
-        from .serialization import encrypted_array_to_bytes
-
-        return encrypted_array_to_bytes(self)
+        """Versioned fixed-width bytes: header, key fingerprint, i32 frac_bits, u8 ndim,
+        u64 x ndim shape, then the ciphertext block (:mod:`shaper.crypto.wire`)."""
+        pk = self.public_key
+        head = wire.header(wire.KIND_ARRAY, pk.scheme_id) + pk.fingerprint
+        head += struct.pack("<iB", self.frac_bits, self.ndim) + struct.pack(f"<{self.ndim}Q", *self.shape)
+        return head + wire.ciphertext_block(self._c.ravel().tolist(), wire.ciphertext_width(pk))
 
     @classmethod
     def from_bytes(cls, data: bytes, public_key: AHEPublicKey) -> "EncryptedArray":
-        """Parse and validate bytes made by :meth:`to_bytes` under ``public_key``."""
-        from .serialization import encrypted_array_from_bytes
+        """Parse and validate bytes made by :meth:`to_bytes` under ``public_key`` (every
+        ciphertext is checked before it is returned)."""
+        r = wire.open_ciphertexts(data, public_key, wire.KIND_ARRAY)
+        frac_bits, ndim = r.unpack("iB", "scale and rank")
+        if frac_bits < 0 or ndim > _MAX_DIMS:
+            raise SerializationError(f"invalid scale {frac_bits} or rank {ndim}")
+        shape = r.unpack(f"{ndim}Q", "shape") if ndim else ()
+        count = int(np.prod(shape, dtype=object)) if ndim else 1
+        values = wire.read_ciphertexts(r, count, public_key)
+        r.done()
+        return cls(public_key, object_array(values, tuple(shape)), frac_bits)
 
-        return encrypted_array_from_bytes(data, public_key)
-
-
-def _is_sparse(obj: Any) -> bool:
-    # A scipy sparse matrix can only exist once scipy.sparse is imported; don't import it here.
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and bool(sparse.issparse(obj))
 
 
 def _product(kernel: Any, values: list, modulus: Any) -> Any:
@@ -597,36 +669,11 @@ def concatenate(arrays: Sequence[EncryptedArray], axis: int = 0) -> EncryptedArr
         offsets = np.cumsum([0] + [a.size for a in scaled[:-1]])
         pos = np.concatenate([a._positions() + off for a, off in zip(scaled, offsets)], axis=axis)
         rows = np.concatenate([a._mont.rows for a in scaled], axis=0)
-        from ..kernels.native import MontRows
-
         joined = MontRows(scaled[0]._mont.ctx, scaled[0]._mont.modulus, rows)
         return EncryptedArray._from_mont(first.public_key, joined, (rows.shape[0],), frac)._take(pos)
     parts = [a._c for a in scaled]
     return EncryptedArray(first.public_key, np.concatenate(parts, axis=axis), frac)
 
-
-def _as_csr(matrix: Any):
-    import scipy.sparse as sp
-
-    if sp.issparse(matrix):
-        csr = sp.csr_matrix(matrix, copy=True)
-    else:
-        arr = encoding.as_exact_array(matrix)
-        if arr.ndim != 2:
-            raise ValueError(f"plaintext matrix must be 2-D, got shape {arr.shape}")
-        if arr.dtype == object:  # from nested lists: exact integers or floats, never a silent cast
-            if encoding.has_floats(arr):
-                arr = arr.astype(np.float64)
-            elif all(-(1 << 63) <= int(v) < (1 << 63) for v in arr.ravel().tolist()):
-                arr = arr.astype(np.int64)
-            else:
-                raise ValueError("plaintext matrix entries must fit in int64 (or be floats)")
-        if arr.dtype.kind not in "iubf":
-            raise TypeError(f"cannot multiply by a matrix of dtype {arr.dtype}")
-        csr = sp.csr_matrix(arr)
-    csr.eliminate_zeros()
-    csr.sort_indices()
-    return csr
 
 
 def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None) -> EncryptedArray:
@@ -643,7 +690,7 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
         raise TypeError(f"matvec needs an EncryptedArray vector, got {type(vector).__name__}")
     if vector.ndim != 1:
         raise ValueError(f"matvec needs a 1-D encrypted vector, got shape {vector.shape}")
-    csr = _as_csr(matrix)
+    csr = encoding.as_csr(matrix)
     rows, cols = csr.shape
     if cols != vector.shape[0]:
         raise ValueError(f"shape mismatch: matrix is {rows}x{cols}, vector has length {vector.shape[0]}")
@@ -661,7 +708,7 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
     cts = vector._c.tolist()
     if binary or data.size == 0:
         out = kernel.prod_rows(cts, indices, indptr, modulus)
-        return EncryptedArray(pk, _object_array(out), vector.frac_bits)
+        return EncryptedArray(pk, object_array(out), vector.frac_bits)
 
     if frac_bits is not None:
         k_frac = frac_bits
@@ -700,12 +747,12 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
         sub = kernel.mulmod([result[r] for r in neg_rows.tolist()], inv, modulus)
         for r, v in zip(neg_rows.tolist(), sub):
             result[r] = v
-    return EncryptedArray(pk, _object_array(result), vector.frac_bits + k_frac)
+    return EncryptedArray(pk, object_array(result), vector.frac_bits + k_frac)
 
 
 def vecmat(vector: EncryptedArray, matrix: Any, *, frac_bits: int | None = None) -> EncryptedArray:
     """``vector @ matrix`` for an encrypted length-m vector and a plaintext (m, d) matrix."""
-    if _is_sparse(matrix):
+    if is_sparse(matrix):
         transposed = matrix.T
     else:
         arr = np.asarray(matrix)

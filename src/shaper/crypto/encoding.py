@@ -7,6 +7,11 @@ decodes to r when r <= max_int, to r - N when r >= N - max_int, and raises in be
 with high probability and is reported instead of silently wrapping (python-paillier uses the same
 convention with max_int = N // 3 - 1, which keeps the two libraries' encodings compatible).
 
+The same rules (rounding, NaN/infinity and non-integer checks) give the elements of the ring
+Z_2^64 that secret shares live in (:func:`ring_encode`, :func:`ring_decode`): numpy ``uint64``
+arrays, arithmetic wrapping mod 2^64, a value read back as a signed 64-bit integer, so
+|round(x * 2^frac_bits)| must stay below 2^63.
+
 Everything here is batched: inputs are numpy arrays (or array-likes), outputs are numpy arrays;
 big integers travel as object arrays of Python ints.
 """
@@ -21,6 +26,11 @@ import numpy as np
 from ..errors import PlaintextOverflowError
 
 _INT64_SAFE = 1 << 62
+
+#: Statistical security parameter σ (bits): a value hidden under an additive mask gets a mask
+#: σ bits wider than the value (statistical distance 2^-σ), and so do random exponents that must
+#: look uniform. The one σ every protocol uses.
+SIGMA = 40
 
 
 def _bound_error(value: Any, encoded: int, max_int: int, frac_bits: int) -> PlaintextOverflowError:
@@ -124,7 +134,8 @@ def _encode_int_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
     return obj
 
 
-def _encode_float_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
+def _scaled_floats(arr: np.ndarray, frac_bits: int) -> np.ndarray:
+    """``rint(arr * 2^frac_bits)`` as float64, after the checks every float encoding makes."""
     finite = np.isfinite(arr)
     if not finite.all():
         bad = arr.ravel()[np.flatnonzero(~finite.ravel())[0]]
@@ -139,6 +150,11 @@ def _encode_float_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
         raise PlaintextOverflowError(
             f"value {arr.ravel()[idx]!r} overflows a float at scale 2^{frac_bits}"
         )
+    return scaled
+
+
+def _encode_float_array(arr: np.ndarray, frac_bits: int) -> np.ndarray:
+    scaled = _scaled_floats(arr, frac_bits)
     if scaled.size == 0 or np.abs(scaled).max() < _INT64_SAFE:
         return _to_object(scaled.astype(np.int64))
     return _object([int(x) for x in scaled.ravel().tolist()]).reshape(arr.shape)
@@ -208,3 +224,98 @@ def decode(encoded: np.ndarray, frac_bits: int) -> np.ndarray:
     if max(flat) < (1 << 63) and min(flat) >= -(1 << 63):
         return np.array(flat, dtype=np.int64).reshape(obj.shape)
     return obj.copy()
+
+
+def as_csr(matrix: Any) -> Any:
+    """A plaintext matrix (scipy sparse, numpy, nested lists) as a canonical CSR matrix
+    (explicit zeros dropped, indices sorted) without lossy casts: exact integers that fit in
+    int64, or floats; anything else raises."""
+    import scipy.sparse as sp  # costs ~100 ms to import: only matrix users pay it
+
+    if sp.issparse(matrix):
+        csr = sp.csr_matrix(matrix, copy=True)
+    else:
+        arr = as_exact_array(matrix)
+        if arr.ndim != 2:
+            raise ValueError(f"plaintext matrix must be 2-D, got shape {arr.shape}")
+        if arr.dtype == object:  # from nested lists: exact integers or floats, never a silent cast
+            if has_floats(arr):
+                arr = arr.astype(np.float64)
+            elif all(-(1 << 63) <= int(v) < (1 << 63) for v in arr.ravel().tolist()):
+                arr = arr.astype(np.int64)
+            else:
+                raise ValueError("plaintext matrix entries must fit in int64 (or be floats)")
+        if arr.dtype.kind not in "iubf":
+            raise TypeError(f"cannot multiply by a matrix of dtype {arr.dtype}")
+        csr = sp.csr_matrix(arr)
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    return csr
+
+
+# -- the ring Z_2^64 ------------------------------------------------------------------------------
+MASK64 = (1 << 64) - 1
+_RING_FLOAT_LIMIT = float(1 << 63)
+
+
+def _ring_overflow(arr: np.ndarray, frac_bits: int) -> PlaintextOverflowError:
+    flat = arr.ravel().tolist()
+    lim = 2.0 ** (63 - frac_bits)
+    bad = next((v for v in flat if not (isinstance(v, (int, float, np.integer, np.floating)) and abs(float(v)) < lim)),
+               flat[0] if flat else None)
+    return PlaintextOverflowError(
+        f"value {bad!r} does not fit the 64-bit ring at scale 2^{frac_bits}: |value| must be below "
+        f"2^{63 - frac_bits} (reduce frac_bits or the value)"
+    )
+
+
+def ring_encode(values: Any, frac_bits: int) -> np.ndarray:
+    """Reals or integers to ring elements (``uint64``, any shape) ``round(v * 2^frac_bits)
+    mod 2^64``, with :func:`encode`'s rounding and checks; raises
+    :class:`~shaper.errors.PlaintextOverflowError` when |value| * 2^frac_bits reaches 2^63."""
+    if isinstance(frac_bits, bool) or not isinstance(frac_bits, (int, np.integer)) or not 0 <= frac_bits <= 62:
+        raise ValueError(f"frac_bits must be in [0, 62], got {frac_bits}")
+    arr = values if isinstance(values, np.ndarray) else as_exact_array(values)
+    kind = arr.dtype.kind
+    if kind in "iub":
+        lim = (1 << 63) >> frac_bits
+        if arr.size and (int(arr.max()) >= lim or (kind == "i" and int(arr.min()) < -lim)):
+            raise _ring_overflow(arr, frac_bits)
+        return (arr.astype(np.int64) * np.int64(1 << frac_bits)).view(np.uint64)
+    if kind == "f":
+        scaled = _scaled_floats(arr.astype(np.float64), frac_bits)
+        if scaled.size and np.abs(scaled).max() >= _RING_FLOAT_LIMIT:
+            raise _ring_overflow(arr, frac_bits)
+        return scaled.astype(np.int64).view(np.uint64)
+    if arr.dtype == object:
+        ints = [_encode_scalar(v, frac_bits) for v in arr.ravel().tolist()]
+        if any(not -(1 << 63) <= v < (1 << 63) for v in ints):
+            raise _ring_overflow(arr, frac_bits)
+        return np.array([v & MASK64 for v in ints], dtype=np.uint64).reshape(arr.shape)
+    raise TypeError(f"cannot encode values of dtype {arr.dtype} into the ring")
+
+
+def to_signed(ring: np.ndarray) -> np.ndarray:
+    """Ring elements read as signed 64-bit integers (a view, no copy)."""
+    return np.asarray(ring, dtype=np.uint64).view(np.int64)
+
+
+def ring_decode(ring: np.ndarray, frac_bits: int) -> np.ndarray:
+    """Ring elements to numbers: int64 when ``frac_bits == 0``, float64 otherwise."""
+    signed = to_signed(ring)
+    if frac_bits == 0:
+        return signed.copy()
+    return np.ldexp(signed.astype(np.float64), -frac_bits)
+
+
+def ring_from_ints(values: Any) -> np.ndarray:
+    """Python integers (any size, any sign) reduced mod 2^64."""
+    flat = np.asarray(values, dtype=object).ravel().tolist()
+    return np.array([int(v) & MASK64 for v in flat], dtype=np.uint64).reshape(np.shape(values))
+
+
+def ring_to_ints(ring: np.ndarray, signed: bool = False) -> np.ndarray:
+    """Ring elements as an object array of Python ints (unsigned [0, 2^64) or signed)."""
+    src = to_signed(ring) if signed else np.asarray(ring, dtype=np.uint64)
+    out = np.fromiter(src.ravel().tolist(), dtype=object, count=src.size)
+    return out.reshape(src.shape)

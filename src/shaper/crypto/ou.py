@@ -25,16 +25,18 @@ constant time.
 from __future__ import annotations
 
 import hashlib
+import struct
 from typing import Any, Sequence
 
 import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from ..errors import KeyValidationError
+from ..arrays import object_array
+from ..errors import KeyValidationError, SerializationError
 from ..kernels import FixedBaseSpec, get_kernel, int_to_exponent_bytes
-from . import counters, primes
-from .ahe import AHEPrivateKey, AHEPublicKey, _object_array
+from . import counters, primes, wire
+from .ahe import AHEPrivateKey, AHEPublicKey
 from .prg import default_prg, system_randbelow
 
 __all__ = ["OUPublicKey", "OUPrivateKey", "keygen", "security_bits", "MIN_KEY_BITS"]
@@ -62,6 +64,7 @@ class OUPublicKey(AHEPublicKey):
     """OU public key (n, G, H, bit length of p)."""
 
     scheme = "ou"
+    scheme_id = wire.SCHEME_OU
 
     def __init__(self, n: int, G: int, H: int, prime_bits: int, *, exponent_bits: int | None = None) -> None:
         self.n = mpz(n)
@@ -107,6 +110,30 @@ class OUPublicKey(AHEPublicKey):
     def fingerprint(self) -> bytes:
         return self._fingerprint
 
+    # -- serialisation: n, G, H (width of n each), u32 prime_bits, u32 exponent_bits ----------
+    def body(self) -> bytes:
+        width = (self.bits + 7) // 8
+        return (wire.int_field(self.n, width) + wire.int_field(self.G, width) + wire.int_field(self.H, width)
+                + struct.pack("<II", self.prime_bits, self.exponent_bits))
+
+    @classmethod
+    def read_body(cls, r: wire.Reader) -> "OUPublicKey":
+        n, G, H = r.integer("n"), r.integer("G"), r.integer("H")
+        prime_bits, exponent_bits = r.unpack("II", "prime and exponent bits")
+        return cls(n, G, H, prime_bits, exponent_bits=exponent_bits)
+
+    def to_jwk(self) -> dict:
+        return {"kty": "OU", "key_ops": ["encrypt"], "n": wire.b64(self.n), "G": wire.b64(self.G),
+                "H": wire.b64(self.H), "prime_bits": self.prime_bits, "exponent_bits": self.exponent_bits,
+                "kid": f"shaper ou {self.bits} {self.fingerprint.hex()[:16]}"}
+
+    @classmethod
+    def from_jwk(cls, doc: dict) -> "OUPublicKey":
+        prime_bits = wire.json_int(doc, "prime_bits", "OU JSON key")
+        exponent_bits = wire.json_int(doc, "exponent_bits", "OU JSON key")
+        return cls(wire.unb64(doc.get("n"), "n"), wire.unb64(doc.get("G"), "G"), wire.unb64(doc.get("H"), "H"),
+                   prime_bits, exponent_bits=exponent_bits)
+
     def __repr__(self) -> str:
         return (f"OUPublicKey(bits={self.bits}, prime_bits={self.prime_bits}, "
                 f"exponent_bits={self.exponent_bits}, fingerprint={self._fingerprint.hex()[:16]})")
@@ -134,6 +161,8 @@ class OUPublicKey(AHEPublicKey):
 
 class OUPrivateKey(AHEPrivateKey):
     """OU private key (p, q, t)."""
+
+    public_class = OUPublicKey
 
     def __init__(self, public_key: OUPublicKey, p: int, q: int, t: int) -> None:
         self.public_key = public_key
@@ -165,6 +194,27 @@ class OUPrivateKey(AHEPrivateKey):
     def _plaintext_modulus(self) -> int:
         return int(self.p)
 
+    # -- serialisation: p, q, t (prime width + 1 bytes each) ----------------------------------
+    def body(self) -> bytes:
+        width = (self.public_key.prime_bits + 7) // 8 + 1
+        return wire.int_field(self.p, width) + wire.int_field(self.q, width) + wire.int_field(self.t, width)
+
+    @classmethod
+    def read_body(cls, r: wire.Reader, public_key: AHEPublicKey) -> "OUPrivateKey":
+        if not isinstance(public_key, OUPublicKey):
+            raise SerializationError("an OU private key needs an OU public key")
+        return cls(public_key, r.integer("p"), r.integer("q"), r.integer("t"))
+
+    def to_jwk(self) -> dict:
+        pub = self.public_key.to_jwk()
+        return {"kty": "OU", "key_ops": ["decrypt"], "p": wire.b64(self.p), "q": wire.b64(self.q),
+                "t": wire.b64(self.t), "pub": pub, "kid": pub["kid"]}
+
+    @classmethod
+    def from_jwk(cls, doc: dict) -> "OUPrivateKey":
+        return cls(OUPublicKey.from_jwk(doc["pub"]), wire.unb64(doc.get("p"), "p"), wire.unb64(doc.get("q"), "q"),
+                   wire.unb64(doc.get("t"), "t"))
+
     def __repr__(self) -> str:
         return f"OUPrivateKey(bits={self.public_key.bits}, fingerprint={self.public_key.fingerprint.hex()[:16]})"
 
@@ -174,7 +224,7 @@ class OUPrivateKey(AHEPrivateKey):
         if not cts:
             return []
         counters.add("decryptions", len(cts))
-        x = _object_array(get_kernel().powmod_same_exponent(cts, self.t, self.p_squared))
+        x = object_array(get_kernel().powmod_same_exponent(cts, self.t, self.p_squared))
         m = ((x - 1) // self.p * self._g_inv) % self.p
         return [int(v) for v in m.tolist()]
 

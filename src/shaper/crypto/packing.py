@@ -18,17 +18,18 @@ is one per k values.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 from gmpy2 import mpz
 
-from ..errors import KeyMismatchError, PackingError
+from ..arrays import object_array
+from ..errors import KeyMismatchError, PackingError, SerializationError
 from ..kernels import get_kernel
-from . import counters, encoding
-from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
-
-SIGMA = 40  # statistical security parameter (bits)
+from . import counters, encoding, wire
+from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
+from .encoding import SIGMA
 
 
 @dataclass(frozen=True)
@@ -98,22 +99,37 @@ class PackedArray:
 
     def rerandomize(self) -> "PackedArray":
         flat = self.public_key.raw_rerandomize(self._c.tolist())
-        return PackedArray(self.public_key, _object_array(flat), self.count, self.layout, self.frac_bits)
+        return PackedArray(self.public_key, object_array(flat), self.count, self.layout, self.frac_bits)
 
     def __repr__(self) -> str:
         return (f"PackedArray(values={self.count}, ciphertexts={self.ciphertext_count}, "
                 f"slots={self.layout.slots}, slot_bits={self.layout.slot_bits})")
 
-    def to_bytes(self) -> bytes:
-        from .serialization import packed_array_to_bytes
+    def decrypt_with(self, private_key: AHEPrivateKey) -> np.ndarray:
+        """``private_key.decrypt(packed)`` lands here: decrypt and unpack."""
+        return unpack(private_key, self)
 
-        return packed_array_to_bytes(self)
+    def to_bytes(self) -> bytes:
+        """Header, key fingerprint, i32 frac_bits, u64 count, u32 value_bits, u32 headroom_bits,
+        u8 signed, then the ciphertext block (:mod:`shaper.crypto.wire`)."""
+        pk = self.public_key
+        lay = self.layout
+        head = wire.header(wire.KIND_PACKED, pk.scheme_id) + pk.fingerprint
+        head += struct.pack("<iQIIB", self.frac_bits, self.count, lay.value_bits, lay.headroom_bits, int(lay.signed))
+        return head + wire.ciphertext_block(self._c.tolist(), wire.ciphertext_width(pk))
 
     @classmethod
     def from_bytes(cls, data: bytes, public_key: AHEPublicKey) -> "PackedArray":
-        from .serialization import packed_array_from_bytes
-
-        return packed_array_from_bytes(data, public_key)
+        """Parse and validate bytes made by :meth:`to_bytes` under ``public_key``."""
+        r = wire.open_ciphertexts(data, public_key, wire.KIND_PACKED)
+        frac_bits, count, value_bits, headroom_bits, signed = r.unpack("iQIIB", "packing header")
+        if frac_bits < 0:
+            raise SerializationError(f"invalid scale {frac_bits}")
+        lay = layout(public_key, value_bits, signed=bool(signed), headroom_bits=headroom_bits)
+        groups = -(-count // lay.slots) if count else 0
+        values = wire.read_ciphertexts(r, groups, public_key)
+        r.done()
+        return cls(public_key, object_array(values), count, lay, frac_bits)
 
 
 def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
@@ -127,7 +143,7 @@ def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
     flat = encrypted._c.ravel().tolist()
     count = len(flat)
     if count == 0:
-        return PackedArray(pk, _object_array([]), 0, lay, encrypted.frac_bits)
+        return PackedArray(pk, object_array([]), 0, lay, encrypted.frac_bits)
     if signed:
         flat = pk.raw_add_plain(flat, [lay.offset] * count)
     counters.add("packed_values", count)
@@ -136,7 +152,7 @@ def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
     padded = flat + [mpz(1)] * (groups * k - count)  # 1 encrypts 0: empty slots add nothing
     columns = [padded[j::k] for j in range(k)]  # column j = slot j of every group
     acc = get_kernel().horner(columns, lay.slot_bits, pk.ciphertext_modulus)
-    return PackedArray(pk, _object_array(acc), count, lay, encrypted.frac_bits)
+    return PackedArray(pk, object_array(acc), count, lay, encrypted.frac_bits)
 
 
 def split_slots(residues: list, lay: PackingLayout) -> np.ndarray:
@@ -155,7 +171,7 @@ def split_slots(residues: list, lay: PackingLayout) -> np.ndarray:
                 "declared bound"
             )
     if not residues:
-        return _object_array([])
+        return object_array([])
     nbytes = (total_bits + 7) // 8
     raw = b"".join(int(r).to_bytes(nbytes, "little") for r in residues)
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(len(residues), nbytes),
@@ -163,14 +179,14 @@ def split_slots(residues: list, lay: PackingLayout) -> np.ndarray:
     bits = bits.reshape(len(residues) * k, w)
     low_w = min(w, 62)
     low = bits[:, :low_w].astype(np.int64) @ (1 << np.arange(low_w, dtype=np.int64))
-    values = _object_array(low.tolist())
+    values = object_array(low.tolist())
     if w > low_w:
         high_bits = bits[:, low_w:]
         chunks = [high_bits[:, s:s + 62] for s in range(0, high_bits.shape[1], 62)]
         shift = low_w
         for chunk in chunks:
             part = chunk.astype(np.int64) @ (1 << np.arange(chunk.shape[1], dtype=np.int64))
-            values = values + (_object_array(part.tolist()) * (1 << shift))
+            values = values + (object_array(part.tolist()) * (1 << shift))
             shift += chunk.shape[1]
     return values
 

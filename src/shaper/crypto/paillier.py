@@ -30,6 +30,7 @@ they go to the key owner. The gmpy2 kernel is not constant time (see :mod:`shape
 from __future__ import annotations
 
 import hashlib
+import struct
 import weakref
 from typing import Any, Sequence
 
@@ -37,10 +38,12 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from ..errors import KeyValidationError
+from ..arrays import object_array
+from ..errors import KeyValidationError, SerializationError
 from ..kernels import FixedBaseSpec, get_kernel
-from . import counters, primes
-from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray, _object_array
+from . import counters, encoding, primes, wire
+from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
+from .encoding import SIGMA
 from .prg import default_prg, system_randbelow
 
 __all__ = [
@@ -53,7 +56,6 @@ __all__ = [
 ]
 
 MIN_KEY_BITS = 512
-SIGMA = 40
 
 # Public keys seen in this process, by modulus (weak: keys are not kept alive by this map).
 _KNOWN_KEYS: "weakref.WeakValueDictionary[int, PaillierPublicKey]" = weakref.WeakValueDictionary()
@@ -68,6 +70,7 @@ class PaillierPublicKey(AHEPublicKey):
     :func:`shaper.crypto.serialization.load_key`."""
 
     scheme = "paillier"
+    scheme_id = wire.SCHEME_PAILLIER
 
     def __init__(self, n: int, hs: int, *, exponent_bits: int | None = None, djn: bool = True) -> None:
         self.n = mpz(n)
@@ -112,6 +115,39 @@ class PaillierPublicKey(AHEPublicKey):
     def fingerprint(self) -> bytes:
         return self._fingerprint
 
+    # -- serialisation: n (width of n), h_s (width of n^2), u32 exponent_bits, u8 djn ----------
+    def body(self) -> bytes:
+        width = (self.bits + 7) // 8
+        return (wire.int_field(self.n, width) + wire.int_field(self.hs, 2 * width)
+                + struct.pack("<IB", self.exponent_bits, int(self.djn)))
+
+    @classmethod
+    def read_body(cls, r: wire.Reader) -> "PaillierPublicKey":
+        n = r.integer("n")
+        hs = r.integer("h_s")
+        exponent_bits, djn = r.unpack("IB", "exponent bits and DJN flag")
+        return cls(n, hs, exponent_bits=exponent_bits, djn=bool(djn))
+
+    def to_jwk(self) -> dict:
+        """python-paillier's JWK (``kty`` "DAJ", ``alg`` "PAI-GN1") plus ``hs``,
+        ``exponent_bits`` and ``djn``, so ``pheutil`` reads it."""
+        return {"kty": "DAJ", "alg": "PAI-GN1", "key_ops": ["encrypt"], "n": wire.b64(self.n),
+                "hs": wire.b64(self.hs), "exponent_bits": self.exponent_bits, "djn": self.djn,
+                "kid": f"shaper paillier {self.bits} {self.fingerprint.hex()[:16]}"}
+
+    @classmethod
+    def from_jwk(cls, doc: dict) -> "PaillierPublicKey":
+        """Ours, or a plain python-paillier key (no ``hs``: the key this process already uses
+        for that modulus, else a fresh h_s with a full-length exponent)."""
+        n = wire.unb64(doc.get("n"), "n")
+        if "hs" not in doc:
+            return _foreign_public_key(n)
+        djn = doc.get("djn", True)
+        exponent_bits = doc.get("exponent_bits")
+        if not isinstance(djn, bool) or not (exponent_bits is None or isinstance(exponent_bits, int)):
+            raise SerializationError("JSON fields 'djn' (bool) / 'exponent_bits' (int) have the wrong type")
+        return cls(n, wire.unb64(doc["hs"], "hs"), exponent_bits=exponent_bits, djn=djn)
+
     def __repr__(self) -> str:
         return (f"PaillierPublicKey(bits={self.bits}, exponent_bits={self.exponent_bits}, "
                 f"djn={self.djn}, fingerprint={self._fingerprint.hex()[:16]})")
@@ -125,7 +161,7 @@ class PaillierPublicKey(AHEPublicKey):
             exponent_bytes = default_prg().exponent_bytes(count, self.exponent_bits)
         n = self.n
         # 1 + m n < n^2 for m in [0, n): the g^m factor needs no exponentiation.
-        residues = _object_array(list(signed_values)) % n
+        residues = object_array(list(signed_values)) % n
         multipliers = (residues * n + 1).tolist()
         spec = self._randomizer_spec if constant_time else self._randomizer_spec_fast
         if mont_out:
@@ -134,8 +170,8 @@ class PaillierPublicKey(AHEPublicKey):
 
     def raw_add_plain(self, ciphertexts: Sequence, signed_values: Sequence[int]) -> list:
         n, n2 = self.n, self.n_squared
-        c = _object_array(list(ciphertexts))
-        m = _object_array(list(signed_values)) % n
+        c = object_array(list(ciphertexts))
+        m = object_array(list(signed_values)) % n
         # (1 + m n) c = c + n (m c mod n)  (mod n^2): one half-size product instead of a full one.
         return ((c + n * ((m * c) % n)) % n2).tolist()
 
@@ -143,6 +179,8 @@ class PaillierPublicKey(AHEPublicKey):
 
 class PaillierPrivateKey(AHEPrivateKey):
     """Paillier private key (the primes p, q). Holds CRT constants and key-owner tables."""
+
+    public_class = PaillierPublicKey
 
     def __init__(self, public_key: PaillierPublicKey, p: int, q: int) -> None:
         self.public_key = public_key
@@ -183,6 +221,34 @@ class PaillierPrivateKey(AHEPrivateKey):
     def _plaintext_modulus(self) -> int:
         return int(self.public_key.n)
 
+    # -- serialisation: p, q (half the width of n + 1 bytes each) ------------------------------
+    def body(self) -> bytes:
+        half = (self.public_key.bits + 15) // 16 + 1
+        return wire.int_field(self.p, half) + wire.int_field(self.q, half)
+
+    @classmethod
+    def read_body(cls, r: wire.Reader, public_key: AHEPublicKey) -> "PaillierPrivateKey":
+        if not isinstance(public_key, PaillierPublicKey):
+            raise SerializationError("a Paillier private key needs a Paillier public key")
+        return cls(public_key, r.integer("p"), r.integer("q"))
+
+    def to_jwk(self) -> dict:
+        pub = self.public_key.to_jwk()
+        return {"kty": "DAJ", "key_ops": ["decrypt"], "p": wire.b64(self.p), "q": wire.b64(self.q),
+                "pub": pub, "kid": pub["kid"]}
+
+    @classmethod
+    def from_jwk(cls, doc: dict) -> "PaillierPrivateKey":
+        """Ours, or python-paillier's private JWK (its ``pub`` has no ``hs``: derive one)."""
+        p, q = wire.unb64(doc.get("p"), "p"), wire.unb64(doc.get("q"), "q")
+        pub = doc["pub"]
+        if "hs" in pub:
+            public_key = PaillierPublicKey.from_jwk(pub)
+        else:
+            n = wire.unb64(pub.get("n"), "n")
+            public_key = _KNOWN_KEYS.get(int(n)) or PaillierPublicKey(n, _make_hs(n, n * n), djn=is_djn_form(p, q))
+        return cls(public_key, p, q)
+
     def __repr__(self) -> str:
         return f"PaillierPrivateKey(bits={self.public_key.bits}, fingerprint={self.public_key.fingerprint.hex()[:16]})"
 
@@ -197,7 +263,7 @@ class PaillierPrivateKey(AHEPrivateKey):
             ("powmod_same_exponent", (cts, p - 1, self.p_squared)),
             ("powmod_same_exponent", (cts, q - 1, self.q_squared)),
         ])
-        xp, xq = _object_array(halves[0]), _object_array(halves[1])
+        xp, xq = object_array(halves[0]), object_array(halves[1])
         mp = ((xp - 1) // p * self._hp) % p
         mq = ((xq - 1) // q * self._hq) % q
         m = mq + q * (((mp - mq) * self._q_inv_p) % p)
@@ -211,20 +277,18 @@ class PaillierPrivateKey(AHEPrivateKey):
         if exponent_bytes is None:
             exponent_bytes = default_prg().exponent_bytes(count, pk.exponent_bits)
         p2, q2 = self.p_squared, self.q_squared
-        g_m = _object_array(list(signed_values)) % pk.n * pk.n + 1
+        g_m = object_array(list(signed_values)) % pk.n * pk.n + 1
         halves = get_kernel().gather([
             ("fixed_base_powmod", ([self._spec_p], [exponent_bytes], (g_m % p2).tolist(), p2)),
             ("fixed_base_powmod", ([self._spec_q], [exponent_bytes], (g_m % q2).tolist(), q2)),
         ])
-        xp, xq = _object_array(halves[0]), _object_array(halves[1])
+        xp, xq = object_array(halves[0]), object_array(halves[1])
         return (xq + q2 * (((xp - xq) * self._q2_inv_p2) % p2)).tolist()
 
     def encrypt(self, values: Any, *, frac_bits: int = 0) -> EncryptedArray:
-        from . import encoding
-
         encoded = encoding.encode(values, frac_bits, self.public_key.max_int)
         cts = self.raw_encrypt(encoded.ravel().tolist())
-        return EncryptedArray(self.public_key, _object_array(cts, encoded.shape), frac_bits)
+        return EncryptedArray(self.public_key, object_array(cts, encoded.shape), frac_bits)
 
 
 def is_djn_form(p: int, q: int) -> bool:
@@ -304,7 +368,7 @@ def to_phe(obj: Any) -> Any:
         arr = obj.rescaled(4 * hex_digits)
         pub = phe.PaillierPublicKey(int(obj.public_key.n))
         numbers = [phe.EncryptedNumber(pub, int(c), -hex_digits) for c in arr._c.ravel().tolist()]
-        return _object_array(numbers, arr.shape).tolist() if arr.ndim else numbers[0]
+        return object_array(numbers, arr.shape).tolist() if arr.ndim else numbers[0]
     raise TypeError(f"to_phe cannot convert {type(obj).__name__}")
 
 
@@ -347,7 +411,7 @@ def from_phe(obj: Any) -> Any:
         aligned = [x.decrease_exponent_to(target) if x.exponent != target else x for x in numbers]
         pk = _foreign_public_key(mpz(phe_pub.n))
         return pk.ciphertext_array(
-            _object_array([x.ciphertext(be_secure=False) for x in aligned], arr.shape),
+            object_array([x.ciphertext(be_secure=False) for x in aligned], arr.shape),
             frac_bits=-4 * target,
         )
     raise TypeError(f"from_phe cannot convert {type(obj).__name__}")

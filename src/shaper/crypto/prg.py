@@ -1,9 +1,20 @@
 """Cryptographically secure randomness for keys, masks, shares and encryption exponents.
 
-Every random value shaper uses for security comes from here: an AES-256-CTR keystream keyed
-from ``os.urandom`` (re-keyed automatically in a forked child so parent and child never share a
-stream). Long-term key material (primes) is drawn from ``secrets`` (the OS generator) directly.
-numpy's and ``random``'s generators are never used for anything secret.
+Every random value shaper uses for security comes from here: an AES-CTR keystream keyed from
+``os.urandom`` (re-keyed automatically in a forked child so parent and child never share a
+stream). Long-term key material (primes, pairwise PRF keys) is drawn from the OS generator
+directly (:func:`fresh_key`, :func:`system_randbelow`). numpy's and ``random``'s generators are
+never used for anything secret.
+
+Two kinds of stream, one class (:class:`Prg`):
+
+* *own* streams, keyed from ``os.urandom`` (:func:`default_prg`, ``session.prg``): masks,
+  shares, encryption exponents;
+* *keyed* streams, ``Prg(seed)``: every holder of the seed draws the same words in lockstep.
+  That is how parties get correlated randomness without talking: ``session.shared_prg`` (a seed
+  agreed by a group), and the pairwise AES-128 keys of replicated sharing
+  (:func:`pairwise_stream`, which runs on the VAES kernel where the CPU has it and gives
+  byte-for-byte the same stream as ``Prg`` with that 16-byte key).
 
 All functions are batched: they return numpy arrays (or lists of Python ints) of the requested
 length in one call.
@@ -15,25 +26,32 @@ import os
 import secrets
 import threading
 
+from typing import Any
+
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from ..kernels.bits import native_keystream
 
 _ZEROS = bytes(1 << 20)
 
 
 class Prg:
-    """AES-256-CTR keystream generator.
+    """AES-CTR keystream generator (zero IV, 128-bit big-endian block counter).
 
-    ``seed`` (32 bytes) makes the stream reproducible, for tests and for PRF-style correlated
-    randomness between parties; without it the key comes from ``os.urandom``. A generator
-    created without a seed re-keys itself from ``os.urandom`` when used in a forked child.
+    ``seed`` makes the stream reproducible, for tests and for PRF-style correlated randomness
+    between parties: 32 bytes select AES-256, 16 bytes AES-128 (the pairwise keys of replicated
+    sharing). Without it the key (AES-256) comes from ``os.urandom``, and a generator created
+    without a seed re-keys itself from ``os.urandom`` when used in a forked child.
     """
 
     def __init__(self, seed: bytes | None = None) -> None:
-        if seed is not None and len(seed) != 32:
-            raise ValueError(f"Prg seed must be 32 bytes, got {len(seed)}")
+        if seed is not None and len(seed) not in (16, 32):
+            raise ValueError(f"Prg seed must be 32 bytes (or 16 for AES-128), got {len(seed)}")
         self._fixed_seed = seed
         self._lock = threading.Lock()
+        self._word_zeros = b""
+        self._word_buf = bytearray()
         self._rekey()
 
     def _rekey(self) -> None:
@@ -57,6 +75,21 @@ class Prg:
                 parts.append(self._encryptor.update(_ZEROS[:take]))
                 left -= take
             return b"".join(parts)
+
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` keystream words (uint64), as a view of a buffer this generator
+        reuses: valid until its next ``words`` call (copy to keep). For hot loops that consume
+        the stream at once (zero sharings, masks)."""
+        nbytes = 8 * int(count)
+        with self._lock:
+            if self._fixed_seed is None and self._pid != os.getpid():
+                self._rekey()
+            if len(self._word_zeros) < nbytes:
+                self._word_zeros = bytes(nbytes)
+                self._word_buf = bytearray(nbytes + 16)  # update_into needs block-size slack
+            if self._encryptor.update_into(memoryview(self._word_zeros)[:nbytes], self._word_buf) != nbytes:
+                raise RuntimeError("short keystream")
+        return np.frombuffer(self._word_buf, dtype="<u8", count=int(count))
 
     def uint64(self, shape: int | tuple[int, ...]) -> np.ndarray:
         """Uniform uint64 array (e.g. ring elements of Z_2^64)."""
@@ -119,6 +152,21 @@ def exponent_bytes(count: int, bits: int) -> np.ndarray:
 
 def randbelow(bound: int, count: int) -> list[int]:
     return _default.randbelow(bound, count)
+
+
+def fresh_key(nbytes: int) -> bytes:
+    """A new secret key of ``nbytes`` straight from the OS generator (PRF and PRG keys)."""
+    return secrets.token_bytes(nbytes)
+
+
+def pairwise_stream(key: bytes, *, native: bool | None = None) -> Any:
+    """The AES-128-CTR stream under a 16-byte ``key`` two parties share: both draw the same
+    words in lockstep (``words(count)``). The VAES kernel where available (``native=False``
+    forces :class:`Prg`, whose stream is byte-for-byte the same)."""
+    if len(key) != 16:
+        raise ValueError(f"a pairwise stream key must be 16 bytes, got {len(key)}")
+    fast = native_keystream(key) if native is not False else None
+    return fast if fast is not None else Prg(key)
 
 
 def system_randbits(bits: int) -> int:

@@ -52,14 +52,16 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..crypto import counters
-from ..crypto.ahe import EncryptedArray, _object_array, vecmat
+from ..arrays import ints_from_bytes, ints_to_bytes, object_array
+from ..crypto import counters, encoding
+from ..crypto.ahe import EncryptedArray, vecmat
 from ..crypto.prg import Prg
 from ..errors import ConfigError
-from ..protocols import Hybrid2PC, ring
-from ..protocols.conversions import encrypt_share, h2s, share_values
-from ..protocols.shares import IntegerShares, SharedArray
-from ..protocols.sparse import sparse_matvec
+from ..protocols import Hybrid2PC
+from ..protocols.additive import IntegerShares, SharedArray
+from ..protocols.hybrid.conversions import encrypt_share, h2s, share_values
+from ..protocols.hybrid.sparse import sparse_matvec
+from ..protocols.triples import StoreOnly
 from .checkpoint import Checkpointer
 
 LAYOUTS = ("encrypted", "caesar")
@@ -293,7 +295,7 @@ class _Training:
         start_epoch, loaded = self._resume_point(ckpt)
         if loaded is None:
             ctx = Hybrid2PC.setup(self.session, key_bits=self.p.key_bits, scheme=self.p.scheme,
-                                  frac_bits=self.p.frac_bits, triple_source="store")
+                                  frac_bits=self.p.frac_bits, triple_source=StoreOnly())
             mask_seed = self.p.seed or os.urandom(32)
             shuffle_seed = self.session.shared_prg(
                 [0, 1], tag="lr-shuffle") if self.p.seed is None else None
@@ -303,7 +305,7 @@ class _Training:
             history: list[dict] = []
         else:
             state_json, blobs, private_key, peer_key = loaded
-            ctx = Hybrid2PC(self.session, private_key, peer_key, frac_bits=self.p.frac_bits, triple_source="store")
+            ctx = Hybrid2PC(self.session, private_key, peer_key, frac_bits=self.p.frac_bits, triple_source=StoreOnly())
             state = _make_state(self, ctx, bytes.fromhex(state_json["mask_seed"]), bytes.fromhex(state_json["shuffle"]))
             state.restore(blobs)
             history = state_json["history"]
@@ -495,11 +497,11 @@ class _EncryptedWeights(_LayoutBase):
         encrypt_share(ctx, scaled, key_owner=self.me, tag=f"e{self.me}")
         received = encrypt_share(ctx, scaled, key_owner=self.peer_index, tag=f"e{self.peer_index}")
         pk = ctx.peer_key
-        delta = EncryptedArray(pk, _object_array(pk.raw_add_plain(received._c.tolist(), share_values(scaled))))
+        delta = EncryptedArray(pk, object_array(pk.raw_add_plain(received._c.tolist(), share_values(scaled))))
         cols = np.unique(rows.indices)
         if cols.size:
             grad = vecmat(delta, rows[:, cols])  # X_t^T [-(eta/m) e] over the touched columns only
-            self.W._c[cols] = _object_array(pk.raw_add(self.W._c[cols].tolist(), grad._c.tolist()))
+            self.W._c[cols] = object_array(pk.raw_add(self.W._c[cols].tolist(), grad._c.tolist()))
 
     def logits(self, session: Any, feats: _Features, to: str) -> np.ndarray | None:
         sh = {self.me: feats.fx + self.S[self.me] - self.f,
@@ -569,7 +571,7 @@ class _SharedWeights(_LayoutBase):
         q = self._forward(rows, "z", self.slope)  # shares of z / 2^slope
         err = q + 0.5
         if self.is_guest:
-            err = SharedArray(ctx, err.share - ring.encode(self.job.y[idx].astype(np.int64), self.f), self.f)
+            err = SharedArray(ctx, err.share - encoding.ring_encode(self.job.y[idx].astype(np.int64), self.f), self.f)
         eta = eta_factor(self.p.learning_rate, self.p.batch_size, m)
         for owner in (0, 1):
             matrix = rows.T.tocsr() if owner == self.me else None
@@ -577,7 +579,7 @@ class _SharedWeights(_LayoutBase):
             w = self.w[owner]
             if self.p.l2:
                 w = w.mul_public(1.0 - self.p.learning_rate * self.p.l2)
-            step_share = grad.share * ring.encode(np.array([eta]), self.f)[0]
+            step_share = grad.share * encoding.ring_encode(np.array([eta]), self.f)[0]
             step = ctx.truncate(SharedArray(ctx, step_share, 2 * self.f + self.fxs[owner]), self.f + self.fxs[owner])
             self.w[owner] = w - step
 
@@ -609,15 +611,11 @@ def _reveal(ctx: Hybrid2PC, shares: Any, to: str, guest: int) -> np.ndarray | No
 
 
 def _ints_bytes(values: Any) -> bytes:
-    from ..protocols.hybrid import _ints_to_bytes
-
-    return _ints_to_bytes([int(v) for v in np.asarray(values, dtype=object).ravel().tolist()])
+    return ints_to_bytes([int(v) for v in np.asarray(values, dtype=object).ravel().tolist()])
 
 
 def _ints_from(data: bytes) -> list[int]:
-    from ..protocols.hybrid import _ints_from_bytes
-
-    return _ints_from_bytes(data)
+    return ints_from_bytes(data)
 
 
 def fit(session: Any, X: Any, y: Any = None, **params: Any) -> VerticalLogisticRegression:

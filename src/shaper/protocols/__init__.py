@@ -1,19 +1,23 @@
 """Multi-party protocols: where cryptography (``crypto``) and communication (``net``) meet.
 
-Two-party hybrid (additive sharing over Z_2^64 + Paillier/OU, SHAPER): :class:`Hybrid2PC`
-(share, reveal, Beaver multiplication, H2S/S2H, TriGen, secure sparse mat-vec), with the
-plaintext oracle :class:`Reference2PC`. Security: semi-honest, two parties, no third party.
+One engine interface (:mod:`shaper.protocols.api`: share, reveal, add, mul, matmul, truncate,
+conversions) with shared arrays that forward their operators to it, implemented by:
 
-Three-party replicated sharing (Araki et al.): :class:`Replicated3PC` (boolean bit-sliced and
-Z_2^64 arithmetic), Bristol Fashion circuits in :mod:`shaper.protocols.bristol`, and
-:func:`evaluate` for any circuit on shared inputs. Security: semi-honest, honest majority.
+* :class:`Reference` — the plaintext oracle and debug mode (no security);
+* :class:`Hybrid2PC` — two-party additive sharing over Z_2^64 + Paillier/OU (SHAPER): Beaver
+  multiplication with pluggable triple sources (:mod:`.triples`), H2S/S2H, secure sparse
+  mat-vec (:mod:`.hybrid`). Semi-honest, two parties, no third party;
+* :class:`Replicated3PC` — Araki et al. three-party replicated sharing, Z_2^64 fixed point and
+  bit-sliced Bristol circuits (:mod:`.replicated`, :func:`evaluate`). Semi-honest, honest majority.
 """
 
+from .additive import IntegerShares, SharedArray
+from .api import Engine, Shared, UnsupportedConversion
 from .hybrid import Hybrid2PC
-from .reference import Reference2PC
-from .shares import IntegerShares, SharedArray
+from .reference import Reference
 from .replicated import BitShares, Replicated3PC, RingShares, evaluate
-from .triples import TripleStore, TriplesExhausted
+from .triples import InsecureDealer, StoreOnly, TriGen, TripleSource, TripleStore, TriplesExhausted
 
-__all__ = ["BitShares", "Hybrid2PC", "IntegerShares", "Reference2PC", "Replicated3PC", "RingShares", "SharedArray",
-           "TripleStore", "TriplesExhausted", "evaluate"]
+__all__ = ["BitShares", "Engine", "Hybrid2PC", "InsecureDealer", "IntegerShares", "Reference", "Replicated3PC",
+           "RingShares", "Shared", "SharedArray", "StoreOnly", "TriGen", "TripleSource", "TripleStore",
+           "TriplesExhausted", "UnsupportedConversion", "evaluate"]

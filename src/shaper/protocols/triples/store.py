@@ -1,27 +1,21 @@
-"""Beaver triples: storage for the offline phase, and an insecure dealer for tests.
+"""Beaver triples: storage for the offline phase.
 
 A triple is a shared (a, b, c) over Z_2^64 with c = a * b (element-wise) or C = A @ B (matrix).
 Each party holds its shares; a triple must be used once and only once. :class:`TripleStore` hands
 triples out in order (both parties must request the same counts in the same order, as SPMD
-programs do), can be filled ahead of time by :func:`shaper.protocols.trigen.trigen`, and saved to
+programs do), can be filled ahead of time by :func:`shaper.protocols.triples.trigen`, and saved to
 / loaded from ``.npz`` files (numpy arrays only; loading never unpickles).
-
-:func:`dealer_triples_insecure` derives both parties' shares from a seed they share, so *each
-party knows every triple in full*: that is a trusted dealer without the trust, fine for tests
-and benchmarks of the online phase, never for real data.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..crypto.prg import Prg
-from ..files import open_private
-from ..errors import ShaperError
+from ...errors import ShaperError
+from ...files import open_private
 
 
 class TriplesExhausted(ShaperError, RuntimeError):
@@ -105,26 +99,3 @@ class TripleStore:
                 base = key[:-2]
                 store.add_matrix(data[base + "_a"], data[base + "_b"], data[base + "_c"])
         return store
-
-
-def dealer_triples_insecure(shared: Prg, party: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Element-wise triple shares from a PRG both parties hold (INSECURE: both know all)."""
-    warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
-    a, b, a0, b0, c0 = (shared.uint64(count) for _ in range(5))
-    c = a * b
-    if party == 0:
-        return a0, b0, c0
-    return a - a0, b - b0, c - c0
-
-
-def dealer_matrix_triple_insecure(shared: Prg, party: int, m: int, k: int, n: int
-                                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A matrix triple from a shared PRG (INSECURE: for tests only)."""
-    warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
-    a, a0 = shared.uint64((m, k)), shared.uint64((m, k))
-    b, b0 = shared.uint64((k, n)), shared.uint64((k, n))
-    c0 = shared.uint64((m, n))
-    c = np.matmul(a, b)
-    if party == 0:
-        return a0, b0, c0
-    return a - a0, b - b0, c - c0

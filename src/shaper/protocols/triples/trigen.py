@@ -23,12 +23,13 @@ import numpy as np
 
 from gmpy2 import mpz
 
-from ..crypto import counters
-from ..crypto.ahe import EncryptedArray, _object_array
-from ..crypto.packing import PackedArray, layout
-from ..kernels import get_kernel
-from . import ring
-from .conversions import _chunks, h2s
+from ...arrays import chunk_slices, object_array
+from ...crypto import counters, encoding
+from ...crypto.ahe import EncryptedArray
+from ...crypto.packing import PackedArray, layout
+from ...kernels import get_kernel
+from ..hybrid.conversions import h2s
+from .source import Triple, TripleSource
 
 CROSS_BITS = 129  # a_K * b_E + b_K * a_E < 2^129 for 64-bit unsigned shares
 
@@ -48,7 +49,7 @@ def _packed_cross_terms(pk: Any, cts: list, b_e: list, a_e: list, lay: Any) -> P
     packed = get_kernel().horner_multiexp(bases, exponents, lay.slot_bits, pk.ciphertext_modulus)
     counters.add("ciphertext_products", 2 * n)
     counters.add("packed_values", n)
-    return PackedArray(pk, _object_array(packed), n, lay, 0)
+    return PackedArray(pk, object_array(packed), n, lay, 0)
 
 
 def trigen(ctx: Any, count: int, *, key_owner: int = 0, chunk_size: int = 2048, pack: bool = True,
@@ -58,11 +59,11 @@ def trigen(ctx: Any, count: int, *, key_owner: int = 0, chunk_size: int = 2048, 
     K encrypts chunk i+1 while E evaluates chunk i; E's H2S replies queue up at K, which
     decrypts them once all its encryptions are out."""
     a, b = ctx.prg.uint64(count), ctx.prg.uint64(count)
-    pieces = _chunks(count, chunk_size) if count else []
+    pieces = chunk_slices(count, chunk_size) if count else []
     cross: list[np.ndarray] = []
     if ctx.me == key_owner:
         def produce(sl: slice) -> bytes:
-            values = ring.to_ints(np.concatenate([a[sl], b[sl]]))
+            values = encoding.ring_to_ints(np.concatenate([a[sl], b[sl]]))
             return ctx.private_key.encrypt(values).to_bytes()
 
         ctx.last_pipeline = ctx.session.send_pipelined(ctx.peer, pieces, produce, tag + "-enc")
@@ -77,7 +78,7 @@ def trigen(ctx: Any, count: int, *, key_owner: int = 0, chunk_size: int = 2048, 
             enc = EncryptedArray.from_bytes(ctx.session.recv_bytes(ctx.peer, tag + "-enc"), pk)
             if enc.shape != (2 * n,):
                 raise ValueError(f"TriGen chunk from {ctx.peer!r} has shape {enc.shape}, expected {(2 * n,)}")
-            b_e, a_e = ring.to_ints(b[sl]).tolist(), ring.to_ints(a[sl]).tolist()
+            b_e, a_e = encoding.ring_to_ints(b[sl]).tolist(), encoding.ring_to_ints(a[sl]).tolist()
             if lay is None:
                 terms: Any = enc[:n] * np.array(b_e, dtype=object) + enc[n:] * np.array(a_e, dtype=object)
             else:
@@ -95,7 +96,7 @@ def trigen_matrix(ctx: Any, m: int, k: int, n: int, *, key_owner: int = 0, pack:
     A, B = ctx.prg.uint64((m, k)), ctx.prg.uint64((k, n))
     bound = 2 * 63 + int(np.ceil(np.log2(max(k, 1)))) + 2  # |A_K B_E + A_E B_K| < 2^bound
     if ctx.me == key_owner:
-        values = ring.to_ints(np.concatenate([A.ravel(), B.ravel()]), signed=True)
+        values = encoding.ring_to_ints(np.concatenate([A.ravel(), B.ravel()]), signed=True)
         ctx.session.send(ctx.peer, ctx.private_key.encrypt(values).to_bytes(), tag + "-enc")
         u = h2s(ctx, None, holder=1 - key_owner, value_bits=bound, pack=pack, tag=tag + "-h2s").share
     else:
@@ -104,13 +105,30 @@ def trigen_matrix(ctx: Any, m: int, k: int, n: int, *, key_owner: int = 0, pack:
             raise ValueError(f"matrix TriGen from {ctx.peer!r} has {enc.size} values, expected {m * k + k * n}")
         enc_a = enc[: m * k].reshape(m, k)
         enc_b = enc[m * k:].reshape(k, n)
-        B_signed, A_signed = ring.to_signed(B), ring.to_signed(A)
+        B_signed, A_signed = encoding.to_signed(B), encoding.to_signed(A)
         rows = [enc_a[i] @ B_signed for i in range(m)]  # Enc(A_K) @ B_E, row by row
         cols = [A_signed @ enc_b[:, j] for j in range(n)]  # A_E @ Enc(B_K), column by column
         left = np.stack([r._c for r in rows])  # (m, n)
         right = np.stack([c._c for c in cols], axis=1)  # (m, n)
         pk = ctx.peer_key
-        summed = EncryptedArray(pk, _object_array(pk.raw_add(left.ravel().tolist(), right.ravel().tolist()),
+        summed = EncryptedArray(pk, object_array(pk.raw_add(left.ravel().tolist(), right.ravel().tolist()),
                                                   (m, n)))
         u = h2s(ctx, summed, holder=ctx.me, value_bits=bound, pack=pack, tag=tag + "-h2s").share
     return A, B, np.matmul(A, B) + u.reshape(m, n)
+
+
+class TriGen(TripleSource):
+    """SHAPER's TriGen (this module): triples from Paillier between the two parties of a
+    :class:`~shaper.protocols.hybrid.Hybrid2PC`, no dealer. ``options`` go to :func:`trigen`
+    (``key_owner``, ``chunk_size``, ``pack``)."""
+
+    name = "trigen"
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def elementwise(self, engine: Any, count: int) -> Triple:
+        return trigen(engine, count, **self.options)
+
+    def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
+        return trigen_matrix(engine, m, k, n, **{k_: v for k_, v in self.options.items() if k_ != "chunk_size"})

@@ -12,42 +12,53 @@ pair; a party only ever decrypts values masked by the other (H2S), and only ever
 data encrypted (S2H, TriGen, secure mat-vec). What each step reveals is stated in its module.
 
 Triples for multiplication come from the store ``ctx.triples`` (fill it ahead of time with
-:meth:`generate_triples`, or load a saved one); ``triple_source`` says what happens when it runs
-dry: ``"trigen"`` generates more with Paillier on the spot, ``"dealer"`` draws insecure
-test triples from a shared seed, ``"store"`` raises :class:`TriplesExhausted`.
+:meth:`generate_triples`, or load a saved one); ``triple_source`` (a
+:class:`~shaper.protocols.triples.TripleSource`) makes more when it runs dry:
+:class:`~shaper.protocols.triples.TriGen` (the default) generates them with Paillier on the
+spot, :class:`~shaper.protocols.triples.InsecureDealer` draws insecure test triples from a
+shared seed, :class:`~shaper.protocols.triples.StoreOnly` raises :class:`TriplesExhausted`.
+
+Hybrid2PC implements the engine interface (:mod:`shaper.protocols.api`) and adds the HE
+boundary: ``h2s``, ``s2h``, secure sparse mat-vec.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..crypto import ou, paillier
-from ..crypto.ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
-from ..crypto.serialization import key_from_bytes, key_to_bytes
-from ..errors import ConfigError, KeyValidationError
-from ..net import Session
-from . import beaver, ring
-from .conversions import SIGMA_DEFAULT, h2s, s2h
-from .shares import IntegerShares, SharedArray
+from ...arrays import ints_from_bytes, ints_to_bytes
+from ...crypto import encoding, ou, paillier
+from ...crypto.ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
+from ...crypto.encoding import SIGMA
+from ...crypto.serialization import key_from_bytes, key_to_bytes
+from ...errors import ConfigError, KeyValidationError
+from ...net import Session
+from ..additive import beaver
+from ..additive.shares import AdditiveEngine, IntegerShares, SharedArray, truncate_share
+from ..api import Shared
+from ..triples import TripleSource, TripleStore, TriGen
+from .conversions import h2s, s2h
 from .sparse import sparse_matvec, sparse_matvec_encrypted
-from .triples import TripleStore, TriplesExhausted, dealer_matrix_triple_insecure, dealer_triples_insecure
-from .trigen import trigen, trigen_matrix
-
-SOURCES = ("trigen", "dealer", "store")
 
 
-class Hybrid2PC:
+class Hybrid2PC(AdditiveEngine):
     """One party's side of a two-party hybrid (SS + AHE) computation."""
 
+    parties = 2
+    conversions: ClassVar[frozenset[str]] = frozenset({"h2s", "s2h"})
+
     def __init__(self, session: Session, private_key: AHEPrivateKey, peer_key: AHEPublicKey, *,
-                 frac_bits: int = 16, sigma: int = SIGMA_DEFAULT, triple_source: str = "trigen",
+                 frac_bits: int = 16, sigma: int = SIGMA, triple_source: TripleSource | None = None,
                  triples: TripleStore | None = None) -> None:
         if session.n != 2:
             raise ConfigError(f"Hybrid2PC needs exactly two parties, the session has {session.n}")
-        if triple_source not in SOURCES:
-            raise ConfigError(f"triple_source must be one of {SOURCES}, got {triple_source!r}")
+        if triple_source is None:
+            triple_source = TriGen()
+        if not isinstance(triple_source, TripleSource):
+            raise ConfigError("triple_source must be a TripleSource (shaper.protocols.triples: TriGen(), "
+                              f"StoreOnly(), InsecureDealer() for tests), got {triple_source!r}")
         if not 0 <= frac_bits <= 40:
             raise ConfigError(f"frac_bits must be in [0, 40], got {frac_bits}")
         if sigma < 40:
@@ -63,7 +74,6 @@ class Hybrid2PC:
         self.triple_source = triple_source
         self.triples = triples or TripleStore(self.me)
         self.last_pipeline = None
-        self._dealer = None
         #: CSPRNG for shares and masks (the session's; a job may swap in a seeded stream per epoch
         #: so that a resumed run replays the same masks)
         self.prg = session.prg
@@ -97,18 +107,14 @@ class Hybrid2PC:
         The owner keeps v - r and sends a uniform r (CSPRNG): the peer learns nothing."""
         f = self.frac_bits if frac_bits is None else frac_bits
         if self.me == owner:
-            v = ring.encode(values, f)
+            v = encoding.ring_encode(values, f)
             r = self.prg.uint64(v.shape)
             self.session.send(self.peer, r, tag)
             return SharedArray(self, v - r, f)
         return SharedArray(self, self.session.recv_array(self.peer, tag, dtype=np.uint64), f)
 
-    def reveal(self, x: SharedArray, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
-        """Open ``x`` to party ``to`` (both when ``None``); decoded at its scale."""
-        raw = self.reveal_ring(x, to, tag)
-        return None if raw is None else ring.decode(raw, x.frac_bits)
-
-    def reveal_ring(self, x: SharedArray, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
+    def reveal_ring(self, x: Shared, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
+        assert isinstance(x, SharedArray)
         if to is None:
             other = self.session.exchange(self.peer, x.share, tag)
             return x.share + self._same_shape(other, x.shape, tag)
@@ -119,12 +125,12 @@ class Hybrid2PC:
 
     def reveal_integer(self, x: IntegerShares, to: int | None = None, tag: str = "reveal-int") -> np.ndarray | None:
         """Open exact integer shares (decoded: int or float at the shares' scale)."""
-        mine = _ints_to_bytes(x.values.ravel().tolist())
+        mine = ints_to_bytes(x.values.ravel().tolist())
         if to is None or to != self.me:
             self.session.send(self.peer, mine, tag)
         if to is not None and to != self.me:
             return None
-        theirs = _ints_from_bytes(self.session.recv_bytes(self.peer, tag))
+        theirs = ints_from_bytes(self.session.recv_bytes(self.peer, tag))
         if len(theirs) != x.size:
             raise ValueError(f"{self.peer!r} revealed {len(theirs)} integers, expected {x.size}")
         total = np.array([a + b for a, b in zip(x.values.ravel().tolist(), theirs)], dtype=object).reshape(x.shape)
@@ -140,7 +146,7 @@ class Hybrid2PC:
     # -- arithmetic -----------------------------------------------------------------------------
     def truncate(self, x: SharedArray, bits: int) -> SharedArray:
         """Local probabilistic truncation (see :mod:`shaper.protocols.ring` for the error rate)."""
-        return SharedArray(self, ring.truncate_share(x.share, bits, self.me), x.frac_bits - bits)
+        return SharedArray(self, truncate_share(x.share, bits, self.me), x.frac_bits - bits)
 
     def mul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
         """Element-wise product (Beaver, one round). With ``truncate``, the result has x's scale."""
@@ -163,30 +169,16 @@ class Hybrid2PC:
     def _triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         missing = count - self.triples.available
         if missing > 0:
-            if self.triple_source == "store":
-                raise TriplesExhausted(f"{count} triples needed, {self.triples.available} in the store")
-            if self.triple_source == "dealer":
-                self.triples.add(*dealer_triples_insecure(self._dealer_prg(), self.me, missing))
-            else:
-                self.triples.add(*trigen(self, missing))
+            self.triples.add(*self.triple_source.elementwise(self, missing))
         return self.triples.take(count)
 
     def _refill_matrix(self, m: int, k: int, n: int) -> None:
-        if self.triple_source == "store":
-            raise TriplesExhausted(f"no ({m}x{k}) @ ({k}x{n}) matrix triple in the store")
-        if self.triple_source == "dealer":
-            self.triples.add_matrix(*dealer_matrix_triple_insecure(self._dealer_prg(), self.me, m, k, n))
-        else:
-            self.triples.add_matrix(*trigen_matrix(self, m, k, n))
-
-    def _dealer_prg(self):  # noqa: ANN202
-        if self._dealer is None:
-            self._dealer = self.session.shared_prg([0, 1], tag="dealer-seed")
-        return self._dealer
+        self.triples.add_matrix(*self.triple_source.matrix(self, m, k, n))
 
     def generate_triples(self, count: int, **options: Any) -> None:
-        """Offline phase: add ``count`` element-wise triples to the store with TriGen."""
-        self.triples.add(*trigen(self, count, **options))
+        """Offline phase: add ``count`` element-wise triples to the store with TriGen (whatever
+        the on-demand source is)."""
+        self.triples.add(*TriGen(**options).elementwise(self, count))
 
     # -- the HE boundary ------------------------------------------------------------------------
     def h2s(self, enc: EncryptedArray | None = None, *, holder: int, **options: Any) -> SharedArray | IntegerShares:
@@ -202,18 +194,3 @@ class Hybrid2PC:
                                 **options: Any) -> SharedArray:
         return sparse_matvec_encrypted(self, matrix, enc, owner=owner, **options)
 
-
-def _ints_to_bytes(values: list[int]) -> bytes:
-    """Signed Python ints as fixed-width two's-complement little-endian bytes (u32 width first)."""
-    width = max((((abs(v) << 1) + 1).bit_length() + 7) // 8 for v in values) if values else 1
-    return width.to_bytes(4, "little") + b"".join(v.to_bytes(width, "little", signed=True) for v in values)
-
-
-def _ints_from_bytes(data: bytes) -> list[int]:
-    if len(data) < 4:
-        raise ValueError("integer block too short")
-    width = int.from_bytes(data[:4], "little")
-    body = data[4:]
-    if width == 0 or width > 4096 or len(body) % width:
-        raise ValueError(f"malformed integer block (width {width}, {len(body)} bytes)")
-    return [int.from_bytes(body[i:i + width], "little", signed=True) for i in range(0, len(body), width)]

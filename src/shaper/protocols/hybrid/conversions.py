@@ -32,15 +32,14 @@ from __future__ import annotations
 
 from typing import Any
 
-
-from ..crypto.ahe import EncryptedArray, _object_array, concatenate
-from ..crypto.packing import SIGMA, PackedArray, layout, pack, split_slots
-from ..errors import KeyMismatchError, PlaintextOverflowError
-from . import ring
-from .shares import IntegerShares, SharedArray
+from ...arrays import chunk_slices, object_array
+from ...crypto import encoding
+from ...crypto.ahe import EncryptedArray, concatenate
+from ...crypto.packing import PackedArray, layout, pack, split_slots
+from ...errors import KeyMismatchError, PlaintextOverflowError
+from ..additive.shares import IntegerShares, SharedArray
 
 MODES = ("ring", "integer")
-SIGMA_DEFAULT = SIGMA
 
 
 def _random_ints(ctx: Any, count: int, bits: int) -> list[int]:
@@ -50,11 +49,6 @@ def _random_ints(ctx: Any, count: int, bits: int) -> list[int]:
     raw = ctx.prg.exponent_bytes(count, bits)
     blob, width = raw.tobytes(), raw.shape[1]
     return [int.from_bytes(blob[i * width:(i + 1) * width], "little") for i in range(count)]
-
-
-def _chunks(count: int, size: int) -> list[slice]:
-    size = max(1, size)
-    return [slice(s, min(s + size, count)) for s in range(0, count, size)] or [slice(0, 0)]
 
 
 def _check_mode(mode: str, truncate_bits: int) -> None:
@@ -116,7 +110,7 @@ def _h2s_holder(ctx: Any, enc: EncryptedArray | PackedArray, beta: int, mode: st
     count = enc.count if prepacked else flat.size
     frac_in = enc.frac_bits
     s = [r + (1 << beta) for r in _random_ints(ctx, count, beta + sigma)]
-    pieces = _chunks(count, chunk)
+    pieces = chunk_slices(count, chunk)
     ctx.session.send(ctx.peer, {"count": count, "shape": list(shape), "frac_bits": frac_in,
                                 "chunks": len(pieces), "mode": mode, "truncate_bits": t, "pack": packed,
                                 "value_bits": beta}, tag)
@@ -125,7 +119,7 @@ def _h2s_holder(ctx: Any, enc: EncryptedArray | PackedArray, beta: int, mode: st
         if not packed:
             part = flat[sl]
             cts = pk.raw_add_plain(part._c.tolist(), s[sl])
-            return EncryptedArray(pk, _object_array(pk.raw_rerandomize(cts)), frac_in).to_bytes()
+            return EncryptedArray(pk, object_array(pk.raw_rerandomize(cts)), frac_in).to_bytes()
         if prepacked:
             k = lay.slots
             groups = enc._c[sl.start // k: -(-sl.stop // k)].tolist()
@@ -140,14 +134,14 @@ def _h2s_holder(ctx: Any, enc: EncryptedArray | PackedArray, beta: int, mode: st
                 value |= m << (w * j)
             packed_masks.append(value)
         cts = pk.raw_add_plain(groups, packed_masks)
-        out = PackedArray(pk, _object_array(pk.raw_rerandomize(cts)), sl.stop - sl.start, lay, frac_in)
+        out = PackedArray(pk, object_array(pk.raw_rerandomize(cts)), sl.stop - sl.start, lay, frac_in)
         return out.to_bytes()
 
     ctx.last_pipeline = ctx.session.send_pipelined(ctx.peer, pieces, produce, tag)
     frac = frac_in - t
     if mode == "ring":
-        return SharedArray(ctx, ring.from_ints([-v for v in s]).reshape(shape), frac)
-    return IntegerShares(ctx, _object_array([-(v >> t) for v in s], shape), frac)
+        return SharedArray(ctx, encoding.ring_from_ints([-v for v in s]).reshape(shape), frac)
+    return IntegerShares(ctx, object_array([-(v >> t) for v in s], shape), frac)
 
 
 def _h2s_owner(ctx: Any, beta: int | None, mode: str, t: int, packed: bool, tag: str
@@ -186,15 +180,15 @@ def _h2s_owner(ctx: Any, beta: int | None, mode: str, t: int, packed: bool, tag:
             "bound, so its mask no longer hides it; raise value_bits")
     frac_out = frac - t
     if mode == "ring":
-        return SharedArray(ctx, ring.from_ints(u).reshape(shape), frac_out)
-    return IntegerShares(ctx, _object_array([v >> t for v in u], shape), frac_out)
+        return SharedArray(ctx, encoding.ring_from_ints(u).reshape(shape), frac_out)
+    return IntegerShares(ctx, object_array([v >> t for v in u], shape), frac_out)
 
 
 # -- S2H ----------------------------------------------------------------------------------------
 def share_values(x: SharedArray | IntegerShares) -> list[int]:
     """This party's share as Python ints: unsigned [0, 2^64) for ring shares, signed for integer."""
     if isinstance(x, SharedArray):
-        return ring.to_ints(x.share).ravel().tolist()
+        return encoding.ring_to_ints(x.share).ravel().tolist()
     if isinstance(x, IntegerShares):
         return [int(v) for v in x.values.ravel().tolist()]
     raise TypeError(f"expected shares, got {type(x).__name__}")
@@ -206,11 +200,11 @@ def encrypt_share(ctx: Any, x: SharedArray | IntegerShares, *, key_owner: int, c
     EncryptedArray there, ``None`` at the key owner). Pipelined in chunks."""
     if ctx.me == key_owner:
         values = share_values(x)
-        pieces = _chunks(len(values), chunk_size)
+        pieces = chunk_slices(len(values), chunk_size)
         ctx.session.send(ctx.peer, {"count": len(values), "shape": list(x.shape), "frac_bits": x.frac_bits,
                                     "chunks": len(pieces)}, tag)
         ctx.last_pipeline = ctx.session.send_pipelined(
-            ctx.peer, pieces, lambda sl: ctx.private_key.encrypt(_object_array(values[sl])).to_bytes(), tag)
+            ctx.peer, pieces, lambda sl: ctx.private_key.encrypt(object_array(values[sl])).to_bytes(), tag)
         return None
     head = ctx.session.recv_meta(ctx.peer, tag)
     parts = [EncryptedArray.from_bytes(ctx.session.recv_bytes(ctx.peer, tag), ctx.peer_key)
@@ -232,4 +226,4 @@ def s2h(ctx: Any, x: SharedArray | IntegerShares, *, key_owner: int, chunk_size:
     if received.size != len(mine):
         raise ValueError(f"S2H shapes differ: the key owner sent {received.size} values, this party holds {len(mine)}")
     cts = received.public_key.raw_add_plain(received._c.ravel().tolist(), mine)
-    return EncryptedArray(received.public_key, _object_array(cts, x.shape), x.frac_bits)
+    return EncryptedArray(received.public_key, object_array(cts, x.shape), x.frac_bits)

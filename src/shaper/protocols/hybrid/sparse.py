@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ..crypto.ahe import EncryptedArray, _as_csr
+from ...crypto import encoding
+from ...crypto.ahe import EncryptedArray
+from ..additive.shares import SharedArray
+from ..api import public_matmul
 from .conversions import encrypt_share, h2s
-from .shares import SharedArray, public_matmul
 
 
 def _row_bound_bits(csr: Any, value_bits: int) -> int:
@@ -43,7 +45,7 @@ def sparse_matvec(ctx: Any, matrix: Any, y: SharedArray, *, owner: int, pack: bo
         return h2s(ctx, None, holder=owner, pack=pack, tag=tag + "-h2s")
     if matrix is None:
         raise ValueError("the matrix owner must pass the matrix")
-    csr = _as_csr(matrix)
+    csr = encoding.as_csr(matrix)
     if csr.dtype.kind == "f" and not np.all(csr.data == np.round(csr.data)):
         raise TypeError("sparse_matvec needs integer matrix entries (encode reals with a scale first)")
     if csr.shape[1] != y.shape[0] or y.ndim != 1:
@@ -65,6 +67,6 @@ def sparse_matvec_encrypted(ctx: Any, matrix: Any, enc: EncryptedArray | None, *
         return h2s(ctx, None, holder=owner, pack=pack, tag=tag)
     if value_bits is None or enc is None:
         raise ValueError("the matrix owner passes the encrypted vector and its value_bits")
-    csr = _as_csr(matrix)
+    csr = encoding.as_csr(matrix)
     product = csr.astype(np.int64) @ enc
     return h2s(ctx, product, holder=owner, value_bits=_row_bound_bits(csr, value_bits), pack=pack, tag=tag)

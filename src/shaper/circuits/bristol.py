@@ -21,12 +21,12 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ShaperError
+from ..kernels.bits import AND, EQ0, EQ1, EQW, INV, XOR, XOR3
 
-# gate codes (the native evaluator uses the same numbers); XOR3 exists only in schedules
-XOR, AND, INV, EQW, EQ0, EQ1, XOR3 = 0, 1, 2, 3, 4, 5, 6
 _NAMES = {"XOR": XOR, "AND": AND, "INV": INV, "EQW": EQW}
 
 MAX_WIRES = 1 << 30
+_BUNDLED = Path(__file__).resolve().parent  # the .txt circuits shipped beside this module
 
 
 class CircuitFormatError(ShaperError, ValueError):
@@ -187,9 +187,26 @@ def parse(text: str, name: str = "circuit") -> Circuit:
     return Circuit(name, n_wires, inputs, outputs, as_arr(op).astype(np.uint8), as_arr(ga), as_arr(gb), as_arr(go))
 
 
-def load(path: str | Path) -> Circuit:
-    """Reads and parses a Bristol Fashion file."""
+def bundled() -> list[str]:
+    """Names of the circuits shipped inside the package (``shaper/circuits/*.txt``)."""
+    return sorted(p.name for p in _BUNDLED.glob("*.txt") if p.name.lower() != "license-bristol-fashion.txt")
+
+
+def resolve(path: str | Path) -> Path:
+    """``path`` if that file exists, else the bundled circuit of that name (``"aes_128.txt"`` or
+    ``"aes_128"``); raises ``FileNotFoundError`` listing the bundled names otherwise."""
     p = Path(path)
+    if p.exists():
+        return p
+    name = p.name if p.suffix else p.name + ".txt"
+    if p.parent == Path(".") and name in bundled():
+        return _BUNDLED / name
+    raise FileNotFoundError(f"no circuit file {str(path)!r} (bundled circuits: {', '.join(bundled())})")
+
+
+def load(path: str | Path) -> Circuit:
+    """Reads and parses a Bristol Fashion file, or a bundled circuit by name (:func:`bundled`)."""
+    p = resolve(path)
     try:
         text = p.read_text(encoding="ascii")
     except UnicodeDecodeError:

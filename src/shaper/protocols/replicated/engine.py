@@ -8,10 +8,12 @@ P_i sends only to P_{i+1} and receives only from P_{i-1} during evaluation.
 (x_i, a_i) with a_i = x_{i-1} - v (boolean: XOR for +/-). One party's pair is uniform and
 independent of v; any two pairs determine it.
 
-**Correlated randomness**: at start-up each P_i draws an AES-128 key k_i (``os.urandom``) and
-sends it to P_{i+1} over the session's TLS channel, so P_i holds k_i and k_{i-1}. The zero
-sharing for a layer is alpha_i = F(k_i) - F(k_{i-1}) (boolean: XOR) with F an AES-CTR keystream
-that each key's two holders consume in lockstep — no identifier repeats, no communication.
+**Correlated randomness**: at start-up each P_i draws an AES-128 key k_i
+(:func:`shaper.crypto.prg.fresh_key`) and sends it to P_{i+1} over the session's TLS channel, so
+P_i holds k_i and k_{i-1}. The zero sharing for a layer is alpha_i = F(k_i) - F(k_{i-1})
+(boolean: XOR) with F the AES-CTR keystream of :func:`shaper.crypto.prg.pairwise_stream` that
+each key's two holders consume in lockstep — no identifier repeats, no communication. Fresh
+shares of inputs come from the session's CSPRNG.
 
 **Boolean** values are bit-sliced (``shaper.protocols.bristol``): XOR/NOT are local; an AND costs
 one bit per party: r_i = (x_i & y_i) ^ (a_i & b_i) ^ alpha_i goes to P_{i+1} and the output
@@ -29,107 +31,37 @@ keep |v| well below 2^63 (e.g. l <= 40 gives 2^-23 per value).
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from .. import _native
-from ..errors import ConfigError, FrameError
-from . import bristol
+from ...circuits import bristol
+from ...crypto import encoding, prg
+from ...errors import ConfigError, FrameError
+from ...kernels import bits
+from ..api import Engine, Shared
+from .shares import BitShares, RingShares
 
 U64 = np.uint64
 INV3 = np.uint64(0xAAAAAAAAAAAAAAAB)  # 3^-1 mod 2^64
 _TAG = "rss"
 
 
-class _KeyStream:
-    """AES-128-CTR keystream under one pairwise key; both holders draw the same words. The
-    returned array is a view of an internal buffer, valid until the next call."""
-
-    def __init__(self, key: bytes) -> None:
-        self._enc = Cipher(algorithms.AES(key), modes.CTR(b"\x00" * 16)).encryptor()
-        self._zeros = b""
-        self._out = bytearray()
-
-    def words(self, count: int) -> np.ndarray:
-        nbytes = count * 8
-        if len(self._zeros) < nbytes:
-            self._zeros = bytes(nbytes)
-            self._out = bytearray(nbytes + 16)  # update_into needs block-size slack
-        n = self._enc.update_into(memoryview(self._zeros)[:nbytes], self._out)
-        if n != nbytes:
-            raise RuntimeError("short keystream")
-        return np.frombuffer(self._out, dtype=U64, count=count)
-
-
-@dataclass
-class BitShares:
-    """This party's share of ``width`` bit-sliced wires over ``instances`` circuit instances:
-    ``x``, ``a`` of shape (width, words)."""
-
-    x: np.ndarray
-    a: np.ndarray
-    instances: int
-
-    @property
-    def width(self) -> int:
-        return int(self.x.shape[0])
-
-    def __xor__(self, other: "BitShares") -> "BitShares":
-        return BitShares(self.x ^ other.x, self.a ^ other.a, self.instances)
-
-    def __invert__(self) -> "BitShares":
-        return BitShares(self.x.copy(), ~self.a, self.instances)
-
-
-@dataclass
-class RingShares:
-    """This party's share (x, a) of an array over Z_2^64 (uint64 arrays of one shape)."""
-
-    x: np.ndarray
-    a: np.ndarray
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.x.shape
-
-    def __add__(self, other: Any) -> "RingShares":
-        if isinstance(other, RingShares):
-            return RingShares(self.x + other.x, self.a + other.a)
-        c = _ring_const(other)
-        return RingShares(self.x.copy(), self.a - c)  # v + c: a_i = x_{i-1} - v - c
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> "RingShares":
-        if isinstance(other, RingShares):
-            return RingShares(self.x - other.x, self.a - other.a)
-        return self + (np.uint64(0) - _ring_const(other))
-
-    def __neg__(self) -> "RingShares":
-        return RingShares(np.uint64(0) - self.x, np.uint64(0) - self.a)
-
-    def mul_public(self, c: Any) -> "RingShares":
-        k = _ring_const(c)
-        return RingShares(self.x * k, self.a * k)
-
-
-def _ring_const(c: Any) -> np.ndarray:
-    arr = np.asarray(c)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"ring constants must be integers, got {arr.dtype}")
-    return arr.astype(np.int64).view(U64) if arr.dtype.kind == "i" else arr.astype(U64)
-
-
-class Replicated3PC:
+class Replicated3PC(Engine):
     """The three-party engine on one party's :class:`~shaper.net.Session` (three parties).
-    Construct it on all three parties at the same point: it agrees the pairwise PRF keys."""
+    Construct it on all three parties at the same point: it agrees the pairwise PRF keys.
 
-    def __init__(self, session: Any, parties: Sequence[str] | None = None, *,
+    Arithmetic over Z_2^64 follows the engine interface (:mod:`shaper.protocols.api`): shares
+    are :class:`RingShares` at a fixed-point scale (``frac_bits``, default 16; 0 for plain ring
+    integers). Boolean circuits run on :class:`BitShares` (:meth:`share_bits`, :meth:`evaluate`).
+    ``native_prf=False`` forces the pure-Python keystream (tests, comparisons)."""
+
+    parties = 3
+
+    def __init__(self, session: Any, parties: Sequence[str] | None = None, *, frac_bits: int = 16,
                  native_prf: bool | None = None) -> None:
+        if not 0 <= frac_bits <= 40:
+            raise ConfigError(f"frac_bits must be in [0, 40], got {frac_bits}")
         names = list(parties) if parties is not None else list(session.parties)
         if len(names) != 3 or len(set(names)) != 3:
             raise ConfigError(f"replicated sharing needs exactly 3 computing parties, got {names}"
@@ -138,23 +70,19 @@ class Replicated3PC:
             raise ConfigError(f"party {session.name!r} is not one of the computing parties {names}")
         self.session = session
         self.names = names                    # P0, P1, P2; other session members may hold data
-        self.i = names.index(session.name)
+        self.i = self.me = names.index(session.name)
         self.next = (self.i + 1) % 3
         self.prev = (self.i - 1) % 3
-        own = os.urandom(16)
+        self.frac_bits = frac_bits
+        own = prg.fresh_key(16)
         self._send(self.next, own, tag="rss-key")
         theirs = session.recv_bytes(names[self.prev], tag="rss-key")
         if len(theirs) != 16:
             raise FrameError(f"party {names[self.prev]!r} sent a {len(theirs)}-byte PRF key")
-        # the VAES keystream where the CPU has it (the same stream as the fallback's);
-        # native_prf=False forces the fallback (tests, comparisons)
-        fast = hasattr(_native, "KeyStream") and _native.KeyStream.available()
-        if native_prf is not None:
-            fast = fast and native_prf
-        stream = _native.KeyStream if fast else _KeyStream
-        self._own = stream(own)
-        self._prev = stream(theirs)
-        self._fused = fast
+        # the VAES keystream where the CPU has it (the same stream as the fallback's)
+        self._own = prg.pairwise_stream(own, native=native_prf)
+        self._prev = prg.pairwise_stream(theirs, native=native_prf)
+        self._fused = not isinstance(self._own, prg.Prg)  # native streams feed the AND kernel directly
         self.rounds = 0
         self.and_gates = 0
         self._state: tuple[np.ndarray, np.ndarray] | None = None
@@ -261,19 +189,19 @@ class Replicated3PC:
         r_all = np.empty((widest, words), dtype=U64)  # reused by every layer (sends are synchronous)
         for k in range(sch.depth + 1):
             if sch.local[k].size:
-                _native.rss_local(X, A, sch.local[k])
+                bits.local(X, A, sch.local[k])
             ands = sch.ands[k]
             if ands.size:
                 n = ands.shape[0]
                 r = r_all[:n]
                 if self._fused:  # keystreams drawn row by row inside the kernel
-                    _native.rss_and_prf(X, A, ands, r, self._own, self._prev)
+                    bits.and_prf(X, A, ands, r, self._own, self._prev)
                 else:
                     m1 = self._own.words(n * words).reshape(n, words)
                     m2 = self._prev.words(n * words).reshape(n, words)
-                    _native.rss_and_masked(X, A, ands, r, m1, m2)  # r = alpha ^ local AND terms
+                    bits.and_masked(X, A, ands, r, m1, m2)  # r = alpha ^ local AND terms
                 r_prev = self._ring_exchange(r)
-                _native.rss_and_finish(X, A, ands, r, r_prev)
+                bits.and_finish(X, A, ands, r, r_prev)
                 self.and_gates += ands.shape[0]
         outs, start = [], 0
         for w in circuit.outputs:
@@ -282,75 +210,104 @@ class Replicated3PC:
             start += w
         return outs
 
-    # -- arithmetic sharing over Z_2^64 ------------------------------------------------------
-    def share(self, values: Any, owner: int, shape: tuple[int, ...] | None = None) -> RingShares:
-        """Shares a uint64/int64 array held by ``owner`` (others pass None and ``shape``)."""
+    # -- arithmetic sharing over Z_2^64: the engine interface -------------------------------
+    def share(self, values: Any, *, owner: int, frac_bits: int | None = None,
+              shape: tuple[int, ...] | None = None) -> RingShares:
+        """Shares numbers held by ``owner`` at scale 2^frac_bits (others pass None; ``shape``,
+        if given, is checked against the owner's)."""
+        f = self.frac_bits if frac_bits is None else frac_bits
+        if not 0 <= owner < 3:
+            raise ValueError(f"owner must be a party index 0..2, got {owner}")
         if self.i == owner:
-            v = _ring_const(values)
-            v = np.ascontiguousarray(v)
+            v = np.ascontiguousarray(encoding.ring_encode(values, f))
             self._send(self.next, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
             self._send(self.prev, np.asarray(v.shape, dtype=np.int64), tag="rss-shape")
-            parts = _split(v, boolean=False)
+            parts = _split(v, boolean=False, source=self.session.prg)
             for j in (self.next, self.prev):
                 self._send(j, np.stack(parts[j]), tag="rss-in")
             x, a = parts[self.i]
-            return RingShares(np.ascontiguousarray(x), np.ascontiguousarray(a))
+            return RingShares(self, np.ascontiguousarray(x), np.ascontiguousarray(a), f)
         got_shape = tuple(int(d) for d in self._recv_array(owner, tag="rss-shape", dtype=np.int64))
         if shape is not None and tuple(shape) != got_shape:
             raise ValueError(f"party {owner} shares shape {got_shape}, expected {tuple(shape)}")
         both = self._recv_array(owner, tag="rss-in", dtype=U64, shape=(2,) + got_shape)
-        return RingShares(both[0].copy(), both[1].copy())
+        return RingShares(self, both[0].copy(), both[1].copy(), f)
 
-    def reveal(self, sh: RingShares, to: int | None = None) -> np.ndarray | None:
-        """Opens to party ``to`` (all when None): uint64 array (view as int64 for signed)."""
+    def reveal_ring(self, x: Shared, to: int | None = None) -> np.ndarray | None:
+        """Opens to party ``to`` (all when None) as ring elements (view as int64 for signed)."""
+        assert isinstance(x, RingShares)
         if to is None or to == self.next:
-            self._send(self.next, sh.x, tag="rss-open")
+            self._send(self.next, x.x, tag="rss-open")
         if to is None or to == self.i:
-            got = self._recv_array(self.prev, tag="rss-open", dtype=U64, shape=sh.x.shape)
+            got = self._recv_array(self.prev, tag="rss-open", dtype=U64, shape=x.x.shape)
             self.rounds += 1
-            return got - sh.a
+            return got - x.a
         return None
 
-    def mul(self, u: RingShares, w: RingShares) -> RingShares:
-        """Element-wise product: one ring element per party per product, one round."""
-        if u.shape != w.shape:
-            raise ValueError(f"operands differ in shape: {u.shape} and {w.shape}")
-        r = u.a * w.a
-        r -= u.x * w.x
-        r += self.zero_ring(u.shape)
-        r *= INV3
-        return self._reshare(r)
+    def add_public(self, x: Shared, ring_values: np.ndarray) -> RingShares:
+        """v + c: every a_i = x_{i-1} - v moves by -c; the x components stay."""
+        assert isinstance(x, RingShares)
+        return RingShares(self, x.x.copy(), x.a - ring_values, x.frac_bits)
 
-    def _reshare(self, r: np.ndarray) -> RingShares:
+    def mul(self, x: Shared, y: Shared, *, truncate: bool = True) -> RingShares:
+        """Element-wise product: one ring element per party per product, one round (a second
+        for the truncation back to x's scale when y is fixed point and ``truncate``)."""
+        assert isinstance(x, RingShares) and isinstance(y, RingShares)
+        if x.shape != y.shape:
+            try:
+                shape = np.broadcast_shapes(x.shape, y.shape)
+            except ValueError:
+                raise ValueError(f"operands differ in shape: {x.shape} and {y.shape}") from None
+            x, y = (s.map(lambda c: np.ascontiguousarray(np.broadcast_to(c, shape))) for s in (x, y))
+        r = x.a * y.a
+        r -= x.x * y.x
+        r += self.zero_ring(x.shape)
+        r *= INV3
+        z = self._reshare(r, x.frac_bits + y.frac_bits)
+        return self.truncate(z, y.frac_bits) if truncate and y.frac_bits else z
+
+    def matmul(self, x: Shared, y: Shared, *, truncate: bool = True) -> RingShares:
+        """Matrix product of shared (m, k) and (k, n) arrays: the same local terms as
+        :meth:`mul`, summed over k before the reshare (one element per output, one round)."""
+        assert isinstance(x, RingShares) and isinstance(y, RingShares)
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+            raise ValueError(f"matmul needs (m, k) @ (k, n), got {x.shape} @ {y.shape}")
+        r = np.matmul(x.a, y.a)
+        r -= np.matmul(x.x, y.x)
+        r += self.zero_ring(r.shape)
+        r *= INV3
+        z = self._reshare(r, x.frac_bits + y.frac_bits)
+        return self.truncate(z, y.frac_bits) if truncate and y.frac_bits else z
+
+    def _reshare(self, r: np.ndarray, frac_bits: int) -> RingShares:
         """(x, a) sharing from a 3-out-of-3 additive sharing r (already masked)."""
         r_prev = self._ring_exchange(np.ascontiguousarray(r))
         x = r_prev - r
         a = np.uint64(0) - (r_prev + r_prev) - r
-        return RingShares(x, a)
+        return RingShares(self, x, a, frac_bits)
 
-    def truncate(self, sh: RingShares, bits: int) -> RingShares:
+    def truncate(self, x: Shared, bits: int) -> RingShares:
         """Divides by 2^bits (floor, or one more; see the module notes for the failure rate)."""
+        assert isinstance(x, RingShares)
         if not 0 < bits < 64:
             raise ValueError(f"truncation bits must be in 1..63, got {bits}")
         d = np.uint64(bits)
-        r = self.zero_ring(sh.shape)
+        r = self.zero_ring(x.shape)
         if self.i == 2:
-            r += sh.x >> d
+            r += x.x >> d
         elif self.i == 0:
-            r -= sh.a >> d
-        return self._reshare(r)
+            r -= x.a >> d
+        return self._reshare(r, x.frac_bits - bits)
 
-    def mul_fixed(self, u: RingShares, w: RingShares, frac_bits: int) -> RingShares:
-        """Fixed-point product: multiply, then truncate by ``frac_bits`` (two rounds)."""
-        return self.truncate(self.mul(u, w), frac_bits)
+    def mul_fixed(self, x: RingShares, y: RingShares, frac_bits: int) -> RingShares:
+        """Product, then truncation by ``frac_bits`` whatever the operands' scales (two rounds)."""
+        return self.truncate(self.mul(x, y, truncate=False), frac_bits)
 
 
-def _split(v: np.ndarray, boolean: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fresh (x_i, a_i) pairs for i = 0, 1, 2 from a CSPRNG."""
-    shape = v.shape
-    n = int(np.prod(shape, dtype=np.int64))
-    x0 = np.frombuffer(os.urandom(8 * n), dtype=U64).reshape(shape)
-    x1 = np.frombuffer(os.urandom(8 * n), dtype=U64).reshape(shape)
+def _split(v: np.ndarray, boolean: bool, source: prg.Prg) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Fresh (x_i, a_i) pairs for i = 0, 1, 2, random from the CSPRNG ``source``."""
+    x0 = source.uint64(v.shape)
+    x1 = source.uint64(v.shape)
     if boolean:
         x2 = x0 ^ x1
         xs = [x0, x1, x2]
@@ -362,9 +319,9 @@ def _split(v: np.ndarray, boolean: bool) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def deal_bits(rows: np.ndarray) -> list[np.ndarray]:
     """For an outside data holder: the three parties' (2, width, words) share arrays of
-    bit-sliced rows (fresh from ``os.urandom``); send element i to computing party i, which calls
-    :meth:`Replicated3PC.receive_bits` with the holder's name."""
-    parts = _split(np.ascontiguousarray(rows, dtype=U64), boolean=True)
+    bit-sliced rows (fresh from the process CSPRNG); send element i to computing party i, which
+    calls :meth:`Replicated3PC.receive_bits` with the holder's name."""
+    parts = _split(np.ascontiguousarray(rows, dtype=U64), boolean=True, source=prg.default_prg())
     return [np.stack(p) for p in parts]
 
 

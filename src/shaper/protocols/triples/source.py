@@ -1,0 +1,56 @@
+"""Where Beaver triples come from: pluggable sources behind one interface (SPU's
+``beaver_interface``, FATE's providers), so an engine never switches on a string.
+
+A :class:`TripleSource` makes triple shares on demand for an engine whose store ran dry:
+:class:`~shaper.protocols.triples.trigen.TriGen` (two-party, Paillier: SHAPER's TriGen, the
+default of :class:`~shaper.protocols.hybrid.Hybrid2PC`),
+:class:`~shaper.protocols.triples.dealer.InsecureDealer` (tests and online-phase benchmarks
+only: every party knows every triple) and :class:`StoreOnly` (use what the store holds, e.g.
+triples generated offline and loaded from disk, and fail when it runs out).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from .store import TriplesExhausted
+
+Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+__all__ = ["StoreOnly", "Triple", "TripleSource"]
+
+
+class TripleSource(ABC):
+    """Makes this party's shares of fresh triples; every party calls it with the same arguments
+    at the same point of the program (SPMD)."""
+
+    #: a short name for logs and errors
+    name: str = "triples"
+
+    @abstractmethod
+    def elementwise(self, engine: Any, count: int) -> Triple:
+        """``count`` element-wise triples: this party's shares of a, b and c = a * b (uint64)."""
+
+    @abstractmethod
+    def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
+        """One matrix triple: shares of A (m, k), B (k, n) and C = A @ B mod 2^64."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class StoreOnly(TripleSource):
+    """No generation on demand: what the engine's store holds is all there is."""
+
+    name = "store"
+
+    def elementwise(self, engine: Any, count: int) -> Triple:
+        raise TriplesExhausted(f"{count} more triples needed, {engine.triples.available} in the store "
+                               "(the triple source is StoreOnly: generate or load more first)")
+
+    def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
+        raise TriplesExhausted(f"no ({m}x{k}) @ ({k}x{n}) matrix triple in the store "
+                               "(the triple source is StoreOnly)")
