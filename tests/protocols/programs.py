@@ -14,6 +14,8 @@ from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
 from shaper.protocols.hybrid import h2s, s2h
 from shaper.protocols.triples import trigen, trigen_matrix
 
+from .conformance import prog_linear, prog_matmul, prog_mul  # engine-generic programs
+
 SOURCES = {"dealer": InsecureDealer, "store": StoreOnly, "trigen": TriGen}
 
 KEY_BITS = 640
@@ -23,26 +25,6 @@ def context(session, **options):
     warnings.simplefilter("ignore")  # dealer triples warn on purpose
     options["triple_source"] = SOURCES[options.get("triple_source", "dealer")]()
     return Hybrid2PC.setup(session, key_bits=options.pop("key_bits", KEY_BITS), **options)
-
-
-def prog_linear(ctx, xv, yv):
-    x = ctx.share(xv, owner=0)
-    y = ctx.share(yv, owner=1)
-    return [(x + y).reveal(), (x - y).reveal(), (3 - x).reveal(), (x * -7).reveal(), (-y + 2.5).reveal(),
-            x.sum().reveal()]
-
-
-def prog_mul(ctx, xv, yv):
-    x = ctx.share(xv, owner=0)
-    y = ctx.share(yv, owner=1)
-    exact = ctx.mul(x, y, truncate=False)
-    return [ctx.reveal_ring(exact), (x * y).reveal(), (x * 0.75).reveal()]
-
-
-def prog_matmul(ctx, xv, yv):
-    x = ctx.share(xv, owner=0)
-    y = ctx.share(yv, owner=1)
-    return [ctx.reveal_ring(ctx.matmul(x, y, truncate=False)), (x @ y).reveal()]
 
 
 def prog_sparse(ctx, matrix, yv):

@@ -288,6 +288,22 @@ class Engine(ABC):
         transposed = matrix.T if is_sparse(matrix) else np.asarray(matrix).T
         return x.map(lambda c: public_matmul(transposed, c.T).T)
 
+    # -- conversions: engines that support one override it and list it in ``conversions`` ------
+    def h2s(self, *args: Any, **options: Any) -> Any:
+        """Ciphertexts -> shares (engines with an HE boundary)."""
+        raise self._unsupported("h2s")
+
+    def s2h(self, *args: Any, **options: Any) -> Any:
+        """Shares -> ciphertexts (engines with an HE boundary)."""
+        raise self._unsupported("s2h")
+
+    @staticmethod
+    def check_matmul(x: Shared, y: Shared) -> tuple[int, int, int]:
+        """(m, k, n) of a shared (m, k) @ (k, n) product; raises ``ValueError`` otherwise."""
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+            raise ValueError(f"matmul needs (m, k) @ (k, n), got {x.shape} @ {y.shape}")
+        return x.shape[0], x.shape[1], y.shape[1]
+
     def _same_engine(self, y: Shared) -> None:
         if y.engine is not self:
             raise ValueError("shared arrays from different engines cannot be combined")

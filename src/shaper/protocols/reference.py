@@ -63,6 +63,7 @@ class Reference(AdditiveEngine):
 
     def matmul(self, x: Shared, y: Shared, *, truncate: bool = True) -> SharedArray:
         assert isinstance(x, SharedArray) and isinstance(y, SharedArray)
+        self.check_matmul(x, y)
         z = SharedArray(self, np.matmul(x.share, y.share), x.frac_bits + y.frac_bits)
         return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
 

@@ -157,10 +157,7 @@ class Hybrid2PC(AdditiveEngine):
 
     def matmul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
         """Matrix product of shared (m, k) and (k, n) arrays (Beaver with a matrix triple)."""
-        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
-            raise ValueError(f"matmul needs (m, k) @ (k, n), got {x.shape} @ {y.shape}")
-        m, k = x.shape
-        n = y.shape[1]
+        m, k, n = self.check_matmul(x, y)
         if self.triples.available_matrix(m, k, n) == 0:
             self._refill_matrix(m, k, n)
         z = beaver.beaver_matmul(self, x, y, self.triples.take_matrix(m, k, n))

@@ -270,8 +270,7 @@ class Replicated3PC(Engine):
         """Matrix product of shared (m, k) and (k, n) arrays: the same local terms as
         :meth:`mul`, summed over k before the reshare (one element per output, one round)."""
         assert isinstance(x, RingShares) and isinstance(y, RingShares)
-        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
-            raise ValueError(f"matmul needs (m, k) @ (k, n), got {x.shape} @ {y.shape}")
+        self.check_matmul(x, y)
         r = np.matmul(x.a, y.a)
         r -= np.matmul(x.x, y.x)
         r += self.zero_ring(r.shape)

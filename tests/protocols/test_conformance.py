@@ -1,0 +1,114 @@
+"""One suite, every engine: the conformance programs on the plaintext reference, Hybrid2PC
+(two parties) and Replicated3PC (three parties), checked against numpy and the reference."""
+
+import numpy as np
+import pytest
+
+from . import conformance as C
+
+F = 16
+ULP = 2.0 ** -F
+rng = np.random.default_rng(11)  # test data only
+X = rng.integers(-4000, 4000, (3, 4)) / 64
+Y = rng.integers(-4000, 4000, (3, 4)) / 32
+Q = lambda v: np.round(np.asarray(v) * 2**F) / 2**F  # noqa: E731 - values as encoded at scale 2^16
+
+
+@pytest.fixture(params=C.ENGINES)
+def kind(request):
+    return request.param
+
+
+def outputs(results, kind):
+    """Every party's revealed-to-all outputs must agree; return party 0's."""
+    for other in results[1:]:
+        for a, b in zip(_flat(results[0]), _flat(other)):
+            np.testing.assert_array_equal(a, b, err_msg=f"{kind}: parties disagree")
+    return results[0]
+
+
+def _flat(r):
+    items = r.values() if isinstance(r, dict) else r
+    return [v for v in items if v is not None and not isinstance(v, (str, tuple, int))]
+
+
+def test_share_and_reveal(kind):
+    res = C.run(kind, C.prog_share_reveal, X[0])
+    np.testing.assert_array_equal(res[0]["all"], Q(X[0]))
+    np.testing.assert_array_equal(res[0]["to0"], Q(X[0]))
+    for other in res[1:]:
+        assert other["to0"] is None  # only party 0 learns it
+        np.testing.assert_array_equal(other["all"], Q(X[0]))
+    np.testing.assert_array_equal(res[0]["ints"], np.arange(-3, 3))
+    assert res[0]["ints"].dtype == np.int64 and res[0]["ring"].dtype == np.uint64
+    assert res[0]["shape"] == (4,) and res[0]["frac_bits"] == F
+
+
+def test_linear_operations_are_exact(kind):
+    want = C.prog_linear(C.make_engine("reference"), X[0], Y[0])
+    got = outputs(C.run(kind, C.prog_linear, X[0], Y[0]), kind)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)  # local and linear: bit-exact on every engine
+    x, y = Q(X[0]), Q(Y[0])
+    for g, w in zip(got, [x + y, x - y, 3 - x, x * -7, 2.5 - y, x.sum()]):
+        np.testing.assert_allclose(g, w, atol=1e-12)
+
+
+def test_local_shape_operations_and_public_products(kind):
+    got = outputs(C.run(kind, C.prog_local, X), kind)
+    m = Q(X)
+    w = np.array([[1, -2], [0, 3], [2, 2], [-1, 0]])
+    np.testing.assert_array_equal(got["index"], m[1])
+    np.testing.assert_array_equal(got["slice"], m[:, 1:3])
+    np.testing.assert_array_equal(got["T"], m.T)
+    np.testing.assert_array_equal(got["reshape"], m.reshape(12))
+    np.testing.assert_allclose(got["sum0"], m.sum(axis=0), atol=1e-12)
+    np.testing.assert_allclose(got["right"], m @ w, atol=1e-12)
+    np.testing.assert_allclose(got["left"], w.T @ m.T, atol=1e-12)
+    np.testing.assert_allclose(got["mixed"], m + np.round(X * 2**8) / 2**8, atol=1e-12)
+    np.testing.assert_allclose(got["half"], m * 0.5, atol=ULP)  # one truncation
+
+
+def test_multiplication(kind):
+    want_exact, want, want_pub = C.prog_mul(C.make_engine("reference"), X[0], Y[0])
+    exact, got, pub = outputs(C.run(kind, C.prog_mul, X[0], Y[0]), kind)
+    np.testing.assert_array_equal(exact, want_exact)  # the untruncated product: bit-exact
+    assert np.max(np.abs(got - want)) <= ULP and np.max(np.abs(pub - want_pub)) <= ULP  # truncation: 1 ulp
+    np.testing.assert_allclose(got, Q(X[0]) * Q(Y[0]), atol=2 * ULP)
+
+
+def test_matrix_multiplication(kind):
+    a, b = X, Y.T  # (3, 4) @ (4, 3)
+    want_exact, want = C.prog_matmul(C.make_engine("reference"), a, b)
+    exact, got = outputs(C.run(kind, C.prog_matmul, a, b), kind)
+    np.testing.assert_array_equal(exact, want_exact)
+    assert np.max(np.abs(got - want)) <= ULP
+    np.testing.assert_allclose(got, Q(a) @ Q(b), atol=2 * ULP)
+
+
+def test_truncation(kind):
+    got = outputs(C.run(kind, C.prog_truncate, X[0], 5), kind)
+    exact = np.floor(Q(X[0]) * 2 ** (F - 5)) / 2 ** (F - 5)
+    err = (got["value"] - exact) * 2 ** (F - 5)
+    assert set(np.unique(err)) <= {0.0, 1.0}  # floor, or one more
+    assert got["frac_bits"] == F - 5 and got["down"] == F
+
+
+def test_a_fixed_point_program(kind):
+    got = outputs(C.run(kind, C.prog_expression, X, Y), kind)
+    want = (Q(X) * Q(Y) + 1.5) @ np.full((4, 2), 0.25) - Q(X).sum()
+    np.testing.assert_allclose(got, want, atol=8 * ULP)
+
+
+def test_conversions_are_declared(kind):
+    supported, missing = C.run(kind, C.prog_conversions)[0]
+    assert supported == {"reference": ["h2s", "s2h"], "hybrid": ["h2s", "s2h"], "replicated": []}[kind]
+    for name, message in missing.items():
+        assert f"no {name} conversion" in message
+
+
+def test_errors(kind):
+    res = C.run(kind, C.prog_errors)
+    for r in res:
+        assert r["bool"] == "TypeError" and r["lower-scale"] == "ValueError" and r["matmul-shape"] == "ValueError"
+    assert res[0]["overflow"] == "PlaintextOverflowError"
