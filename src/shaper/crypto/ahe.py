@@ -288,10 +288,23 @@ class AHEPrivateKey(ABC):
         r.done()
         return key
 
-    @abstractmethod
     def raw_decrypt(self, ciphertexts: Sequence) -> list:
         """Residues of the plaintexts (Python ints in [0, plaintext modulus)); inputs are
         validated first."""
+        cts = list(ciphertexts)
+        self.public_key.validate_ciphertexts(cts)
+        if not cts:
+            return []
+        counters.add("decryptions", len(cts))
+        return self.decrypt_validated(cts)
+
+    @abstractmethod
+    def decrypt_validated(self, cts: list) -> list:
+        """:meth:`raw_decrypt` on ciphertexts already checked (non-empty)."""
+
+    def __repr__(self) -> str:
+        pk = self.public_key
+        return f"{type(self).__name__}(bits={pk.bits}, fingerprint={pk.fingerprint.hex()[:16]})"
 
     @abstractmethod
     def _plaintext_modulus(self) -> int:

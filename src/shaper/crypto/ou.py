@@ -215,15 +215,7 @@ class OUPrivateKey(AHEPrivateKey):
         return cls(OUPublicKey.from_jwk(doc["pub"]), wire.unb64(doc.get("p"), "p"), wire.unb64(doc.get("q"), "q"),
                    wire.unb64(doc.get("t"), "t"))
 
-    def __repr__(self) -> str:
-        return f"OUPrivateKey(bits={self.public_key.bits}, fingerprint={self.public_key.fingerprint.hex()[:16]})"
-
-    def raw_decrypt(self, ciphertexts: Sequence) -> list:
-        cts = list(ciphertexts)
-        self.public_key.validate_ciphertexts(cts)
-        if not cts:
-            return []
-        counters.add("decryptions", len(cts))
+    def decrypt_validated(self, cts: list) -> list:
         x = object_array(get_kernel().powmod_same_exponent(cts, self.t, self.p_squared))
         m = ((x - 1) // self.p * self._g_inv) % self.p
         return [int(v) for v in m.tolist()]

@@ -249,15 +249,7 @@ class PaillierPrivateKey(AHEPrivateKey):
             public_key = _KNOWN_KEYS.get(int(n)) or PaillierPublicKey(n, _make_hs(n, n * n), djn=is_djn_form(p, q))
         return cls(public_key, p, q)
 
-    def __repr__(self) -> str:
-        return f"PaillierPrivateKey(bits={self.public_key.bits}, fingerprint={self.public_key.fingerprint.hex()[:16]})"
-
-    def raw_decrypt(self, ciphertexts: Sequence) -> list:
-        cts = list(ciphertexts)
-        self.public_key.validate_ciphertexts(cts)
-        if not cts:
-            return []
-        counters.add("decryptions", len(cts))
+    def decrypt_validated(self, cts: list) -> list:
         p, q = self.p, self.q
         halves = get_kernel().gather([
             ("powmod_same_exponent", (cts, p - 1, self.p_squared)),
