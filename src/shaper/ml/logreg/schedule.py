@@ -1,0 +1,33 @@
+"""What both parties and the plaintext oracle must agree on exactly: the row order of each epoch,
+the quantised step eta/m, and the per-epoch random streams.
+
+Everything here is derived from seeds the parties share (or keep in a checkpoint), so a resumed
+run replays the same batches and masks as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from ...crypto.prg import Prg
+
+ETA_BITS = 8  # the step eta/m is applied as 2^-k times an ETA_BITS-bit integer
+
+
+def epoch_prg(seed: bytes, label: str, epoch: int) -> Prg:
+    """The stream for one purpose (``label``) in one epoch, from a 32-byte seed."""
+    return Prg(seed=hashlib.sha256(seed + label.encode() + epoch.to_bytes(8, "little")).digest())
+
+
+def epoch_order(shuffle_seed: bytes, epoch: int, rows: int) -> np.ndarray:
+    """The row order of an epoch (both parties derive it from their agreed shuffle seed)."""
+    return np.argsort(epoch_prg(shuffle_seed, "shuffle", epoch).uint64(rows), kind="stable")
+
+
+def eta_factor(learning_rate: float, batch_size: int, batch: int) -> float:
+    """The step eta/batch exactly as the protocols apply it (an integer at scale 2^(k + 8))."""
+    k = math.floor(-math.log2(learning_rate / batch_size))
+    return max(1, round(learning_rate / batch * 2 ** (k + ETA_BITS))) / 2 ** (k + ETA_BITS)
