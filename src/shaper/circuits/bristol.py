@@ -1,7 +1,7 @@
 """Bristol Fashion boolean circuits: parser, plaintext evaluator, and the layered schedule the
 three-party engine runs.
 
-Format (``../shared/circuits/README.md``): line 1 "gates wires", line 2 "n_inputs w_1 ... w_n",
+Format (Bristol Fashion, as published with the circuits in ``tests/data/circuits``): line 1 "gates wires", line 2 "n_inputs w_1 ... w_n",
 line 3 "n_outputs v_1 ... v_m", then one gate per line: "n_in n_out in... out... OP" with OP in
 XOR, AND, INV, EQW, EQ, MAND. Input values occupy the lowest wires in order, outputs the highest;
 wire j of a value is bit j of the integer (least significant bit first). For AES-128 the first

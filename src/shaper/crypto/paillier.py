@@ -1,6 +1,6 @@
 """Paillier encryption in the Damgård–Jurik–Nielsen (DJN) form, batched.
 
-Keys (PROTOCOLS.md "Additive HE"): p ≡ q ≡ 3 (mod 4), gcd(p-1, q-1) = 2, n = pq, g = n + 1,
+Keys (``docs/ahe.md``): p ≡ q ≡ 3 (mod 4), gcd(p-1, q-1) = 2, n = pq, g = n + 1,
 h_s = -x^(2n) mod n^2 for a random unit x. Encryption is
 
     Enc(m; r) = (1 + m n) * h_s^r  mod n^2,   r uniform in [0, 2^exponent_bits),

@@ -12,7 +12,7 @@ secret for secure prediction).
 
 Two protocol layouts (``layout=``):
 
-* ``"encrypted"`` (default; SecretFlow HESS-LR's layout, ``research/caesar.md`` §2.6): each
+* ``"encrypted"`` (default; SecretFlow HESS-LR's layout, ``docs/logreg.md``): each
   party's weights stay *encrypted under the peer's key at their owner*. Per iteration both
   parties compute X_t [W]_peer over the non-zeros, convert it to integer shares with a packed H2S
   with the truncation fused in (exact to one unit), form the error e = sigmoid(z) - y in shares,

@@ -1,4 +1,4 @@
-"""Layout P2, encrypted weights (the default; SecretFlow HESS-LR's layout, ``research/caesar.md`` §2.6).
+"""Layout P2, encrypted weights (the default; SecretFlow HESS-LR's layout, ``docs/logreg.md``).
 
 Each party's weights W_mine stay encrypted under the peer's key at their owner. A step computes
 X_t [W] over the batch's non-zeros, converts it to integer shares with a packed H2S that fuses

@@ -1,5 +1,5 @@
 """Conversions between additively homomorphic ciphertexts and shares (SHAPER Appendix C,
-PROTOCOLS.md "Two-party hybrid").
+``docs/hybrid.md``).
 
 **H2S** (ciphertext -> shares). The holder H has Enc_K(v) under the key owner K's key, with a
 public bound |v| < 2^beta. H draws r uniform in [0, 2^(beta+σ)) from its CSPRNG, sets
