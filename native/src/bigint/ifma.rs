@@ -8,11 +8,12 @@
 //! absorb about 4l terms below 2^52 before the final carry pass (< 2^62 for l <= 158).
 //!
 //! Every function here is compiled with `avx512f,avx512ifma` enabled and must only be called
-//! after [`available`] returned true.
+//! after [`available`] returned true. The module exists on x86-64 only (see `bigint/mod.rs`);
+//! elsewhere the portable engine is the only one.
 
 use std::arch::x86_64::*;
 
-use crate::engine::{ct_mask, less_than, neg_inv64, pow2_mod, twice, Engine, Modulus};
+use super::engine::{ct_mask, less_than, neg_inv64, pow2_mod, twice, Engine, Modulus};
 
 const MASK52: u64 = (1u64 << 52) - 1;
 /// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
@@ -613,6 +614,100 @@ impl Engine for Ifma {
     fn insert(&self, src: &[u64], lane: usize, dst: &mut [u64]) {
         for j in 0..self.l {
             dst[j * 8 + lane] = src[j];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bigint::algo;
+    use crate::bigint::portable::Portable;
+    use crate::bigint::testkit::{engine_suite, modulus, row, Rng, SIZES};
+
+    /// False (with a note) where this CPU cannot run the engine.
+    fn runnable() -> bool {
+        if !available() {
+            eprintln!("note: this CPU lacks AVX-512F/IFMA; the IFMA engine test does nothing here");
+        }
+        available()
+    }
+
+    #[test]
+    fn matches_oracle() {
+        if !runnable() {
+            return;
+        }
+        let mut rng = Rng::new(11);
+        // every digit count up to 12 (odd and even: the 2-row passes and the 1-row tail)
+        let sizes = SIZES.iter().copied().chain((1..=12).map(|l| 52 * l - 2));
+        for bits in sizes {
+            let (m, md) = modulus(&mut rng, bits.max(2));
+            engine_suite(&Ifma::new(&md).unwrap(), &m, &mut rng, true);
+        }
+    }
+
+    /// IFMA and portable agree on the largest moduli (where the oracle would be slow).
+    #[test]
+    fn matches_portable() {
+        if !runnable() {
+            return;
+        }
+        let mut rng = Rng::new(12);
+        for bits in [3000, 4096, 8190, 8192] {
+            let (m, md) = modulus(&mut rng, bits);
+            let (fast, slow) = (Ifma::new(&md).unwrap(), Portable::new(&md));
+            engine_suite(&fast, &m, &mut rng, false);
+            let count = 11;
+            let a: Vec<u64> = (0..count).flat_map(|_| rng.below(&m)).collect();
+            let b: Vec<u64> = (0..count).flat_map(|_| rng.below(&m)).collect();
+            assert_eq!(algo::mulmod(&fast, &a, &b, count), algo::mulmod(&slow, &a, &b, count));
+            let exp = rng.bits(300, 5);
+            let (x, y) = (algo::powmod_same(&fast, &a, count, &exp, false), algo::powmod_same(&slow, &a, count, &exp, false));
+            for i in 0..count {
+                assert_eq!(row(&x, i, m.len()), row(&y, i, m.len()), "powmod_same row {i}, {bits} bits");
+            }
+        }
+    }
+
+    #[test]
+    fn stored_rows_checked() {
+        if !runnable() {
+            return;
+        }
+        let mut rng = Rng::new(13);
+        let (_, md) = modulus(&mut rng, 300);
+        let e = Ifma::new(&md).unwrap();
+        let mut below = e.two_m.clone();
+        below[0] -= 1; // 2m is even: 2m - 1 without a borrow
+        assert!(e.mont_ok(&below));
+        assert!(!e.mont_ok(&e.two_m));
+        let mut wide = below.clone();
+        wide[1] |= 1 << 52; // a digit out of range
+        assert!(!e.mont_ok(&wide));
+    }
+
+    /// The radix conversions are scalar code: they run on any CPU.
+    #[test]
+    fn digits_round_trip() {
+        let mut rng = Rng::new(14);
+        for words in [1usize, 2, 3, 13, 64, 128] {
+            let v = rng.bits(64 * words, words);
+            let l = (64 * words).div_ceil(52);
+            let mut d = vec![0u64; l];
+            words_to_digits(&v, l, &mut d);
+            assert!(d.iter().all(|&x| x <= MASK52));
+            for (j, &x) in d.iter().enumerate() {
+                let want = (0..52).fold(0u64, |acc, b| {
+                    let bit = 52 * j + b;
+                    let set = bit < 64 * words && (v[bit / 64] >> (bit % 64)) & 1 == 1;
+                    acc | ((set as u64) << b)
+                });
+                assert_eq!(x, want, "digit {j}");
+            }
+            let mut back = vec![0u64; words];
+            digits_to_words(&d, words, &mut back);
+            assert_eq!(back, v);
         }
     }
 }

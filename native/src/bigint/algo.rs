@@ -11,7 +11,7 @@
 
 use rayon::prelude::*;
 
-use crate::engine::{bits_at, rows_bit_length, zeroize, zeroize_u32, Engine};
+use super::engine::{bits_at, rows_bit_length, zeroize, zeroize_u32, Engine};
 
 /// Sliding-free fixed window for an exponent of `bits` bits: minimises table building
 /// (2^w - 2 products) plus one product per window; at most 5 (32-entry tables).
@@ -455,6 +455,21 @@ impl Comb {
     pub fn nbytes(&self) -> usize {
         self.entries.len() * 8
     }
+
+    /// Windows of this table that `count` exponent rows of `ew` words need (fixed by the
+    /// longest row's bit length, the rows being OR-ed first); an error when the exponents are
+    /// longer than the table serves.
+    pub fn windows_for(&self, exps: &[u64], count: usize, ew: usize) -> Result<usize, String> {
+        let bits = rows_bit_length(exps, count, ew);
+        let need = bits.div_ceil(self.window);
+        if need > self.windows {
+            return Err(format!(
+                "exponent of {bits} bits is longer than the table serves ({} bits)",
+                self.windows * self.window
+            ));
+        }
+        Ok(need)
+    }
 }
 
 /// Asks for the cache lines of `data` ahead of use (a hint; no effect on results).
@@ -590,4 +605,44 @@ pub fn fixed_base<E: Engine>(
         zeroize_u32(&mut idx);
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bigint::portable::Portable;
+    use crate::bigint::testkit::{algo_suite, modulus, Rng};
+
+    #[test]
+    fn window_choice() {
+        assert_eq!(window_for(1), 1);
+        assert!(window_for(2048) >= 4 && window_for(2048) <= 5);
+        for bits in [0, 1, 17, 64, 1000, 5000] {
+            assert!((1..=5).contains(&window_for(bits)));
+        }
+    }
+
+    #[test]
+    fn portable_matches_direct_computation() {
+        let mut rng = Rng::new(21);
+        for bits in [2, 61, 64, 65, 130, 256] {
+            let (m, md) = modulus(&mut rng, bits);
+            algo_suite(&Portable::new(&md), &m, &mut rng);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn ifma_matches_direct_computation() {
+        use crate::bigint::ifma::{available, Ifma};
+        if !available() {
+            eprintln!("note: this CPU lacks AVX-512F/IFMA; the IFMA algorithm test does nothing here");
+            return;
+        }
+        let mut rng = Rng::new(22);
+        for bits in [2, 50, 61, 64, 104, 130, 256, 600] {
+            let (m, md) = modulus(&mut rng, bits);
+            algo_suite(&Ifma::new(&md).unwrap(), &m, &mut rng);
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
 //! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
 
-use crate::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, twice, Engine, Modulus};
+use super::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, twice, Engine, Modulus};
 
 pub struct Portable {
     /// limbs per value: 4m < 2^(64 n)
@@ -151,5 +151,45 @@ impl Engine for Portable {
 
     fn insert(&self, src: &[u64], _lane: usize, dst: &mut [u64]) {
         dst[..self.n].copy_from_slice(&src[..self.n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bigint::testkit::{engine_suite, modulus, Rng, SIZES};
+
+    #[test]
+    fn matches_oracle() {
+        let mut rng = Rng::new(1);
+        for &bits in SIZES {
+            let (m, md) = modulus(&mut rng, bits);
+            engine_suite(&Portable::new(&md), &m, &mut rng, true);
+        }
+    }
+
+    #[test]
+    fn largest_moduli() {
+        let mut rng = Rng::new(2);
+        for bits in [4096, 8190, 8192] {
+            let (m, md) = modulus(&mut rng, bits);
+            engine_suite(&Portable::new(&md), &m, &mut rng, false);
+        }
+    }
+
+    #[test]
+    fn stored_rows_below_2m() {
+        let mut rng = Rng::new(3);
+        for bits in [5, 64, 130, 1000] {
+            let (m, md) = modulus(&mut rng, bits);
+            let e = Portable::new(&md);
+            let mut below = e.two_m.clone();
+            below[0] -= 1; // 2m - 1
+            assert!(e.mont_ok(&below));
+            assert!(!e.mont_ok(&e.two_m));
+            assert!(!e.mont_ok(&below[..e.mw() - 1]), "wrong row width");
+            assert_eq!(e.mw(), (bits + 2).div_ceil(64));
+            assert_eq!(e.words(), m.len());
+        }
     }
 }

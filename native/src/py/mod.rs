@@ -1,0 +1,8 @@
+//! The Python bindings, one file per area, each with a `register` that adds its names to the
+//! flat module `shaper._native`. Bindings check arguments and convert arrays; the arithmetic
+//! lives in the Python-free modules (`bigint`, `rss`, `prf`).
+
+pub mod bigint;
+pub mod boundary;
+pub mod pool;
+pub mod rss;
