@@ -1,4 +1,4 @@
-"""Type stubs for the Rust extension ``shaper._native`` (native/src: lib.rs assembles py/*.rs)."""
+"""Type stubs for the Rust extension ``shaper._native`` (native/src: lib.rs assembles py/*.rs).
 
 Values are 2-D ``uint64`` arrays, one row per value holding its little-endian 64-bit words
 (``Context.words`` of them), reduced modulo the context's modulus; exponents are rows of
