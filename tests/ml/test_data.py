@@ -1,5 +1,7 @@
 """Data readers, alignment check, vertical split and the SHAPER workload generator."""
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -82,3 +84,68 @@ def test_shaper_workload_shape_and_streaming():
     assert 0.2 < y.mean() < 0.8
     again = make_shaper_workload(2500, host_features=3000, guest_features=7000, density=0.002, chunk_rows=1000)
     np.testing.assert_array_equal(again[2], y)  # reproducible from the seed
+
+
+# -- CSV without pandas, and non-numeric features ----------------------------------------------------
+CSV_CASES = {
+    "string ids, dense": "id,a,b,y\nu3,1.5,0,1\nu1,0,1,0\nu2,-2,0,1\n",
+    "integer ids, sparse 0/1, float labels": "id,f1,f2,f3,label\n7,0,0,1,1.0\n9,0,0,0,0.0\n11,1,0,0,1.0\n",
+    "quoted cells, spaces, exponents, blank line": 'id,"x, y",z,y\n"a",1e3, 2 ,0\n\n"b",-0.5,3,1\n',
+    "bool labels, leading zeros in ids": "id,a,y\n007,1,True\n010,2,False\n",
+}
+
+
+def _same_table(a, b):
+    assert a.ids.tolist() == b.ids.tolist() and a.ids.dtype == b.ids.dtype
+    assert (a.y is None and b.y is None) or (a.y.tolist() == b.y.tolist() and a.y.dtype == b.y.dtype)
+    assert a.feature_names == b.feature_names and sp.issparse(a.X) == sp.issparse(b.X)
+    np.testing.assert_array_equal(a.X.toarray() if sp.issparse(a.X) else a.X, b.X.toarray() if sp.issparse(b.X) else b.X)
+
+
+@pytest.mark.parametrize("case", sorted(CSV_CASES))
+def test_csv_without_pandas_reads_what_pandas_reads(tmp_path, monkeypatch, case):
+    pytest.importorskip("pandas")
+    path = tmp_path / "d.csv"
+    path.write_text(CSV_CASES[case])
+    label = "label" if "label" in CSV_CASES[case].split("\n")[0] else "y"
+    with_pandas = read_table(path, label_column=label)
+    host_with_pandas = read_table(path)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now fails
+    _same_table(read_table(path, label_column=label), with_pandas)
+    _same_table(read_table(path), host_with_pandas)
+
+
+def test_csv_errors_are_the_same_without_pandas(tmp_path, monkeypatch):
+    (tmp_path / "missing.csv").write_text("id,a,y\n1,,1\n2,3,0\n")
+    (tmp_path / "labels.csv").write_text("id,a,y\n1,2,yes\n2,3,\n")
+    (tmp_path / "header-only.csv").write_text("id,a,y\n")
+    cases = [("missing.csv", "missing values"), ("labels.csv", "labels must be 0/1"),
+             ("header-only.csv", "no rows")]
+    for pandas_hidden in (False, True):
+        if pandas_hidden:
+            monkeypatch.setitem(sys.modules, "pandas", None)
+        for name, message in cases:
+            with pytest.raises(ConfigError, match=message):
+                read_table(tmp_path / name, label_column="y")
+        with pytest.raises(ConfigError, match="no label column 'target'"):
+            read_table(tmp_path / "missing.csv", label_column="target")
+
+
+@pytest.mark.parametrize("pandas_hidden", [False, True], ids=["pandas", "csv-module"])
+def test_non_numeric_feature_column_is_named(tmp_path, monkeypatch, pandas_hidden):
+    path = tmp_path / "d.csv"
+    path.write_text('id,grade,amount,y\n1,gold,"1,234.5",1\n2,silver,"2,000",0\n')
+    if pandas_hidden:
+        monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ConfigError) as info:
+        read_table(path, label_column="y")
+    message = str(info.value)
+    assert "'grade' (e.g. 'gold')" in message and "'amount' (e.g. '1,234.5')" in message
+    assert "not numeric" in message and "Cannot interpret" not in message
+
+
+def test_parquet_without_pandas_names_the_extra(tmp_path, monkeypatch):
+    (tmp_path / "d.parquet").write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match=r"pip install 'shaper-ppml\[data\]'"):
+        read_table(tmp_path / "d.parquet")

@@ -285,7 +285,7 @@ def test_engine_needs_three_parties():
 
 def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
     from shaper.cli import main
-    from shaper.demos import circuits
+    from shaper.demos import bench, circuits
 
     aes = str(_path("aes_128"))
     key, pt, ct = FIPS[1]
@@ -303,10 +303,10 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
         circuits.run_circuit(aes, [key + "00", pt], plain=True)
     with pytest.raises(ValueError, match="not hexadecimal"):
         circuits.run_circuit(aes, ["xyz", pt], plain=True)
-    out = circuits.bench_aes(instances=256, batches=1, check=256, echo=lambda *_: None)  # + 1 warm-up
+    out = bench.bench_aes(instances=256, batches=1, check=256, echo=lambda *_: None)  # + 1 warm-up
     assert out["blocks_checked"] == 2 * 256 and out["rounds"] == 60 and out["and_per_block"] == 6400
     assert 1.0 <= out["bits_per_and"] < 1.05  # one bit per AND per party, plus framing (large here: 4 words)
-    ring = circuits.bench_ring(n=1000, batches=1, echo=lambda *_: None)
+    ring = bench.bench_ring(n=1000, batches=1, echo=lambda *_: None)
     assert ring["mul_per_s"] > 0
 
 

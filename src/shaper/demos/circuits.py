@@ -1,20 +1,19 @@
-"""``shaper circuit run`` and ``shaper bench aes|ring``: Bristol Fashion circuits and ring
-arithmetic in three-party replicated sharing, as three local processes over loopback TLS."""
+"""``shaper circuit run``: a Bristol Fashion circuit evaluated in three-party replicated sharing
+(three local processes over loopback TLS 1.3), or in the clear with ``--plain``.
+
+Party 0 holds every input value (it read them from the command line) and shares them; the three
+parties evaluate the circuit on replicated shares (Araki et al.; semi-honest, honest majority) and
+open the outputs to everyone. ``shaper bench`` lives in :mod:`shaper.demos.bench`.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
-from ..protocols import bristol, replicated
-
-AES_INSTANCES = 524288  # 2^19 blocks per batch: 8192 words per wire
+from ..circuits import bristol
+from ..protocols import replicated
 
 
 def bundled_aes() -> Path:
@@ -44,8 +43,7 @@ def _hex(value: int, width: int) -> str:
     return f"{value:0{-(-width // 4)}x}"
 
 
-def _circuit_job(session: Any, path: str, values: list[int]) -> list[str]:
-    circuit = bristol.load(path)
+def _circuit_job(session: Any, circuit: bristol.Circuit, values: list[int]) -> list[str]:
     eng = replicated.Replicated3PC(session)
     # party 0 holds every input value (it read them from the command line)
     inputs = [[v] if session.index == 0 else 1 for v in values]
@@ -54,9 +52,11 @@ def _circuit_job(session: Any, path: str, values: list[int]) -> list[str]:
     return [_hex(bristol.from_bitsliced(rows, 1)[0], w) for rows, w in zip(opened, circuit.outputs)]
 
 
-def run_circuit(path: str, inputs: Sequence[str], *, plain: bool = False, parties: int = 3) -> list[str]:
-    """Evaluates a Bristol Fashion file on hex inputs, in 3PC (three local processes over TLS)
-    or in the clear; returns the outputs as big-endian hex."""
+def run_circuit(path: str | Path, inputs: Sequence[str], *, plain: bool = False, parties: int = 3) -> list[str]:
+    """Evaluates a Bristol Fashion file (or a bundled circuit by name, e.g. ``"aes_128.txt"``) on
+    hex inputs, in 3PC (three local processes over TLS) or in the clear; returns the outputs as
+    big-endian hex. Raises ``FileNotFoundError`` for an unknown circuit and ``ValueError`` for a
+    malformed one or for inputs that do not match its input widths."""
     from ..net import launch
 
     circuit = bristol.load(path)
@@ -66,145 +66,7 @@ def run_circuit(path: str, inputs: Sequence[str], *, plain: bool = False, partie
         return [_hex(o[0], w) for o, w in zip(outs, circuit.outputs)]
     if parties != 3:
         raise ValueError("replicated sharing runs with exactly 3 parties (--local 3)")
-    results = launch(3, _circuit_job, str(Path(path).resolve()), values, timeout=600)
+    results = launch(3, _circuit_job, circuit, values, timeout=600)
     if any(r != results[0] for r in results[1:]):
         raise RuntimeError("the parties opened different outputs")
     return results[0]
-
-
-# -- benchmarks ----------------------------------------------------------------------------------
-def _aes_job(session: Any, instances: int, batches: int, check: int) -> dict:
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-    circuit = bristol.load(bundled_aes())
-    circuit.schedule()
-    eng = replicated.Replicated3PC(session)
-    words = bristol.words_for(instances)
-    key = pt = None
-    if session.index == 0:
-        key = np.frombuffer(os.urandom(128 * words * 8), dtype=np.uint64).reshape(128, words)
-    if session.index == 1:
-        pt = np.frombuffer(os.urandom(128 * words * 8), dtype=np.uint64).reshape(128, words)
-    # batch 0 warms up (allocations, page faults); every batch's ciphertexts are checked
-    opened = None
-    checked = 0
-    nxt = eng.names[eng.next]
-    times, sent = [], []
-    for b in range(batches + 1):
-        session.barrier(tag="aes-batch")
-        before = session.stats.peer(nxt).bytes_sent
-        rounds0, ands0 = eng.rounds, eng.and_gates
-        t0 = time.perf_counter()
-        k = eng.share_bits(key, 128, instances, owner=0)
-        p = eng.share_bits(pt, 128, instances, owner=1)
-        sent_in = session.stats.peer(nxt).bytes_sent - before
-        out = eng.evaluate(circuit, [k, p])[0]
-        sent_and = session.stats.peer(nxt).bytes_sent - before - sent_in
-        rounds = eng.rounds - rounds0
-        opened = eng.reveal_bits(out, to=2)  # party 2 held no input
-        elapsed = time.perf_counter() - t0
-        if b:
-            times.append(elapsed)
-            sent.append(sent_and)
-        ands = eng.and_gates - ands0
-        # party 2 learns the ciphertexts; parties 0 and 1 reveal their inputs to it for the
-        # check only (outside the timing)
-        if check:
-            if session.index in (0, 1):
-                session.send(2, key if session.index == 0 else pt, tag="aes-check")
-            else:
-                kk = session.recv_array(0, tag="aes-check", dtype=np.uint64, shape=(128, words))
-                pp = session.recv_array(1, tag="aes-check", dtype=np.uint64, shape=(128, words))
-                pick = np.random.default_rng().choice(instances, size=min(check, instances), replace=False)
-                ks, ps, cs = (bristol.pick_bitsliced(r, pick) for r in (kk, pp, opened))
-                for i, k_, p_, c_ in zip(pick.tolist(), ks, ps, cs):
-                    enc = Cipher(algorithms.AES(bristol.int_to_block(k_)), modes.ECB()).encryptor()
-                    want = enc.update(bristol.int_to_block(p_)) + enc.finalize()
-                    if bristol.int_to_block(c_) != want:
-                        raise AssertionError(f"batch {b}: block {i} encrypted wrongly in 3PC")
-                checked += len(pick)
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    return {"times": times, "rounds": rounds, "ands": ands, "sent_and_bytes": min(sent),
-            "checked": checked, "peak_rss_mib": round(peak, 1)}
-
-
-def bench_aes(instances: int = AES_INSTANCES, batches: int = 3, check: int = 2048,
-              json_path: str | None = None, echo: Any = print) -> dict:
-    """Three local parties over loopback TLS evaluate AES-128 (Bristol, key schedule included)
-    on ``instances`` blocks per batch; reports the best batch."""
-    from ..net import launch
-
-    res = launch(3, _aes_job, instances, batches, check, timeout=1800)
-    # a batch ends when the slowest party is done; the best such batch
-    best = min(max(r["times"][b] for r in res) for b in range(batches))
-    ands_per_block = res[0]["ands"]
-    aes_per_s = instances / best
-    bits_per_and = [8 * r["sent_and_bytes"] / (ands_per_block * instances) for r in res]
-    out = {
-        "circuit": "aes_128.txt (Bristol Fashion, key schedule included)",
-        "and_per_block": ands_per_block,
-        "instances_per_batch": instances,
-        "batches": batches,
-        "seconds_per_batch": round(best, 4),
-        "aes_per_s": round(aes_per_s),
-        "and_per_s": round(aes_per_s * ands_per_block),
-        "bits_per_and": round(max(bits_per_and), 5),
-        "bits_per_and_per_party": [round(b, 5) for b in bits_per_and],
-        "rounds": res[0]["rounds"],
-        "gbps": round(max(r["sent_and_bytes"] for r in res) * 8 / best / 1e9, 3),
-        "blocks_checked": res[2]["checked"],
-        "peak_rss_mib_per_party": [r["peak_rss_mib"] for r in res],
-        "parties": "3 processes on this machine, loopback TLS 1.3",
-        "cores": os.cpu_count(),
-    }
-    echo(f"AES-128 in 3PC: {out['aes_per_s']:,} blocks/s ({instances:,} blocks per batch, best of {batches})")
-    echo(f"  AND gates/s       {out['and_per_s']:,} ({ands_per_block} per block)")
-    echo(f"  bits per AND      {out['bits_per_and']} per party (framing included)")
-    echo(f"  rounds            {out['rounds']} (AND depth)")
-    echo(f"  Gbit/s per party  {out['gbps']}")
-    echo(f"  blocks checked    {out['blocks_checked']:,} against the cryptography library's AES, all correct")
-    echo(f"  peak memory       {' / '.join(f'{m:.0f}' for m in out['peak_rss_mib_per_party'])} MiB per party")
-    if json_path:
-        Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
-    return out
-
-
-def _ring_job(session: Any, n: int, batches: int) -> dict:
-    eng = replicated.Replicated3PC(session)
-    rng = np.random.default_rng()
-    u = rng.integers(0, 2**63, n, dtype=np.int64) if session.index == 0 else None
-    w = rng.integers(0, 2**63, n, dtype=np.int64) if session.index == 1 else None
-    su = eng.share(u, owner=0, shape=(n,))
-    sw = eng.share(w, owner=1, shape=(n,))
-    times = []
-    prod = None
-    for _ in range(batches + 1):
-        session.barrier(tag="ring-batch")
-        t0 = time.perf_counter()
-        prod = eng.mul(su, sw)
-        times.append(time.perf_counter() - t0)
-    opened = eng.reveal(prod, to=2)
-    if session.index in (0, 1):
-        session.send(2, u if session.index == 0 else w, tag="ring-check")
-    else:
-        uu = session.recv_array(0, tag="ring-check", dtype=np.int64)
-        ww = session.recv_array(1, tag="ring-check", dtype=np.int64)
-        if not np.array_equal(opened, uu.view(np.uint64) * ww.view(np.uint64)):
-            raise AssertionError("3PC products differ from numpy's")
-    return {"times": times[1:]}
-
-
-def bench_ring(n: int = 4_000_000, batches: int = 3, json_path: str | None = None, echo: Any = print) -> dict:
-    from ..net import launch
-
-    res = launch(3, _ring_job, n, batches, timeout=1800)
-    best = min(max(r["times"][b] for r in res) for b in range(batches))
-    out = {"multiplications_per_batch": n, "seconds_per_batch": round(best, 4), "mul_per_s": round(n / best),
-           "bytes_per_mul_per_party": 8, "rounds_per_batch": 1, "checked": "all, against numpy"}
-    echo(f"Z_2^64 multiplications in 3PC: {out['mul_per_s']:,}/s ({n:,} per batch, best of {batches}; "
-         "one element per party each, all checked against numpy)")
-    if json_path:
-        Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
-    return out

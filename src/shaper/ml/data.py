@@ -1,8 +1,11 @@
 """Data for vertical (feature-partitioned) learning: reading, aligning, splitting, generating.
 
-* :func:`read_table`: CSV or Parquet (via pandas; ``pip install 'shaper-ppml[data]'``) or LibSVM
-  (via scikit-learn; the id is the ``qid:`` field when present, the line number otherwise), with
-  an id column and an optional label column. Features come back as scipy CSR when sparse.
+* :func:`read_table`: CSV (the standard library's ``csv`` module, or pandas' faster parser when
+  pandas is installed; both give the same table), Parquet (needs pandas and pyarrow:
+  ``pip install 'shaper-ppml[data]'``) or LibSVM (via scikit-learn; the id is the ``qid:`` field
+  when present, the line number otherwise), with an id column and an optional label column.
+  Columns are typed as pandas types them (integers, then floats, then text); every feature
+  column must be numeric. Features come back as scipy CSR when sparse.
 * :func:`check_aligned`: both parties confirm they hold the same ids in the same order by
   exchanging a SHA-256 digest of their id lists (no id is revealed); run PSI first otherwise.
 * :func:`vertical_split`: split one table's columns between two parties (demos, tests).
@@ -15,6 +18,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,38 +50,168 @@ class Table:
 
 def read_table(path: str | Path, *, id_column: str = "id", label_column: str | None = None,
                format: str | None = None, sparse: bool | None = None) -> Table:
-    """Read a party's data. ``format`` is guessed from the suffix (.csv, .parquet, .svm/.libsvm)."""
+    """Read a party's data. ``format`` is guessed from the suffix (.csv, .parquet, .svm/.libsvm).
+
+    Raises :class:`ConfigError` naming the file and the problem: no such file, no id or label
+    column, labels other than 0/1, a non-numeric feature column, missing or infinite feature
+    values; :class:`ImportError` for Parquet without pandas and pyarrow."""
     path = Path(path)
     fmt = (format or path.suffix.lstrip(".")).lower()
     if fmt in ("svm", "libsvm", "svmlight"):
         return _read_libsvm(path, label_column is not None)
     if fmt not in ("csv", "parquet", "pq"):
         raise ConfigError(f"cannot read {path}: unknown format {fmt!r} (use csv, parquet or libsvm)")
+    if not path.is_file():
+        raise ConfigError(f"data file {path} does not exist")
+    columns = _csv_columns(path) if fmt == "csv" else _parquet_columns(path)
+    return _table(path, columns, id_column, label_column, sparse)
+
+
+# Cells pandas reads as missing (its default ``na_values``); the standard-library reader agrees.
+_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_BOOLS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
+
+
+def _csv_columns(path: Path) -> dict[str, np.ndarray]:
+    """``{column name: values}`` of a CSV file with a header row, through pandas if installed
+    (fast), through the ``csv`` module otherwise; the two give the same arrays."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"cannot read {path} as CSV: {exc}") from exc
+    if not header:
+        raise ConfigError(f"{path} is empty: a CSV file needs a header row naming its columns")
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"{path}: column names appear more than once: {repeated}")
+    try:
+        import pandas as pd
+    except ImportError:
+        return _csv_columns_stdlib(path, header)
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
+        raise ConfigError(f"cannot read {path} as CSV: {exc}") from exc
+    return _frame_columns(frame)
+
+
+def _csv_columns_stdlib(path: Path, header: list[str]) -> dict[str, np.ndarray]:
+    cells: list[list[str]] = [[] for _ in header]
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            next(reader)
+            for row in reader:
+                if not row:
+                    continue  # blank lines carry no row (pandas skips them too)
+                if len(row) != len(header):
+                    raise ConfigError(f"{path}, line {reader.line_num}: {len(row)} fields, but the header names "
+                                      f"{len(header)} columns")
+                for column, value in zip(cells, row):
+                    column.append(value)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"cannot read {path} as CSV: {exc}") from exc
+    return {name: _typed_column(values) for name, values in zip(header, cells)}
+
+
+def _typed_column(values: list[str]) -> np.ndarray:
+    """Text cells typed as pandas types a CSV column: int64 when every cell is an integer, float64
+    when every present cell is a number (missing cells become NaN), bool for True/False words,
+    otherwise text (an object array, missing cells NaN)."""
+    missing = [v in _MISSING for v in values]
+    present = [v for v, m in zip(values, missing) if not m]
+    if not any("_" in v for v in present):  # Python's int()/float() accept 1_000; pandas does not
+        try:
+            ints = [int(v) for v in present]
+            if not any(missing):
+                return np.array(ints, dtype=np.int64)
+        except (ValueError, OverflowError):
+            pass
+        try:
+            floats = iter([float(v) for v in present])
+            return np.array([np.nan if m else next(floats) for m in missing], dtype=np.float64)
+        except ValueError:
+            pass
+    if values and not any(missing) and all(v in _BOOLS for v in values):
+        return np.array([_BOOLS[v] for v in values], dtype=bool)
+    return np.array([np.nan if m else v for v, m in zip(values, missing)], dtype=object)
+
+
+def _parquet_columns(path: Path) -> dict[str, np.ndarray]:
+    needs = "reading Parquet needs pandas and pyarrow: pip install 'shaper-ppml[data]' (CSV and LibSVM need neither)"
     try:
         import pandas as pd
     except ImportError as exc:
-        raise ImportError("reading CSV/Parquet needs pandas: pip install 'shaper-ppml[data]'") from exc
-    if not path.is_file():
-        raise ConfigError(f"data file {path} does not exist")
-    frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
-    if id_column not in frame.columns:
-        raise ConfigError(f"{path} has no id column {id_column!r} (columns: {list(frame.columns)[:10]})")
-    ids = frame.pop(id_column).to_numpy()
+        raise ImportError(needs) from exc
+    try:
+        frame = pd.read_parquet(path)
+    except ImportError as exc:
+        raise ImportError(needs) from exc
+    except (OSError, ValueError) as exc:  # not a Parquet file, or an unreadable one
+        raise ConfigError(f"cannot read {path} as Parquet: {exc}") from exc
+    return _frame_columns(frame)
+
+
+def _frame_columns(frame: Any) -> dict[str, np.ndarray]:
+    """A pandas frame's columns as numpy arrays: numpy dtypes as they are, pandas' numeric
+    extension types (nullable Int64, boolean, ...) as their numpy type (float64 with NaN where a
+    value is missing), anything else (text) as an object array."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    out: dict[str, np.ndarray] = {}
+    for name in frame.columns:
+        column = frame[name]
+        dtype = column.dtype
+        if isinstance(dtype, np.dtype):
+            out[str(name)] = column.to_numpy()
+        elif is_numeric_dtype(dtype) or is_bool_dtype(dtype):
+            if column.isna().any():
+                out[str(name)] = column.to_numpy(dtype=np.float64, na_value=np.nan)
+            else:
+                out[str(name)] = column.to_numpy(dtype=getattr(dtype, "numpy_dtype", np.float64))
+        else:
+            out[str(name)] = column.to_numpy(dtype=object)
+    return out
+
+
+def _table(path: Path, columns: dict[str, np.ndarray], id_column: str, label_column: str | None,
+           sparse: bool | None) -> Table:
+    """The checks every tabular reader shares, and the :class:`Table`."""
+    names = list(columns)
+    if id_column not in columns:
+        raise ConfigError(f"{path} has no id column {id_column!r} (columns: {names[:10]}); name it with --id-column")
+    ids = columns.pop(id_column)
+    if not len(ids):
+        raise ConfigError(f"{path} has a header but no rows")
     y = None
     if label_column is not None:
-        if label_column not in frame.columns:
-            raise ConfigError(f"{path} has no label column {label_column!r}")
-        y = frame.pop(label_column).to_numpy()
+        if label_column not in columns:
+            raise ConfigError(f"{path} has no label column {label_column!r} (columns: {names[:10]})")
+        y = columns.pop(label_column)
         _check_labels(y, path)
-    bad = [c for c in frame.columns if not np.issubdtype(frame[c].dtype, np.number)]
-    if bad:
-        raise ConfigError(f"{path}: non-numeric feature columns {bad[:5]} (encode them first)")
-    values = frame.to_numpy(dtype=np.float64)
+    text = {name: column for name, column in columns.items() if column.dtype.kind not in "biuf"}
+    if text:
+        examples = ", ".join(f"{name!r} (e.g. {_first_text(column)!r})" for name, column in list(text.items())[:5])
+        raise ConfigError(f"{path}: feature column{'s' if len(text) > 1 else ''} {examples} "
+                          f"{'are' if len(text) > 1 else 'is'} not numeric: encode categories as numbers and "
+                          "write numbers without thousands separators")
+    values = (np.column_stack([c.astype(np.float64) for c in columns.values()]) if columns
+              else np.zeros((len(ids), 0)))
     if np.isnan(values).any():
         raise ConfigError(f"{path}: missing values in the features (impute them first)")
+    if np.isinf(values).any():
+        raise ConfigError(f"{path}: infinite values in the features")
     density = np.count_nonzero(values) / max(values.size, 1)
     X = sp.csr_matrix(values) if (sparse if sparse is not None else density < 0.1) else values
-    return Table(ids, X, y, list(frame.columns))
+    return Table(ids, X, y, list(columns))
+
+
+def _first_text(column: np.ndarray) -> Any:
+    """The first cell of a non-numeric column that shows why it is not numeric."""
+    cells = column.tolist()
+    return next((v for v in cells if isinstance(v, str)), next((v for v in cells if v == v), cells[0] if cells else None))
 
 
 def _read_libsvm(path: Path, with_labels: bool) -> Table:
@@ -96,9 +230,9 @@ def _read_libsvm(path: Path, with_labels: bool) -> Table:
 
 
 def _check_labels(y: np.ndarray, where: Any) -> None:
-    values = set(np.unique(y).tolist())
+    values = set(np.asarray(y).tolist())  # (not np.unique: text and NaN do not sort together)
     if not values <= {0, 1, 0.0, 1.0, True, False}:
-        raise ConfigError(f"{where}: labels must be 0/1, found {sorted(values)[:5]}")
+        raise ConfigError(f"{where}: labels must be 0/1, found {sorted(values, key=str)[:5]}")
 
 
 def ids_digest(ids: np.ndarray) -> str:

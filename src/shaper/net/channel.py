@@ -113,6 +113,10 @@ class Channel:
                 f"sending to party {self.peer!r} stalled for {self.config.timeout:.0f}s: the peer is not reading"
             ) from exc
         except OSError as exc:
+            # The peer may have aborted and closed: its reason is (or is about to be) with the
+            # reader, and it explains more than a broken pipe does.
+            with self._cond:
+                self._cond.wait_for(lambda: self._failure is not None or self._peer_closed, timeout=1.0)
             raise self._failure_copy() or PeerError(f"connection to party {self.peer!r} is broken: {exc}") from exc
 
     def _check_sendable(self) -> None:

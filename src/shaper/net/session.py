@@ -211,11 +211,12 @@ class Session:
             t.join()
 
     def abort(self, reason: str) -> None:
-        """End the session telling every peer why (they raise PeerError with the reason)."""
+        """End the session telling every peer why: their next ``recv`` from this party raises
+        ``PeerError("party '<this party>' aborted: <reason>")``."""
         if self._closed:
             return
         self._closed = True
-        threads = [threading.Thread(target=c.close, kwargs={"abort": f"{self.name}: {reason}"})
+        threads = [threading.Thread(target=c.close, kwargs={"abort": reason})
                    for c in self._channels.values()]
         for t in threads:
             t.start()

@@ -1,0 +1,69 @@
+"""The ``shaper`` command line.
+
+    shaper demo      two parties train a logistic regression on split data (the flagship job)
+    shaper demo-he   a tour of the additive-HE engine (sparse X @ Enc(w), packing), checked
+    shaper lr train  one party of a vertical logistic regression on real hosts
+    shaper keygen    write a Paillier/OU key pair (private key mode 0600)
+    shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
+    shaper circuit run FILE --local 3 --inputs HEX...   a Bristol Fashion circuit in 3PC
+    shaper bench aes|ring   three-party replicated sharing throughput (AES-128, Z_2^64 products)
+    shaper info      version, kernel, worker count, CPU features
+
+Each command group is a module here with an ``add_parser(subparsers)`` function. Every command
+ends a failure the same way: one line ``shaper <command>: error: <the problem>`` on stderr and
+exit status 2 (``SHAPER_DEBUG=1`` also prints the traceback); Ctrl-C exits with 130, and a closed
+output pipe (``| head``) with 141, silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import __version__
+from . import bench, circuit, demo, info, keys, lr
+from .common import error_line
+
+GROUPS = (demo, lr, keys, circuit, bench, info)  # in the order `shaper --help` lists them
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shaper", description="Privacy-preserving ML between organisations.")
+    parser.add_argument("--version", action="version", version=f"shaper {__version__}",
+                        help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in GROUPS:
+        group.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit status (0 success, 2 failure, 130 interrupted)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"{args.prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError as exc:
+        if _stdout_gone():
+            return 141  # the reader of the output went away (`shaper info | head -1`): as SIGPIPE would
+        print(error_line(args.prog, exc), file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(error_line(args.prog, exc), file=sys.stderr)
+        return 2
+
+
+def _stdout_gone() -> bool:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""What every ``shaper`` command shares: help that shows defaults, and the one-line error."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import traceback
+from typing import Any, Callable
+
+from ..errors import ShaperError
+
+# Failures a user can act on from the message alone: bad input or configuration, a missing or
+# unreadable file, a missing optional dependency, a peer that failed or cannot be reached.
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ShaperError, ValueError, OSError, ImportError)
+
+DEBUG_VARIABLE = "SHAPER_DEBUG"
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: ...)" to an option's help, except where there is no default to show
+    (None, or an on/off flag that is off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int] | None, help: str,
+            description: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand parser with the shared formatter; ``func(args)`` runs it, and ``args.prog``
+    (e.g. ``"shaper lr train"``) names it in error messages."""
+    parser = subparsers.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
+                                   formatter_class=HelpFormatter)
+    parser.set_defaults(func=func, prog=parser.prog)
+    return parser
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+
+
+def error_line(prog: str, exc: BaseException) -> str:
+    """``"<prog>: error: <the problem>"`` in one line. Expected failures show their message;
+    anything else is a bug in shaper and says so. The full traceback goes to stderr first when
+    ``SHAPER_DEBUG=1``; otherwise the line points there whenever it had to leave detail out."""
+    debug = debugging()
+    if debug:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    expected = isinstance(exc, EXPECTED_ERRORS)
+    text = str(exc).strip() or type(exc).__name__
+    if not expected:
+        text = f"internal error ({type(exc).__name__}: {text}); please report it"
+    lines = text.splitlines()
+    hint = "" if debug or (expected and len(lines) == 1) else f" (rerun with {DEBUG_VARIABLE}=1 for the traceback)"
+    return f"{prog}: error: {lines[0]}{hint}"

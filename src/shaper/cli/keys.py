@@ -1,0 +1,88 @@
+"""``shaper keygen`` (a homomorphic key pair) and ``shaper certs`` (a CA, TLS certificates and
+a parties file for a multi-host job)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .common import command
+
+
+def add_parser(subparsers: Any) -> None:
+    keygen = command(subparsers, "keygen", run_keygen, "generate a Paillier or OU key pair",
+                     "Write PREFIX.pub.* (give it to the parties that encrypt for you) and PREFIX.key.* "
+                     "(mode 0600; keep it on this host).")
+    keygen.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="homomorphic scheme")
+    keygen.add_argument("--bits", type=int, default=2048, help="key size")
+    keygen.add_argument("--out", required=True, metavar="PREFIX", help="file prefix: writes PREFIX.pub.* and PREFIX.key.*")
+    keygen.add_argument("--format", choices=["binary", "json"], default="binary", help="file format of both keys")
+
+    certs = command(subparsers, "certs", run_certs, "create a CA and TLS certificates for the parties of a job",
+                    "Make a CA, one certificate and key per party, and optionally the parties file (docs/net.md).")
+    certs.add_argument("--parties", nargs="+", required=True, metavar="NAME", help="party names, in order")
+    certs.add_argument("--out", required=True, metavar="DIR", help="directory for ca.pem, NAME.pem, NAME.key")
+    certs.add_argument("--hosts", nargs="*", metavar="NAME=HOST",
+                       help="each party's host name or address (parties not named here get 127.0.0.1)")
+    certs.add_argument("--days", type=int, default=3650, help="validity in days")
+    certs.add_argument("--write-parties", metavar="FILE", help="also write a parties file (TOML)")
+    certs.add_argument("--base-port", type=int, default=7100, help="first port in the parties file (one per party)")
+    certs.add_argument("--session-id", default="shaper-job", help="session id in the parties file")
+    certs.add_argument("--force", action="store_true", help="overwrite existing files")
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..crypto import ou, paillier
+    from ..crypto.serialization import save_key
+
+    console = Console()
+    module = paillier if args.scheme == "paillier" else ou
+    with console.status(f"generating a {args.bits}-bit {args.scheme} key ..."):
+        pk, sk = module.keygen(args.bits)
+    suffix = ".json" if args.format == "json" else ".bin"
+    prefix = Path(args.out)
+    pub = save_key(pk, prefix.with_name(prefix.name + ".pub" + suffix), format=args.format)
+    key = save_key(sk, prefix.with_name(prefix.name + ".key" + suffix), format=args.format)
+    console.print(f"public key : {pub}   (give this to the parties that encrypt for you)")
+    console.print(f"private key: {key}   (mode 0600; keep it on this host only)")
+    console.print(f"fingerprint: {pk.fingerprint.hex()[:32]}")
+    return 0
+
+
+def run_certs(args: argparse.Namespace) -> int:
+    from ..net.tls import make_certificates
+
+    hosts: dict[str, str] = {}
+    for item in args.hosts or []:
+        if "=" not in item:
+            raise ConfigError(f"--hosts entries look like NAME=HOST, got {item!r}")
+        name, host = item.split("=", 1)
+        hosts[name] = host
+    unknown = set(hosts) - set(args.parties)
+    if unknown:
+        raise ConfigError(f"--hosts names parties that are not in --parties: {sorted(unknown)}")
+    target = Path(args.write_parties) if args.write_parties else None
+    if target is not None and target.exists() and not args.force:
+        raise ConfigError(f"refusing to overwrite {target} (use --force)")
+    files = make_certificates(args.parties, args.out, hosts=hosts, days=args.days, overwrite=args.force)
+    out = Path(args.out)
+    print(f"wrote a CA and {len(args.parties)} party certificates to {out}/ (keys are mode 0600)")
+    print(f"  keep {files['ca']['key']} offline: it only signs certificates")
+    for name in args.parties:
+        where = hosts.get(name, "127.0.0.1")
+        print(f"  host of {name} ({where}): {out / 'ca.pem'}, {files[name]['cert']}, {files[name]['key']}")
+    if target is not None:
+        rel = os.path.relpath(out, target.parent if str(target.parent) else ".")
+        lines = [f'session_id = "{args.session_id}"', "", "[network]", 'timeout = "300s"',
+                 'connect_timeout = "60s"', "", "[tls]", f'ca = "{rel}/ca.pem"', ""]
+        for i, name in enumerate(args.parties):
+            lines += ["[[party]]", f'name = "{name}"', f'host = "{hosts.get(name, "127.0.0.1")}"',
+                      f"port = {args.base_port + i}", f'cert = "{rel}/{name}.pem"', f'key = "{rel}/{name}.key"', ""]
+        target.write_text("\n".join(lines))
+        print(f"wrote {target}: give every host a copy (each needs only its own key)")
+    return 0

@@ -1,0 +1,118 @@
+"""``shaper lr train``: one party's side of a vertical logistic regression between two hosts.
+
+Each host runs ``shaper lr train --role guest|host`` with the job's parties file (``shaper
+certs``, ``docs/net.md``); the guest holds the labels. A party first checks its own inputs
+(arguments, data file, output files). If they fail, it prints the problem at once and still joins
+the job, only to abort it with that reason: its peer stops with "party X aborted: <reason>"
+instead of waiting for a connection that would never come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+from .common import EXPECTED_ERRORS, HelpFormatter, command, error_line
+
+# The CLI's training defaults; VerticalLogisticRegression's own defaults differ for the learning
+# rate (0.5), see docs/logreg.md.
+EPOCHS, BATCH_SIZE, LEARNING_RATE = 10, 64, 0.1
+
+
+def add_parser(subparsers: Any) -> None:
+    lr = subparsers.add_parser("lr", help="vertical logistic regression on real hosts", formatter_class=HelpFormatter,
+                               description="Vertical logistic regression between two hosts (docs/logreg.md).")
+    lr.set_defaults(prog=lr.prog)
+    lr_sub = lr.add_subparsers(dest="lr_command", required=True, metavar="COMMAND")
+    train = command(lr_sub, "train", run_train, "run this party's side of a training job",
+                    "Run one party of a two-party training job; start the other party on its own host with "
+                    "the same parties file.")
+    train.add_argument("--role", choices=["guest", "host"], required=True, help="guest = the party with the labels")
+    train.add_argument("--parties", required=True, metavar="FILE", help="parties file (TOML), see docs/net.md")
+    train.add_argument("--me", required=True, metavar="NAME", help="this party's name in the parties file")
+    train.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
+    train.add_argument("--data", required=True, metavar="FILE",
+                       help="CSV, Parquet or LibSVM file with an id column; rows aligned with the peer's")
+    train.add_argument("--id-column", default="id", metavar="NAME", help="column holding the row ids")
+    train.add_argument("--label-column", metavar="NAME", help="column holding the 0/1 labels (guest only)")
+    train.add_argument("--epochs", type=int, default=EPOCHS, help="passes over the training rows")
+    train.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="rows per mini-batch")
+    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="SGD step size")
+    train.add_argument("--key-bits", type=int, default=2048, help="each party's homomorphic key size")
+    train.add_argument("--scheme", choices=["paillier", "ou"], default="paillier",
+                       help="additively homomorphic scheme")
+    train.add_argument("--layout", choices=["encrypted", "caesar"], default="encrypted",
+                       help="encrypted weights, or CAESAR's secret-shared weights (docs/logreg.md)")
+    train.add_argument("--checkpoint-dir", metavar="DIR", help="write a checkpoint after every epoch here")
+    train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint both parties have")
+    train.add_argument("--events", metavar="PATH", help="append progress events as JSON lines")
+    train.add_argument("--out", default="weights.npz", metavar="PATH", help="where to write this party's own weights")
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from ..ml.data import check_aligned
+    from ..net import Session
+
+    try:
+        table, model, progress = _check_inputs(args)
+    except EXPECTED_ERRORS as exc:
+        _abort_job(args, exc)
+        return 2
+    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        check_aligned(session, table.ids)
+        model.fit(session, table.X, table.y, progress=progress)
+        _save_weights(args.out, model)
+        print(f"{args.me} ({args.role}): trained {len(model.history_)} epochs in {model.stats_['seconds']:.1f} s, "
+              f"{model.stats_['bytes_sent'] / 1e6:.1f} MB sent; own weights written to {args.out}")
+        print(session.stats.table(f"traffic of {args.me}"))
+    return 0
+
+
+def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """This party's own inputs, checked before the job starts: (table, model, progress writer)."""
+    from ..ml import VerticalLogisticRegression
+    from ..ml.data import read_table
+    from ..ml.report import jsonl_writer
+
+    if args.role == "guest" and not args.label_column:
+        raise ConfigError("the guest holds the labels: pass --label-column")
+    if args.role == "host" and args.label_column:
+        raise ConfigError("the host has no labels: drop --label-column")
+    model = VerticalLogisticRegression(epochs=args.epochs, batch_size=args.batch_size,
+                                       learning_rate=args.learning_rate, key_bits=args.key_bits, scheme=args.scheme,
+                                       layout=args.layout, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
+    table = read_table(args.data, id_column=args.id_column, label_column=args.label_column)
+    progress = jsonl_writer(args.events) if args.events else None
+    return table, model, progress
+
+
+def _abort_job(args: argparse.Namespace, problem: BaseException) -> None:
+    """Print ``problem`` now, then join the job only to abort it, so the peers learn the reason
+    at once. Peers that cannot be reached within the connect timeout (or a parties file that
+    cannot be used) are not told; they stop at their own connect timeout."""
+    from ..net import Session, load_parties
+
+    line = error_line(args.prog, problem)
+    try:
+        wait = load_parties(args.parties).config.connect_timeout
+    except EXPECTED_ERRORS:
+        print(line, file=sys.stderr)
+        return
+    print(f"{line} [telling the other parties; waiting up to {wait:.0f} s for them, Ctrl-C to skip]",
+          file=sys.stderr, flush=True)
+    try:
+        session = Session.from_config(args.parties, me=args.me, key=args.key)
+    except (KeyboardInterrupt, *EXPECTED_ERRORS):
+        return
+    session.abort(str(problem).splitlines()[0] if str(problem) else type(problem).__name__)
+
+
+def _save_weights(path: str, model: Any) -> None:
+    import numpy as np
+
+    out = {"coef": model.coef_}
+    if model.intercept_ is not None:
+        out["intercept"] = np.array([model.intercept_])
+    np.savez(path, **out)

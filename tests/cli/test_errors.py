@@ -1,0 +1,84 @@
+"""Every failure of a ``shaper`` command ends with one line naming the problem, and exit status 2."""
+
+import time
+
+from shaper.cli import info, main
+
+from .conftest import GUEST_CSV, HOST_CSV, Job
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("shaper lr train: error: "), err
+    return lines[0]
+
+
+def test_lr_train_missing_label_column_is_one_line(tmp_path, capsys):
+    job = Job(tmp_path, connect_timeout="1s")  # nobody else runs: the attempt to tell the host ends soon
+    data = job.csv("guest.csv", GUEST_CSV.replace("label", "outcome"))
+    assert main(job.args("guest", data)) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{data} has no label column 'label'" in line and "'outcome'" in line
+
+
+def test_lr_train_misaligned_ids_is_one_line_at_both_parties(job):
+    shuffled = "\n".join([HOST_CSV.splitlines()[0], *reversed(HOST_CSV.splitlines()[1:])]) + "\n"
+    procs = [job.start("host", job.csv("host.csv", shuffled)), job.start("guest", job.csv("guest.csv", GUEST_CSV))]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 2, err
+        assert "the rows are not aligned with party" in _one_line(err)
+
+
+def test_lr_train_missing_key_file_is_one_line(job, capsys):
+    missing = job.root / "certs" / "nope.key"
+    assert main(job.args("host", job.csv("host.csv", HOST_CSV), "--key", str(missing))) == 2
+    assert f"TLS private key {missing} does not exist" in _one_line(capsys.readouterr().err)
+
+
+def test_unexpected_errors_are_one_line_with_a_debug_hint(monkeypatch, capsys):
+    def broken(args):
+        raise KeyError("kernel")
+
+    monkeypatch.setattr(info, "run_info", broken)
+    assert main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "shaper info: error: internal error (KeyError: 'kernel')" in err
+    assert "SHAPER_DEBUG=1" in err
+    monkeypatch.setenv("SHAPER_DEBUG", "1")
+    assert main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and err.strip().endswith("please report it")
+
+
+def test_peer_learns_at_once_that_the_guest_has_no_label_column(job):
+    """The guest's data is wrong: it still joins the job to abort it, so the host stops within
+    seconds naming the guest's problem, not after the 60 s connect timeout."""
+    host = job.start("host", job.csv("host.csv", HOST_CSV))
+    t0 = time.monotonic()
+    guest = job.start("guest", job.csv("guest.csv", GUEST_CSV.replace("label", "outcome")))
+    _, host_err = host.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    _, guest_err = guest.communicate(timeout=60)
+    assert host.returncode == 2 and guest.returncode == 2
+    assert elapsed < 15, host_err
+    line = host_err.strip().splitlines()[-1]
+    assert line.startswith("shaper lr train: error: party 'shop' aborted: ") and "no label column 'label'" in line
+    assert "no label column 'label'" in _one_line(guest_err)
+
+
+def test_peer_learns_at_once_that_the_host_has_a_text_column(job):
+    guest = job.start("guest", job.csv("guest.csv", GUEST_CSV))
+    t0 = time.monotonic()
+    host = job.start("host", job.csv("host.csv", HOST_CSV.replace("id,h0,h1\n", "id,h0,grade\n").replace(
+        ",0\n", ",gold\n")))
+    _, guest_err = guest.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    host.communicate(timeout=60)
+    assert guest.returncode == 2 and host.returncode == 2
+    assert elapsed < 15, guest_err
+    line = guest_err.strip().splitlines()[-1]
+    assert line.startswith("shaper lr train: error: party 'bank' aborted: ") and "'grade'" in line
+    assert "not numeric" in line
+

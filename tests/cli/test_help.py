@@ -1,0 +1,56 @@
+"""Every option of every ``shaper`` command explains itself and shows its default."""
+
+import argparse
+
+import pytest
+
+from shaper.cli import build_parser
+from shaper.cli.common import HelpFormatter
+
+FLAGS = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction, argparse._VersionAction)
+
+
+def _commands(parser, name="shaper"):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _commands(sub, f"{name} {sub_name}")
+
+
+COMMANDS = dict(_commands(build_parser()))
+
+
+def test_every_command_is_walked():
+    assert {"shaper demo", "shaper demo-he", "shaper lr train", "shaper keygen", "shaper certs",
+            "shaper circuit run", "shaper bench aes", "shaper bench ring", "shaper info"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_option_has_help_and_shows_its_default(name):
+    parser = COMMANDS[name]
+    formatter = HelpFormatter(prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        label = "/".join(action.option_strings) or action.dest
+        assert action.help and action.help.strip(), f"{name} {label} has no help"
+        if action.default is not None and not isinstance(action, FLAGS):
+            shown = formatter._expand_help(action)
+            assert str(action.default) in shown, f"{name} {label}: help does not show default {action.default!r}"
+
+
+def test_bench_aes_help_explains_its_own_options(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "aes", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--blocks BLOCKS AES blocks per batch (default: 524288)" in text
+    assert "--check N" in text and "cryptography library" in text and "--count" not in text
+
+
+def test_demo_help_shows_the_training_defaults(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--epochs EPOCHS passes over the training rows (default: 10)" in text
+    assert "--learning-rate LEARNING_RATE SGD step size (default: 0.1)" in text
