@@ -1,7 +1,4 @@
-"""``shaper circuit run`` takes a circuit file or the name of a circuit bundled with shaper;
-``shaper bench`` runs its three parties and writes its figures."""
-
-import json
+"""``shaper circuit run`` takes a circuit file or the name of a circuit bundled with shaper."""
 
 from shaper.cli import main
 
@@ -22,13 +19,3 @@ def test_unknown_circuit_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["circuit", "run", "aes_129.txt", "--plain", "--inputs", KEY]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("shaper circuit run: error: ") and "aes_129.txt" in err
-
-
-def test_bench_commands_run_small_batches(tmp_path, capsys):
-    aes, ring = tmp_path / "aes.json", tmp_path / "ring.json"
-    assert main(["bench", "aes", "--blocks", "128", "--batches", "1", "--check", "16", "--json", str(aes)]) == 0
-    assert main(["bench", "ring", "--count", "1000", "--batches", "1", "--json", str(ring)]) == 0
-    figures = json.loads(aes.read_text())
-    assert figures["blocks_checked"] == 2 * 16 and figures["and_per_block"] == 6400
-    assert json.loads(ring.read_text())["mul_per_s"] > 0
-    assert "blocks/s" in capsys.readouterr().out

@@ -23,7 +23,7 @@ COMMANDS = dict(_commands(build_parser()))
 
 def test_every_command_is_walked():
     assert {"shaper demo", "shaper demo-he", "shaper lr train", "shaper keygen", "shaper certs",
-            "shaper circuit run", "shaper bench aes", "shaper bench ring", "shaper info"} <= set(COMMANDS)
+            "shaper circuit run", "shaper info"} <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -39,13 +39,6 @@ def test_every_option_has_help_and_shows_its_default(name):
             shown = formatter._expand_help(action)
             assert str(action.default) in shown, f"{name} {label}: help does not show default {action.default!r}"
 
-
-def test_bench_aes_help_explains_its_own_options(capsys):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["bench", "aes", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert "--blocks BLOCKS AES blocks per batch (default: 524288)" in text
-    assert "--check N" in text and "cryptography library" in text and "--count" not in text
 
 
 def test_demo_help_shows_the_training_defaults(capsys):

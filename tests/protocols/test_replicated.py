@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from shaper.net import run_in_memory
+from shaper.net import launch, run_in_memory
 from shaper.circuits import bristol
 from shaper.circuits.bristol import CircuitFormatError
 from shaper.protocols import replicated
@@ -283,9 +283,9 @@ def test_engine_needs_three_parties():
     assert run_in_memory(2, job, timeout=30) == [True, True]
 
 
-def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
+def test_cli_circuit_run_and_aes_cost_over_tls(capsys):
     from shaper.cli import main
-    from shaper.demos import bench, circuits
+    from shaper.demos import circuits
 
     aes = str(_path("aes_128"))
     key, pt, ct = FIPS[1]
@@ -303,11 +303,52 @@ def test_cli_circuit_run_and_aes_bench_over_tls(capsys):
         circuits.run_circuit(aes, [key + "00", pt], plain=True)
     with pytest.raises(ValueError, match="not hexadecimal"):
         circuits.run_circuit(aes, ["xyz", pt], plain=True)
-    out = bench.bench_aes(instances=256, batches=1, check=256, echo=lambda *_: None)  # + 1 warm-up
-    assert out["blocks_checked"] == 2 * 256 and out["rounds"] == 60 and out["and_per_block"] == 6400
-    assert 1.0 <= out["bits_per_and"] < 1.05  # one bit per AND per party, plus framing (large here: 4 words)
-    ring = bench.bench_ring(n=1000, batches=1, echo=lambda *_: None)
-    assert ring["mul_per_s"] > 0
+    out = launch(3, _aes_cost_job, 256, timeout=120)  # three processes over loopback TLS
+    blocks_checked = out[2]["checked"]
+    rounds, and_per_block = out[0]["rounds"], out[0]["ands"]  # AND gates of one circuit instance
+    bits_per_and = max(8 * r["sent_and_bytes"] / (and_per_block * 256) for r in out)
+    assert blocks_checked == 256 and rounds == 60 and and_per_block == 6400
+    assert 1.0 <= bits_per_and < 1.05  # one bit per AND per party, plus framing (large here: 4 words)
+    ring = launch(3, _ring_product_job, 1000, timeout=120)
+    assert ring[2] is True
+
+
+def _aes_cost_job(session, blocks):
+    """AES on random keys (party 0) and plaintexts (party 1): what each party sends during the
+    AND layers, the rounds, and party 2's check of every block against the cryptography library."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    aes = bristol.load("aes_128.txt")
+    eng = replicated.Replicated3PC(session)
+    words = bristol.words_for(blocks)
+    mine = np.frombuffer(session.prg.random_bytes(128 * words * 8), dtype=np.uint64).reshape(128, words)
+    k = eng.share_bits(mine if session.index == 0 else None, 128, blocks, owner=0)
+    p = eng.share_bits(mine if session.index == 1 else None, 128, blocks, owner=1)
+    nxt = eng.names[eng.next]
+    before = session.stats.peer(nxt).bytes_sent
+    (out,) = eng.evaluate(aes, [k, p])
+    sent_and = session.stats.peer(nxt).bytes_sent - before
+    result = {"rounds": eng.rounds, "ands": eng.and_gates, "sent_and_bytes": sent_and, "checked": 0}
+    opened = eng.reveal_bits(out, to=2)
+    if session.index in (0, 1):
+        session.send(2, mine, tag="aes-check")
+        return result
+    kk = session.recv_array(0, tag="aes-check", dtype=np.uint64, shape=(128, words))
+    pp = session.recv_array(1, tag="aes-check", dtype=np.uint64, shape=(128, words))
+    for k_, p_, c_ in zip(*(bristol.from_bitsliced(r, blocks) for r in (kk, pp, opened))):
+        enc = Cipher(algorithms.AES(bristol.int_to_block(k_)), modes.ECB()).encryptor()
+        assert bristol.int_to_block(c_) == enc.update(bristol.int_to_block(p_)) + enc.finalize()
+        result["checked"] += 1
+    return result
+
+
+def _ring_product_job(session, n):
+    eng = replicated.Replicated3PC(session, frac_bits=0)
+    u = np.arange(n, dtype=np.int64) * 7 - 3
+    su = eng.share(u if session.index == 0 else None, owner=0)
+    sw = eng.share(u if session.index == 1 else None, owner=1)
+    opened = eng.reveal_ring(eng.mul(su, sw), to=2)
+    return None if opened is None else bool(np.array_equal(opened, u.view(np.uint64) * u.view(np.uint64)))
 
 
 def test_inputs_from_an_outside_data_holder():

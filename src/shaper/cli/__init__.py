@@ -6,7 +6,6 @@
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
     shaper circuit run FILE --local 3 --inputs HEX...   a Bristol Fashion circuit in 3PC
-    shaper bench aes|ring   three-party replicated sharing throughput (AES-128, Z_2^64 products)
     shaper info      version, kernel, worker count, CPU features
 
 Each command group is a module here with an ``add_parser(subparsers)`` function. Every command
@@ -22,10 +21,10 @@ import os
 import sys
 
 from .. import __version__
-from . import bench, circuit, demo, info, keys, lr
+from . import circuit, demo, info, keys, lr
 from .common import error_line
 
-GROUPS = (demo, lr, keys, circuit, bench, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, keys, circuit, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

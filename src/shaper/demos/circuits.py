@@ -3,7 +3,8 @@
 
 Party 0 holds every input value (it read them from the command line) and shares them; the three
 parties evaluate the circuit on replicated shares (Araki et al.; semi-honest, honest majority) and
-open the outputs to everyone. ``shaper bench`` lives in :mod:`shaper.demos.bench`.
+open the outputs to everyone. Throughput is measured by
+``benchmarks/replicated.py``, outside the package.
 """
 
 from __future__ import annotations
