@@ -72,7 +72,7 @@ def public_matmul(matrix: Any, ring_values: np.ndarray) -> np.ndarray:
     return np.matmul(arr.astype(np.int64).view(np.uint64), ring_values)
 
 
-class Shared:
+class Shared(ABC):
     """This party's share of an array over Z_2^64 at scale 2^frac_bits, tied to its engine.
 
     A subclass says how its share is laid out: :attr:`components` (the uint64 arrays of one

@@ -31,7 +31,7 @@ keep |v| well below 2^63 (e.g. l <= 40 gives 2^-23 per value).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
