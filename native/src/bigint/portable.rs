@@ -128,6 +128,7 @@ impl Engine for Portable {
         &self.unit
     }
 
+    #[inline(always)]
     fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
         let n = self.n;
         out[..n].fill(0);
