@@ -113,6 +113,21 @@ class Kernel(Protocol):
         an empty row gives 1."""
 
 
+def check_fixed_base_args(specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
+                          multipliers: Sequence | None, modulus: int) -> int:
+    """The checks every kernel's ``fixed_base_powmod`` makes; returns the value count."""
+    if len(specs) != len(exponents) or not specs:
+        raise ValueError("fixed_base_powmod needs one exponent array per spec")
+    count = int(exponents[0].shape[0])
+    if any(int(e.shape[0]) != count for e in exponents):
+        raise ValueError("exponent arrays differ in length")
+    if multipliers is not None and len(multipliers) != count:
+        raise ValueError(f"{len(multipliers)} multipliers for {count} exponents")
+    if any(int(s.modulus) != int(modulus) for s in specs):
+        raise ValueError("all fixed-base specs of one call must share the modulus")
+    return count
+
+
 def exponent_digits(exponent_bytes: np.ndarray, window: int, windows: int) -> np.ndarray:
     """Split little-endian exponent bytes into ``windows`` base-2^window digits, vectorised.
 

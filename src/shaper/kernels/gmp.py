@@ -24,7 +24,7 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from .base import FixedBaseSpec, exponent_digits, significant_windows
+from .base import FixedBaseSpec, check_fixed_base_args, exponent_digits, significant_windows
 
 ONE = mpz(1)
 _MAX_WINDOW = 16
@@ -255,16 +255,8 @@ class GmpKernel:
         multipliers: Sequence | None,
         modulus,
     ) -> list:
-        if len(specs) != len(exponents) or not specs:
-            raise ValueError("fixed_base_powmod needs one exponent array per spec")
+        count = check_fixed_base_args(specs, exponents, multipliers, modulus)
         m = mpz(modulus)
-        count = int(exponents[0].shape[0])
-        if any(int(e.shape[0]) != count for e in exponents):
-            raise ValueError("exponent arrays differ in length")
-        if multipliers is not None and len(multipliers) != count:
-            raise ValueError(f"{len(multipliers)} multipliers for {count} exponents")
-        if any(int(s.modulus) != int(m) for s in specs):
-            raise ValueError("all fixed-base specs of one call must share the modulus")
         if count == 0:
             return []
 

@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 from gmpy2 import mpz
 
-from .base import FixedBaseSpec, significant_windows
+from .base import FixedBaseSpec, check_fixed_base_args, significant_windows
 from .gmp import budget_bytes, table_budget_bytes
 
 try:  # the extension is optional: a source checkout without a build still works on gmpy2
@@ -382,16 +382,8 @@ class NativeKernel:
 
     def fixed_base_powmod(self, specs: Sequence[FixedBaseSpec], exponents: Sequence[np.ndarray],
                           multipliers: Sequence | MontRows | None, modulus, *, mont_out: bool = False):
-        if len(specs) != len(exponents) or not specs:
-            raise ValueError("fixed_base_powmod needs one exponent array per spec")
+        count = check_fixed_base_args(specs, exponents, multipliers, modulus)
         m = int(modulus)
-        count = int(exponents[0].shape[0])
-        if any(int(e.shape[0]) != count for e in exponents):
-            raise ValueError("exponent arrays differ in length")
-        if multipliers is not None and len(multipliers) != count:
-            raise ValueError(f"{len(multipliers)} multipliers for {count} exponents")
-        if any(int(s.modulus) != m for s in specs):
-            raise ValueError("all fixed-base specs of one call must share the modulus")
         ctx = self.context(m)
         if count == 0:
             return MontRows(ctx, m, np.zeros((0, ctx.mont_width), dtype=np.uint64)) if mont_out else []

@@ -111,21 +111,19 @@ class Session:
 
     def recv(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> Any:
         """The next message from ``peer`` under ``tag`` (waits up to the session timeout)."""
-        channel = self._channel(peer)
+        return self._recv_timed(self._channel(peer), tag, timeout)[0]
+
+    def _recv_timed(self, channel: Any, tag: str, timeout: float | None) -> tuple[Any, int]:
+        """(value, frame kind) of the next message, the wait counted in the statistics."""
         start = time.monotonic()
         try:
-            value, _ = channel.recv(tag, timeout)
+            return channel.recv(tag, timeout)
         finally:
             self.stats.add_wait(channel.peer, time.monotonic() - start)
-        return value
 
     def _recv_kind(self, peer: PeerRef, tag: str, kind: int, timeout: float | None) -> Any:
         channel = self._channel(peer)
-        start = time.monotonic()
-        try:
-            value, got = channel.recv(tag, timeout)
-        finally:
-            self.stats.add_wait(channel.peer, time.monotonic() - start)
+        value, got = self._recv_timed(channel, tag, timeout)
         if got != kind:
             raise FrameError(f"expected {F.KIND_NAMES[kind]} from party {channel.peer!r} under tag {tag!r}, "
                              f"received {F.KIND_NAMES[got]}")
