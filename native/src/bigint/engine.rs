@@ -10,6 +10,18 @@
 
 /// Montgomery arithmetic over groups of lanes. All methods are constant time with respect to
 /// the values (not to the lane count or modulus size).
+/// The Montgomery constants of a modulus, in an engine's own group layout.
+pub struct Constants {
+    /// Montgomery form of 1 in every lane
+    pub one: Vec<u64>,
+    /// R^2 mod m in every lane
+    pub rr: Vec<u64>,
+    /// canonical 1 in every lane
+    pub unit: Vec<u64>,
+    /// 2m in the storage layout: the bound of stored Montgomery values
+    pub two_m: Vec<u64>,
+}
+
 pub trait Engine: Sync + Send {
     /// Values per group (8 for the IFMA engine, 1 for the portable one).
     fn lanes(&self) -> usize;
@@ -38,12 +50,20 @@ pub trait Engine: Sync + Send {
     fn store_mont(&self, dst: &mut [u64], src: &[u64], count: usize);
     /// Whether a row is a valid stored value: digits in range and value below 2m.
     fn mont_ok(&self, row: &[u64]) -> bool;
+    /// The modulus's Montgomery constants in this engine's layout.
+    fn constants(&self) -> &Constants;
     /// Montgomery form of 1 in every lane.
-    fn one(&self) -> &[u64];
+    fn one(&self) -> &[u64] {
+        &self.constants().one
+    }
     /// R^2 mod m in every lane (multiplying by it converts into Montgomery form).
-    fn rr(&self) -> &[u64];
+    fn rr(&self) -> &[u64] {
+        &self.constants().rr
+    }
     /// Canonical 1 in every lane (multiplying by it converts out of Montgomery form).
-    fn unit(&self) -> &[u64];
+    fn unit(&self) -> &[u64] {
+        &self.constants().unit
+    }
     /// Constant-time selection: lane l of `out` = lane l of `table[idx[l]]`; `table` holds
     /// `entries` group buffers. Every entry is read whatever the indices.
     fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]);

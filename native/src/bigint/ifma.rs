@@ -13,7 +13,7 @@
 
 use std::arch::x86_64::*;
 
-use super::engine::{ct_mask, less_than, neg_inv64, pow2_mod, twice, Engine, Modulus};
+use super::engine::{ct_mask, less_than, neg_inv64, pow2_mod, twice, Constants, Engine, Modulus};
 
 const MASK52: u64 = (1u64 << 52) - 1;
 /// Largest digit count (8192-bit moduli: ceil(8194 / 52) = 158).
@@ -30,11 +30,8 @@ pub struct Ifma {
     /// modulus digits (scalar, l of them)
     m: Vec<u64>,
     k0: u64,
-    one: Vec<u64>,
-    rr: Vec<u64>,
-    unit: Vec<u64>,
-    /// digits of 2m (the bound of stored Montgomery values)
-    two_m: Vec<u64>,
+    /// 1, R^2, canonical 1 (spread over the lanes) and the digits of 2m
+    c: Constants,
 }
 
 /// Little-endian 64-bit words -> `l` 52-bit digits.
@@ -94,7 +91,7 @@ impl Ifma {
         let unit = spread(&[1u64]);
         let mut two_m = vec![0u64; l];
         words_to_digits(&twice(&modulus.m, w + 1), l, &mut two_m); // 2m < 4m < 2^(52 l)
-        Some(Ifma { l, w, m, k0, one, rr, unit, two_m })
+        Some(Ifma { l, w, m, k0, c: Constants { one, rr, unit, two_m } })
     }
 }
 
@@ -541,17 +538,11 @@ impl Engine for Ifma {
     }
 
     fn mont_ok(&self, row: &[u64]) -> bool {
-        row.len() == self.l && row.iter().all(|&d| d <= MASK52) && less_than(row, &self.two_m)
+        row.len() == self.l && row.iter().all(|&d| d <= MASK52) && less_than(row, &self.c.two_m)
     }
 
-    fn one(&self) -> &[u64] {
-        &self.one
-    }
-    fn rr(&self) -> &[u64] {
-        &self.rr
-    }
-    fn unit(&self) -> &[u64] {
-        &self.unit
+    fn constants(&self) -> &Constants {
+        &self.c
     }
 
     fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
@@ -678,10 +669,10 @@ mod tests {
         let mut rng = Rng::new(13);
         let (_, md) = modulus(&mut rng, 300);
         let e = Ifma::new(&md).unwrap();
-        let mut below = e.two_m.clone();
+        let mut below = e.c.two_m.clone();
         below[0] -= 1; // 2m is even: 2m - 1 without a borrow
         assert!(e.mont_ok(&below));
-        assert!(!e.mont_ok(&e.two_m));
+        assert!(!e.mont_ok(&e.c.two_m));
         let mut wide = below.clone();
         wide[1] |= 1 << 52; // a digit out of range
         assert!(!e.mont_ok(&wide));

@@ -1,7 +1,7 @@
 //! Portable engine: one lane, 64-bit limbs, CIOS almost-Montgomery multiplication with `u128`
 //! products. Used where AVX-512 IFMA is absent or disabled (`SHAPER_NATIVE=portable`).
 
-use super::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, twice, Engine, Modulus};
+use super::engine::{ct_eq_mask, less_than, neg_inv64, pow2_mod, reduce_once_ct, twice, Constants, Engine, Modulus};
 
 pub struct Portable {
     /// limbs per value: 4m < 2^(64 n)
@@ -10,11 +10,8 @@ pub struct Portable {
     w: usize,
     m: Vec<u64>,
     k0: u64,
-    one: Vec<u64>,
-    rr: Vec<u64>,
-    unit: Vec<u64>,
-    /// 2m in n limbs (the bound of stored Montgomery values; 4m < 2^(64 n))
-    two_m: Vec<u64>,
+    /// 1, R^2, canonical 1 and 2m in n limbs (4m < 2^(64 n))
+    c: Constants,
 }
 
 impl Portable {
@@ -29,7 +26,7 @@ impl Portable {
         let mut unit = vec![0u64; n];
         unit[0] = 1;
         let two_m = twice(&m, n); // 4m < 2^(64 n): no carry out
-        Portable { n, w, m, k0, one, rr, unit, two_m }
+        Portable { n, w, m, k0, c: Constants { one, rr, unit, two_m } }
     }
 }
 
@@ -115,17 +112,11 @@ impl Engine for Portable {
     }
 
     fn mont_ok(&self, row: &[u64]) -> bool {
-        row.len() == self.n && less_than(row, &self.two_m)
+        row.len() == self.n && less_than(row, &self.c.two_m)
     }
 
-    fn one(&self) -> &[u64] {
-        &self.one
-    }
-    fn rr(&self) -> &[u64] {
-        &self.rr
-    }
-    fn unit(&self) -> &[u64] {
-        &self.unit
+    fn constants(&self) -> &Constants {
+        &self.c
     }
 
     #[inline(always)]
@@ -188,10 +179,10 @@ mod tests {
         for bits in [5, 64, 130, 1000] {
             let (m, md) = modulus(&mut rng, bits);
             let e = Portable::new(&md);
-            let mut below = e.two_m.clone();
+            let mut below = e.c.two_m.clone();
             below[0] -= 1; // 2m - 1
             assert!(e.mont_ok(&below));
-            assert!(!e.mont_ok(&e.two_m));
+            assert!(!e.mont_ok(&e.c.two_m));
             assert!(!e.mont_ok(&below[..e.mw() - 1]), "wrong row width");
             assert_eq!(e.mw(), (bits + 2).div_ceil(64));
             assert_eq!(e.words(), m.len());

@@ -3,7 +3,7 @@
 //! pass, run by the engines' own tests.
 
 use super::algo;
-use super::engine::{bit_length, Engine, Modulus};
+use super::engine::{bit_length, Constants, Engine, Modulus};
 
 /// splitmix64: deterministic test data without a dependency.
 pub struct Rng(u64);
@@ -338,9 +338,7 @@ pub fn algo_suite<E: Engine>(e: &E, m: &[u64], rng: &mut Rng) {
 pub struct Wide {
     p: super::portable::Portable,
     n: usize,
-    one: Vec<u64>,
-    rr: Vec<u64>,
-    unit: Vec<u64>,
+    c: Constants,
 }
 
 const WIDE: usize = 8;
@@ -350,8 +348,8 @@ impl Wide {
         let p = super::portable::Portable::new(m);
         let n = p.gw();
         let rep = |v: &[u64]| v.repeat(WIDE);
-        let (one, rr, unit) = (rep(p.one()), rep(p.rr()), rep(p.unit()));
-        Wide { p, n, one, rr, unit }
+        let c = Constants { one: rep(p.one()), rr: rep(p.rr()), unit: rep(p.unit()), two_m: p.constants().two_m.clone() };
+        Wide { p, n, c }
     }
 }
 
@@ -407,14 +405,8 @@ impl Engine for Wide {
     fn mont_ok(&self, row: &[u64]) -> bool {
         self.p.mont_ok(row)
     }
-    fn one(&self) -> &[u64] {
-        &self.one
-    }
-    fn rr(&self) -> &[u64] {
-        &self.rr
-    }
-    fn unit(&self) -> &[u64] {
-        &self.unit
+    fn constants(&self) -> &Constants {
+        &self.c
     }
     fn select(&self, out: &mut [u64], table: &[u64], entries: usize, idx: &[u32]) {
         let (n, gw) = (self.n, self.gw());
