@@ -125,6 +125,17 @@ impl Context {
         }
     }
 
+    /// Two operand arrays of equal length (`mont`: in the Montgomery storage layout).
+    fn operand_pair<'a>(&self, a: &'a PyReadonlyArray2<'_, u64>, b: &'a PyReadonlyArray2<'_, u64>, mont: bool)
+        -> PyResult<(&'a [u64], &'a [u64], usize)> {
+        let (x, count) = self.values_as(a, "a", mont)?;
+        let (y, count_b) = self.values_as(b, "b", mont)?;
+        if count != count_b {
+            return Err(PyValueError::new_err(format!("operands differ in length: {count} and {count_b}")));
+        }
+        Ok((x, y, count))
+    }
+
     fn array_as<'py>(&self, py: Python<'py>, data: Vec<u64>, count: usize, mont: bool) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let width = if mont { self.mw() } else { self.words };
         data.into_pyarray(py).reshape([count, width])
@@ -212,11 +223,7 @@ impl Context {
         a: PyReadonlyArray2<'py, u64>,
         b: PyReadonlyArray2<'py, u64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let (x, count) = self.values(&a, "a")?;
-        let (y, count_b) = self.values(&b, "b")?;
-        if count != count_b {
-            return Err(PyValueError::new_err(format!("operands differ in length: {count} and {count_b}")));
-        }
+        let (x, y, count) = self.operand_pair(&a, &b, false)?;
         let out = run(py, || with_engine!(&self.eng, e => algo::mulmod(e, x, y, count)))?;
         self.array(py, out, count)
     }
@@ -243,11 +250,7 @@ impl Context {
         a: PyReadonlyArray2<'py, u64>,
         b: PyReadonlyArray2<'py, u64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let (x, count) = self.mont_values(&a, "a")?;
-        let (y, count_b) = self.mont_values(&b, "b")?;
-        if count != count_b {
-            return Err(PyValueError::new_err(format!("operands differ in length: {count} and {count_b}")));
-        }
+        let (x, y, count) = self.operand_pair(&a, &b, true)?;
         let out = run(py, || with_engine!(&self.eng, e => algo::mont_mul(e, x, y, count)))?;
         self.array_as(py, out, count, true)
     }
