@@ -76,3 +76,8 @@ class PartyError(ShaperError, RuntimeError):
         if remote_traceback:
             text += f"\n\n--- traceback in party {party!r} ---\n{remote_traceback}"
         super().__init__(text)
+
+
+class DivergenceError(ShaperError, ArithmeticError):
+    """Training diverged (its monitored loss rose, or a value left its fixed-point or packing
+    range); the message names the cause and a learning rate that suits the data."""

@@ -46,4 +46,19 @@ def test_demo_help_shows_the_training_defaults(capsys):
         build_parser().parse_args(["demo", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--epochs EPOCHS passes over the training rows (default: 10)" in text
-    assert "--learning-rate LEARNING_RATE SGD step size (default: 0.1)" in text
+    assert ("--learning-rate LEARNING_RATE SGD step size, or 'auto' (from the data's curvature, docs/logreg.md) "
+            "(default: auto)") in text
+
+
+def test_the_command_line_trains_with_the_estimators_defaults():
+    """One default per training option: `shaper lr train` and `shaper demo` take LRParams' own."""
+    from shaper.cli import lr
+    from shaper.ml.logreg import LRParams
+
+    defaults = LRParams()
+    assert (lr.EPOCHS, lr.BATCH_SIZE, lr.LEARNING_RATE) == (defaults.epochs, defaults.batch_size,
+                                                            defaults.learning_rate)
+    for command in (["lr", "train", "--role", "host", "--parties", "p", "--me", "m", "--data", "d"], ["demo"]):
+        args = build_parser().parse_args(command)
+        assert (args.epochs, args.batch_size, args.learning_rate) == (10, 64, "auto") == (
+            defaults.epochs, defaults.batch_size, defaults.learning_rate)

@@ -10,15 +10,16 @@ from shaper.ml import VerticalLogisticRegression
 HOST_COLS = 6
 
 
-def data(rows=200, seed=3):
+def data(rows=200, seed=3, raw=False):
+    """A subset of the breast-cancer rows and 12 columns, standardised unless ``raw``."""
     from sklearn.datasets import load_breast_cancer
     from sklearn.preprocessing import StandardScaler
 
     X, y = load_breast_cancer(return_X_y=True)
     rng = np.random.default_rng(seed)  # test data subset
     idx = np.sort(rng.choice(len(y), rows, replace=False))
-    X = StandardScaler().fit_transform(X[idx][:, :12])
-    return X, y[idx]
+    X = X[idx][:, :12]
+    return (X if raw else StandardScaler().fit_transform(X)), y[idx]
 
 
 def split(session, X, y):
@@ -35,7 +36,7 @@ def train_job(session, X, y, params, validation=None):
         val = split(session, Xv, yv)
     model.fit(session, Xm, ym, validation=val)
     return {"coef": model.coef_, "intercept": model.intercept_, "seed": model.shuffle_seed_,
-            "history": model.history_, "stats": model.stats_,
+            "history": model.history_, "stats": model.stats_, "lr": model.learning_rate_, "precond": model.precond_,
             "proba": model.predict_proba(session, Xm), "proba_both": model.predict_proba(session, Xm, to="both")}
 
 

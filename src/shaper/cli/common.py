@@ -54,3 +54,16 @@ def error_line(prog: str, exc: BaseException) -> str:
     lines = text.splitlines()
     hint = "" if debug or (expected and len(lines) == 1) else f" (rerun with {DEBUG_VARIABLE}=1 for the traceback)"
     return f"{prog}: error: {lines[0]}{hint}"
+
+
+def learning_rate(text: str) -> float | str:
+    """``--learning-rate``: 'auto' or a positive number."""
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the learning rate must be positive, got {text}")
+    return value

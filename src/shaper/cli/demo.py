@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import command
+from .common import command, learning_rate
 
 
 def add_parser(subparsers: Any) -> None:
@@ -16,7 +16,8 @@ def add_parser(subparsers: Any) -> None:
                    "the labels), trained in two local processes over TLS and compared with scikit-learn.")
     demo.add_argument("--epochs", type=int, default=10, help="passes over the training rows")
     demo.add_argument("--batch-size", type=int, default=64, help="rows per mini-batch")
-    demo.add_argument("--learning-rate", type=float, default=0.1, help="SGD step size")
+    demo.add_argument("--learning-rate", type=learning_rate, default="auto",
+                      help="SGD step size, or 'auto' (from the data's curvature, docs/logreg.md)")
     demo.add_argument("--key-bits", type=int, default=2048, help="each party's key size")
     demo.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="additively homomorphic scheme")
     demo.add_argument("--layout", choices=["encrypted", "caesar"], default="encrypted",

@@ -14,11 +14,11 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from .common import EXPECTED_ERRORS, HelpFormatter, command, error_line
+from .common import EXPECTED_ERRORS, HelpFormatter, command, error_line, learning_rate
 
-# The CLI's training defaults; VerticalLogisticRegression's own defaults differ for the learning
-# rate (0.5), see docs/logreg.md.
-EPOCHS, BATCH_SIZE, LEARNING_RATE = 10, 64, 0.1
+# The estimator's own defaults (LRParams; a test keeps them equal), written out so that building
+# the parser does not import the ML stack.
+EPOCHS, BATCH_SIZE, LEARNING_RATE = 10, 64, "auto"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,9 +37,12 @@ def add_parser(subparsers: Any) -> None:
                        help="CSV, Parquet or LibSVM file with an id column; rows aligned with the peer's")
     train.add_argument("--id-column", default="id", metavar="NAME", help="column holding the row ids")
     train.add_argument("--label-column", metavar="NAME", help="column holding the 0/1 labels (guest only)")
+    train.add_argument("--validation", metavar="FILE",
+                       help="held-out rows (same columns, ids aligned with the peer's): loss and AUC per epoch")
     train.add_argument("--epochs", type=int, default=EPOCHS, help="passes over the training rows")
     train.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="rows per mini-batch")
-    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="SGD step size")
+    train.add_argument("--learning-rate", type=learning_rate, default=LEARNING_RATE,
+                       help="SGD step size, or 'auto' (from the data's curvature, docs/logreg.md)")
     train.add_argument("--key-bits", type=int, default=2048, help="each party's homomorphic key size")
     train.add_argument("--scheme", choices=["paillier", "ou"], default="paillier",
                        help="additively homomorphic scheme")
@@ -56,22 +59,64 @@ def run_train(args: argparse.Namespace) -> int:
     from ..net import Session
 
     try:
-        table, model, progress = _check_inputs(args)
+        table, validation, model, events = _check_inputs(args)
     except EXPECTED_ERRORS as exc:
         _abort_job(args, exc)
         return 2
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
         check_aligned(session, table.ids)
-        model.fit(session, table.X, table.y, progress=progress)
+        if validation is not None:
+            check_aligned(session, validation.ids)
+        _train(args, session, model, table, validation, events)
         _save_weights(args.out, model)
-        print(f"{args.me} ({args.role}): trained {len(model.history_)} epochs in {model.stats_['seconds']:.1f} s, "
-              f"{model.stats_['bytes_sent'] / 1e6:.1f} MB sent; own weights written to {args.out}")
+        _report(args, model)
         print(session.stats.table(f"traffic of {args.me}"))
     return 0
 
 
-def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """This party's own inputs, checked before the job starts: (table, model, progress writer)."""
+def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, validation: Any, events: Any) -> None:
+    """Fit, with the live display at the guest and epoch lines at the host."""
+    from ..demos.progress import TrainingProgress, epoch_line
+
+    val = None if validation is None else (validation.X, validation.y)
+    callbacks = [events] if events is not None else []
+    if args.role == "guest" and sys.stdout.isatty():
+        with TrainingProgress() as display:
+            model.fit(session, table.X, table.y, validation=val,
+                      progress=lambda event: [cb(event) for cb in (*callbacks, display)])
+        return
+
+    def lines(event: dict) -> None:
+        for cb in callbacks:
+            cb(event)
+        if event["event"] == "epoch":
+            print(f"epoch {event['epoch']}/{event['epochs']}: {epoch_line(event)} ({event['seconds']:.1f} s)",
+                  flush=True)
+        elif event["event"] == "backoff":
+            print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
+                  f"{event['learning_rate']:.3g}", flush=True)
+
+    model.fit(session, table.X, table.y, validation=val, progress=lines)
+
+
+def _report(args: argparse.Namespace, model: Any) -> None:
+    """What this party may know at the end: epochs, time, bytes, the learning rate and the
+    monitored losses (both parties learn them); validation AUC at the guest."""
+    from ..demos.progress import epoch_line
+
+    stats, last = model.stats_, model.history_[-1]
+    if model.resumed_from_:
+        print(f"{args.me} ({args.role}): resumed from the checkpoint of epoch {model.resumed_from_}")
+    print(f"{args.me} ({args.role}): trained {stats['epochs_run']} epochs in {stats['seconds']:.1f} s "
+          f"({stats['compute_seconds']:.1f} s computing, {stats['communication_seconds']:.1f} s waiting for the peer), "
+          f"{stats['bytes_sent'] / 1e6:.1f} MB sent, {stats['bytes_received'] / 1e6:.1f} MB received; "
+          f"learning rate {model.learning_rate_:.3g}")
+    print(f"{args.me} ({args.role}): final {epoch_line(last)}; own weights written to {args.out}")
+
+
+def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """This party's own inputs, checked before the job starts: (table, validation table or None,
+    model, progress-event writer or None)."""
     from ..ml import VerticalLogisticRegression
     from ..ml.data import read_table
     from ..ml.report import jsonl_writer
@@ -84,8 +129,14 @@ def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
                                        learning_rate=args.learning_rate, key_bits=args.key_bits, scheme=args.scheme,
                                        layout=args.layout, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
     table = read_table(args.data, id_column=args.id_column, label_column=args.label_column)
-    progress = jsonl_writer(args.events) if args.events else None
-    return table, model, progress
+    validation = None
+    if args.validation:
+        validation = read_table(args.validation, id_column=args.id_column, label_column=args.label_column)
+        if validation.X.shape[1] != table.X.shape[1]:
+            raise ConfigError(f"{args.validation} has {validation.X.shape[1]} feature columns, "
+                              f"{args.data} has {table.X.shape[1]}")
+    events = jsonl_writer(args.events) if args.events else None
+    return table, validation, model, events
 
 
 def _abort_job(args: argparse.Namespace, problem: BaseException) -> None:

@@ -16,12 +16,12 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
 from ..net import launch
 from ..ml import VerticalLogisticRegression
 from ..ml.report import html_report, jsonl_writer
+from .progress import TrainingProgress
 
 HOST_FEATURES = 15
 
@@ -29,13 +29,10 @@ HOST_FEATURES = 15
 def dataset(seed: int = 0) -> dict[str, Any]:
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
-    X, y = load_breast_cancer(return_X_y=True)
+    X, y = load_breast_cancer(return_X_y=True)  # the values as published; the job standardises them
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
-    # Each party standardises its own columns with its own training statistics (a local step).
-    scaler = StandardScaler().fit(X_tr)
-    return {"X_train": scaler.transform(X_tr), "X_test": scaler.transform(X_te), "y_train": y_tr, "y_test": y_te}
+    return {"X_train": X_tr, "X_test": X_te, "y_train": y_tr, "y_test": y_te}
 
 
 def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
@@ -45,42 +42,29 @@ def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
     y_tr, y_te = (data["y_train"], data["y_test"]) if guest else (None, None)
     model = VerticalLogisticRegression(**params)
     callbacks = [jsonl_writer(events)] if (events and guest) else []
-    progress_bar = None
-    if guest:
-        progress_bar = Progress(TextColumn("[bold]secure training[/bold] epoch {task.fields[epoch]}"), BarColumn(),
-                                MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn())
-        task = None
-
-        def show(event: dict) -> None:
-            nonlocal task
-            if event["event"] == "iteration":
-                total = event["iterations"] * event["epochs"]
-                done = (event["epoch"] - 1) * event["iterations"] + event["iteration"]
-                if task is None:
-                    task = progress_bar.add_task("train", total=total, epoch=event["epoch"], info="")
-                progress_bar.update(task, completed=done, epoch=f"{event['epoch']}/{event['epochs']}")
-            elif event["event"] == "epoch" and task is not None and event.get("auc") is not None:
-                progress_bar.update(task, info=f"val loss {event['loss']:.4f}  AUC {event['auc']:.4f}")
-
-        callbacks.append(show)
-        progress_bar.start()
+    display = TrainingProgress() if guest else None
+    if display is not None:
+        callbacks.append(display)
+        display.__enter__()
     try:
         model.fit(session, X_tr, y_tr, validation=(X_te, y_te),
                   progress=lambda event: [cb(event) for cb in callbacks])
         proba = model.predict_proba(session, X_te)
     finally:
-        if progress_bar is not None:
-            progress_bar.stop()
+        if display is not None:
+            display.__exit__()
     return {"party": session.name, "history": model.history_, "stats": model.stats_, "proba": proba,
-            "coef": model.coef_, "traffic": session.stats.as_dict()}
+            "coef": model.coef_, "traffic": session.stats.as_dict(), "learning_rate": model.learning_rate_}
 
 
-def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float = 0.1, key_bits: int = 2048,
+def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float | str = "auto", key_bits: int = 2048,
         scheme: str = "paillier", layout: str = "encrypted", json_path: str | None = None,
         report_path: str | None = "shaper-demo-report.html", events_path: str | None = None,
         console: Console | None = None) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, roc_auc_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     from .. import __version__
 
@@ -91,7 +75,7 @@ def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float = 0.1, k
     console.print(f"  host: {HOST_FEATURES} features | guest: {data['X_train'].shape[1] - HOST_FEATURES} features "
                   f"+ labels | {layout} layout, {scheme} {key_bits}-bit, two processes over loopback TLS 1.3")
     t_sk = time.perf_counter()
-    sk = LogisticRegression(max_iter=1000).fit(data["X_train"], data["y_train"])
+    sk = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(data["X_train"], data["y_train"])
     sk_seconds = time.perf_counter() - t_sk
     sk_auc = float(roc_auc_score(data["y_test"], sk.decision_function(data["X_test"])))
     sk_acc = float(accuracy_score(data["y_test"], sk.predict(data["X_test"])))
@@ -125,6 +109,8 @@ def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float = 0.1, k
     for r in rows:
         table.add_row(*r)
     console.print(table)
+    console.print(f"learning rate: {guest['learning_rate']:.3g}"
+                  + (" (chosen from the data's curvature)" if learning_rate == "auto" else ""))
     gap = abs(auc - sk_auc)
     console.print(f"AUC difference to scikit-learn: {gap:.4f} ({'within' if gap <= 0.01 else 'OUTSIDE'} 0.01)")
     summary = {"auc": auc, "sklearn_auc": sk_auc, "accuracy": acc, "sklearn_accuracy": sk_acc,
@@ -132,7 +118,7 @@ def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float = 0.1, k
                "compute_seconds": {"host": host["stats"]["compute_seconds"], "guest": guest["stats"]["compute_seconds"]},
                "communication_seconds": {"host": host["stats"]["communication_seconds"],
                                          "guest": guest["stats"]["communication_seconds"]},
-               "params": params, "history": guest["history"]}
+               "params": params, "learning_rate": guest["learning_rate"], "history": guest["history"]}
     if report_path:
         path = html_report(report_path, title="shaper demo: vertical logistic regression", history=guest["history"],
                            summary=summary, reference={"scikit-learn (plaintext)": sk_auc}, table=rows,

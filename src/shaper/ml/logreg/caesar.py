@@ -3,7 +3,11 @@
 Every step runs two secure sparse mat-vecs forward (one per feature block) and two backward, so
 the party without the matrix re-encrypts its share of the weights, O(features) traffic, each
 time. Truncation is local and probabilistic (see :mod:`shaper.protocols.additive.shares`); L2 is
-supported. What the peer sees: ring shares and ciphertexts under the sender's key.
+supported. Each owner folds its preconditioner D_j (:mod:`.stability`, scale 2^PRECOND_BITS)
+into its own matrix for the backward mat-vec, so the peer never learns it. The monitored loss is
+sum e^2 = e_0^T e + e_1^T e, two more mat-vecs (each party's error share as a 1 x rows matrix)
+on the sampled rows at 2^-8 precision, summed over the epoch and opened to both. What the peer
+sees: ring shares and ciphertexts under the sender's key.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from ...protocols.additive import SharedArray
 from ...protocols.hybrid.sparse import sparse_matvec
 from .features import Features
 from .layout import Layout
-from .schedule import eta_factor
+from .schedule import ETA_BITS
+from .stability import PRECOND_BITS
+
+LOSS_FRAC = 8  # fraction bits of the errors that enter the monitored loss (room for |e| < 2^19)
 
 
 class SharedWeights(Layout):
@@ -30,6 +37,7 @@ class SharedWeights(Layout):
         self.d = {self.me: d_me, self.peer_index: d_peer}
         self.fxs = {self.me: self.fx, self.peer_index: self.peer_info["fx"]}
         self.w: dict[int, SharedArray] = {}
+        self._loss = np.zeros(1, dtype=np.uint64)  # ring share of the epoch's sum of e^2 at 2^(2 LOSS_FRAC)
 
     def init_weights(self) -> None:
         for i in (0, 1):
@@ -54,7 +62,7 @@ class SharedWeights(Layout):
             total = part if total is None else total + part
         return total
 
-    def step(self, idx: np.ndarray) -> None:
+    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
         ctx = self.ctx
         rows = self.job.features.rows(idx)
         m = len(idx)
@@ -62,16 +70,36 @@ class SharedWeights(Layout):
         err = q + 0.5
         if self.is_guest:
             err = SharedArray(ctx, err.share - encoding.ring_encode(self.job.y[idx].astype(np.int64), self.f), self.f)
-        eta = eta_factor(self.p.learning_rate, self.p.batch_size, m)
+        self._meter(err, sample)
+        eta = np.uint64(self.eta_int(m, epoch))  # eta_e / m at scale 2^(k + ETA_BITS)
         for owner in (0, 1):
-            matrix = rows.T.tocsr() if owner == self.me else None
+            matrix = (sp.diags(self.d_int, dtype=np.int64) @ rows.T).tocsr() if owner == self.me else None  # D X^T
             grad = sparse_matvec(ctx, matrix, err, owner=owner, pack=self.p.pack, tag=f"g{owner}")
             w = self.w[owner]
             if self.p.l2:
-                w = w.mul_public(1.0 - self.p.learning_rate * self.p.l2)
-            step_share = grad.share * encoding.ring_encode(np.array([eta]), self.f)[0]
-            step = ctx.truncate(SharedArray(ctx, step_share, 2 * self.f + self.fxs[owner]), self.f + self.fxs[owner])
+                w = w.mul_public(1.0 - self.learning_rate * self.p.l2)
+            scale = self.fxs[owner] + PRECOND_BITS  # D X^T e has scale 2^(f + scale)
+            g = ctx.truncate(SharedArray(ctx, grad.share, self.f + scale), scale)
+            step = ctx.truncate(SharedArray(ctx, g.share * eta, self.f + self.k + ETA_BITS), self.k + ETA_BITS)
             self.w[owner] = w - step
+
+    def _meter(self, err: SharedArray, sample: np.ndarray) -> None:
+        """Add sum e^2 over the sampled rows to this party's share of the epoch's loss."""
+        ctx = self.ctx
+        e = ctx.truncate(SharedArray(ctx, err.share[sample], self.f), self.f - LOSS_FRAC)
+        mine = sp.csr_matrix(encoding.to_signed(e.share).reshape(1, -1))
+        for owner in (0, 1):
+            part = sparse_matvec(ctx, mine if owner == self.me else None, e, owner=owner, pack=self.p.pack,
+                                 tag=f"l{owner}")
+            self._loss = self._loss + part.share
+        self.loss_rows += len(sample)
+
+    def epoch_loss(self) -> float:
+        total = self.ctx.reveal_ring(SharedArray(self.ctx, self._loss, 0), None, "lr-loss")
+        value = int(encoding.to_signed(np.asarray(total, dtype=np.uint64))[0])
+        loss = value / 2.0 ** (2 * LOSS_FRAC) / max(self.loss_rows, 1) if value >= 0 else float("inf")
+        self._loss, self.loss_rows = np.zeros(1, dtype=np.uint64), 0
+        return loss
 
     def logits(self, session: Any, feats: Features, to: str) -> np.ndarray | None:
         parts = []

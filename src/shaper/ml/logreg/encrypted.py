@@ -6,9 +6,16 @@ the truncation (exact to one unit), forms the error of the linear sigmoid in sha
 party sends its share of -(eta/m) e encrypted under its own key; the owner adds X_t^T [-(eta/m) e]
 to its encrypted weights. Only 2m values cross per step; nothing of size O(features).
 
-Weights live at scale 2^S with S = f + fx + k + ETA_BITS, which folds in the learning rate and
-1/m as 2^-k times an exact ETA_BITS-bit integer. What the peer sees: masked H2S values and
-ciphertexts under the sender's key.
+Weights live at scale 2^S with S = f + fx + k + ETA_BITS + PRECOND_BITS, which folds in the
+learning rate and 1/m as 2^-k times an exact ETA_BITS-bit integer, and the owner's per-column
+preconditioner D_j (:mod:`.stability`) as an integer at scale 2^PRECOND_BITS. What the peer sees:
+masked H2S values and ciphertexts under the sender's key.
+
+Monitored loss: the guest multiplies the host's encrypted scaled error by twice its own error
+share on the sampled rows and adds its squared share (Enc_h(-eta(2 e_g e_h + e_g^2)), summed per
+step size); at the end of the epoch the host decrypts that sum, adds its own squared share and
+learns sum (e_g + e_h)^2, the epoch's squared error, which it tells the guest. Nothing else is
+revealed: the host's own share completes the sum, so the decrypted value says no more than it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from ...protocols.hybrid.conversions import encrypt_share, h2s, share_values
 from .features import Features
 from .layout import Layout
 from .schedule import ETA_BITS
+from .stability import PRECOND_BITS
 
 OUT_BITS = 24  # fraction bits of the opened weights (fewer when the weights' scale has fewer)
 
@@ -35,12 +43,15 @@ class EncryptedWeights(Layout):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.S = {self.me: self.f + self.fx + self.k + ETA_BITS,
-                  self.peer_index: self.f + self.peer_info["fx"] + self.k + ETA_BITS}
+        self.S = {self.me: self.f + self.fx + self.k + ETA_BITS + PRECOND_BITS,
+                  self.peer_index: self.f + self.peer_info["fx"] + self.k + ETA_BITS + PRECOND_BITS}
         self.fxs = {self.me: self.fx, self.peer_index: self.peer_info["fx"]}
         l1 = {self.me: self.job.features.row_l1, self.peer_index: self.peer_info["row_l1"]}
         self.beta = {i: max(1, l1[i]).bit_length() + self.S[i] + self.p.weight_bits + 1 for i in (0, 1)}
         self.W: EncryptedArray | None = None
+        self._loss_cts: dict[int, Any] = {}  # guest: eta_int -> Enc_h(-eta_int (2 e_g e_h + e_g^2)) summed
+        self._loss_own = 0  # host: sum of its squared error shares
+        self._loss_etas: set[int] = set()  # host: the step factors used this epoch
 
     def init_weights(self) -> None:
         d = self.job.features.X.shape[1]
@@ -62,7 +73,7 @@ class EncryptedWeights(Layout):
                      truncate_bits=shift[self.peer_index], pack=self.p.pack, tag=f"{tag}{self.peer_index}")
         return IntegerShares(ctx, mine.values + theirs.values, self.f)
 
-    def step(self, idx: np.ndarray) -> None:
+    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
         ctx = self.ctx
         rows = self.job.features.rows(idx)
         shift = {i: self.fxs[i] + self.S[i] - self.f + self.slope for i in (0, 1)}
@@ -70,16 +81,57 @@ class EncryptedWeights(Layout):
         err = q + 0.5  # shares of the linear sigmoid
         if self.is_guest:
             err = IntegerShares(ctx, _minus_labels(err.values, self.job.y[idx], self.f), self.f)
-        scaled = -(err * self.eta_int(len(idx)))  # -(eta/m) e, exact integers
+        eta = self.eta_int(len(idx), epoch)
+        scaled = -(err * eta)  # -(eta/m) e, exact integers
         # Each party sends its share encrypted under its own key, then receives the peer's.
         encrypt_share(ctx, scaled, key_owner=self.me, tag=f"e{self.me}")
         received = encrypt_share(ctx, scaled, key_owner=self.peer_index, tag=f"e{self.peer_index}")
+        self._meter(err, received, sample, eta)
         pk = ctx.peer_key
         delta = EncryptedArray(pk, object_array(pk.raw_add_plain(received._c.tolist(), share_values(scaled))))
         cols = np.unique(rows.indices)
         if cols.size:
             grad = vecmat(delta, rows[:, cols])  # X_t^T [-(eta/m) e] over the touched columns only
-            self.W._c[cols] = object_array(pk.raw_add(self.W._c[cols].tolist(), grad._c.tolist()))
+            grad_d = pk.raw_mul_plain(grad._c.tolist(), self.d_int[cols].tolist())  # times D_j
+            self.W._c[cols] = object_array(pk.raw_add(self.W._c[cols].tolist(), grad_d))
+
+    def _meter(self, err: IntegerShares, received: EncryptedArray, sample: np.ndarray, eta: int) -> None:
+        """Add the sampled rows' squared errors to the epoch's monitored loss (see the module)."""
+        mine = [int(v) for v in err.values[sample].tolist()]
+        self.loss_rows += len(mine)
+        if not self.is_guest:
+            self._loss_own += sum(v * v for v in mine)
+            self._loss_etas.add(eta)
+            return
+        pk = self.ctx.peer_key
+        cross = EncryptedArray(pk, object_array(pk.raw_mul_plain(received._c[sample].tolist(),
+                                                                 [2 * v for v in mine]))).sum()
+        term = pk.raw_add_plain(cross._c.ravel().tolist(), [-eta * sum(v * v for v in mine)])
+        if eta in self._loss_cts:
+            term = pk.raw_add([self._loss_cts[eta]], term)
+        self._loss_cts[eta] = term[0]
+
+    def epoch_loss(self) -> float:
+        ctx, rows = self.ctx, max(self.loss_rows, 1)
+        if self.is_guest:
+            flat = [v for eta, ct in sorted(self._loss_cts.items()) for v in (eta, int(ct))]
+            ctx.session.send(ctx.peer, ints_to_bytes(flat), "lr-loss-terms")
+            loss = float(ctx.session.recv_meta(ctx.peer, "lr-loss")["loss"])
+        else:
+            flat = ints_from_bytes(ctx.session.recv_bytes(ctx.peer, "lr-loss-terms"))
+            etas, cts = flat[0::2], flat[1::2]
+            if len(flat) % 2 or set(etas) != self._loss_etas:
+                raise ValueError("the guest's loss terms do not match this epoch's steps")
+            values = ctx.private_key.decrypt(EncryptedArray(ctx.public_key, object_array(cts))).tolist()
+            total = self._loss_own
+            for eta, v in zip(etas, values):
+                if int(v) % eta:
+                    raise ValueError("the guest's loss terms are not multiples of their step factor")
+                total -= int(v) // eta
+            loss = total / 2.0 ** (2 * self.f) / rows
+            ctx.session.send(ctx.peer, {"loss": loss}, "lr-loss")
+        self._loss_cts, self._loss_own, self._loss_etas, self.loss_rows = {}, 0, set(), 0
+        return loss
 
     def logits(self, session: Any, feats: Features, to: str) -> np.ndarray | None:
         sh = {self.me: feats.fx + self.S[self.me] - self.f,

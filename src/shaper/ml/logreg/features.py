@@ -33,6 +33,43 @@ def with_intercept_column(csr: sp.csr_matrix) -> sp.csr_matrix:
     return sp.hstack([csr, sp.csr_matrix(np.ones((csr.shape[0], 1)))], format="csr")
 
 
+class ColumnScaler:
+    """One party's own standardisation of its dense columns (``standardize="auto"``).
+
+    Columns that hold only 0 and 1 are kept as they are (the preconditioner of
+    :mod:`.stability` scales their steps); every other column is centred and divided by its
+    standard deviation over the training rows; a constant column becomes zero (its weight stays
+    0). Sparse matrices are never centred (that would make them dense). The statistics stay with
+    the party; the weights it opens are mapped back to its original units.
+    """
+
+    def __init__(self, mean: np.ndarray, scale: np.ndarray) -> None:
+        self.mean, self.scale = mean, scale
+
+    @classmethod
+    def fit(cls, X: Any) -> "ColumnScaler | None":
+        """The scaler of a dense training matrix (None for sparse input: nothing to centre)."""
+        if sp.issparse(X):
+            return None
+        arr = features_csr(X).toarray()
+        binary = np.all((arr == 0) | (arr == 1), axis=0)
+        mean = np.where(binary, 0.0, arr.mean(axis=0)) if arr.shape[0] else np.zeros(arr.shape[1])
+        std = arr.std(axis=0) if arr.shape[0] else np.ones(arr.shape[1])
+        scale = np.where(binary, 1.0, np.where(std > 0, std, np.inf))
+        return cls(mean, scale)
+
+    def transform(self, X: Any) -> sp.csr_matrix:
+        arr = features_csr(X).toarray()
+        if arr.shape[1] != self.mean.size:
+            raise ConfigError(f"expected {self.mean.size} feature columns (as in training), got {arr.shape[1]}")
+        return sp.csr_matrix((arr - self.mean) / self.scale)
+
+    def to_original(self, coef: np.ndarray) -> tuple[np.ndarray, float]:
+        """(weights in the original units, the constant they add): w.x_scaled = w'.x + c."""
+        original = coef / self.scale
+        return original, float(-np.dot(original, self.mean))
+
+
 class Features:
     """One party's features as integers X_int = round(X * 2^fx), with its scales.
 

@@ -20,13 +20,17 @@ from ...protocols.additive import IntegerShares
 from .features import Features
 from .params import SIGMOIDS, LRParams
 from .schedule import ETA_BITS, eta_factor
+from .stability import PRECOND_BITS
 
 
 class TrainingJob(Protocol):
-    """What a layout reads from the training job: the parameters, this party's data and roles."""
+    """What a layout reads from the training job: the parameters, this party's data and roles,
+    the learning rate in force and this party's preconditioner (:mod:`.stability`)."""
 
     p: LRParams
     features: Features
+    learning_rate: float
+    precond: np.ndarray  # D_j per column of this party's block, a multiple of 2^-PRECOND_BITS
     y: np.ndarray | None  # labels, at the guest only
     is_guest: bool
     guest: int  # the guest's party index
@@ -44,13 +48,16 @@ class Layout(ABC):
         self.f = self.p.frac_bits
         self.slope = SIGMOIDS[self.p.sigmoid]
         m = self.p.batch_size
-        self.k = math.floor(-math.log2(self.p.learning_rate / m))
+        self.learning_rate = job.learning_rate
+        self.k = math.floor(-math.log2(self.learning_rate / m))
+        self.d_int = np.rint(job.precond * 2 ** PRECOND_BITS).astype(np.int64)  # D_j at scale 2^PRECOND_BITS
+        self.loss_rows = 0  # rows in this epoch's monitored loss so far
         mine = {"fx": self.fx, "row_l1": job.features.row_l1, "features": job.features.X.shape[1]}
         self.peer_info = ctx.session.exchange(ctx.peer, mine, "lr-scales")
 
-    def eta_int(self, batch: int) -> int:
-        """The learning-rate factor eta/batch as an exact integer at scale 2^(k + ETA_BITS)."""
-        return round(eta_factor(self.p.learning_rate, self.p.batch_size, batch) * 2 ** (self.k + ETA_BITS))
+    def eta_int(self, batch: int, epoch: int) -> int:
+        """The learning-rate factor eta_e/batch as an exact integer at scale 2^(k + ETA_BITS)."""
+        return round(eta_factor(self.learning_rate, self.p.batch_size, batch, epoch) * 2 ** (self.k + ETA_BITS))
 
     def reveal(self, shares: Any, to: str) -> np.ndarray | None:
         """Open logits (IntegerShares or ring shares) to ``to``: "guest", "host" or "both"."""
@@ -77,8 +84,14 @@ class Layout(ABC):
         """Load the state :meth:`blobs` wrote."""
 
     @abstractmethod
-    def step(self, idx: np.ndarray) -> None:
-        """One SGD step on the (sorted) batch rows ``idx``; both parties call it together."""
+    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
+        """One SGD step of epoch ``epoch`` on the (sorted) batch rows ``idx``; both parties call it together. The
+        errors of the rows at positions ``sample`` of ``idx`` enter the epoch's monitored loss."""
+
+    @abstractmethod
+    def epoch_loss(self) -> float:
+        """Open the mean squared error of the linear sigmoid over the sampled rows of the epoch
+        (to both parties; +inf when it overflowed) and start a new epoch's sum."""
 
     @abstractmethod
     def logits(self, session: Any, feats: Features, to: str) -> np.ndarray | None:

@@ -20,7 +20,7 @@ SIGMOIDS = {"taylor1": 2, "minimax1": 3}  # slope 2^-s
 class LRParams:
     epochs: int = 10
     batch_size: int = 64
-    learning_rate: float = 0.5
+    learning_rate: float | str = "auto"
     l2: float = 0.0
     layout: str = "encrypted"
     sigmoid: str = "taylor1"
@@ -37,6 +37,8 @@ class LRParams:
     resume: bool = False
     open_weights: bool = True
     pack: bool = True
+    standardize: bool | str = "auto"
+    precondition: bool = True
     seed: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -46,8 +48,11 @@ class LRParams:
             raise ConfigError(f"sigmoid must be one of {tuple(SIGMOIDS)}, got {self.sigmoid!r}")
         if self.epochs < 1 or self.batch_size < 1:
             raise ConfigError("epochs and batch_size must be positive")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.learning_rate != "auto" and (isinstance(self.learning_rate, (str, bool))
+                                             or not self.learning_rate > 0):
+            raise ConfigError(f"learning_rate must be 'auto' or a positive number, got {self.learning_rate!r}")
+        if self.standardize not in ("auto", True, False):
+            raise ConfigError(f"standardize must be 'auto', True or False, got {self.standardize!r}")
         if self.l2 < 0:
             raise ConfigError(f"l2 must be >= 0, got {self.l2}")
         if self.l2 and self.layout == "encrypted":

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...crypto.prg import Prg
 
-ETA_BITS = 8  # the step eta/m is applied as 2^-k times an ETA_BITS-bit integer
+ETA_BITS = 12  # the step eta/m is applied as 2^-k times an integer of at most ETA_BITS bits
 
 
 def epoch_prg(seed: bytes, label: str, epoch: int) -> Prg:
@@ -27,7 +27,11 @@ def epoch_order(shuffle_seed: bytes, epoch: int, rows: int) -> np.ndarray:
     return np.argsort(epoch_prg(shuffle_seed, "shuffle", epoch).uint64(rows), kind="stable")
 
 
-def eta_factor(learning_rate: float, batch_size: int, batch: int) -> float:
-    """The step eta/batch exactly as the protocols apply it (an integer at scale 2^(k + 8))."""
+def eta_factor(learning_rate: float, batch_size: int, batch: int, epoch: int = 0) -> float:
+    """The step eta_e/batch of epoch ``epoch`` (counted from 0) exactly as the protocols apply it:
+    an integer at scale 2^(k + ETA_BITS), k fixed by the base rate. The rate decays as
+    eta_e = eta / (1 + epoch) (inverse-time decay: SGD's last iterate settles instead of
+    jittering around the optimum)."""
     k = math.floor(-math.log2(learning_rate / batch_size))
-    return max(1, round(learning_rate / batch * 2 ** (k + ETA_BITS))) / 2 ** (k + ETA_BITS)
+    rate = learning_rate / (1 + epoch)
+    return max(1, round(rate / batch * 2 ** (k + ETA_BITS))) / 2 ** (k + ETA_BITS)

@@ -4,7 +4,12 @@ progress events, opening the weights, and the prediction driver.
 Both parties run the same code in lockstep; the layout (:mod:`.encrypted` or :mod:`.caesar`)
 does the secure arithmetic of each step. Messages this module adds: the ``lr-hello`` check of
 labels, row counts and parameters; ``lr-resume`` (checkpointed epochs); the shuffle-seed
-agreement; and, with monitoring, ``lr-monitor`` (loss, AUC and stop flag, from the guest).
+agreement; ``lr-curvature`` (one scalar per party, :mod:`.stability`); and, with monitoring,
+``lr-monitor`` (loss, AUC and stop flag, from the guest).
+
+Every epoch ends with the monitored training loss opened to both parties; a run whose loss
+diverges restarts with half the step under ``learning_rate="auto"`` or stops with
+:class:`~shaper.errors.DivergenceError` (:mod:`.stability` has the rules).
 """
 
 from __future__ import annotations
@@ -19,15 +24,16 @@ from typing import Any, Callable
 import numpy as np
 
 from ...crypto import counters
-from ...errors import ConfigError
+from ...errors import ConfigError, DivergenceError, PackingError, PlaintextOverflowError
 from ...protocols import Hybrid2PC
 from ...protocols.triples import StoreOnly
 from ..checkpoint import Checkpointer
 from .caesar import SharedWeights
 from .encrypted import EncryptedWeights
-from .features import Features, features_csr
+from . import stability
+from .features import ColumnScaler, Features, features_csr
 from .layout import Layout
-from .params import LRParams
+from .params import SIGMOIDS, LRParams
 from .schedule import epoch_order, epoch_prg
 
 
@@ -40,6 +46,10 @@ class VerticalLogisticRegression:
         self.coef_: np.ndarray | None = None
         self.intercept_: float | None = None
         self.stats_: dict = {}
+        self.learning_rate_: float | None = None  # the step in force at the end of training
+        self.precond_: np.ndarray | None = None  # this party's preconditioner D (stability)
+        self.scaler_: ColumnScaler | None = None  # this party's standardisation, if any
+        self.resumed_from_: int | None = None  # the checkpointed epoch the last fit resumed from
         self._state: Layout | None = None
 
     def set_params(self, **params: Any) -> "VerticalLogisticRegression":
@@ -62,6 +72,8 @@ class VerticalLogisticRegression:
         if self._state is None:
             raise ConfigError("the model is not fitted")
         self._state.ctx.session = session  # predictions may run in a later session with the same peer
+        if self.scaler_ is not None:
+            X = self.scaler_.transform(X)
         return self._state.logits(session, Features(X, self._state.fx, self.params.fit_intercept and
                                                     self._state.is_guest), to)
 
@@ -108,10 +120,30 @@ class _Training:
         self.host = 1 - self.guest
         self.y = y_arr
         self.n = info["rows"]
-        self.features = Features(X, self.p.feature_frac_bits, self.p.fit_intercept and self.is_guest)
+        self.scaler = ColumnScaler.fit(X) if self.p.standardize else None
+        self.features = Features(X if self.scaler is None else self.scaler.transform(X), self.p.feature_frac_bits,
+                                 self.p.fit_intercept and self.is_guest)
         self.validation = validation
+        self.precond, self.auto_rate = self._step_size()
+        self.learning_rate = self.auto_rate if self.p.learning_rate == "auto" else float(self.p.learning_rate)
         model.stats_ = {}
+        model.scaler_, model.precond_ = self.scaler, self.precond
 
+    def _step_size(self) -> tuple[np.ndarray, float]:
+        """This party's preconditioner and the automatic learning rate; refuses a given rate that
+        diverges for certain (both parties reach the same verdict from the same two scalars)."""
+        real = self.features.X.astype(np.float64) / 2.0 ** self.features.fx
+        if self.p.precondition:
+            precond = stability.preconditioner(real, self.p.batch_size)
+        else:
+            precond = np.ones(real.shape[1])
+        mine = stability.curvature(real, precond)
+        theirs = float(self.session.exchange(self.peer, {"curvature": mine}, "lr-curvature")["curvature"])
+        slope = SIGMOIDS[self.p.sigmoid]
+        auto = stability.auto_rate(slope, mine, theirs)
+        if self.p.learning_rate != "auto":
+            stability.check_rate(float(self.p.learning_rate), slope, mine, theirs, auto)
+        return precond, auto
     def _check_peer(self, info: dict, other: dict) -> None:
         """Refuse to train unless the two parties' hello messages fit together."""
         if info["labels"] == other["labels"]:
@@ -134,10 +166,21 @@ class _Training:
         ckpt = Checkpointer(self.p.checkpoint_dir, self.session.name) if self.p.checkpoint_dir else None
         start_epoch, loaded = self._resume_point(ckpt)
         self.ctx, self.state, self.history = self._start() if loaded is None else self._restore(*loaded)
-        self.model._state = self.state
-        self.model.history_ = self.history
         self.model.shuffle_seed_ = self.state.shuffle
-        stopped_early = self._epochs(start_epoch, ckpt, started)
+        self.model.resumed_from_ = start_epoch if loaded is not None else None
+        while True:
+            self.model._state, self.model.history_ = self.state, self.history
+            self.model.learning_rate_ = self.learning_rate
+            try:
+                stopped_early = self._epochs(start_epoch, ckpt, started)
+                break
+            except _BackOff:
+                self.learning_rate /= 2
+                # fresh masks for the new attempt (a mask must never hide two different values)
+                masks = hashlib.sha256(self.state.mask_seed + b"backoff").digest()
+                self.state = _new_layout(self, self.ctx, masks, self.state.shuffle)
+                self.state.init_weights()
+                self.history, start_epoch = [], 0
         if self.p.open_weights:
             self._open_weights()
         self.model.stats_ = self._stats(started, ops0, traffic0, stopped_early)
@@ -161,6 +204,7 @@ class _Training:
                  ) -> tuple[Hybrid2PC, Layout, list[dict]]:
         """Keys, seeds, weights and history from a checkpoint."""
         ctx = Hybrid2PC(self.session, private_key, peer_key, frac_bits=self.p.frac_bits, triple_source=StoreOnly())
+        self.learning_rate = float(state_json["learning_rate"])
         state = _new_layout(self, ctx, bytes.fromhex(state_json["mask_seed"]), bytes.fromhex(state_json["shuffle"]))
         state.restore(blobs)
         return ctx, state, state_json["history"]
@@ -196,7 +240,10 @@ class _Training:
         for epoch in range(start_epoch, self.p.epochs):
             t_epoch = time.perf_counter()
             self._train_epoch(epoch, started)
-            record = {"epoch": epoch + 1, "seconds": round(time.perf_counter() - t_epoch, 3)}
+            train_loss = self.state.epoch_loss()
+            self._check_divergence(epoch, train_loss)
+            record = {"epoch": epoch + 1, "seconds": round(time.perf_counter() - t_epoch, 3),
+                      "train_loss": train_loss, "learning_rate": self.learning_rate}
             stop = False
             if monitor_set is not None:
                 self.ctx.prg = epoch_prg(self.state.mask_seed, "monitor", epoch)
@@ -214,13 +261,38 @@ class _Training:
                 return True
         return False
 
+    def _check_divergence(self, epoch: int, loss: float) -> None:
+        """Back off (learning_rate="auto") or stop when the epoch's training loss diverged."""
+        earlier = [h["train_loss"] for h in self.history if h.get("train_loss") is not None]
+        reason = stability.divergence(loss, earlier)
+        if reason is None:
+            return
+        backoffs = round(math.log2(self.auto_rate / self.learning_rate)) if self.p.learning_rate == "auto" else None
+        if backoffs is not None and backoffs < stability.BACKOFFS:
+            self.progress({"event": "backoff", "epoch": epoch + 1, "reason": reason,
+                           "learning_rate": self.learning_rate / 2})
+            raise _BackOff()
+        if backoffs is not None:
+            raise DivergenceError(f"training diverged in epoch {epoch + 1} even after halving the automatic step "
+                                  f"{stability.BACKOFFS} times (now {self.learning_rate:.3g}): {reason}")
+        raise DivergenceError(f"training diverged in epoch {epoch + 1}: {reason}; "
+                              + stability.suggestion(self.learning_rate, self.auto_rate))
+
     def _train_epoch(self, epoch: int, started: float) -> None:
         """One pass over the rows in the epoch's agreed order, a progress event per batch."""
         self.ctx.prg = epoch_prg(self.state.mask_seed, "masks", epoch)
         order = epoch_order(self.state.shuffle, epoch, self.n)
         batches = [order[i:i + self.p.batch_size] for i in range(0, self.n, self.p.batch_size)]
         for it, idx in enumerate(batches):
-            self.state.step(np.sort(idx))
+            rows = np.sort(idx)
+            sample = np.searchsorted(rows, np.sort(idx[:stability.LOSS_ROWS]))
+            try:
+                self.state.step(rows, sample, epoch)
+            except (PackingError, PlaintextOverflowError) as exc:
+                raise DivergenceError(
+                    f"training diverged in epoch {epoch + 1}, iteration {it + 1}: a value left its fixed-point "
+                    f"range ({exc}); the weights outgrew 2^{self.p.weight_bits}. "
+                    + stability.suggestion(self.learning_rate, self.auto_rate)) from exc
             self.progress({"event": "iteration", "epoch": epoch + 1, "epochs": self.p.epochs,
                            "iteration": it + 1, "iterations": len(batches),
                            "seconds": round(time.perf_counter() - started, 3),
@@ -230,7 +302,7 @@ class _Training:
         state = self.state
         ckpt.save(epochs_done, {"digest": self.p.digest(), "history": self.history,
                                 "mask_seed": state.mask_seed.hex(), "shuffle": state.shuffle.hex(),
-                                "layout": self.p.layout}, state.blobs(), self.ctx.private_key, self.ctx.peer_key)
+                                "layout": self.p.layout, "learning_rate": self.learning_rate}, state.blobs(), self.ctx.private_key, self.ctx.peer_key)
 
     # -- monitoring -----------------------------------------------------------------------------------
     def _monitor_set(self) -> tuple | None:
@@ -245,6 +317,8 @@ class _Training:
             if self.validation is None:
                 raise ConfigError("monitor='validation' needs validation=(X_val, y_val)")
             Xv, yv = self.validation
+            if self.scaler is not None:
+                Xv = self.scaler.transform(Xv)
             feats = Features(Xv, self.features.fx, self.p.fit_intercept and self.is_guest)
             return feats, (None if yv is None else np.asarray(yv).astype(np.int64).ravel())
         return self.features, self.y
@@ -273,9 +347,13 @@ class _Training:
         self.ctx.prg = epoch_prg(self.state.mask_seed, "open", 0)
         coef = self.state.open_weights()
         if self.is_guest and self.p.fit_intercept:
-            self.model.coef_, self.model.intercept_ = coef[:-1], float(coef[-1])
+            coef, intercept = coef[:-1], float(coef[-1])
         else:
-            self.model.coef_, self.model.intercept_ = coef, None
+            intercept = None
+        if self.scaler is not None:  # back to this party's original units
+            coef, constant = self.scaler.to_original(coef)
+            intercept = constant + (intercept or 0.0)
+        self.model.coef_, self.model.intercept_ = coef, intercept
 
     def _stats(self, started: float, ops0: dict, traffic0: dict, stopped_early: bool) -> dict:
         """Time (split into computation and waiting for the peer), traffic and crypto counts of the run."""
@@ -290,6 +368,10 @@ class _Training:
             "rounds": traffic["rounds"] - traffic0["rounds"], "crypto": counters.diff(ops0),
             "epochs_run": len(self.history), "stopped_early": stopped_early,
         }
+
+
+class _BackOff(Exception):
+    """The automatic step diverged: restart from zero weights with half of it."""
 
 
 def _check_labels(y: np.ndarray | None, rows: int) -> None:

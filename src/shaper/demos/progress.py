@@ -1,0 +1,52 @@
+"""The live training display shared by ``shaper demo`` and ``shaper lr train`` (guest side)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class TrainingProgress:
+    """A progress bar over all iterations, with the latest epoch's losses and AUC beside it; use
+    the instance as the ``progress`` callback of ``fit`` inside ``with``."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.bar = Progress(TextColumn("[bold]secure training[/bold] epoch {task.fields[epoch]}"), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                            console=console)
+        self.task: Any = None
+
+    def __enter__(self) -> "TrainingProgress":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.stop()
+
+    def __call__(self, event: dict) -> None:
+        kind = event["event"]
+        if kind == "iteration":
+            total = event["iterations"] * event["epochs"]
+            done = (event["epoch"] - 1) * event["iterations"] + event["iteration"]
+            if self.task is None:
+                self.task = self.bar.add_task("train", total=total, epoch=event["epoch"], info="")
+            self.bar.update(self.task, completed=done, epoch=f"{event['epoch']}/{event['epochs']}")
+        elif kind == "epoch" and self.task is not None:
+            self.bar.update(self.task, info=epoch_line(event))
+        elif kind == "backoff":
+            self.bar.console.print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
+                                   f"{event['learning_rate']:.3g}")
+
+
+def epoch_line(record: dict) -> str:
+    """'train loss 0.0712  val loss 0.1033  AUC 0.9931' from an epoch record (what is known)."""
+    parts = []
+    if record.get("train_loss") is not None:
+        parts.append(f"train loss {record['train_loss']:.4f}")
+    if record.get("loss") is not None:
+        parts.append(f"val loss {record['loss']:.4f}")
+    if record.get("auc") is not None:
+        parts.append(f"AUC {record['auc']:.4f}")
+    return "  ".join(parts)
