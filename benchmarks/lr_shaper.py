@@ -86,18 +86,20 @@ def party(session, rows, test_rows, shape, params):
         auc = float(roc_auc_score(y_te, z))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"party": session.name, "auc": auc, "stats": model.stats_, "history": model.history_,
-            "shuffle_seed": model.shuffle_seed_.hex(), "generate_seconds": round(gen_seconds, 2),
+            "shuffle_seed": model.shuffle_seed_.hex(), "learning_rate": model.learning_rate_,
+            "precond": model.precond_.tolist(), "generate_seconds": round(gen_seconds, 2),
             "predict_seconds": round(pred_seconds, 2), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1), "last": last[0]}
 
 
-def plaintext_auc(rows, test_rows, shape, params, shuffle_seed: bytes, sklearn: bool) -> dict:
+def plaintext_auc(rows, test_rows, shape, params, shuffle_seed: bytes, sklearn: bool, rate: float,
+                  precond: tuple) -> dict:
     from sklearn.metrics import roc_auc_score
 
     X_h, Xh_te, _, _ = generate(rows, test_rows, shape, 0)
     X_g, Xg_te, y_tr, y_te = generate(rows, test_rows, shape, 1)
     wh, wg = reference_sgd(X_h, X_g, y_tr, shuffle_seed=shuffle_seed, epochs=params["epochs"],
-                           batch_size=params["batch_size"], learning_rate=params["learning_rate"])
+                           batch_size=params["batch_size"], learning_rate=rate, precond=precond)
     z = Xh_te @ wh + Xg_te @ wg[:-1] + wg[-1]
     out = {"plaintext_sgd_auc": float(roc_auc_score(y_te, z))}
     if sklearn:
@@ -119,7 +121,7 @@ def main() -> int:
     ap.add_argument("--layouts", nargs="+", default=["encrypted"], choices=["encrypted", "caesar"])
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=4096)
-    ap.add_argument("--learning-rate", type=float, default=4.0)
+    ap.add_argument("--learning-rate", default="auto", type=lambda t: t if t == "auto" else float(t))
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--scheme", default="paillier", choices=["paillier", "ou"])
     ap.add_argument("--bandwidth", default="40mbit")
@@ -148,12 +150,15 @@ def main() -> int:
         wall = time.perf_counter() - started
         print("   plaintext reference ...", file=sys.stderr, flush=True)
         plain = plaintext_auc(args.rows, test_rows, shape, params, bytes.fromhex(host["shuffle_seed"]),
-                              not args.no_sklearn)
+                              not args.no_sklearn, guest["learning_rate"],
+                              (np.array(host["precond"]), np.array(guest["precond"])))
         epoch_seconds = [h["seconds"] for h in guest["history"]]
         ops = {k: host["stats"]["crypto"][k] + guest["stats"]["crypto"][k] for k in host["stats"]["crypto"]}
         rows_out.append({
             "layout": layout, "rows": args.rows, "test_rows": test_rows, **shape, "epochs": args.epochs,
-            "batch_size": args.batch_size, "learning_rate": args.learning_rate, "key_bits": args.key_bits,
+            "batch_size": args.batch_size, "learning_rate": args.learning_rate,
+            "learning_rate_in_force": guest["learning_rate"], "train_loss": [h["train_loss"] for h in guest["history"]],
+            "key_bits": args.key_bits,
             "scheme": args.scheme, "network": network,
             "seconds_per_epoch": epoch_seconds, "minutes_per_epoch": [round(s / 60, 2) for s in epoch_seconds],
             "wall_seconds": round(wall, 1),

@@ -38,16 +38,16 @@ def test_he_demo_with_ou(tmp_path):
     assert main(["demo-he", "--scheme", "ou", "--bits", "768", "--rows", "30", "--cols", "10", "--density", "0.3"]) == 0
 
 
-def test_lr_train_on_two_hosts_from_csv(tmp_path):
+def _two_hosts(tmp_path, *extra):
+    """Run `shaper lr train` for a bank (host) and a shop (guest) on the breast-cancer values as
+    published (200 rows, 4 + 4 columns, ids aligned); returns [(exit code, stdout, stderr)]."""
     import socket
 
-    import numpy as np
     import pandas as pd
     from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
 
     X, y = load_breast_cancer(return_X_y=True)
-    X = StandardScaler().fit_transform(X[:200, :8])
+    X = X[:200, :8]
     ids = [f"c{i}" for i in range(200)]
     pd.DataFrame({"id": ids, **{f"h{j}": X[:, j] for j in range(4)}}).to_csv(tmp_path / "host.csv", index=False)
     pd.DataFrame({"id": ids, **{f"g{j}": X[:, 4 + j] for j in range(4)}, "label": y[:200]}).to_csv(
@@ -58,7 +58,8 @@ def test_lr_train_on_two_hosts_from_csv(tmp_path):
     sock.close()
     assert main(["certs", "--parties", "bank", "shop", "--out", str(tmp_path / "certs"),
                  "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
-    common = ["--parties", str(tmp_path / "parties.toml"), "--epochs", "2", "--batch-size", "50", "--key-bits", "768"]
+    common = ["--parties", str(tmp_path / "parties.toml"), "--epochs", "2", "--batch-size", "50", "--key-bits", "768",
+              *extra]
     procs = [
         subprocess.Popen([sys.executable, "-m", "shaper", "lr", "train", "--role", "host", "--me", "bank",
                           "--data", str(tmp_path / "host.csv"), "--out", str(tmp_path / "bank.npz")] + common,
@@ -68,13 +69,35 @@ def test_lr_train_on_two_hosts_from_csv(tmp_path):
                           "--out", str(tmp_path / "shop.npz"), "--events", str(tmp_path / "ev.jsonl")] + common,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
     ]
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
+    outs = [p.communicate(timeout=300) for p in procs]
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs)]
+
+
+def test_lr_train_on_two_hosts_from_csv_as_published(tmp_path):
+    """Unscaled columns, default learning rate: both train; each reports what it may know."""
+    import numpy as np
+
+    (code_h, out_h, err_h), (code_g, out_g, err_g) = _two_hosts(tmp_path)
+    assert code_h == 0 and code_g == 0, (err_h, err_g)
     assert np.load(tmp_path / "bank.npz")["coef"].shape == (4,)
     shop = np.load(tmp_path / "shop.npz")
     assert shop["coef"].shape == (4,) and shop["intercept"].shape == (1,)
     assert (tmp_path / "ev.jsonl").read_text().count('"epoch"') >= 2
+    for out in (out_h, out_g):
+        assert "epoch 2/2: train loss" in out and "trained 2 epochs in" in out and "MB sent" in out
+        assert re.search(r"learning rate \d", out) and "final train loss" in out
+    losses = [float(m) for m in re.findall(r"final train loss ([0-9.]+)", out_h + out_g)]
+    assert len(losses) == 2 and losses[0] == losses[1] < 0.25  # both learn the same monitored loss
+
+
+def test_lr_train_with_a_diverging_learning_rate_fails_at_both_hosts(tmp_path):
+    results = _two_hosts(tmp_path, "--learning-rate", "50")
+    for code, out, err in results:
+        assert code == 2, (out, err)
+        line = err.strip().splitlines()[-1]
+        assert line.startswith("shaper lr train: error: ") and "makes training diverge" in line
+        assert "learning_rate='auto'" in line
+    assert not (tmp_path / "bank.npz").exists() and not (tmp_path / "shop.npz").exists()
 
 
 def test_keygen_writes_0600_private_key(tmp_path):

@@ -78,3 +78,13 @@ def mismatch_job(session, X, y, what):
         Xm = np.hstack([Xm] * 50) if session.index == 0 else Xm
     VerticalLogisticRegression(**params).fit(session, Xm, ym)
     return "trained"
+
+
+def divergence_job(session, X, y, params):
+    """Train; return what the guest and host know, or the error as text."""
+    Xm, ym = split(session, X, y)
+    events = []
+    model = VerticalLogisticRegression(**params)
+    model.fit(session, Xm, ym, progress=lambda e: events.append(e) if e["event"] == "backoff" else None)
+    return {"lr": model.learning_rate_, "history": model.history_, "backoffs": events,
+            "proba": model.predict_proba(session, Xm)}

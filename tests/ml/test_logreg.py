@@ -4,6 +4,7 @@ checkpoint/resume, monitoring and prediction."""
 import json
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from shaper.errors import ConfigError, PartyError
@@ -14,7 +15,7 @@ from shaper.net import launch, run_in_memory
 
 from . import jobs as J
 
-SMALL = {"epochs": 2, "batch_size": 40, "learning_rate": 0.1, "key_bits": 768}
+SMALL = {"epochs": 2, "batch_size": 40, "key_bits": 768}  # learning_rate "auto", the default
 
 
 @pytest.mark.parametrize("layout, tolerance", [("encrypted", 2e-4), ("caesar", 5e-3)])
@@ -25,7 +26,7 @@ def test_weights_match_the_plaintext_oracle(layout, tolerance):
     host, guest = run_in_memory(2, J.train_job, X, y, {**SMALL, "layout": layout})
     scalers = [ColumnScaler.fit(X[:, :J.HOST_COLS]), ColumnScaler.fit(X[:, J.HOST_COLS:])]
     Xh, Xg = scalers[0].transform(X[:, :J.HOST_COLS]), scalers[1].transform(X[:, J.HOST_COLS:])
-    assert host["lr"] == guest["lr"] and host["lr"] != SMALL["learning_rate"] * 0  # the rate in force
+    assert host["lr"] == guest["lr"] > 0  # the automatic rate in force, the same at both parties
     wh, wg = reference_sgd(Xh, Xg, y, shuffle_seed=host["seed"], epochs=2, batch_size=40,
                            learning_rate=host["lr"], precond=(host["precond"], guest["precond"]))
     np.testing.assert_allclose(host["coef"] * scalers[0].scale, wh, atol=tolerance)
@@ -141,3 +142,78 @@ def test_progress_events_and_report(tmp_path):
                        summary={"auc": 0.95}, reference={"scikit-learn AUC": 0.96}, table=[("AUC", "0.95", "0.96")])
     text = page.read_text()
     assert text.count("<polyline") == 2 and "scikit-learn AUC" in text
+
+
+# -- training that cannot fail silently ---------------------------------------------------------------
+def _duplicated(X):
+    """The host's six columns again at the guest: each block alone looks half as curved as the whole."""
+    return np.hstack([X[:, :J.HOST_COLS], X[:, :J.HOST_COLS]])
+
+
+def _auc(y, p):
+    from sklearn.metrics import roc_auc_score
+
+    return roc_auc_score(y, p)
+
+
+def test_a_rate_that_diverges_for_certain_is_refused_before_training():
+    X, y = J.data()
+    with pytest.raises(PartyError, match=r"learning_rate=5 makes training diverge.*learning_rate='auto' \("):
+        run_in_memory(2, J.divergence_job, X, y, {**SMALL, "learning_rate": 5.0})
+
+
+@pytest.mark.parametrize("layout", ["encrypted", "caesar"])
+def test_a_run_that_diverges_stops_with_the_cause_and_auto_converges(layout):
+    """Dense standardised data where 1.6 / (s max(lambda_h, lambda_g)) passes the up-front check
+    but diverges (the blocks are the same columns); the same data trains under 'auto'."""
+    from shaper.ml.logreg import stability
+
+    X, y = J.data()
+    Xd = _duplicated(X)
+    lam = stability.curvature(sp.csr_matrix(Xd[:, J.HOST_COLS:]), np.ones(J.HOST_COLS))
+    rate = 1.6 / (0.25 * lam)
+    with pytest.raises(PartyError, match=r"training diverged in epoch 1.*learning_rate='auto'"):
+        run_in_memory(2, J.divergence_job, Xd, y, {**SMALL, "learning_rate": rate, "layout": layout})
+    host, guest = run_in_memory(2, J.divergence_job, Xd, y, {**SMALL, "layout": layout})
+    assert guest["lr"] < rate / 2 and not guest["backoffs"] and guest["lr"] == host["lr"]
+    assert guest["history"][-1]["train_loss"] < 0.25 and _auc(y, guest["proba"]) > 0.9
+
+
+def test_auto_backs_off_when_its_step_diverges(monkeypatch):
+    """If the automatic step ever diverged, training restarts from zero with half the step."""
+    from shaper.ml.logreg import stability
+
+    real = stability.auto_rate
+    monkeypatch.setattr(stability, "auto_rate", lambda *a: 6 * real(*a))  # 3 x the largest stable step
+    X, y = J.data()
+    host, guest = run_in_memory(2, J.divergence_job, X, y, {**SMALL, "epochs": 2})
+    assert [e["learning_rate"] for e in guest["backoffs"]] == [e["learning_rate"] for e in host["backoffs"]]
+    assert guest["backoffs"] and guest["lr"] == host["lr"] == guest["backoffs"][-1]["learning_rate"]
+    assert [h["epoch"] for h in guest["history"]] == [1, 2]  # the kept run is the last attempt, from epoch 1
+    assert guest["history"][-1]["train_loss"] < 0.25 and _auc(y, guest["proba"]) > 0.9
+
+
+def test_sparse_one_hot_data_converges_under_the_defaults():
+    """SHAPER-shaped 0/1 data (one-hot fields at both parties), every option at its default."""
+    import scipy.sparse as sparse
+    from sklearn.linear_model import LogisticRegression
+
+    from shaper.ml.data import shaper_workload
+
+    (xh, xg, y), = shaper_workload(3000, host_features=120, guest_features=280, density=0.025, seed=4)
+    X = sparse.hstack([xh, xg], format="csr").astype(np.float64)
+    tr, te = slice(0, 2500), slice(2500, None)
+    sk = _auc(y[te], LogisticRegression(max_iter=1000).fit(X[tr], y[tr]).decision_function(X[te]))
+
+    def job(session):
+        from shaper.ml import VerticalLogisticRegression
+
+        cols = slice(0, 120) if session.index == 0 else slice(120, None)
+        model = VerticalLogisticRegression(key_bits=768, epochs=4)
+        model.fit(session, X[tr][:, cols], None if session.index == 0 else y[tr])
+        return model.predict_proba(session, X[te][:, cols]), model.history_
+
+    _, (proba, history) = run_in_memory(2, job)
+    losses = [h["train_loss"] for h in history]
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.25
+    assert abs(_auc(y[te], proba) - sk) <= 0.03, (_auc(y[te], proba), sk)  # 2,500 rows, 4 epochs
