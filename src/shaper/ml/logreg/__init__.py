@@ -6,7 +6,7 @@ labels, or intermediate values, and each learns only its own block of weights (o
 secret for secure prediction).
 
     def job(session, X, y=None):                  # the same program at both parties
-        model = VerticalLogisticRegression(epochs=10, batch_size=64, learning_rate=0.5)
+        model = VerticalLogisticRegression(epochs=10, batch_size=64)   # learning_rate="auto"
         model.fit(session, X, y)                   # y only at the guest
         return model.predict_proba(session, X_test)   # probabilities at the guest
 
@@ -28,9 +28,14 @@ Two protocol layouts (``layout=``):
   supported.
 
 The sigmoid is linear: ``"taylor1"`` 0.5 + z/4 or ``"minimax1"`` 0.5 + z/8 (no triples needed).
+Each party standardises its own dense columns, preconditions its column steps, and the learning
+rate is chosen from one curvature scalar per party; the training loss opened after every epoch
+stops (or, under ``learning_rate="auto"``, restarts with half the step) a diverging run
+(:mod:`.stability`).
 
-What is revealed: the row count, each party's feature count, feature scale 2^f_x and largest
-row L1 norm (the peer sizes conversions with them), the batch schedule and the number of epochs; with monitoring, the guest learns the logits of the monitored rows after each epoch
+What is revealed: the row count, each party's feature count, feature scale 2^f_x, largest
+row L1 norm and curvature (the peer sizes conversions and the step with them), the batch schedule
+and the number of epochs; the training loss of each epoch (to both); with monitoring, the guest learns the logits of the monitored rows after each epoch
 (it computes loss and AUC from them) and tells the host the two scalars; at the end each party
 learns its own weights (``open_weights``). Training is refused when a party has fewer rows than
 features, where opened weights could reveal labels. Semi-honest, two parties, no third party.
@@ -40,7 +45,8 @@ newest epoch both parties have and, because per-epoch masks and shuffles derive 
 in the checkpoint, finishes with exactly the model an uninterrupted run would have produced.
 
 Modules, in dependency order: :mod:`.params` (LRParams, validated), :mod:`.schedule` (batch
-order, quantised step, per-epoch streams), :mod:`.features` (checks and fixed-point encoding),
+order, quantised step, per-epoch streams), :mod:`.features` (checks, standardisation and
+fixed-point encoding), :mod:`.stability` (step size, preconditioner, divergence rules),
 :mod:`.reference` (the plaintext oracle), :mod:`.layout` (what both layouts share),
 :mod:`.encrypted` and :mod:`.caesar` (the two layouts), :mod:`.training` (the estimator, its
 training job and prediction).
@@ -48,11 +54,12 @@ training job and prediction).
 
 from .encrypted import OUT_BITS
 from .params import LAYOUTS, SIGMOIDS, LRParams
+from . import stability
 from .reference import reference_sgd
 from .schedule import ETA_BITS, epoch_order, eta_factor
 from .training import VerticalLogisticRegression, fit
 
 __all__ = [
-    "VerticalLogisticRegression", "fit", "LRParams", "reference_sgd",
+    "VerticalLogisticRegression", "fit", "LRParams", "reference_sgd", "stability",
     "LAYOUTS", "SIGMOIDS", "ETA_BITS", "OUT_BITS", "epoch_order", "eta_factor",
 ]
