@@ -218,3 +218,62 @@ def test_sparse_one_hot_data_converges_under_the_defaults():
     losses = [h["train_loss"] for h in history]
     assert losses[-1] < losses[0] < 0.25  # (sampled per epoch, so not strictly monotone)
     assert abs(_auc(y[te], proba) - sk) <= 0.03, (_auc(y[te], proba), sk)  # 2,500 rows, 4 epochs
+
+
+def _one_hot(rows=600, seed=5):
+    import scipy.sparse as sparse
+
+    from shaper.ml.data import shaper_workload
+
+    (xh, xg, y), = shaper_workload(rows, host_features=60, guest_features=90, density=0.05, seed=seed)
+    return sparse.hstack([xh, xg], format="csr").astype(np.float64), y
+
+
+def test_sparse_one_hot_data_with_a_diverging_rate_fails_and_auto_does_not():
+    """0/1 data: a rate beyond the certain bound is refused; the same blocks at both parties make a
+    rate that passes that bound diverge at run time, and stop with the cause."""
+    from shaper.ml.logreg import stability
+
+    X, y = _one_hot()
+    with pytest.raises(PartyError, match="makes training diverge"):
+        run_in_memory(2, J.divergence_job, X.toarray(), y, {**SMALL, "learning_rate": 500.0, "standardize": False})
+    block = X[:, :60]
+    guest_block = sp.hstack([block, np.ones((block.shape[0], 1))], format="csr")  # with the intercept
+    lam = max(stability.curvature(b, stability.preconditioner(b, SMALL["batch_size"])) for b in (block, guest_block))
+
+    def job(session, rate):
+        from shaper.ml import VerticalLogisticRegression
+
+        mine = block  # both parties hold the same one-hot block
+        model = VerticalLogisticRegression(**{**SMALL, "learning_rate": rate})
+        model.fit(session, mine, None if session.index == 0 else y)
+        return model.history_
+
+    with pytest.raises(PartyError, match=r"training diverged in epoch 1"):
+        run_in_memory(2, job, 1.6 / (0.25 * lam))
+    history = run_in_memory(2, job, "auto")[1]
+    assert history[-1]["train_loss"] < 0.25
+
+
+def test_scale_choices_never_diverge_and_lost_columns_are_refused():
+    """Columns a million times too large, kept unscaled: 'auto' still trains (slowly, the columns'
+    preconditioner and the curvature agree); columns so small they vanish in fixed point are refused."""
+    import warnings
+
+    X, y = J.data(raw=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        host, guest = run_in_memory(2, J.divergence_job, X * 1e6, y, {**SMALL, "standardize": False})
+    losses = [h["train_loss"] for h in guest["history"]]
+    assert max(losses) < 0.375  # not diverged; and a run that ends no better than zero weights says so:
+    assert losses[-1] < 0.25 or any("training made no progress" in str(w.message) for w in seen)
+    with pytest.raises(PartyError, match=r"vanish at the fixed-point scale 2\^-10; keep standardize='auto'"):
+        run_in_memory(2, J.divergence_job, X * 1e-6, y, {**SMALL, "standardize": False})
+    host, guest = run_in_memory(2, J.divergence_job, X * 1e-6, y, SMALL)  # the default standardises them
+    assert guest["history"][-1]["train_loss"] < 0.25 and _auc(y, guest["proba"]) > 0.9
+
+
+def test_a_run_that_learns_nothing_says_so():
+    X, y = J.data()
+    with pytest.warns(RuntimeWarning, match="training made no progress"):
+        run_in_memory(2, J.divergence_job, X, y, {**SMALL, "learning_rate": 1e-7})

@@ -95,6 +95,8 @@ def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, valid
         elif event["event"] == "backoff":
             print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
                   f"{event['learning_rate']:.3g}", flush=True)
+        elif event["event"] == "warning":
+            print(f"warning: {event['message']}", flush=True)
 
     model.fit(session, table.X, table.y, validation=val, progress=lines)
 

@@ -35,6 +35,8 @@ class TrainingProgress:
             self.bar.update(self.task, completed=done, epoch=f"{event['epoch']}/{event['epochs']}")
         elif kind == "epoch" and self.task is not None:
             self.bar.update(self.task, info=epoch_line(event))
+        elif kind == "warning":
+            self.bar.console.print(f"[yellow]warning:[/yellow] {event['message']}")
         elif kind == "backoff":
             self.bar.console.print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
                                    f"{event['learning_rate']:.3g}")

@@ -31,7 +31,9 @@ minimising. The zero model scores exactly 0.25. The run has diverged when an epo
 then restarts from zero weights with half the step (at most three times); with a learning rate
 the user chose it stops with :class:`DivergenceError` naming a rate that suits the data. A value
 that leaves its fixed-point or packing range during a step (weights beyond 2^weight_bits)
-raises the same error. No model of a diverged run is ever returned.
+raises the same error. No model of a diverged run is ever returned. A run whose last epoch
+scores within 0.1 % of the zero model (a learning rate far too small, or unscaled columns with
+``standardize=False``) finishes with a RuntimeWarning and a ``warning`` progress event.
 """
 
 from __future__ import annotations
@@ -45,16 +47,19 @@ PRECOND_BITS = 8  # D_j is applied as an integer at scale 2^PRECOND_BITS
 LOSS_ROWS = 256  # rows per batch whose error enters the epoch's monitored loss
 ZERO_MODEL_LOSS = 0.25  # mean of (0.5 - y)^2: the loss of the all-zero weights
 DIVERGED_LOSS = 1.5 * ZERO_MODEL_LOSS
+NO_PROGRESS_LOSS = 0.999 * ZERO_MODEL_LOSS  # a last epoch above this learned (almost) nothing: warn
 RISE_FACTOR = 2.0
 BACKOFFS = 3
 
 
 def preconditioner(X: sp.csr_matrix, batch_size: int) -> np.ndarray:
     """D_j = 1 / max(mean square of column j, 1 / batch_size), quantised to 2^-PRECOND_BITS
-    (0 for an all-zero column). ``X`` in real units."""
+    and at least one quantum (0 for an all-zero column). ``X`` in real units. (A column so large
+    that D_j rounds up to one quantum gets a larger step than it should; the curvature, computed
+    with the same D, lowers the learning rate to match, so training stays stable.)"""
     n = max(X.shape[0], 1)
     q = np.asarray(X.multiply(X).sum(axis=0)).ravel() / n
-    d = np.rint(2.0 ** PRECOND_BITS / np.maximum(q, 1.0 / batch_size))
+    d = np.maximum(1.0, np.rint(2.0 ** PRECOND_BITS / np.maximum(q, 1.0 / batch_size)))
     d[q == 0] = 0
     return d / 2.0 ** PRECOND_BITS
 

@@ -18,6 +18,7 @@ import hashlib
 import math
 import os
 import time
+import warnings
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -121,8 +122,10 @@ class _Training:
         self.y = y_arr
         self.n = info["rows"]
         self.scaler = ColumnScaler.fit(X) if self.p.standardize else None
+        if self.scaler is not None and not self.scaler.mean.any() and np.all(self.scaler.scale == 1.0):
+            self.scaler = None  # only 0/1 columns: nothing to scale
         self.features = Features(X if self.scaler is None else self.scaler.transform(X), self.p.feature_frac_bits,
-                                 self.p.fit_intercept and self.is_guest)
+                                 self.p.fit_intercept and self.is_guest, training=True)
         self.validation = validation
         self.precond, self.auto_rate = self._step_size()
         self.learning_rate = self.auto_rate if self.p.learning_rate == "auto" else float(self.p.learning_rate)
@@ -181,6 +184,7 @@ class _Training:
                 self.state = _new_layout(self, self.ctx, masks, self.state.shuffle)
                 self.state.init_weights()
                 self.history, start_epoch = [], 0
+        self._check_progress()
         if self.p.open_weights:
             self._open_weights()
         self.model.stats_ = self._stats(started, ops0, traffic0, stopped_early)
@@ -277,6 +281,17 @@ class _Training:
                                   f"{stability.BACKOFFS} times (now {self.learning_rate:.3g}): {reason}")
         raise DivergenceError(f"training diverged in epoch {epoch + 1}: {reason}; "
                               + stability.suggestion(self.learning_rate, self.auto_rate))
+
+    def _check_progress(self) -> None:
+        """Warn (both parties know the loss) when training ended no better than all-zero weights."""
+        last = self.history[-1].get("train_loss") if self.history else None
+        if last is not None and last >= stability.NO_PROGRESS_LOSS:
+            message = (f"training made no progress: the last epoch's training loss {last:.4f} is not below the "
+                       f"{stability.ZERO_MODEL_LOSS} of all-zero weights (learning rate {self.learning_rate:.3g}; "
+                       f"'auto' gives {self.auto_rate:.3g} here; with standardize=False, badly scaled columns slow "
+                       "training down)")
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+            self.progress({"event": "warning", "message": message})
 
     def _train_epoch(self, epoch: int, started: float) -> None:
         """One pass over the rows in the epoch's agreed order, a progress event per batch."""
