@@ -95,6 +95,8 @@ def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, valid
         elif event["event"] == "backoff":
             print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
                   f"{event['learning_rate']:.3g}", flush=True)
+        elif event["event"] == "resume":
+            print(f"resuming from the checkpoint of epoch {event['epoch']} (of {event['epochs']})", flush=True)
         elif event["event"] == "warning":
             print(f"warning: {event['message']}", flush=True)
 
@@ -107,7 +109,7 @@ def _report(args: argparse.Namespace, model: Any) -> None:
     from ..demos.progress import epoch_line
 
     stats, last = model.stats_, model.history_[-1]
-    if model.resumed_from_:
+    if model.resumed_from_ is not None:
         print(f"{args.me} ({args.role}): resumed from the checkpoint of epoch {model.resumed_from_}")
     print(f"{args.me} ({args.role}): trained {stats['epochs_run']} epochs in {stats['seconds']:.1f} s "
           f"({stats['compute_seconds']:.1f} s computing, {stats['communication_seconds']:.1f} s waiting for the peer), "

@@ -35,6 +35,8 @@ class TrainingProgress:
             self.bar.update(self.task, completed=done, epoch=f"{event['epoch']}/{event['epochs']}")
         elif kind == "epoch" and self.task is not None:
             self.bar.update(self.task, info=epoch_line(event))
+        elif kind == "resume":
+            self.bar.console.print(f"resuming from the checkpoint of epoch {event['epoch']} (of {event['epochs']})")
         elif kind == "warning":
             self.bar.console.print(f"[yellow]warning:[/yellow] {event['message']}")
         elif kind == "backoff":

@@ -171,6 +171,9 @@ class _Training:
         self.ctx, self.state, self.history = self._start() if loaded is None else self._restore(*loaded)
         self.model.shuffle_seed_ = self.state.shuffle
         self.model.resumed_from_ = start_epoch if loaded is not None else None
+        if loaded is not None:
+            self.progress({"event": "resume", "epoch": start_epoch, "epochs": self.p.epochs,
+                           "learning_rate": self.learning_rate})
         while True:
             self.model._state, self.model.history_ = self.state, self.history
             self.model.learning_rate_ = self.learning_rate
