@@ -89,7 +89,7 @@ def _peer_kind(session):
 def test_insecure_launch_uses_plain_tcp():
     peer_kind = _peer_kind
     assert launch(2, peer_kind, config=NetConfig(insecure=True)) == ["socket", "socket"]
-    assert launch(2, peer_kind) == ["SSLSocket", "SSLSocket"]
+    assert launch(2, peer_kind) == ["SealedSocket", "SealedSocket"]  # TLS 1.3 handshake, then sealed frames
 
 
 def test_unpicklable_function_under_spawn_is_explained():

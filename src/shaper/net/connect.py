@@ -31,6 +31,7 @@ from typing import Callable
 from ..errors import FrameError, HandshakeError, PeerError
 from . import frames as F
 from .config import NetConfig, Party
+from .sealed import SealedSocket, seal
 from .tls import TLSFiles, client_context, peer_identity, server_context
 
 PROTOCOL = "shaper-net"
@@ -177,6 +178,8 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
                         fatal.append(HandshakeError(f"party {claimed!r} cannot join the job: {problem}"))
                         lock.notify_all()
                 raise HandshakeError(f"{who}: {problem}")
+            if server_ctx is not None:  # this end writes on the link when the dialer reads on it
+                sock = seal(sock, writer=hello.get("role") == READS, peer=claimed)
             with lock:
                 if finished[0]:
                     raise HandshakeError(f"{who}: arrived after the listener stopped waiting")
@@ -292,7 +295,7 @@ def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLCont
             reply = _recv_json(sock, f"party {peer.name!r}")
             if not reply.get("ok"):
                 raise HandshakeError(f"party {peer.name!r} refused the connection: {reply.get('error')}")
-            return sock
+            return seal(sock, writer=role == WRITES, peer=peer.name) if ctx is not None else sock
         except ssl.SSLError as exc:
             raw.close()
             raise HandshakeError(
@@ -348,7 +351,7 @@ def _check_linked(links: dict[tuple[str, str], socket.socket], names: list[str],
     except (OSError, ValueError):  # a socket closed under us
         readable = [s for _, s, _ in watched if s.fileno() < 0]
     for peer, sock, outgoing in watched:
-        if sock not in readable and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+        if sock not in readable and not (isinstance(sock, (ssl.SSLSocket, SealedSocket)) and sock.pending()):
             continue
         if not outgoing and both_links(peer):
             continue  # the peer may have started its job: its messages are the channel's

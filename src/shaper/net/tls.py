@@ -7,7 +7,8 @@ common name is the party they expect. Session tickets are disabled: links are on
 handshake and must close cleanly.
 
 Keys are ECDSA P-256 (fast handshakes), written with mode 0600; certificates are valid for ten
-years by default so jobs do not break when a month-old certificate expires.
+years by default so jobs do not break when a month-old certificate expires. After the handshake
+a link's data travels in AES-128-GCM frames keyed inside TLS (:mod:`shaper.net.sealed`).
 """
 
 from __future__ import annotations
