@@ -57,6 +57,11 @@ class Checkpointer:
             shutil.rmtree(self.dir / f"epoch-{old:06d}", ignore_errors=True)
         return final
 
+    def discard(self) -> None:
+        """Remove every checkpoint of this party (training restarted from scratch)."""
+        for epoch in self.epochs():
+            shutil.rmtree(self.dir / f"epoch-{epoch:06d}", ignore_errors=True)
+
     def load(self, epoch: int) -> tuple[dict, dict[str, bytes], Any, Any]:
         path = self.dir / f"epoch-{epoch:06d}"
         if not (path / "state.json").is_file():

@@ -147,6 +147,7 @@ class _Training:
         if self.p.learning_rate != "auto":
             stability.check_rate(float(self.p.learning_rate), slope, mine, theirs, auto)
         return precond, auto
+
     def _check_peer(self, info: dict, other: dict) -> None:
         """Refuse to train unless the two parties' hello messages fit together."""
         if info["labels"] == other["labels"]:
@@ -187,6 +188,8 @@ class _Training:
                 self.state = _new_layout(self, self.ctx, masks, self.state.shuffle)
                 self.state.init_weights()
                 self.history, start_epoch = [], 0
+                if ckpt is not None:
+                    ckpt.discard()  # the diverged attempt's epochs must not be resumed
         self._check_progress()
         if self.p.open_weights:
             self._open_weights()
