@@ -121,3 +121,16 @@ def test_ci_runs_the_readme_test_command():
     command = re.search(r"^pip install \"\.\[test\]\".*$", ci, re.M).group(0)
     assert command in readme
     assert "shaper demo" in readme
+
+
+def test_lr_train_says_when_it_resumes(tmp_path):
+    ck = str(tmp_path / "ck")  # shared by both runs; each run makes its own certificates and ports
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    for code, out, err in _two_hosts(tmp_path / "first", "--checkpoint-dir", ck):
+        assert code == 0, err
+    results = _two_hosts(tmp_path / "second", "--checkpoint-dir", ck, "--resume", "--epochs", "3")
+    for code, out, err in results:
+        assert code == 0, err
+        assert "resuming from the checkpoint of epoch 2 (of 3)" in out and "epoch 3/3: train loss" in out
+        assert "resumed from the checkpoint of epoch 2" in out and "epoch 1/3" not in out
