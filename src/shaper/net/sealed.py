@@ -72,6 +72,7 @@ class SealedSocket:
         self._in = bytearray(FRAME + TAG)
         self._plain = bytearray(FRAME)
         self._start = self._end = 0  # decrypted bytes [start, end) of _plain not yet handed out
+        self._head = b""  # the length field of the frame being read (its associated data)
 
     # -- writing ------------------------------------------------------------------------------
     def sendall(self, data: bytes | bytearray | memoryview) -> None:
