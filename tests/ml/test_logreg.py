@@ -277,3 +277,26 @@ def test_a_run_that_learns_nothing_says_so():
     X, y = J.data()
     with pytest.warns(RuntimeWarning, match="training made no progress"):
         run_in_memory(2, J.divergence_job, X, y, {**SMALL, "learning_rate": 1e-7})
+
+
+def test_one_hot_weights_match_the_plaintext_oracle():
+    """0/1 columns: the preconditioned step (a D shared by many touched columns scales the batch's
+    errors once) gives the oracle's weights."""
+    X, y = _one_hot(rows=400)
+    Xd = X.toarray()
+
+    def job(session):
+        from shaper.ml import VerticalLogisticRegression
+
+        cols = slice(0, 60) if session.index == 0 else slice(60, None)
+        model = VerticalLogisticRegression(**SMALL)
+        model.fit(session, sp.csr_matrix(Xd[:, cols]), None if session.index == 0 else y)
+        return model.coef_, model.intercept_, model.learning_rate_, model.precond_, model.shuffle_seed_
+
+    (ch, _, rate, dh, seed), (cg, ig, _, dg, _) = run_in_memory(2, job)
+    assert len(set(dh.tolist())) < 4 and dh.max() > 1  # few distinct powers of two, steps above 1
+    wh, wg = reference_sgd(Xd[:, :60], Xd[:, 60:], y, shuffle_seed=seed, epochs=2, batch_size=40,
+                           learning_rate=rate, precond=(dh, dg))
+    np.testing.assert_allclose(ch, wh, atol=2e-4)
+    np.testing.assert_allclose(np.append(cg, ig), wg, atol=2e-4)
+    assert np.abs(wh).max() > 0.05

@@ -89,11 +89,28 @@ class EncryptedWeights(Layout):
         self._meter(err, received, sample, eta)
         pk = ctx.peer_key
         delta = EncryptedArray(pk, object_array(pk.raw_add_plain(received._c.tolist(), share_values(scaled))))
+        self._update(rows, delta)
+
+    def _update(self, rows: sp.csr_matrix, delta: EncryptedArray) -> None:
+        """W_j += D_j (X_t^T [delta])_j over the touched columns. A value of D shared by more
+        columns than the batch has rows scales the m errors once (m exponentiations) instead of
+        each of those columns; the other columns are scaled one by one."""
+        pk = self.ctx.peer_key
         cols = np.unique(rows.indices)
-        if cols.size:
-            grad = vecmat(delta, rows[:, cols])  # X_t^T [-(eta/m) e] over the touched columns only
-            grad_d = pk.raw_mul_plain(grad._c.tolist(), self.d_int[cols].tolist())  # times D_j
-            self.W._c[cols] = object_array(pk.raw_add(self.W._c[cols].tolist(), grad_d))
+        if not cols.size:
+            return
+        d = self.d_int[cols]
+        values, counts = np.unique(d, return_counts=True)
+        groups = [(cols[d == v], int(v)) for v in values[counts > rows.shape[0]]]
+        rest = cols[~np.isin(d, values[counts > rows.shape[0]])]
+        for sub, v in groups:
+            scaled = EncryptedArray(pk, object_array(pk.raw_mul_plain(delta._c.tolist(), [v] * delta.size)))
+            grad = vecmat(scaled, rows[:, sub])  # X_t^T [D delta] on the columns of this D
+            self.W._c[sub] = object_array(pk.raw_add(self.W._c[sub].tolist(), grad._c.tolist()))
+        if rest.size:
+            grad = vecmat(delta, rows[:, rest])  # X_t^T [-(eta/m) e] over the remaining touched columns
+            grad_d = pk.raw_mul_plain(grad._c.tolist(), self.d_int[rest].tolist())  # times D_j
+            self.W._c[rest] = object_array(pk.raw_add(self.W._c[rest].tolist(), grad_d))
 
     def _meter(self, err: IntegerShares, received: EncryptedArray, sample: np.ndarray, eta: int) -> None:
         """Add the sampled rows' squared errors to the epoch's monitored loss (see the module)."""

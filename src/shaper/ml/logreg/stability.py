@@ -18,7 +18,8 @@ the peer's (scaled) columns, a single scale statistic. It says nothing about any
 weight.
 
 **Preconditioner.** Each party scales the step of its column j by D_j = 1 / max(q_j, 1/batch),
-where q_j is the column's mean square (computed locally, never sent; quantised to 2^-8). This is
+where q_j is the column's mean square (computed locally, never sent; rounded to a power of two,
+at least 2^-8). This is
 gradient descent on columns scaled to unit mean square, without touching the data: sparse 0/1
 features stay 0/1 (ciphertext products, no exponentiations) while rare one-hot columns learn as
 fast as frequent ones. For standardised dense data D = 1. The cap 1/batch keeps a column that
@@ -53,13 +54,15 @@ BACKOFFS = 3
 
 
 def preconditioner(X: sp.csr_matrix, batch_size: int) -> np.ndarray:
-    """D_j = 1 / max(mean square of column j, 1 / batch_size), quantised to 2^-PRECOND_BITS
-    and at least one quantum (0 for an all-zero column). ``X`` in real units. (A column so large
+    """D_j = 1 / max(mean square of column j, 1 / batch_size), rounded to a power of two (within
+    a factor sqrt 2) and at least 2^-PRECOND_BITS (0 for an all-zero column). Few distinct values
+    let a step scale the batch's m errors once per value instead of every touched column. ``X`` in real units. (A column so large
     that D_j rounds up to one quantum gets a larger step than it should; the curvature, computed
     with the same D, lowers the learning rate to match, so training stays stable.)"""
     n = max(X.shape[0], 1)
     q = np.asarray(X.multiply(X).sum(axis=0)).ravel() / n
-    d = np.maximum(1.0, np.rint(2.0 ** PRECOND_BITS / np.maximum(q, 1.0 / batch_size)))
+    ideal = 2.0 ** PRECOND_BITS / np.maximum(q, 1.0 / batch_size)
+    d = np.exp2(np.maximum(0.0, np.rint(np.log2(ideal))))  # a power of two, at least one quantum
     d[q == 0] = 0
     return d / 2.0 ** PRECOND_BITS
 
