@@ -265,7 +265,7 @@ def test_scale_choices_never_diverge_and_lost_columns_are_refused():
         warnings.simplefilter("always")
         host, guest = run_in_memory(2, J.divergence_job, X * 1e6, y, {**SMALL, "standardize": False})
     losses = [h["train_loss"] for h in guest["history"]]
-    assert max(losses) < 0.375  # not diverged; and a run that ends no better than zero weights says so:
+    assert max(losses) < 1.1 * 0.25  # not diverged; and a run that ends no better than zero weights says so:
     assert losses[-1] < 0.25 or any("training made no progress" in str(w.message) for w in seen)
     with pytest.raises(PartyError, match=r"vanish at the fixed-point scale 2\^-10; keep standardize='auto'"):
         run_in_memory(2, J.divergence_job, X * 1e-6, y, {**SMALL, "standardize": False})

@@ -28,7 +28,7 @@ appears in less than one row per batch from taking a step larger than a frequent
 **Divergence.** Each epoch the two parties open one number: the mean squared error of the linear
 sigmoid on a sample of the epoch's training rows (up to 256 per batch), the quantity SGD is
 minimising. The zero model scores exactly 0.25. The run has diverged when an epoch scores above
-1.5 x 0.25, or more than twice the best earlier epoch. Under ``learning_rate="auto"`` training
+1.1 x 0.25 (worse than all-zero weights by a margin sampling noise does not reach), or more than twice the best earlier epoch. Under ``learning_rate="auto"`` training
 then restarts from zero weights with half the step (at most three times); with a learning rate
 the user chose it stops with :class:`DivergenceError` naming a rate that suits the data. A value
 that leaves its fixed-point or packing range during a step (weights beyond 2^weight_bits)
@@ -47,7 +47,7 @@ from ...errors import DivergenceError
 PRECOND_BITS = 8  # D_j is applied as an integer at scale 2^PRECOND_BITS
 LOSS_ROWS = 256  # rows per batch whose error enters the epoch's monitored loss
 ZERO_MODEL_LOSS = 0.25  # mean of (0.5 - y)^2: the loss of the all-zero weights
-DIVERGED_LOSS = 1.5 * ZERO_MODEL_LOSS
+DIVERGED_LOSS = 1.1 * ZERO_MODEL_LOSS
 NO_PROGRESS_LOSS = 0.999 * ZERO_MODEL_LOSS  # a last epoch above this learned (almost) nothing: warn
 RISE_FACTOR = 2.0
 BACKOFFS = 3
@@ -103,7 +103,7 @@ def check_rate(learning_rate: float, slope_bits: int, lam_mine: float, lam_peer:
 def divergence(loss: float, earlier: list[float]) -> str | None:
     """Why an epoch with monitored loss ``loss`` means the run diverged, or None."""
     if not np.isfinite(loss) or loss > DIVERGED_LOSS:
-        return (f"the training loss of the linear sigmoid rose to {loss:.4g}, above 1.5 x {ZERO_MODEL_LOSS} "
+        return (f"the training loss of the linear sigmoid rose to {loss:.4g}, above 1.1 x {ZERO_MODEL_LOSS} "
                 "(the loss of all-zero weights)")
     best = min(earlier, default=None)
     if best is not None and loss > RISE_FACTOR * best:
