@@ -76,7 +76,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, validation: Any, events: Any) -> None:
     """Fit, with the live display at the guest and epoch lines at the host."""
-    from ..demos.progress import TrainingProgress, epoch_line
+    from ..demos.progress import TrainingProgress, event_line
 
     val = None if validation is None else (validation.X, validation.y)
     callbacks = [events] if events is not None else []
@@ -89,16 +89,9 @@ def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, valid
     def lines(event: dict) -> None:
         for cb in callbacks:
             cb(event)
-        if event["event"] == "epoch":
-            print(f"epoch {event['epoch']}/{event['epochs']}: {epoch_line(event)} ({event['seconds']:.1f} s)",
-                  flush=True)
-        elif event["event"] == "backoff":
-            print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
-                  f"{event['learning_rate']:.3g}", flush=True)
-        elif event["event"] == "resume":
-            print(f"resuming from the checkpoint of epoch {event['epoch']} (of {event['epochs']})", flush=True)
-        elif event["event"] == "warning":
-            print(f"warning: {event['message']}", flush=True)
+        line = event_line(event)
+        if line is not None:
+            print(line, flush=True)
 
     model.fit(session, table.X, table.y, validation=val, progress=lines)
 

@@ -11,6 +11,7 @@ report with the loss and AUC curves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any
@@ -42,17 +43,12 @@ def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
     y_tr, y_te = (data["y_train"], data["y_test"]) if guest else (None, None)
     model = VerticalLogisticRegression(**params)
     callbacks = [jsonl_writer(events)] if (events and guest) else []
-    display = TrainingProgress() if guest else None
-    if display is not None:
-        callbacks.append(display)
-        display.__enter__()
-    try:
+    with TrainingProgress() if guest else contextlib.nullcontext() as display:
+        if display is not None:
+            callbacks.append(display)
         model.fit(session, X_tr, y_tr, validation=(X_te, y_te),
                   progress=lambda event: [cb(event) for cb in callbacks])
         proba = model.predict_proba(session, X_te)
-    finally:
-        if display is not None:
-            display.__exit__()
     return {"party": session.name, "history": model.history_, "stats": model.stats_, "proba": proba,
             "coef": model.coef_, "traffic": session.stats.as_dict(), "learning_rate": model.learning_rate_}
 

@@ -33,15 +33,26 @@ class TrainingProgress:
             if self.task is None:
                 self.task = self.bar.add_task("train", total=total, epoch=event["epoch"], info="")
             self.bar.update(self.task, completed=done, epoch=f"{event['epoch']}/{event['epochs']}")
-        elif kind == "epoch" and self.task is not None:
-            self.bar.update(self.task, info=epoch_line(event))
-        elif kind == "resume":
-            self.bar.console.print(f"resuming from the checkpoint of epoch {event['epoch']} (of {event['epochs']})")
-        elif kind == "warning":
-            self.bar.console.print(f"[yellow]warning:[/yellow] {event['message']}")
-        elif kind == "backoff":
-            self.bar.console.print(f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
-                                   f"{event['learning_rate']:.3g}")
+        elif kind == "epoch":
+            if self.task is not None:
+                self.bar.update(self.task, info=epoch_line(event))
+        elif (notice := event_line(event)) is not None:
+            self.bar.console.print(notice, markup=False)
+
+
+def event_line(event: dict) -> str | None:
+    """The one line a progress event deserves in a log (None for per-iteration events)."""
+    kind = event["event"]
+    if kind == "epoch":
+        return f"epoch {event['epoch']}/{event['epochs']}: {epoch_line(event)} ({event['seconds']:.1f} s)"
+    if kind == "resume":
+        return f"resuming from the checkpoint of epoch {event['epoch']} (of {event['epochs']})"
+    if kind == "warning":
+        return f"warning: {event['message']}"
+    if kind == "backoff":
+        return (f"epoch {event['epoch']}: {event['reason']}; restarting with learning rate "
+                f"{event['learning_rate']:.3g}")
+    return None
 
 
 def epoch_line(record: dict) -> str:
