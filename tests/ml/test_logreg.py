@@ -220,6 +220,35 @@ def test_sparse_one_hot_data_converges_under_the_defaults():
     assert abs(_auc(y[te], proba) - sk) <= 0.03, (_auc(y[te], proba), sk)  # 2,500 rows, 4 epochs
 
 
+def test_categories_rarer_than_one_per_batch_learn_under_the_decaying_step():
+    """The full SHAPER workload's regime scaled down: each category appears about 0.5 times per
+    batch. At the automatic rate a constant step is noise (one epoch scores a loss above all-zero
+    weights); the decay eta / (1 + eta s t) the protocols apply reaches scikit-learn's AUC."""
+    from sklearn.linear_model import LogisticRegression
+
+    from shaper.ml.data import make_shaper_workload
+    from shaper.ml.logreg import stability
+    from shaper.ml.logreg.features import with_intercept_column
+    from shaper.ml.logreg.schedule import eta_factor
+
+    xh, xg, y = make_shaper_workload(25_000, host_features=1500, guest_features=3500, density=0.004, seed=1)
+    xh, xg = xh.astype(np.float64), xg.astype(np.float64)
+    tr, te, batch = slice(0, 20_000), slice(20_000, None), 128
+    dh = stability.preconditioner(xh[tr], batch)
+    dg = stability.preconditioner(with_intercept_column(xg[tr]), batch)
+    assert dh.max() == batch  # the cap: these columns appear in fewer rows than one per batch
+    rate = stability.auto_rate(2, stability.curvature(xh[tr], dh), stability.curvature(with_intercept_column(xg[tr]), dg))
+    assert eta_factor(rate, batch, batch, 1000, 2) < eta_factor(rate, batch, batch, 0, 2) / 10  # it decays
+    wh, wg = reference_sgd(xh[tr], xg[tr], y[tr], shuffle_seed=b"r" * 32, epochs=2, batch_size=batch,
+                           learning_rate=rate, precond=(dh, dg))
+    z = xh[te] @ wh + xg[te] @ wg[:-1] + wg[-1]
+    X = sp.hstack([xh, xg], format="csr")
+    sk = _auc(y[te], LogisticRegression(max_iter=300).fit(X[tr], y[tr]).decision_function(X[te]))
+    assert _auc(y[te], z) > sk - 0.02, (_auc(y[te], z), sk)
+    train_z = xh[tr] @ wh + xg[tr] @ wg[:-1] + wg[-1]
+    assert np.mean((0.5 + train_z / 4 - y[tr]) ** 2) < 0.8 * stability.ZERO_MODEL_LOSS
+
+
 def _one_hot(rows=600, seed=5):
     import scipy.sparse as sparse
 

@@ -62,7 +62,7 @@ class SharedWeights(Layout):
             total = part if total is None else total + part
         return total
 
-    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
+    def step(self, idx: np.ndarray, sample: np.ndarray, t: int) -> None:
         ctx = self.ctx
         rows = self.job.features.rows(idx)
         m = len(idx)
@@ -71,7 +71,7 @@ class SharedWeights(Layout):
         if self.is_guest:
             err = SharedArray(ctx, err.share - encoding.ring_encode(self.job.y[idx].astype(np.int64), self.f), self.f)
         self._meter(err, sample)
-        eta = np.uint64(self.eta_int(m, epoch))  # eta_e / m at scale 2^(k + ETA_BITS)
+        eta = np.uint64(self.eta_int(m, t))  # eta_t / m at scale 2^(k + ETA_BITS)
         for owner in (0, 1):
             matrix = (sp.diags(self.d_int, dtype=np.int64) @ rows.T).tocsr() if owner == self.me else None  # D X^T
             grad = sparse_matvec(ctx, matrix, err, owner=owner, pack=self.p.pack, tag=f"g{owner}")

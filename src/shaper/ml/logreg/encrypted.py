@@ -73,7 +73,7 @@ class EncryptedWeights(Layout):
                      truncate_bits=shift[self.peer_index], pack=self.p.pack, tag=f"{tag}{self.peer_index}")
         return IntegerShares(ctx, mine.values + theirs.values, self.f)
 
-    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
+    def step(self, idx: np.ndarray, sample: np.ndarray, t: int) -> None:
         ctx = self.ctx
         rows = self.job.features.rows(idx)
         shift = {i: self.fxs[i] + self.S[i] - self.f + self.slope for i in (0, 1)}
@@ -81,7 +81,7 @@ class EncryptedWeights(Layout):
         err = q + 0.5  # shares of the linear sigmoid
         if self.is_guest:
             err = IntegerShares(ctx, _minus_labels(err.values, self.job.y[idx], self.f), self.f)
-        eta = self.eta_int(len(idx), epoch)
+        eta = self.eta_int(len(idx), t)
         scaled = -(err * eta)  # -(eta/m) e, exact integers
         # Each party sends its share encrypted under its own key, then receives the peer's.
         encrypt_share(ctx, scaled, key_owner=self.me, tag=f"e{self.me}")

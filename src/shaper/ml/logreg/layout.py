@@ -55,9 +55,9 @@ class Layout(ABC):
         mine = {"fx": self.fx, "row_l1": job.features.row_l1, "features": job.features.X.shape[1]}
         self.peer_info = ctx.session.exchange(ctx.peer, mine, "lr-scales")
 
-    def eta_int(self, batch: int, epoch: int) -> int:
-        """The learning-rate factor eta_e/batch as an exact integer at scale 2^(k + ETA_BITS)."""
-        return round(eta_factor(self.learning_rate, self.p.batch_size, batch, epoch) * 2 ** (self.k + ETA_BITS))
+    def eta_int(self, batch: int, t: int) -> int:
+        """The learning-rate factor eta_t/batch of SGD step ``t`` as an exact integer at scale 2^(k + ETA_BITS)."""
+        return round(eta_factor(self.learning_rate, self.p.batch_size, batch, t, self.slope) * 2 ** (self.k + ETA_BITS))
 
     def reveal(self, shares: Any, to: str) -> np.ndarray | None:
         """Open logits (IntegerShares or ring shares) to ``to``: "guest", "host" or "both"."""
@@ -84,8 +84,8 @@ class Layout(ABC):
         """Load the state :meth:`blobs` wrote."""
 
     @abstractmethod
-    def step(self, idx: np.ndarray, sample: np.ndarray, epoch: int) -> None:
-        """One SGD step of epoch ``epoch`` on the (sorted) batch rows ``idx``; both parties call it together. The
+    def step(self, idx: np.ndarray, sample: np.ndarray, t: int) -> None:
+        """SGD step ``t`` (counted over the whole run) on the (sorted) batch rows ``idx``; both parties call it together. The
         errors of the rows at positions ``sample`` of ``idx`` enter the epoch's monitored loss."""
 
     @abstractmethod

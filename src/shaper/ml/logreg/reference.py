@@ -37,13 +37,14 @@ def reference_sgd(X_host: Any, X_guest: Any, y: Any, *, shuffle_seed: bytes, epo
     slope = 2.0 ** -SIGMOIDS[sigmoid]
     n = Xh.shape[0]
     dh, dg = (np.ones(Xh.shape[1]), np.ones(Xg.shape[1])) if precond is None else precond
+    steps = -(-n // batch_size)  # SGD steps per epoch
     for epoch in range(epochs):
         order = epoch_order(shuffle_seed, epoch, n)
-        for i in range(0, n, batch_size):
+        for it, i in enumerate(range(0, n, batch_size)):
             idx = np.sort(order[i:i + batch_size])
             z = Xh[idx] @ wh + Xg[idx] @ wg
             err = 0.5 + slope * z - y[idx]
-            eta = eta_factor(learning_rate, batch_size, len(idx), epoch)
+            eta = eta_factor(learning_rate, batch_size, len(idx), epoch * steps + it, SIGMOIDS[sigmoid])
             decay = 1.0 - learning_rate * l2
             wh = decay * wh - eta * dh * (Xh[idx].T @ err)
             wg = decay * wg - eta * dg * (Xg[idx].T @ err)

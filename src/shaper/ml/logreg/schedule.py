@@ -27,11 +27,14 @@ def epoch_order(shuffle_seed: bytes, epoch: int, rows: int) -> np.ndarray:
     return np.argsort(epoch_prg(shuffle_seed, "shuffle", epoch).uint64(rows), kind="stable")
 
 
-def eta_factor(learning_rate: float, batch_size: int, batch: int, epoch: int = 0) -> float:
-    """The step eta_e/batch of epoch ``epoch`` (counted from 0) exactly as the protocols apply it:
-    an integer at scale 2^(k + ETA_BITS), k fixed by the base rate. The rate decays as
-    eta_e = eta / (1 + epoch) (inverse-time decay: SGD's last iterate settles instead of
-    jittering around the optimum)."""
+def eta_factor(learning_rate: float, batch_size: int, batch: int, step: int = 0, slope_bits: int = 0) -> float:
+    """The step eta_t/batch of SGD step ``step`` (counted from 0 over the whole run, across
+    epochs) exactly as the protocols apply it: an integer at scale 2^(k + ETA_BITS), k fixed by
+    the base rate. The rate decays as eta_t = eta / (1 + eta s t) with s = 2^-slope_bits the
+    sigmoid's slope (:mod:`.stability`): the features are preconditioned to unit curvature, so
+    this is Robbins-Monro's 1 / (s (t + t0)) schedule started at the safe step; after t steps a
+    weight is roughly the average of its last t gradients, which damps the noise of columns that
+    appear in few rows per batch."""
     k = math.floor(-math.log2(learning_rate / batch_size))
-    rate = learning_rate / (1 + epoch)
+    rate = learning_rate / (1.0 + learning_rate * 2.0 ** -slope_bits * step)
     return max(1, round(rate / batch * 2 ** (k + ETA_BITS))) / 2 ** (k + ETA_BITS)

@@ -308,7 +308,7 @@ class _Training:
             rows = np.sort(idx)
             sample = np.searchsorted(rows, np.sort(idx[:stability.LOSS_ROWS]))
             try:
-                self.state.step(rows, sample, epoch)
+                self.state.step(rows, sample, epoch * len(batches) + it)
             except (PackingError, PlaintextOverflowError) as exc:
                 raise DivergenceError(
                     f"training diverged in epoch {epoch + 1}, iteration {it + 1}: a value left its fixed-point "
