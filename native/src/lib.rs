@@ -5,11 +5,12 @@
 //! - [`bigint`]: the Montgomery engines (IFMA on x86-64, portable everywhere), batch algorithms
 //!   and input checks;
 //! - [`rss`]: bit-sliced boolean gates of replicated sharing;
-//! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings.
+//! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings;
+//! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection.
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
-//! (`Context`, `CombTable`, `ifma_available`) and `rss` (`rss_*`, `KeyStream`), each adding its
-//! names to the one flat module.
+//! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`) and `psi`
+//! (`RistrettoKey`), each adding its names to the one flat module.
 
 use pyo3::prelude::*;
 
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 mod aes;
 pub mod bigint;
 pub mod prf;
+pub mod psi;
 mod py;
 pub mod rss;
 
@@ -25,5 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::pool::register(m)?;
     py::bigint::register(m)?;
     py::rss::register(m)?;
+    py::psi::register(m)?;
     Ok(())
 }

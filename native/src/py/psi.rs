@@ -1,0 +1,59 @@
+//! Bindings of ECDH PSI (`crate::psi`): `RistrettoKey`, a party's secret blinding scalar, with
+//! the two batch operations of the protocol. Both release the GIL and run on the native pool.
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::boundary::contiguous;
+use super::pool;
+use crate::psi::{self, BlindingKey};
+
+/// A secret blinding scalar k of Ristretto255.
+#[pyclass(frozen, module = "shaper._native")]
+struct RistrettoKey {
+    key: BlindingKey,
+}
+
+#[pymethods]
+impl RistrettoKey {
+    /// From 64 uniform bytes (``os.urandom(64)``), reduced mod the group order.
+    #[new]
+    fn new(wide: &[u8]) -> PyResult<Self> {
+        let bytes: &[u8; 64] = wide.try_into().map_err(|_| PyValueError::new_err(format!(
+            "a blinding key needs 64 random bytes, got {}", wide.len())))?;
+        Ok(Self { key: BlindingKey::from_wide(bytes).map_err(PyValueError::new_err)? })
+    }
+
+    /// The key saved by :meth:`to_bytes` (a checkpoint).
+    #[staticmethod]
+    fn from_bytes(raw: &[u8]) -> PyResult<Self> {
+        let bytes: &[u8; 32] = raw.try_into().map_err(|_| PyValueError::new_err(format!(
+            "a saved blinding key has 32 bytes, got {}", raw.len())))?;
+        Ok(Self { key: BlindingKey::from_canonical(bytes).map_err(PyValueError::new_err)? })
+    }
+
+    /// The 32-byte canonical scalar (secret: store it only with mode 0600).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.key.to_bytes())
+    }
+
+    /// ``k * H(item)`` for the items ``data[offsets[i]:offsets[i+1]]``, 32 bytes each.
+    fn hash_blind<'py>(&self, py: Python<'py>, data: &[u8], offsets: PyReadonlyArray1<'_, u64>) -> PyResult<Bound<'py, PyBytes>> {
+        let offs: Vec<usize> = contiguous(&offsets, "offsets")?.iter().map(|&o| o as usize).collect();
+        let out = pool::run(py, || psi::hash_blind(&self.key, data, &offs))?.map_err(PyValueError::new_err)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// ``k * P`` for each 32-byte point encoding in ``points``; a ValueError names the first
+    /// invalid encoding.
+    fn blind<'py>(&self, py: Python<'py>, points: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let out = pool::run(py, || psi::blind(&self.key, points))?.map_err(PyValueError::new_err)?;
+        Ok(PyBytes::new(py, &out))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RistrettoKey>()
+}

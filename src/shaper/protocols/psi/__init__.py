@@ -1,0 +1,104 @@
+"""Private set intersection between two parties, and the alignment of their rows that every
+vertical job needs first.
+
+    result = intersect(session, ids)                   # ECDH on Ristretto255 (the default)
+    rows = result.indices                              # my rows of the intersection, common order
+    frame = align(session, frame, id_columns=["id"])   # my rows of the intersection, same order
+
+Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH). Output to both
+parties (in one common order), to one named party, or the intersection's size only. Ids are
+normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
+:mod:`.ecdh` and ``docs/psi.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError
+from . import ecdh
+from .ecdh import PsiResult
+from .items import Normalise, PackedItems, check_unique, encode
+
+PROTOCOLS = ("ecdh",)
+
+
+def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
+              cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
+              columns: int = 1, progress: Callable[[dict], None] | None = None) -> PsiResult:
+    """The intersection of this party's ``ids`` with the peer's.
+
+    ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key.
+    ``to``: "both" (both parties learn their rows, in one common order), or the name or index of
+    the one party that learns. ``cardinality_only``: the party (or parties) told learn only the
+    size. ``strip``/``casefold``: id normalisation (both parties must choose the same).
+    ``duplicates``: "error" (refuse a repeated id, naming it) or "first" (use its first row).
+    Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    peer = _peer(session, peer)
+    norm = Normalise(strip=strip, casefold=casefold)
+    encoded = encode(ids, norm, columns=columns)
+    keep = check_unique(encoded, duplicates, shown=ids)
+    unique = encoded if len(keep) == len(encoded) else [encoded[i] for i in keep]
+    result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
+                            progress=progress, settings=f"{norm.describe()}, columns={columns}")
+    if result.indices is not None:
+        result.indices = keep[result.indices]
+    return result
+
+
+def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None, *, peer: Any = None,
+          protocol: str = "ecdh", strip: bool = False, casefold: bool = False, duplicates: str = "error",
+          progress: Callable[[dict], None] | None = None) -> Any:
+    """This party's rows of ``data`` whose ids the peer also holds, in an order both share.
+
+    ``data``: a pandas DataFrame or a dict of equal-length columns (``id_columns`` names the key
+    columns), a :class:`shaper.ml.data.Table` (its ids), or a sequence of ids (then the result
+    is the row positions). Both parties call it together with the same options."""
+    from ...ml.data import Table
+
+    if isinstance(data, Table):
+        rows = intersect(session, data.ids.tolist(), peer=peer, protocol=protocol, strip=strip, casefold=casefold,
+                         duplicates=duplicates, progress=progress).indices
+        return Table(data.ids[rows], data.X[rows], None if data.y is None else data.y[rows], data.feature_names)
+    if id_columns is None:
+        return intersect(session, data, peer=peer, protocol=protocol, strip=strip, casefold=casefold,
+                         duplicates=duplicates, progress=progress).indices
+    names = [id_columns] if isinstance(id_columns, str) else list(id_columns)
+    if not names:
+        raise ConfigError("id_columns names no column")
+    columns = _columns(data, names)
+    ids = columns[0] if len(names) == 1 else list(zip(*columns))
+    rows = intersect(session, ids, peer=peer, protocol=protocol, strip=strip, casefold=casefold,
+                     duplicates=duplicates, columns=len(names), progress=progress).indices
+    if hasattr(data, "iloc"):
+        return data.iloc[rows]
+    return {name: np.asarray(values)[rows] for name, values in data.items()}
+
+
+def _columns(data: Any, names: list[str]) -> list[list[Any]]:
+    have = list(data.columns) if hasattr(data, "columns") else list(data.keys()) if isinstance(data, dict) else None
+    if have is None:
+        raise ConfigError(f"align() takes a DataFrame, a dict of columns, a Table or a sequence of ids, "
+                          f"got {type(data).__name__}")
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ConfigError(f"no id column {missing[0]!r}; columns are {have}")
+    lengths = {len(data[n]) for n in have}
+    if len(lengths) > 1:
+        raise ConfigError("the columns have different lengths")
+    return [list(data[n]) for n in names]
+
+
+def _peer(session: Any, peer: Any) -> Any:
+    if peer is not None:
+        return peer
+    if len(session.parties) != 2:
+        raise ConfigError(f"the session has {len(session.parties)} parties: name the peer (peer=...)")
+    return 1 - session.index
+
+
+__all__ = ["PROTOCOLS", "Normalise", "PsiResult", "align", "intersect"]
