@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...errors import ConfigError, FrameError
+from ...errors import ConfigError, FrameError, KernelError
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -60,8 +60,11 @@ class PsiResult:
 
 
 def _key() -> Any:
-    from ..._native import RistrettoKey
-
+    try:
+        from ..._native import RistrettoKey
+    except ImportError:
+        raise KernelError("ECDH PSI needs shaper's native extension, which is not built here (pip install . "
+                          "builds it with Rust and maturin)") from None
     return RistrettoKey(os.urandom(64))
 
 

@@ -1,0 +1,197 @@
+"""Private set intersection against Python's own set intersection: random and adversarial sets,
+every output mode, id normalisation, duplicates, multi-column keys, alignment, bad frames, a
+dead peer, and two processes over TLS."""
+
+import importlib.util
+import os
+import random
+
+import numpy as np
+import pytest
+
+from shaper.errors import ConfigError, PartyError
+from shaper.net import launch, run_in_memory
+from shaper.protocols import psi
+from shaper.protocols.psi import ecdh
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
+                                reason="ECDH PSI runs in the native extension only (no Python curve arithmetic)")
+
+
+def _run(a, b, **options):
+    def job(session):
+        return psi.intersect(session, a if session.index == 0 else b, **options)
+
+    return run_in_memory(2, job)
+
+
+def _check_both(a, b, ra, rb):
+    expected = set(a) & set(b)
+    got_a, got_b = [a[i] for i in ra.indices], [b[i] for i in rb.indices]
+    assert got_a == got_b  # the same ids, in the same order, at both parties
+    assert set(got_a) == expected and len(got_a) == len(expected)
+    assert ra.size == rb.size == len(expected) and ra.peer_size == len(b) and rb.peer_size == len(a)
+
+
+CASES = {
+    "random": ([f"c{i}" for i in random.Random(1).sample(range(3000), 1000)],
+               [f"c{i}" for i in random.Random(2).sample(range(3000), 700)]),
+    "empty and non-empty": ([], ["x", "y"]),
+    "both empty": ([], []),
+    "disjoint": (["a", "b", "c"], ["d", "e"]),
+    "equal": (["p", "q", "r"], ["r", "q", "p"]),
+    "one element each, shared": (["only"], ["only"]),
+    "unicode and near misses": (["José", "jose", "Zoë", "北京", "🙂", "a b", ""], ["Zoë", "北京", "🙂", "jose ", "ab", ""]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_parties_learn_the_intersection_in_one_order(case):
+    a, b = CASES[case]
+    _check_both(a, b, *_run(a, b))
+
+
+def test_one_party_learns_and_the_other_learns_nothing():
+    a, b = CASES["random"]
+    for learner in (0, "party1"):
+        ra, rb = _run(a, b, to=learner)
+        told, other = (ra, rb) if learner == 0 else (rb, ra)
+        mine = a if told is ra else b
+        assert set(mine[i] for i in told.indices) == set(a) & set(b) and told.size == len(set(a) & set(b))
+        assert other.indices is None and other.size is None and other.peer_size == len(mine)
+
+
+def test_cardinality_only():
+    a, b = CASES["random"]
+    ra, rb = _run(a, b, cardinality_only=True)
+    assert ra.indices is None and rb.indices is None and ra.size == rb.size == len(set(a) & set(b))
+    ra, rb = _run(a, b, cardinality_only=True, to=1)
+    assert ra.size is None and rb.size == len(set(a) & set(b)) and rb.indices is None
+
+
+def test_numeric_ids_match_their_text():
+    a = [7, np.int64(8), 9.0, "10", 11]
+    b = ["7", "8", "9", 10, 12]
+    ra, rb = _run(a, b)
+    assert sorted(ra.indices.tolist()) == [0, 1, 2, 3] and sorted(rb.indices.tolist()) == [0, 1, 2, 3]
+    with pytest.raises(PartyError, match=r"id 0 is 7.5, not an integer"):
+        _run([7.5], ["7"])
+    with pytest.raises(PartyError, match="boolean"):
+        _run([True], ["1"])
+
+
+def test_normalisation_options_and_agreement():
+    a, b = ["  Alice", "BOB ", "carol"], ["alice", "bob", "dave"]
+    ra, _ = _run(a, b)
+    assert len(ra.indices) == 0  # exact by default
+    ra, rb = _run(a, b, strip=True, casefold=True)
+    assert sorted(a[i] for i in ra.indices) == ["  Alice", "BOB "]
+    with pytest.raises(PartyError, match="disagree on settings"):
+        run_in_memory(2, lambda s: psi.intersect(s, a, strip=s.index == 0))
+    with pytest.raises(PartyError, match="disagree on to"):
+        run_in_memory(2, lambda s: psi.intersect(s, a, to=s.index))
+
+
+def test_duplicates_are_refused_by_name_or_kept_first():
+    with pytest.raises(PartyError, match=r"id 'bob' appears more than once \(rows 1 and 3\)"):
+        _run(["al", "bob", "cy", "bob"], ["bob"])
+    a, b = ["al", "bob", "cy", "bob"], ["bob", "cy"]
+    ra, rb = _run(a, b, duplicates="first")
+    assert sorted(ra.indices.tolist()) == [1, 2] and len(rb.indices) == 2
+
+
+def test_multi_column_keys_and_align():
+    frame_a = {"first": ["ann", "bo", "cy", "ann"], "last": ["lee", "li", "x", "li"], "v": [1, 2, 3, 4]}
+    frame_b = {"first": ["ann", "ann", "cy", "an"], "last": ["li", "lee", "y", "nli"], "w": [5, 6, 7, 8]}
+
+    def job(session):
+        data = frame_a if session.index == 0 else frame_b
+        return psi.align(session, data, id_columns=["first", "last"])
+
+    out_a, out_b = run_in_memory(2, job)
+    assert list(zip(out_a["first"], out_a["last"])) == list(zip(out_b["first"], out_b["last"]))
+    assert sorted(zip(out_a["first"], out_a["last"])) == [("ann", "lee"), ("ann", "li")]
+    assert sorted(out_a["v"].tolist()) == [1, 4] and sorted(out_b["w"].tolist()) == [5, 6]
+    with pytest.raises(PartyError, match="no id column 'id'"):
+        run_in_memory(2, lambda s: psi.align(s, frame_a, id_columns="id"))
+
+
+def test_align_a_dataframe_and_a_table():
+    pd = pytest.importorskip("pandas")
+    from shaper.ml.data import Table
+
+    fa = pd.DataFrame({"id": ["u1", "u2", "u3", "u4"], "x": [1.0, 2.0, 3.0, 4.0]})
+    tb = Table(np.array(["u4", "u9", "u2"]), np.array([[40.0], [90.0], [20.0]]), np.array([1, 0, 1]))
+
+    def job(session):
+        return psi.align(session, fa, id_columns="id") if session.index == 0 else psi.align(session, tb)
+
+    out_a, out_b = run_in_memory(2, job)
+    assert out_a["id"].tolist() == out_b.ids.tolist() and sorted(out_b.ids.tolist()) == ["u2", "u4"]
+    assert (out_a["x"].to_numpy() * 10 == out_b.X[:, 0]).all() and out_b.y.tolist() == [1, 1]
+
+
+def test_many_items_across_chunks(monkeypatch):
+    monkeypatch.setattr(ecdh, "CHUNK", 1000)  # several messages per direction and a ragged last chunk
+    rng = random.Random(3)
+    a = [f"id-{i}" for i in rng.sample(range(10**5), 4500)]
+    b = [f"id-{i}" for i in rng.sample(range(10**5), 3300)]
+    _check_both(a, b, *_run(a, b))
+    ra, rb = _run(a, b, cardinality_only=True)
+    assert ra.size == len(set(a) & set(b))
+
+
+def test_a_hundred_thousand_items():
+    a = [str(i) for i in range(100_000)]
+    b = [str(i) for i in range(50_000, 150_000)]
+    ra, rb = _run(a, b)
+    assert ra.size == 50_000 and sorted(int(a[i]) for i in ra.indices) == list(range(50_000, 100_000))
+    assert [a[i] for i in ra.indices] == [b[i] for i in rb.indices]
+    assert ra.stats["bytes_sent"] < 70 * 100_000 and rb.stats["bytes_sent"] < 70 * 100_000
+
+
+def test_invalid_points_from_the_peer_are_refused():
+    def job(session):
+        if session.index == 0:
+            return psi.intersect(session, ["a", "b"], to=0)  # party 0 is R: party 1 re-blinds its points
+        session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 2,
+                             "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
+        session.send(0, os.urandom(64), "psi-a")  # not points
+        session.recv_bytes(0, "psi-a")
+        return None
+
+    with pytest.raises(PartyError, match="invalid point|point 0 is not a valid"):
+        run_in_memory(2, job)
+
+
+def test_a_wrong_length_and_a_dead_peer_end_in_clear_errors():
+    def short(session):
+        if session.index == 0:
+            return psi.intersect(session, ["a", "b", "c"], to=0)
+        session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 3,
+                             "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
+        session.send(0, b"\x00" * 32, "psi-a")  # one point where three were announced
+        session.recv_bytes(0, "psi-a")
+        return None
+
+    with pytest.raises(PartyError, match="sent 32 bytes of blinded points, expected 96"):
+        run_in_memory(2, short)
+
+    def dies(session):
+        if session.index == 1:
+            raise RuntimeError("killed")
+        return psi.intersect(session, ["a"])
+
+    with pytest.raises(PartyError, match="killed"):
+        run_in_memory(2, dies)
+
+
+def _process_job(session, ids):
+    result = psi.intersect(session, ids[session.index])
+    return [ids[session.index][i] for i in result.indices]
+
+
+def test_two_processes_over_tls():
+    ids = ([f"m{i}" for i in range(0, 3000, 3)], [f"m{i}" for i in range(0, 3000, 2)])
+    a, b = launch(2, _process_job, ids, timeout=120)
+    assert a == b and set(a) == {f"m{i}" for i in range(0, 3000, 6)}
