@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from shaper.cli import main
 from shaper.crypto.serialization import load_key
 
@@ -38,19 +40,20 @@ def test_he_demo_with_ou(tmp_path):
     assert main(["demo-he", "--scheme", "ou", "--bits", "768", "--rows", "30", "--cols", "10", "--density", "0.3"]) == 0
 
 
-def _two_hosts(tmp_path, *extra):
+def _two_hosts(tmp_path, *extra, rows=(range(200), range(200))):
     """Run `shaper lr train` for a bank (host) and a shop (guest) on the breast-cancer values as
-    published (200 rows, 4 + 4 columns, ids aligned); returns [(exit code, stdout, stderr)]."""
+    published (4 + 4 columns; by default 200 rows, ids aligned; ``rows``: each party's rows of
+    the data, in its file's order); returns [(exit code, stdout, stderr)]."""
     import socket
 
     import pandas as pd
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
-    X = X[:200, :8]
-    ids = [f"c{i}" for i in range(200)]
-    pd.DataFrame({"id": ids, **{f"h{j}": X[:, j] for j in range(4)}}).to_csv(tmp_path / "host.csv", index=False)
-    pd.DataFrame({"id": ids, **{f"g{j}": X[:, 4 + j] for j in range(4)}, "label": y[:200]}).to_csv(
+    ids = np.array([f"c{i}" for i in range(len(y))])
+    h, g = (np.asarray(list(r)) for r in rows)
+    pd.DataFrame({"id": ids[h], **{f"h{j}": X[h, j] for j in range(4)}}).to_csv(tmp_path / "host.csv", index=False)
+    pd.DataFrame({"id": ids[g], **{f"g{j}": X[g, 4 + j] for j in range(4)}, "label": y[g]}).to_csv(
         tmp_path / "guest.csv", index=False)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -75,8 +78,6 @@ def _two_hosts(tmp_path, *extra):
 
 def test_lr_train_on_two_hosts_from_csv_as_published(tmp_path):
     """Unscaled columns, default learning rate: both train; each reports what it may know."""
-    import numpy as np
-
     (code_h, out_h, err_h), (code_g, out_g, err_g) = _two_hosts(tmp_path)
     assert code_h == 0 and code_g == 0, (err_h, err_g)
     assert np.load(tmp_path / "bank.npz")["coef"].shape == (4,)
@@ -98,6 +99,57 @@ def test_lr_train_with_a_diverging_learning_rate_fails_at_both_hosts(tmp_path):
         assert line.startswith("shaper lr train: error: ") and "makes training diverge" in line
         assert "learning_rate='auto'" in line
     assert not (tmp_path / "bank.npz").exists() and not (tmp_path / "shop.npz").exists()
+
+
+def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path):
+    """Two files whose ids overlap by 80 %, each in its own order: --align ecdh trains the model
+    that training on the intersection aligned beforehand (sorted by id) trains, to the bit."""
+    import random
+
+    rng = random.Random(5)
+    shared = rng.sample(range(569), 200)
+    others = [i for i in range(569) if i not in set(shared)]
+    host = shared + others[:50]
+    guest = shared + others[50:100]
+    rng.shuffle(host)
+    rng.shuffle(guest)
+    seed = ["--seed", "ab" * 32]
+    results = _two_hosts(tmp_path, "--align", "ecdh", *seed, rows=(host, guest))
+    assert all(code == 0 for code, _, _ in results), results
+    for _, out, _ in results:
+        assert "training rows aligned by PSI (ecdh): 200 of 250 ids are shared" in out
+    aligned = [np.load(tmp_path / name) for name in ("bank.npz", "shop.npz")]
+    inter = sorted(shared, key=lambda i: f"c{i}")
+    (tmp_path / "pre").mkdir()
+    assert all(code == 0 for code, _, _ in _two_hosts(tmp_path / "pre", *seed, rows=(inter, inter)))
+    plain = [np.load(tmp_path / "pre" / name) for name in ("bank.npz", "shop.npz")]
+    np.testing.assert_array_equal(aligned[0]["coef"], plain[0]["coef"])
+    np.testing.assert_array_equal(aligned[1]["coef"], plain[1]["coef"])
+    np.testing.assert_array_equal(aligned[1]["intercept"], plain[1]["intercept"])
+
+
+def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    base = sock.getsockname()[1]
+    sock.close()
+    assert main(["certs", "--parties", "a", "b", "--out", str(tmp_path / "certs"),
+                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+    (tmp_path / "a.csv").write_text("email,region\n" + "".join(f" U{i}@x.org ,r{i % 3}\n" for i in range(0, 60, 2)))
+    (tmp_path / "b.csv").write_text("email,score\n" + "".join(f"u{i}@x.org,{i}\n" for i in range(0, 60, 3)))
+    procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--parties", str(tmp_path / "parties.toml"),
+                               "--me", me, "--input", str(tmp_path / f"{me}.csv"), "--id-column", "email",
+                               "--strip", "--casefold", "--output", str(tmp_path / f"{me}.out.csv")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("a", "b")]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    a = (tmp_path / "a.out.csv").read_text().splitlines()
+    b = (tmp_path / "b.out.csv").read_text().splitlines()
+    assert a[0] == "email,region" and b[0] == "email,score" and len(a) == len(b) == 11  # ids 0, 6, ..., 54
+    assert [r.split(",")[0].strip().lower() for r in a[1:]] == [r.split(",")[0] for r in b[1:]]
+    assert "30 ids here, 20 at the peer; 10 in common" in outs[0][0]
 
 
 def test_keygen_writes_0600_private_key(tmp_path):

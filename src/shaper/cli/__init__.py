@@ -3,6 +3,7 @@
     shaper demo      two parties train a logistic regression on split data (the flagship job)
     shaper demo-he   a tour of the additive-HE engine (sparse X @ Enc(w), packing), checked
     shaper lr train  one party of a vertical logistic regression on real hosts
+    shaper psi       one party of a private set intersection (aligns rows with a peer)
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
     shaper circuit run FILE --local 3 --inputs HEX...   a Bristol Fashion circuit in 3PC
@@ -21,10 +22,10 @@ import os
 import sys
 
 from .. import __version__
-from . import circuit, demo, info, keys, lr
+from . import circuit, demo, info, keys, lr, psi
 from .common import error_line
 
-GROUPS = (demo, lr, keys, circuit, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, psi, keys, circuit, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import traceback
 from typing import Any, Callable
 
@@ -67,3 +68,24 @@ def learning_rate(text: str) -> float | str:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"the learning rate must be positive, got {text}")
     return value
+
+
+def abort_job(args: argparse.Namespace, problem: BaseException) -> None:
+    """Print ``problem`` now, then join the job only to abort it, so the peers learn the reason
+    at once. Peers that cannot be reached within the connect timeout (or a parties file that
+    cannot be used) are not told; they stop at their own connect timeout."""
+    from ..net import Session, load_parties
+
+    line = error_line(args.prog, problem)
+    try:
+        wait = load_parties(args.parties).config.connect_timeout
+    except EXPECTED_ERRORS:
+        print(line, file=sys.stderr)
+        return
+    print(f"{line} [telling the other parties; waiting up to {wait:.0f} s for them, Ctrl-C to skip]",
+          file=sys.stderr, flush=True)
+    try:
+        session = Session.from_config(args.parties, me=args.me, key=args.key)
+    except (KeyboardInterrupt, *EXPECTED_ERRORS):
+        return
+    session.abort(str(problem).splitlines()[0] if str(problem) else type(problem).__name__)

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from .common import EXPECTED_ERRORS, HelpFormatter, command, error_line, learning_rate
+from .common import EXPECTED_ERRORS, HelpFormatter, abort_job, command, learning_rate
 
 # The estimator's own defaults (LRParams; a test keeps them equal), written out so that building
 # the parser does not import the ML stack.
@@ -34,7 +34,11 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--me", required=True, metavar="NAME", help="this party's name in the parties file")
     train.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
     train.add_argument("--data", required=True, metavar="FILE",
-                       help="CSV, Parquet or LibSVM file with an id column; rows aligned with the peer's")
+                       help="CSV, Parquet or LibSVM file with an id column; rows aligned with the peer's "
+                            "unless --align")
+    train.add_argument("--align", choices=["ecdh"], metavar="PROTOCOL",
+                       help="first find the ids both parties hold by private set intersection (ecdh) and train "
+                            "on those rows only, in a common order (docs/psi.md)")
     train.add_argument("--id-column", default="id", metavar="NAME", help="column holding the row ids")
     train.add_argument("--label-column", metavar="NAME", help="column holding the 0/1 labels (guest only)")
     train.add_argument("--validation", metavar="FILE",
@@ -52,6 +56,8 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint both parties have")
     train.add_argument("--events", metavar="PATH", help="append progress events as JSON lines")
     train.add_argument("--out", default="weights.npz", metavar="PATH", help="where to write this party's own weights")
+    # 64 hex digits: reproducible masks and shuffles, for tests only (it makes the masks predictable)
+    train.add_argument("--seed", type=bytes.fromhex, help=argparse.SUPPRESS)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -61,9 +67,11 @@ def run_train(args: argparse.Namespace) -> int:
     try:
         table, validation, model, events = _check_inputs(args)
     except EXPECTED_ERRORS as exc:
-        _abort_job(args, exc)
+        abort_job(args, exc)
         return 2
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        if args.align:
+            table, validation = _align(args, session, table, validation)
         check_aligned(session, table.ids)
         if validation is not None:
             check_aligned(session, validation.ids)
@@ -72,6 +80,23 @@ def run_train(args: argparse.Namespace) -> int:
         _report(args, model)
         print(session.stats.table(f"traffic of {args.me}"))
     return 0
+
+
+def _align(args: argparse.Namespace, session: Any, table: Any, validation: Any) -> tuple[Any, Any]:
+    """The rows of the training (and validation) ids both parties hold, in a common order."""
+    from ..protocols import psi
+
+    out = []
+    for name, t in (("training", table), ("validation", validation)):
+        if t is None:
+            continue
+        aligned = psi.align(session, t, protocol=args.align)
+        print(f"{args.me} ({args.role}): {name} rows aligned by PSI ({args.align}): {aligned.rows:,} of "
+              f"{t.rows:,} ids are shared with the peer", flush=True)
+        if aligned.rows == 0:
+            raise ConfigError(f"the parties share no {name} ids: nothing to train on")
+        out.append(aligned)
+    return out[0], (out[1] if validation is not None else None)
 
 
 def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, validation: Any, events: Any) -> None:
@@ -124,7 +149,8 @@ def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
         raise ConfigError("the host has no labels: drop --label-column")
     model = VerticalLogisticRegression(epochs=args.epochs, batch_size=args.batch_size,
                                        learning_rate=args.learning_rate, key_bits=args.key_bits, scheme=args.scheme,
-                                       layout=args.layout, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
+                                       layout=args.layout, checkpoint_dir=args.checkpoint_dir, resume=args.resume,
+                                       seed=args.seed)
     table = read_table(args.data, id_column=args.id_column, label_column=args.label_column)
     validation = None
     if args.validation:
@@ -134,27 +160,6 @@ def _check_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
                               f"{args.data} has {table.X.shape[1]}")
     events = jsonl_writer(args.events) if args.events else None
     return table, validation, model, events
-
-
-def _abort_job(args: argparse.Namespace, problem: BaseException) -> None:
-    """Print ``problem`` now, then join the job only to abort it, so the peers learn the reason
-    at once. Peers that cannot be reached within the connect timeout (or a parties file that
-    cannot be used) are not told; they stop at their own connect timeout."""
-    from ..net import Session, load_parties
-
-    line = error_line(args.prog, problem)
-    try:
-        wait = load_parties(args.parties).config.connect_timeout
-    except EXPECTED_ERRORS:
-        print(line, file=sys.stderr)
-        return
-    print(f"{line} [telling the other parties; waiting up to {wait:.0f} s for them, Ctrl-C to skip]",
-          file=sys.stderr, flush=True)
-    try:
-        session = Session.from_config(args.parties, me=args.me, key=args.key)
-    except (KeyboardInterrupt, *EXPECTED_ERRORS):
-        return
-    session.abort(str(problem).splitlines()[0] if str(problem) else type(problem).__name__)
 
 
 def _save_weights(path: str, model: Any) -> None:

@@ -3,7 +3,7 @@ vertical job needs first.
 
     result = intersect(session, ids)                   # ECDH on Ristretto255 (the default)
     rows = result.indices                              # my rows of the intersection, common order
-    frame = align(session, frame, id_columns=["id"])   # my rows of the intersection, same order
+    frame = align(session, frame, id_columns=["id"])   # my rows of the intersection, sorted by id
 
 Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH). Output to both
 parties (in one common order), to one named party, or the intersection's size only. Ids are
@@ -27,7 +27,7 @@ PROTOCOLS = ("ecdh",)
 
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
               cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
-              columns: int = 1, progress: Callable[[dict], None] | None = None) -> PsiResult:
+              columns: int = 1, order: str = "protocol", progress: Callable[[dict], None] | None = None) -> PsiResult:
     """The intersection of this party's ``ids`` with the peer's.
 
     ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key.
@@ -35,9 +35,14 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     the one party that learns. ``cardinality_only``: the party (or parties) told learn only the
     size. ``strip``/``casefold``: id normalisation (both parties must choose the same).
     ``duplicates``: "error" (refuse a repeated id, naming it) or "first" (use its first row).
+    ``order`` of the rows: "protocol" (by doubly blinded value, an order neither party chose) or
+    "id" (by normalised id: both parties know the shared ids, so this reveals nothing, and a
+    rerun gives the same order).
     Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    if order not in ("protocol", "id"):
+        raise ConfigError(f"order must be 'protocol' or 'id', got {order!r}")
     peer = _peer(session, peer)
     norm = Normalise(strip=strip, casefold=casefold)
     encoded = encode(ids, norm, columns=columns)
@@ -46,34 +51,37 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
                             progress=progress, settings=f"{norm.describe()}, columns={columns}")
     if result.indices is not None:
-        result.indices = keep[result.indices]
+        at = result.indices
+        if order == "id" and len(at):
+            at = at[np.argsort(np.array([unique[i] for i in at], dtype=object), kind="stable")]
+        result.indices = keep[at]
     return result
 
 
 def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None, *, peer: Any = None,
           protocol: str = "ecdh", strip: bool = False, casefold: bool = False, duplicates: str = "error",
           progress: Callable[[dict], None] | None = None) -> Any:
-    """This party's rows of ``data`` whose ids the peer also holds, in an order both share.
+    """This party's rows of ``data`` whose ids the peer also holds, sorted by id (an order both
+    share).
 
     ``data``: a pandas DataFrame or a dict of equal-length columns (``id_columns`` names the key
     columns), a :class:`shaper.ml.data.Table` (its ids), or a sequence of ids (then the result
     is the row positions). Both parties call it together with the same options."""
     from ...ml.data import Table
 
+    options = {"peer": peer, "protocol": protocol, "strip": strip, "casefold": casefold, "duplicates": duplicates,
+               "progress": progress, "order": "id"}
     if isinstance(data, Table):
-        rows = intersect(session, data.ids.tolist(), peer=peer, protocol=protocol, strip=strip, casefold=casefold,
-                         duplicates=duplicates, progress=progress).indices
+        rows = intersect(session, data.ids.tolist(), **options).indices
         return Table(data.ids[rows], data.X[rows], None if data.y is None else data.y[rows], data.feature_names)
     if id_columns is None:
-        return intersect(session, data, peer=peer, protocol=protocol, strip=strip, casefold=casefold,
-                         duplicates=duplicates, progress=progress).indices
+        return intersect(session, data, **options).indices
     names = [id_columns] if isinstance(id_columns, str) else list(id_columns)
     if not names:
         raise ConfigError("id_columns names no column")
     columns = _columns(data, names)
     ids = columns[0] if len(names) == 1 else list(zip(*columns))
-    rows = intersect(session, ids, peer=peer, protocol=protocol, strip=strip, casefold=casefold,
-                     duplicates=duplicates, columns=len(names), progress=progress).indices
+    rows = intersect(session, ids, columns=len(names), **options).indices
     if hasattr(data, "iloc"):
         return data.iloc[rows]
     return {name: np.asarray(values)[rows] for name, values in data.items()}
