@@ -22,6 +22,11 @@ def test_lr_demo_quick_run(tmp_path):
     summary = json.loads(out.read_text())
     assert code == 0 and abs(summary["auc"] - summary["sklearn_auc"]) <= 0.01
     assert summary["bytes"] > 0 and summary["seconds"] > 0 and summary["crypto_operations"]["encryptions"] > 0
+    from shaper.demos.lr import dataset, psi_available
+
+    shared = len(dataset()["shared"])
+    assert summary["rows_aligned"] == shared < min(summary["rows_held"].values())  # partly different patients
+    assert summary["rows_held"]["host"] > shared or not psi_available()
     assert report.read_text().count("<polyline") == 2
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
     assert kinds.count("epoch") == 10 and kinds[-1] == "done"

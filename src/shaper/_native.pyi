@@ -98,3 +98,15 @@ class KeyStream:
         """True when this CPU has VAES and AVX-512."""
     def words(self, count: int) -> U64:
         """The next ``count`` 64-bit words of the stream."""
+
+class RistrettoKey:
+    """A secret blinding scalar of Ristretto255 (ECDH PSI, ``shaper.protocols.psi.ecdh``)."""
+
+    def __init__(self, wide: bytes) -> None: ...  # 64 bytes of os.urandom
+    @staticmethod
+    def from_bytes(raw: bytes) -> RistrettoKey: ...
+    def to_bytes(self) -> bytes: ...
+    def hash_blind(self, data: bytes, offsets: npt.NDArray[np.uint64]) -> bytes:
+        """k * H(item) for the items data[offsets[i]:offsets[i+1]], 32 bytes each."""
+    def blind(self, points: bytes) -> bytes:
+        """k * P for each 32-byte encoding; ValueError names the first invalid one."""
