@@ -1,0 +1,156 @@
+#!/usr/bin/env python
+"""Private set intersection, shaper's ECDH (Ristretto255) against openmined-psi, side by side.
+
+Each set size n: two CSV files of n ids each (50 % shared, each file in its own random order,
+one payload column). shaper runs both roles as separate processes over loopback TLS 1.3: each
+reads its CSV, runs PSI with output to both parties and writes its aligned rows to a CSV; the
+time is end to end (process start, TLS handshake, reading, protocol, writing). openmined-psi
+(PyPI ``openmined-psi``, P-256, GCS filter at false-positive rate 1e-9, output to the client)
+runs both roles in one process, single-threaded, as its Python API does; its time covers the
+protocol only (setup, request, response, intersection) on ids already in memory. Peak RSS is
+per party (per process for openmined-psi, measured in a fresh subprocess).
+
+  python benchmarks/psi.py --sizes 12 16 20 --json benchmarks/results/psi.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
+    """Two CSVs of n ids with n/2 in common; returns the shared ids."""
+    rng = np.random.default_rng(seed)
+    pool = rng.permutation(2 * n)[: n + n // 2]
+    a_ids, b_ids = pool[:n], np.concatenate([pool[: n // 2], pool[n:]])
+    for name, ids in (("a", a_ids), ("b", b_ids)):
+        order = rng.permutation(len(ids))
+        with open(folder / f"{name}.csv", "w") as fh:
+            fh.write("customer,value\n")
+            fh.writelines(f"cust-{i:09d},{v}\n" for i, v in zip(ids[order], rng.integers(0, 1000, len(ids))))
+    return {f"cust-{i:09d}" for i in pool[: n // 2]}
+
+
+def _shaper_party(session, folder: str) -> dict:
+    from shaper.cli.psi import read_rows, write_rows
+    from shaper.protocols import psi
+
+    t0 = time.perf_counter()
+    me = "a" if session.index == 0 else "b"
+    header, rows = read_rows(Path(folder) / f"{me}.csv")
+    t_read = time.perf_counter() - t0
+    result = psi.intersect(session, [r[0] for r in rows], order="id")
+    t1 = time.perf_counter()
+    write_rows(Path(folder) / f"{me}.out.csv", header, [rows[i] for i in result.indices])
+    t_write = time.perf_counter() - t1
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"read_s": round(t_read, 3), "protocol_s": result.stats["seconds"], "write_s": round(t_write, 3),
+            "bytes_sent": result.stats["bytes_sent"], "size": result.size,
+            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def run_shaper(n: int, folder: Path, shared: set[str]) -> dict:
+    from shaper.net import launch
+
+    t0 = time.perf_counter()
+    a, b = launch(2, _shaper_party, str(folder), timeout=3600)
+    seconds = time.perf_counter() - t0
+    out = [(folder / f"{m}.out.csv").read_text().splitlines()[1:] for m in ("a", "b")]
+    ids = [[line.split(",")[0] for line in o] for o in out]
+    assert ids[0] == ids[1] and set(ids[0]) == shared, "shaper's intersection is wrong"
+    return {"seconds": round(seconds, 2), "bytes_per_item_per_party": [round(p["bytes_sent"] / n, 1) for p in (a, b)],
+            "peak_rss_mib": [a["peak_rss_mib"], b["peak_rss_mib"]],
+            "protocol_seconds": [a["protocol_s"], b["protocol_s"]], "read_seconds": [a["read_s"], b["read_s"]],
+            "write_seconds": [a["write_s"], b["write_s"]], "intersection": a["size"]}
+
+
+OPENMINED = r"""
+import json, resource, sys, time
+import private_set_intersection.python as psi
+n = int(sys.argv[1]); folder = sys.argv[2]
+def ids(name):
+    with open(f"{folder}/{name}.csv") as fh:
+        next(fh)
+        return [line.split(",", 1)[0] for line in fh]
+client_items, server_items = ids("a"), ids("b")
+t0 = time.perf_counter()
+client = psi.client.CreateWithNewKey(True)
+server = psi.server.CreateWithNewKey(True)
+setup = server.CreateSetupMessage(1e-9, len(client_items), server_items, psi.DataStructure.GCS)
+t1 = time.perf_counter()
+request = client.CreateRequest(client_items)
+t2 = time.perf_counter()
+response = server.ProcessRequest(request)
+t3 = time.perf_counter()
+found = client.GetIntersection(setup, response)
+t4 = time.perf_counter()
+print(json.dumps({"seconds": round(t4 - t0, 2), "setup_s": round(t1 - t0, 2), "request_s": round(t2 - t1, 2),
+                  "process_s": round(t3 - t2, 2), "intersect_s": round(t4 - t3, 2), "size": len(found),
+                  "bytes": {"setup": setup.ByteSize(), "request": request.ByteSize(), "response": response.ByteSize()},
+                  "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
+
+
+def run_openmined(n: int, folder: Path, shared: set[str]) -> dict | None:
+    try:
+        import private_set_intersection.python  # noqa: F401
+    except ImportError:
+        return None
+    proc = subprocess.run([sys.executable, "-c", OPENMINED, str(n), str(folder)], capture_output=True, text=True,
+                          timeout=7200)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr)
+    out = json.loads(proc.stdout)
+    assert abs(out["size"] - len(shared)) <= max(1, n * 1e-6), "openmined-psi's intersection is wrong"
+    b = out["bytes"]
+    out["bytes_per_item"] = {"client (request)": round(b["request"] / n, 1),
+                             "server (setup + response)": round((b["setup"] + b["response"]) / n, 1)}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[12, 16], help="log2 of the set sizes")
+    ap.add_argument("--no-openmined", action="store_true")
+    ap.add_argument("--openmined-max", type=int, default=20, help="largest log2 size to run openmined-psi at")
+    ap.add_argument("--json", metavar="PATH")
+    args = ap.parse_args()
+    rows = []
+    for log_n in args.sizes:
+        n = 1 << log_n
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            shared = make_files(n, folder)
+            row = {"items": f"2^{log_n}", "n": n, "overlap": 0.5, "shaper_ecdh": run_shaper(n, folder, shared)}
+            if not args.no_openmined and log_n <= args.openmined_max:
+                row["openmined_psi"] = run_openmined(n, folder, shared)
+            om = row.get("openmined_psi")
+            if om:
+                row["speedup"] = round(om["seconds"] / row["shaper_ecdh"]["seconds"], 2)
+        rows.append(row)
+        s = row["shaper_ecdh"]
+        print(f"2^{log_n}: shaper {s['seconds']:.2f} s end to end, {s['bytes_per_item_per_party']} B/item, "
+              f"RSS {s['peak_rss_mib']} MiB" + (f" | openmined-psi {om['seconds']:.2f} s (protocol only), "
+                                               f"x{row['speedup']}" if om else ""), flush=True)
+    meta = {"machine": platform.machine(), "processor": platform.processor(), "cores": os.cpu_count(),
+            "python": platform.python_version(), "transport": "shaper: loopback TLS 1.3, 2 processes",
+            "openmined": "openmined-psi (PyPI), both roles in one process, P-256, GCS fpr 1e-9"}
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
