@@ -195,3 +195,84 @@ def test_two_processes_over_tls():
     ids = ([f"m{i}" for i in range(0, 3000, 3)], [f"m{i}" for i in range(0, 3000, 2)])
     a, b = launch(2, _process_job, ids, timeout=120)
     assert a == b and set(a) == {f"m{i}" for i in range(0, 3000, 6)}
+
+
+# -- Freedman-Nissim-Pinkas with Paillier ----------------------------------------------------------
+FNP = {"protocol": "fnp", "to": 0, "key_bits": 768}
+
+
+def test_fnp_intersection_cardinality_and_labels_against_python_sets():
+    a, b = [f"c{i}" for i in range(0, 90, 2)], [f"c{i}" for i in range(0, 90, 3)]
+    expected = set(a) & set(b)
+    ra, rb = _run(a, b, **FNP)
+    assert {a[i] for i in ra.indices} == expected and ra.size == len(expected) and ra.peer_size == len(b)
+    assert rb.indices is None and rb.size is None and rb.peer_size == len(a)
+    ra, _ = _run(a, b, **FNP, cardinality_only=True)
+    assert ra.indices is None and ra.size == len(expected)
+
+    def labelled(session):
+        if session.index == 0:
+            return psi.intersect(session, a, payload_bytes=12, **FNP)
+        return psi.intersect(session, b, payload_bytes=12, payloads=[f"score:{i}".encode() for i in range(len(b))],
+                             **FNP)
+
+    ra, _ = run_in_memory(2, labelled)
+    got = {a[i]: p.rstrip(b"\0").decode() for i, p in zip(ra.indices, ra.stats["payloads"])}
+    assert got == {x: f"score:{b.index(x)}" for x in expected}
+
+
+@pytest.mark.parametrize("case", ["empty and non-empty", "disjoint", "equal", "one element each, shared"])
+def test_fnp_adversarial_sets(case):
+    a, b = CASES[case]
+    for learner in (0, 1):
+        ra, rb = _run(a, b, **{**FNP, "to": learner})
+        told, mine = (ra, a) if learner == 0 else (rb, b)
+        assert {mine[i] for i in told.indices} == set(a) & set(b)
+
+
+def test_fnp_bins_beyond_the_poisson_bound_still_match(monkeypatch):
+    """A bin fuller than the announced degree (probability 2^-40 for a random set; forced here)
+    raises the degree to the fullest bin instead of dropping ids."""
+    from shaper.protocols.psi import fnp
+
+    monkeypatch.setattr(fnp, "bin_capacity", lambda n, bins: 1)
+    a, b = [f"k{i}" for i in range(40)], [f"k{i}" for i in range(20, 60)]
+    ra, _ = _run(a, b, **FNP)
+    assert {a[i] for i in ra.indices} == set(a) & set(b)
+
+
+def test_fnp_bounds_and_refusals():
+    from shaper.protocols.psi import fnp
+
+    assert [fnp.bin_capacity(1 << k, fnp.bin_count(1 << k)) for k in (12, 16, 20)] == [22, 23, 24]
+    assert fnp.hash_bits(1 << 16, 1 << 16) == 72 and fnp.hash_bits(10, 10) == 64
+    with pytest.raises(PartyError, match="FNP gives its result to one party"):
+        _run(["a"], ["a"], protocol="fnp")
+    with pytest.raises(PartyError, match="peer runs PSI protocol"):
+        run_in_memory(2, lambda s: psi.intersect(s, ["a"], **(FNP if s.index else {"to": 0})))
+    with pytest.raises(PartyError, match="at most 87 payload bytes"):
+        _run(["a"], ["a"], **FNP, payload_bytes=200)
+
+    def bad_degree(session):
+        if session.index == 0:
+            session.exchange(1, {"version": fnp.VERSION, "to": "party0", "cardinality_only": False, "n": 1,
+                                 "chunk": fnp.BINS_PER_MESSAGE, "settings": "strip=False, casefold=False, columns=1, "
+                                 "mode=intersection, payload_bytes=0, key_bits=768"}, "psi-hello")
+            session.send(1, {"public_key": "00", "degree": 5}, "fnp-key")
+            return None
+        return psi.intersect(session, ["a"], **FNP)
+
+    with pytest.raises(PartyError, match="malformed key message"):
+        run_in_memory(2, bad_degree)
+
+
+def test_fnp_coefficients_have_the_roots():
+    from shaper.protocols.psi import fnp
+
+    roots = np.array([[3, 5, 7], [2, 2, 11]], dtype=object)
+    coef = fnp.coefficients(roots, 1_000_003)
+    for b in range(2):
+        for r in roots[b]:
+            value = (pow(int(r), 3, 1_000_003) + sum(int(c) * pow(int(r), k, 1_000_003) for k, c in enumerate(coef[b])))
+            assert value % 1_000_003 == 0
+        assert (pow(4, 3) + sum(int(c) * 4 ** k for k, c in enumerate(coef[b]))) % 1_000_003 != 0

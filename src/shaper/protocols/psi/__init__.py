@@ -5,8 +5,10 @@ vertical job needs first.
     rows = result.indices                              # my rows of the intersection, common order
     frame = align(session, frame, id_columns=["id"])   # my rows of the intersection, sorted by id
 
-Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH). Output to both
-parties (in one common order), to one named party, or the intersection's size only. Ids are
+Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
+parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
+(:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier, the seed paper's protocol): output to one
+party, its size only, or labelled (the other party's payload for each match). Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
 :mod:`.ecdh` and ``docs/psi.md``.
 """
@@ -18,16 +20,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...errors import ConfigError
-from . import ecdh
+from . import ecdh, fnp
 from .ecdh import PsiResult
 from .items import Normalise, PackedItems, check_unique, encode
 
-PROTOCOLS = ("ecdh",)
+PROTOCOLS = ("ecdh", "fnp")
 
 
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
               cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
-              columns: int = 1, order: str = "protocol", progress: Callable[[dict], None] | None = None) -> PsiResult:
+              columns: int = 1, order: str = "protocol", payloads: Sequence[bytes] | None = None,
+              payload_bytes: int = 0, key_bits: int = 2048,
+              progress: Callable[[dict], None] | None = None) -> PsiResult:
     """The intersection of this party's ``ids`` with the peer's.
 
     ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key.
@@ -38,6 +42,10 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     ``order`` of the rows: "protocol" (by doubly blinded value, an order neither party chose) or
     "id" (by normalised id: both parties know the shared ids, so this reveals nothing, and a
     rerun gives the same order).
+    ``protocol="fnp"`` (Freedman–Nissim–Pinkas with Paillier of ``key_bits``): ``to`` names the
+    client, the one party that learns; with ``payload_bytes`` > 0 it is labelled PSI: the other
+    party passes ``payloads`` (bytes per id, at most ``payload_bytes`` each) and the client finds
+    the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
     Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -48,8 +56,21 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     encoded = encode(ids, norm, columns=columns)
     keep = check_unique(encoded, duplicates, shown=ids)
     unique = encoded if len(keep) == len(encoded) else [encoded[i] for i in keep]
-    result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
-                            progress=progress, settings=f"{norm.describe()}, columns={columns}")
+    settings = f"{norm.describe()}, columns={columns}"
+    if protocol == "ecdh":
+        if payload_bytes or payloads is not None:
+            raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
+        result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
+                                progress=progress, settings=settings)
+    else:
+        if to == "both":
+            raise ConfigError("FNP gives its result to one party: pass to=<the party that learns>")
+        mode = "cardinality" if cardinality_only else "labelled" if payload_bytes else "intersection"
+        if payloads is not None and len(keep) != len(encoded):
+            payloads = [payloads[i] for i in keep]
+        result = fnp.intersect(session, peer, PackedItems.pack(unique), client=to, mode=mode,
+                               payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,
+                               key_bits=key_bits, progress=progress, settings=settings)
     if result.indices is not None:
         at = result.indices
         if order == "id" and len(at):

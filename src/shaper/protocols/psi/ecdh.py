@@ -214,9 +214,9 @@ def _learner(session: Any, to: Any) -> int | None:
 
 
 def _check_hello(mine: dict, theirs: Any) -> None:
-    if not isinstance(theirs, dict) or theirs.get("version") != VERSION:
+    if not isinstance(theirs, dict) or theirs.get("version") != mine["version"]:
         got = theirs.get("version") if isinstance(theirs, dict) else theirs
-        raise ConfigError(f"the peer runs PSI protocol {got!r}, this party {VERSION!r}")
+        raise ConfigError(f"the peer runs PSI protocol {got!r}, this party {mine['version']!r}")
     for name in ("to", "cardinality_only", "chunk", "settings"):
         if theirs.get(name) != mine[name]:
             raise ConfigError(f"the parties disagree on {name}: this party {mine[name]!r}, the peer {theirs.get(name)!r}")

@@ -1,0 +1,235 @@
+"""Freedman–Nissim–Pinkas PSI with Paillier (Eurocrypt 2004; the seed paper's case study, San
+et al. 2016), with simple hashing into bins.
+
+**Protocol.** The client C (the party that learns) makes a Paillier key pair and hashes each of
+its ids to an l-bit value h(x), l = max(64, 40 + log2(n_C n_S)) rounded up to bytes, and to a bin
+of B = ceil(n_C / 2). Per bin it builds the monic polynomial P_b of degree L whose roots are the
+bin's h(x), padded with dummy roots of l + 1 bits (never equal to a hash), and sends the
+encrypted coefficients Enc(alpha_0..alpha_{L-1}), bin by bin. The server S evaluates, for each
+of its ids y, the polynomial of y's bin at h(y) by Horner's rule on the batched kernels
+(``acc = acc^h(y) * Enc(alpha_u)``; the first step is a plaintext addition), then forms
+
+    Enc(r P(h(y)) + h(y))      (intersection)
+    Enc(r P(h(y)) + h(y) + payload 2^l)      (labelled: S's payload bytes for y)
+    Enc(r P(h(y)))      (cardinality only)
+
+with r uniform in Z_n (a fresh full-length r per y: a short r would let C test guesses), adds a
+fresh encryption of zero (C knows the randomness of its coefficients), shuffles all n_S results
+with a CSPRNG permutation and returns them. C decrypts: a value whose low l bits are one of its
+hashes (and whose high part is the payload) marks a shared id; anything else is uniform in Z_n.
+
+**Bins.** L is the smallest load that a Poisson(n_C / B) bin exceeds with probability at most
+2^-40 / B (so no bin of a random set overflows except with probability 2^-40: L = 22, 23, 24
+at 2^12, 2^16, 2^20). C announces L; in the 2^-40 event that a bin still holds more, C raises
+L to that load (S learns the largest bin load of C's hashes, nothing about which ids).
+
+**Security** (semi-honest, Paillier's DCR assumption). C learns the intersection (or its size,
+or the matched payloads) and n_S; S learns n_C and L. Two different ids share an l-bit hash
+with probability below n_C n_S 2^-l <= 2^-40. Costs per item: C encrypts about L/2 + 1
+coefficients and decrypts one result; S runs L - 1 exponentiations with l-bit exponents, one
+with a full-length exponent and one re-randomisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ...arrays import ints_from_bytes, ints_to_bytes, object_array
+from ...errors import ConfigError, FrameError
+from .ecdh import PsiResult, _check_hello, _stats
+from .items import PackedItems
+
+VERSION = "shaper-psi/fnp-paillier/1"
+DOMAIN = b"shaper/psi/fnp/v1\0"
+SIGMA = 40  # statistical security of hashing and bins
+BINS_PER_MESSAGE = 256
+RESULTS_PER_MESSAGE = 4096
+MAX_LOAD = 256  # a bin degree beyond this is refused (a malformed announcement, not a random set)
+
+
+def hash_bits(n_client: int, n_server: int) -> int:
+    """l: at least 40 + log2(n_C n_S) bits, at least 64, whole bytes."""
+    need = SIGMA + math.ceil(math.log2(max(1, n_client) * max(1, n_server)))
+    return 8 * math.ceil(max(64, need) / 8)
+
+
+def bin_count(n_client: int) -> int:
+    return max(1, math.ceil(n_client / 2))
+
+
+def bin_capacity(n_client: int, bins: int) -> int:
+    """The smallest L with bins * P(Poisson(n_C / bins) > L) <= 2^-40."""
+    from scipy.stats import poisson
+
+    mean = n_client / bins
+    load = max(1, math.ceil(mean))
+    while bins * poisson.sf(load, mean) > 2.0 ** -SIGMA:
+        load += 1
+    return load
+
+
+def digests(items: PackedItems, bits: int, bins: int) -> tuple[list[int], np.ndarray]:
+    """(h(x) of ``bits`` bits, bin of x) for every item."""
+    hashes, where = [], np.empty(len(items), dtype=np.int64)
+    mask = (1 << bits) - 1
+    data, offsets = items.data, items.offsets
+    for i in range(len(items)):
+        d = hashlib.sha256(DOMAIN + data[int(offsets[i]):int(offsets[i + 1])]).digest()
+        hashes.append(int.from_bytes(d[:16], "little") & mask)
+        where[i] = int.from_bytes(d[16:24], "little") % bins
+    return hashes, where
+
+
+def coefficients(roots: np.ndarray, modulus: int) -> np.ndarray:
+    """Rows of the monic polynomials prod_j (t - roots[b, j]) mod ``modulus``: (bins, L) object
+    array of alpha_0..alpha_{L-1} (alpha_L = 1 is implicit). Vectorised over the bins."""
+    bins, degree = roots.shape
+    coef = np.zeros((bins, degree + 1), dtype=object)
+    coef[:, 0] = 1  # coef[:, k] is the coefficient of t^k of the product so far
+    for j in range(degree):
+        r = roots[:, j]
+        shifted = np.zeros_like(coef)
+        shifted[:, 1:] = coef[:, :-1]  # t * poly
+        coef = (shifted - coef * r[:, None]) % modulus
+    return coef[:, :degree]
+
+
+def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode: str = "intersection",
+              payloads: list[bytes] | None = None, payload_bytes: int = 0, key_bits: int = 2048,
+              progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
+    """FNP between this party and ``peer``; ``client`` (name or index) learns. ``mode``:
+    "intersection", "cardinality" or "labelled" (the server passes ``payloads``, one bytes
+    value per item of at most ``payload_bytes``; the client gets them in ``stats["payloads"]``)."""
+    if mode not in ("intersection", "cardinality", "labelled"):
+        raise ConfigError(f"mode must be 'intersection', 'cardinality' or 'labelled', got {mode!r}")
+    started = time.perf_counter()
+    sent0, recv0 = session.stats.bytes_sent, session.stats.bytes_received
+    me, other = session.index, session.parties.index(session.peer_name(peer))
+    c = client if isinstance(client, int) else session.parties.index(client)
+    hello = {"version": VERSION, "to": session.parties[c], "cardinality_only": mode == "cardinality",
+             "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, mode={mode}, "
+             f"payload_bytes={payload_bytes}, key_bits={key_bits}"}
+    theirs = session.exchange(other, hello, "psi-hello")
+    _check_hello(hello, theirs)
+    n_peer = int(theirs["n"])
+    report = progress or (lambda event: None)
+    bits = hash_bits(len(items), n_peer)
+    if bits + 8 * payload_bytes + 2 > key_bits:
+        raise ConfigError(f"a {payload_bytes}-byte payload and a {bits}-bit hash do not fit a {key_bits}-bit "
+                          f"plaintext: at most {(key_bits - bits - 2) // 8} payload bytes")
+    if me == c:
+        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, report, started, sent0, recv0)
+    if mode == "labelled":
+        if payloads is None or len(payloads) != len(items):
+            raise ConfigError("labelled PSI: the server passes one payload per item")
+        if any(len(p) > payload_bytes for p in payloads):
+            raise ConfigError(f"a payload is longer than payload_bytes={payload_bytes}")
+    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, report, started, sent0, recv0)
+
+
+def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: str, payload_bytes: int,
+            key_bits: int, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
+    from ...crypto import paillier
+
+    n = len(items)
+    bits, bins = hash_bits(n, n_server), bin_count(n)
+    pk, sk = paillier.keygen(key_bits)
+    hashes, where = digests(items, bits, bins)
+    loads = np.bincount(where, minlength=bins)
+    degree = max(bin_capacity(n, bins), int(loads.max()) if n else 1)
+    session.send(other, {"public_key": pk.to_bytes().hex(), "degree": degree}, "fnp-key")
+    roots = np.empty((bins, degree), dtype=object)
+    fill = np.zeros(bins, dtype=np.int64)
+    for h, b in zip(hashes, where.tolist()):
+        roots[b, fill[b]] = h
+        fill[b] += 1
+    for b in range(bins):  # dummies: l + 1 bits, so never a hash
+        for j in range(int(fill[b]), degree):
+            roots[b, j] = (1 << bits) | secrets.randbits(bits)
+    coef = coefficients(roots, int(pk.n))
+
+    def encrypt(start: int) -> bytes:
+        block = coef[start:start + BINS_PER_MESSAGE].ravel().tolist()
+        out = ints_to_bytes([int(v) for v in sk.raw_encrypt(block)])
+        report({"event": "psi", "stage": "encrypt", "done": min(start + BINS_PER_MESSAGE, bins), "total": bins})
+        return out
+
+    session.send_pipelined(other, range(0, bins, BINS_PER_MESSAGE), encrypt, tag="fnp-coef")
+    values: list[int] = []
+    while len(values) < n_server:
+        cts = ints_from_bytes(session.recv_bytes(other, "fnp-result"))
+        if not cts or len(values) + len(cts) > n_server:
+            raise FrameError("the server returned more results than it has ids")
+        values += sk.raw_decrypt(cts)
+        report({"event": "psi", "stage": "decrypt", "done": len(values), "total": n_server})
+    stats = _stats(session, started, sent0, recv0)
+    if mode == "cardinality":
+        return PsiResult(None, sum(1 for v in values if v == 0), n_server, stats)
+    mask = (1 << bits) - 1
+    row_of = {h: i for i, h in enumerate(hashes)}
+    matched = [(row_of[v & mask], v >> bits) for v in values if (v & mask) in row_of and v >> bits < 1 << (8 * payload_bytes)]
+    matched.sort()
+    rows = np.array([r for r, _ in matched], dtype=np.int64)
+    if mode == "labelled":
+        stats["payloads"] = [p.to_bytes(payload_bytes, "little") for _, p in matched]
+    return PsiResult(rows, len(rows), n_server, stats)
+
+
+def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: str, payloads: list[bytes] | None,
+            payload_bytes: int, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
+    from ...crypto.paillier import PaillierPublicKey
+    from ...kernels import get_kernel
+
+    msg = session.recv_meta(other, "fnp-key")
+    try:
+        pk = PaillierPublicKey.from_bytes(bytes.fromhex(msg["public_key"]))
+        degree = int(msg["degree"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameError(f"the client sent a malformed key message: {exc}") from None
+    if not isinstance(pk, PaillierPublicKey) or not 1 <= degree <= MAX_LOAD:
+        raise FrameError(f"the client announced an invalid key or bin degree {degree}")
+    n, n2 = int(pk.n), int(pk.n_squared)
+    bits, bins = hash_bits(n_client, len(items)), bin_count(n_client)
+    if bits + 8 * payload_bytes + 2 > pk.bits:
+        raise FrameError("the client's key is too small for the hash and payload")
+    hashes, where = digests(items, bits, bins)
+    plain = list(hashes)
+    if mode == "labelled":
+        plain = [h + (int.from_bytes(p, "little") << bits) for h, p in zip(hashes, payloads)]
+    by_bin = np.argsort(where, kind="stable")
+    bounds = np.searchsorted(where[by_bin], np.arange(0, bins + BINS_PER_MESSAGE, BINS_PER_MESSAGE))
+    kernel = get_kernel()
+    results = np.empty(len(items), dtype=object)
+    for k, start in enumerate(range(0, bins, BINS_PER_MESSAGE)):
+        count = min(BINS_PER_MESSAGE, bins - start)
+        flat = ints_from_bytes(session.recv_bytes(other, "fnp-coef"))
+        if len(flat) != count * degree:
+            raise FrameError(f"the client sent {len(flat)} coefficients for {count} bins of degree {degree}")
+        pk.validate_ciphertexts(flat)
+        coef = object_array(flat).reshape(count, degree)
+        sel = by_bin[bounds[k]:bounds[k + 1]]
+        if not len(sel):
+            continue
+        ys = [hashes[i] for i in sel]
+        rows = where[sel] - start
+        acc = pk.raw_add_plain(coef[rows, degree - 1].tolist(), ys)  # Enc(h + alpha_{L-1})
+        for u in range(degree - 2, -1, -1):
+            acc = kernel.mulmod(kernel.powmod(acc, ys, n2), coef[rows, u].tolist(), n2)
+        if mode != "cardinality":
+            acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)
+            acc = pk.raw_add_plain(acc, [plain[i] for i in sel])
+        else:
+            acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)
+        results[sel] = object_array(pk.raw_rerandomize(acc))
+        report({"event": "psi", "stage": "evaluate", "done": int(bounds[k + 1]), "total": len(items)})
+    shuffled = results[np.argsort(np.frombuffer(secrets.token_bytes(8 * len(items)), dtype=np.uint64), kind="stable")]
+    session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
+                           lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
+                           tag="fnp-result")
+    return PsiResult(None, None, n_client, _stats(session, started, sent0, recv0))
