@@ -10,7 +10,10 @@ runs both roles in one process, single-threaded, as its Python API does; its tim
 protocol only (setup, request, response, intersection) on ids already in memory. Peak RSS is
 per party (per process for openmined-psi, measured in a fresh subprocess).
 
-  python benchmarks/psi.py --sizes 12 16 20 --json benchmarks/results/psi.json
+  python benchmarks/psi.py --sizes 12 16 20 --fnp-sizes 12 --json benchmarks/results/psi.json
+
+FNP-Paillier (the client learns; the cost split: client encryption of the bin polynomials,
+server evaluation, client decryption) runs at the sizes given by ``--fnp-sizes``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
     return {f"cust-{i:09d}" for i in pool[: n // 2]}
 
 
-def _shaper_party(session, folder: str) -> dict:
+def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 2048) -> dict:
     from shaper.cli.psi import read_rows, write_rows
     from shaper.protocols import psi
 
@@ -50,26 +53,35 @@ def _shaper_party(session, folder: str) -> dict:
     me = "a" if session.index == 0 else "b"
     header, rows = read_rows(Path(folder) / f"{me}.csv")
     t_read = time.perf_counter() - t0
-    result = psi.intersect(session, [r[0] for r in rows], order="id")
+    options = {"protocol": "fnp", "to": 0, "key_bits": key_bits} if protocol == "fnp" else {}
+    result = psi.intersect(session, [r[0] for r in rows], order="id", **options)
     t1 = time.perf_counter()
-    write_rows(Path(folder) / f"{me}.out.csv", header, [rows[i] for i in result.indices])
+    if result.indices is not None:
+        write_rows(Path(folder) / f"{me}.out.csv", header, [rows[i] for i in result.indices])
     t_write = time.perf_counter() - t1
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    split = {k: v for k, v in result.stats.items() if k.endswith("_seconds") or k in ("bins", "degree", "hash_bits")}
     return {"read_s": round(t_read, 3), "protocol_s": result.stats["seconds"], "write_s": round(t_write, 3),
             "bytes_sent": result.stats["bytes_sent"], "size": result.size,
-            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), **split}
 
 
-def run_shaper(n: int, folder: Path, shared: set[str]) -> dict:
+def run_shaper(n: int, folder: Path, shared: set[str], protocol: str = "ecdh", key_bits: int = 2048) -> dict:
     from shaper.net import launch
 
     t0 = time.perf_counter()
-    a, b = launch(2, _shaper_party, str(folder), timeout=3600)
+    a, b = launch(2, _shaper_party, str(folder), protocol, key_bits, timeout=7200)
     seconds = time.perf_counter() - t0
-    out = [(folder / f"{m}.out.csv").read_text().splitlines()[1:] for m in ("a", "b")]
+    out = [(folder / f"{m}.out.csv").read_text().splitlines()[1:] for m in (("a", "b") if protocol == "ecdh" else "a")]
     ids = [[line.split(",")[0] for line in o] for o in out]
-    assert ids[0] == ids[1] and set(ids[0]) == shared, "shaper's intersection is wrong"
-    return {"seconds": round(seconds, 2), "bytes_per_item_per_party": [round(p["bytes_sent"] / n, 1) for p in (a, b)],
+    assert ids[0] == ids[-1] and set(ids[0]) == shared, "shaper's intersection is wrong"
+    extra = {}
+    if protocol == "fnp":
+        extra = {"client_encrypt_seconds": a["encrypt_seconds"], "server_evaluate_seconds": b["evaluate_seconds"],
+                 "client_decrypt_seconds": a["decrypt_seconds"], "bins": a["bins"], "degree": a["degree"],
+                 "hash_bits": a["hash_bits"], "key_bits": key_bits}
+    return {**extra, "seconds": round(seconds, 2),
+            "bytes_per_item_per_party": [round(p["bytes_sent"] / n, 1) for p in (a, b)],
             "peak_rss_mib": [a["peak_rss_mib"], b["peak_rss_mib"]],
             "protocol_seconds": [a["protocol_s"], b["protocol_s"]], "read_seconds": [a["read_s"], b["read_s"]],
             "write_seconds": [a["write_s"], b["write_s"]], "intersection": a["size"]}
@@ -124,6 +136,8 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 16], help="log2 of the set sizes")
     ap.add_argument("--no-openmined", action="store_true")
     ap.add_argument("--openmined-max", type=int, default=20, help="largest log2 size to run openmined-psi at")
+    ap.add_argument("--fnp-sizes", type=int, nargs="*", default=[], help="log2 sizes to run FNP-Paillier at")
+    ap.add_argument("--key-bits", type=int, default=2048, help="FNP's Paillier key size")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     rows = []
@@ -133,6 +147,8 @@ def main() -> int:
             folder = Path(tmp)
             shared = make_files(n, folder)
             row = {"items": f"2^{log_n}", "n": n, "overlap": 0.5, "shaper_ecdh": run_shaper(n, folder, shared)}
+            if log_n in args.fnp_sizes:
+                row["shaper_fnp_paillier"] = run_shaper(n, folder, shared, "fnp", args.key_bits)
             if not args.no_openmined and log_n <= args.openmined_max:
                 row["openmined_psi"] = run_openmined(n, folder, shared)
             om = row.get("openmined_psi")
@@ -143,6 +159,11 @@ def main() -> int:
         print(f"2^{log_n}: shaper {s['seconds']:.2f} s end to end, {s['bytes_per_item_per_party']} B/item, "
               f"RSS {s['peak_rss_mib']} MiB" + (f" | openmined-psi {om['seconds']:.2f} s (protocol only), "
                                                f"x{row['speedup']}" if om else ""), flush=True)
+        if "shaper_fnp_paillier" in row:
+            f = row["shaper_fnp_paillier"]
+            print(f"  FNP-Paillier-{args.key_bits}: {f['seconds']:.1f} s (client encrypt {f['client_encrypt_seconds']} s, "
+                  f"server evaluate {f['server_evaluate_seconds']} s, client decrypt {f['client_decrypt_seconds']} s), "
+                  f"{f['bytes_per_item_per_party']} B/item", flush=True)
     meta = {"machine": platform.machine(), "processor": platform.processor(), "cores": os.cpu_count(),
             "python": platform.python_version(), "transport": "shaper: loopback TLS 1.3, 2 processes",
             "openmined": "openmined-psi (PyPI), both roles in one process, P-256, GCS fpr 1e-9"}

@@ -30,7 +30,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--input", required=True, metavar="FILE", help="CSV or Parquet file of this party's rows")
     p.add_argument("--id-column", action="append", required=True, metavar="NAME",
                    help="column holding the ids; repeat for a key of several columns")
-    p.add_argument("--protocol", choices=["ecdh"], default="ecdh", help="ECDH on Ristretto255 (docs/psi.md)")
+    p.add_argument("--protocol", choices=["ecdh", "fnp"], default="ecdh",
+                   help="ECDH on Ristretto255, or Freedman-Nissim-Pinkas with Paillier (result to one party: --to)")
+    p.add_argument("--key-bits", type=int, default=2048, help="Paillier key size of the FNP client")
     p.add_argument("--output", metavar="FILE", help="where to write the aligned rows (.csv or .parquet)")
     p.add_argument("--cardinality-only", action="store_true", help="learn only the intersection's size")
     p.add_argument("--to", default="both", metavar="NAME", help="'both', or the one party that learns the result")
@@ -56,7 +58,8 @@ def run_psi(args: argparse.Namespace) -> int:
         with display:
             result = psi.intersect(session, ids, protocol=args.protocol, to=args.to,
                                    cardinality_only=args.cardinality_only, strip=args.strip, casefold=args.casefold,
-                                   duplicates=args.duplicates, columns=len(key_at), order="id", progress=display)
+                                   duplicates=args.duplicates, columns=len(key_at), order="id", key_bits=args.key_bits,
+                                   progress=display)
         stats = result.stats
         print(f"{args.me}: {len(rows):,} ids here, {result.peer_size:,} at the peer; "
               + (f"{result.size:,} in common" if result.size is not None else "the result goes to the peer")
@@ -69,6 +72,8 @@ def run_psi(args: argparse.Namespace) -> int:
 
 
 def _check_inputs(args: argparse.Namespace) -> tuple[list[str], list[list[str]]]:
+    if args.protocol == "fnp" and args.to == "both":
+        raise ConfigError("FNP gives its result to one party: pass --to NAME (the same at both hosts)")
     if args.cardinality_only and args.output:
         raise ConfigError("--cardinality-only reveals no rows: drop --output")
     if not args.cardinality_only and args.to in ("both", args.me) and not args.output:
@@ -127,7 +132,7 @@ class _Progress:
 
     def __init__(self, live: bool) -> None:
         self.bar: Any = None
-        self.task: Any = None
+        self.tasks: dict[str, Any] = {}
         if live:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -147,6 +152,9 @@ class _Progress:
     def __call__(self, event: dict) -> None:
         if self.bar is None or event.get("event") != "psi":
             return
-        if self.task is None:
-            self.task = self.bar.add_task("blinding the peer's ids", total=event["total"])
-        self.bar.update(self.task, completed=event["done"], total=event["total"])
+        names = {"blind": "blinding the peer's ids", "encrypt": "encrypting polynomials",
+                 "evaluate": "evaluating polynomials", "decrypt": "decrypting results"}
+        stage = names.get(event.get("stage"), event.get("stage", ""))
+        if stage not in self.tasks:
+            self.tasks[stage] = self.bar.add_task(stage, total=event["total"])
+        self.bar.update(self.tasks[stage], completed=event["done"], total=event["total"])

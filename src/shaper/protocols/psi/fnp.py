@@ -154,9 +154,13 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
             roots[b, j] = (1 << bits) | secrets.randbits(bits)
     coef = coefficients(roots, int(pk.n))
 
+    spent = {"encrypt_seconds": 0.0, "decrypt_seconds": 0.0}
+
     def encrypt(start: int) -> bytes:
+        t0 = time.perf_counter()
         block = coef[start:start + BINS_PER_MESSAGE].ravel().tolist()
         out = ints_to_bytes([int(v) for v in sk.raw_encrypt(block)])
+        spent["encrypt_seconds"] += time.perf_counter() - t0
         report({"event": "psi", "stage": "encrypt", "done": min(start + BINS_PER_MESSAGE, bins), "total": bins})
         return out
 
@@ -166,9 +170,12 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         cts = ints_from_bytes(session.recv_bytes(other, "fnp-result"))
         if not cts or len(values) + len(cts) > n_server:
             raise FrameError("the server returned more results than it has ids")
+        t0 = time.perf_counter()
         values += sk.raw_decrypt(cts)
+        spent["decrypt_seconds"] += time.perf_counter() - t0
         report({"event": "psi", "stage": "decrypt", "done": len(values), "total": n_server})
-    stats = _stats(session, started, sent0, recv0)
+    stats = {**_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
+             "bins": bins, "degree": degree, "hash_bits": bits}
     if mode == "cardinality":
         return PsiResult(None, sum(1 for v in values if v == 0), n_server, stats)
     mask = (1 << bits) - 1
@@ -206,9 +213,11 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
     bounds = np.searchsorted(where[by_bin], np.arange(0, bins + BINS_PER_MESSAGE, BINS_PER_MESSAGE))
     kernel = get_kernel()
     results = np.empty(len(items), dtype=object)
+    evaluate = 0.0
     for k, start in enumerate(range(0, bins, BINS_PER_MESSAGE)):
         count = min(BINS_PER_MESSAGE, bins - start)
         flat = ints_from_bytes(session.recv_bytes(other, "fnp-coef"))
+        t0 = time.perf_counter()
         if len(flat) != count * degree:
             raise FrameError(f"the client sent {len(flat)} coefficients for {count} bins of degree {degree}")
         pk.validate_ciphertexts(flat)
@@ -221,15 +230,15 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         acc = pk.raw_add_plain(coef[rows, degree - 1].tolist(), ys)  # Enc(h + alpha_{L-1})
         for u in range(degree - 2, -1, -1):
             acc = kernel.mulmod(kernel.powmod(acc, ys, n2), coef[rows, u].tolist(), n2)
+        acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)  # r P(h(y)), r uniform in Z_n
         if mode != "cardinality":
-            acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)
             acc = pk.raw_add_plain(acc, [plain[i] for i in sel])
-        else:
-            acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)
         results[sel] = object_array(pk.raw_rerandomize(acc))
+        evaluate += time.perf_counter() - t0
         report({"event": "psi", "stage": "evaluate", "done": int(bounds[k + 1]), "total": len(items)})
     shuffled = results[np.argsort(np.frombuffer(secrets.token_bytes(8 * len(items)), dtype=np.uint64), kind="stable")]
     session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
-    return PsiResult(None, None, n_client, _stats(session, started, sent0, recv0))
+    return PsiResult(None, None, n_client, {**_stats(session, started, sent0, recv0),
+                                            "evaluate_seconds": round(evaluate, 3)})
