@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from shaper.errors import ConfigError, PartyError
+from shaper.errors import PartyError
 from shaper.net import launch, run_in_memory
 from shaper.protocols import psi
 from shaper.protocols.psi import ecdh
@@ -84,7 +84,7 @@ def test_normalisation_options_and_agreement():
     a, b = ["  Alice", "BOB ", "carol"], ["alice", "bob", "dave"]
     ra, _ = _run(a, b)
     assert len(ra.indices) == 0  # exact by default
-    ra, rb = _run(a, b, strip=True, casefold=True)
+    ra, _ = _run(a, b, strip=True, casefold=True)
     assert sorted(a[i] for i in ra.indices) == ["  Alice", "BOB "]
     with pytest.raises(PartyError, match="disagree on settings"):
         run_in_memory(2, lambda s: psi.intersect(s, a, strip=s.index == 0))
@@ -137,7 +137,7 @@ def test_many_items_across_chunks(monkeypatch):
     a = [f"id-{i}" for i in rng.sample(range(10**5), 4500)]
     b = [f"id-{i}" for i in rng.sample(range(10**5), 3300)]
     _check_both(a, b, *_run(a, b))
-    ra, rb = _run(a, b, cardinality_only=True)
+    ra, _ = _run(a, b, cardinality_only=True)
     assert ra.size == len(set(a) & set(b))
 
 

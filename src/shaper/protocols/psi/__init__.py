@@ -15,13 +15,14 @@ normalised and checked for duplicates as :mod:`.items` describes; what each part
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError
 from . import ecdh, fnp
-from .ecdh import PsiResult
+from .common import PsiResult
 from .items import Normalise, PackedItems, check_unique, encode
 
 PROTOCOLS = ("ecdh", "fnp")
@@ -88,13 +89,12 @@ def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None
     ``data``: a pandas DataFrame or a dict of equal-length columns (``id_columns`` names the key
     columns), a :class:`shaper.ml.data.Table` (its ids), or a sequence of ids (then the result
     is the row positions). Both parties call it together with the same options."""
-    from ...ml.data import Table
-
     options = {"peer": peer, "protocol": protocol, "strip": strip, "casefold": casefold, "duplicates": duplicates,
                "progress": progress, "order": "id"}
-    if isinstance(data, Table):
-        rows = intersect(session, data.ids.tolist(), **options).indices
-        return Table(data.ids[rows], data.X[rows], None if data.y is None else data.y[rows], data.feature_names)
+    if dataclasses.is_dataclass(data) and hasattr(data, "ids") and hasattr(data, "X"):  # a shaper.ml.data.Table
+        rows = intersect(session, np.asarray(data.ids).tolist(), **options).indices
+        y = getattr(data, "y", None)
+        return dataclasses.replace(data, ids=data.ids[rows], X=data.X[rows], y=None if y is None else y[rows])
     if id_columns is None:
         return intersect(session, data, **options).indices
     names = [id_columns] if isinstance(id_columns, str) else list(id_columns)

@@ -34,29 +34,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
+from .common import PsiResult, check_hello, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
 CHUNK = 1 << 16  # items per message
 POINT, MATCH = 32, 16  # bytes of a blinded point, of a doubly blinded value kept for matching
-
-
-@dataclass
-class PsiResult:
-    """One party's output. ``indices``: its rows of the intersection (positions in its input) in
-    the order both parties share, or None when it learns no rows. ``size``: the intersection's
-    size, or None when this party is told nothing. ``peer_size``: the other party's set size."""
-
-    indices: np.ndarray | None
-    size: int | None
-    peer_size: int
-    stats: dict = field(default_factory=dict)
 
 
 def _key() -> Any:
@@ -81,7 +69,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
              "cardinality_only": bool(cardinality_only), "n": len(items), "chunk": CHUNK, "settings": settings}
     theirs = session.exchange(other, hello, "psi-hello")
-    _check_hello(hello, theirs)
+    check_hello(hello, theirs)
     n_peer = int(theirs["n"])
     receiver = min(me, other) if learner is None else learner
     report = progress or (lambda event: None)
@@ -135,24 +123,24 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
         else:
             session.send(other, theirs_at.astype(np.int64), "psi-rows")
     indices = None if cardinality_only else mine_at.astype(np.int64)
-    return PsiResult(indices, size, n_peer, _stats(session, started, sent0, recv0))
+    return PsiResult(indices, size, n_peer, traffic_stats(session, started, sent0, recv0))
 
 
 def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, cardinality_only: bool,
               n_peer: int, started: float, sent0: int, recv0: int) -> PsiResult:
     if learner is not None:  # R alone learns
-        return PsiResult(None, None, n_peer, _stats(session, started, sent0, recv0))
+        return PsiResult(None, None, n_peer, traffic_stats(session, started, sent0, recv0))
     if cardinality_only:
         size = session.recv_meta(other, "psi-size")["size"]
         if not isinstance(size, int) or not 0 <= size <= min(n_peer, len(order)):
             raise FrameError(f"the peer reported an impossible intersection size {size!r}")
-        return PsiResult(None, size, n_peer, _stats(session, started, sent0, recv0))
+        return PsiResult(None, size, n_peer, traffic_stats(session, started, sent0, recv0))
     at = session.recv_array(other, "psi-rows", dtype=np.int64)
     if at.ndim != 1 or len(at) > min(n_peer, len(order)) or (len(at) and (at.min() < 0 or at.max() >= len(order))) \
             or len(np.unique(at)) != len(at):
         raise FrameError("the peer's intersection rows are out of range or repeated")
     rows = order[at]
-    return PsiResult(rows.astype(np.int64), len(rows), n_peer, _stats(session, started, sent0, recv0))
+    return PsiResult(rows.astype(np.int64), len(rows), n_peer, traffic_stats(session, started, sent0, recv0))
 
 
 class _Blinded:
@@ -211,20 +199,3 @@ def _learner(session: Any, to: Any) -> int | None:
     if isinstance(to, str) and to in session.parties:
         return session.parties.index(to)
     raise ConfigError(f"to must be 'both' or a party of the session ({session.parties}), got {to!r}")
-
-
-def _check_hello(mine: dict, theirs: Any) -> None:
-    if not isinstance(theirs, dict) or theirs.get("version") != mine["version"]:
-        got = theirs.get("version") if isinstance(theirs, dict) else theirs
-        raise ConfigError(f"the peer runs PSI protocol {got!r}, this party {mine['version']!r}")
-    for name in ("to", "cardinality_only", "chunk", "settings"):
-        if theirs.get(name) != mine[name]:
-            raise ConfigError(f"the parties disagree on {name}: this party {mine[name]!r}, the peer {theirs.get(name)!r}")
-    if not isinstance(theirs.get("n"), int) or theirs["n"] < 0:
-        raise FrameError(f"the peer announced an invalid set size {theirs.get('n')!r}")
-
-
-def _stats(session: Any, started: float, sent0: int, recv0: int) -> dict:
-    return {"seconds": round(time.perf_counter() - started, 3),
-            "bytes_sent": session.stats.bytes_sent - sent0,
-            "bytes_received": session.stats.bytes_received - recv0}

@@ -42,7 +42,7 @@ import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes, object_array
 from ...errors import ConfigError, FrameError
-from .ecdh import PsiResult, _check_hello, _stats
+from .common import PsiResult, check_hello, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/fnp-paillier/1"
@@ -116,7 +116,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode:
              "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, mode={mode}, "
              f"payload_bytes={payload_bytes}, key_bits={key_bits}"}
     theirs = session.exchange(other, hello, "psi-hello")
-    _check_hello(hello, theirs)
+    check_hello(hello, theirs)
     n_peer = int(theirs["n"])
     report = progress or (lambda event: None)
     bits = hash_bits(len(items), n_peer)
@@ -174,7 +174,7 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         values += sk.raw_decrypt(cts)
         spent["decrypt_seconds"] += time.perf_counter() - t0
         report({"event": "psi", "stage": "decrypt", "done": len(values), "total": n_server})
-    stats = {**_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
+    stats = {**traffic_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
              "bins": bins, "degree": degree, "hash_bits": bits}
     if mode == "cardinality":
         return PsiResult(None, sum(1 for v in values if v == 0), n_server, stats)
@@ -240,5 +240,5 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
     session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
-    return PsiResult(None, None, n_client, {**_stats(session, started, sent0, recv0),
+    return PsiResult(None, None, n_client, {**traffic_stats(session, started, sent0, recv0),
                                             "evaluate_seconds": round(evaluate, 3)})

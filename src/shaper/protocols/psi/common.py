@@ -1,0 +1,42 @@
+"""What both PSI protocols share: the result type, the hello check and the traffic figures."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, FrameError
+
+
+@dataclass
+class PsiResult:
+    """One party's output. ``indices``: its rows of the intersection (positions in its input) in
+    the order both parties share, or None when it learns no rows. ``size``: the intersection's
+    size, or None when this party is told nothing. ``peer_size``: the other party's set size."""
+
+    indices: np.ndarray | None
+    size: int | None
+    peer_size: int
+    stats: dict = field(default_factory=dict)
+
+
+def check_hello(mine: dict, theirs: Any) -> None:
+    """Refuse to run unless the peer runs the same protocol version with the same options."""
+    if not isinstance(theirs, dict) or theirs.get("version") != mine["version"]:
+        got = theirs.get("version") if isinstance(theirs, dict) else theirs
+        raise ConfigError(f"the peer runs PSI protocol {got!r}, this party {mine['version']!r}")
+    for name in ("to", "cardinality_only", "chunk", "settings"):
+        if theirs.get(name) != mine[name]:
+            raise ConfigError(f"the parties disagree on {name}: this party {mine[name]!r}, the peer {theirs.get(name)!r}")
+    if not isinstance(theirs.get("n"), int) or theirs["n"] < 0:
+        raise FrameError(f"the peer announced an invalid set size {theirs.get('n')!r}")
+
+
+def traffic_stats(session: Any, started: float, sent0: int, recv0: int) -> dict:
+    """Seconds and bytes since ``started`` and the byte counts ``sent0``/``recv0``."""
+    return {"seconds": round(time.perf_counter() - started, 3),
+            "bytes_sent": session.stats.bytes_sent - sent0,
+            "bytes_received": session.stats.bytes_received - recv0}
