@@ -156,6 +156,8 @@ def test_invalid_points_from_the_peer_are_refused():
             return psi.intersect(session, ["a", "b"], to=0)  # party 0 is R: party 1 re-blinds its points
         session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 2,
                              "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
+        session.exchange(0, "token", "psi-run")
+        session.recv_meta(0, "psi-progress")
         session.send(0, os.urandom(64), "psi-a")  # not points
         session.recv_bytes(0, "psi-a")
         return None
@@ -170,6 +172,8 @@ def test_a_wrong_length_and_a_dead_peer_end_in_clear_errors():
             return psi.intersect(session, ["a", "b", "c"], to=0)
         session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 3,
                              "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
+        session.exchange(0, "token", "psi-run")
+        session.recv_meta(0, "psi-progress")
         session.send(0, b"\x00" * 32, "psi-a")  # one point where three were announced
         session.recv_bytes(0, "psi-a")
         return None
@@ -276,3 +280,33 @@ def test_fnp_coefficients_have_the_roots():
             value = (pow(int(r), 3, 1_000_003) + sum(int(c) * pow(int(r), k, 1_000_003) for k, c in enumerate(coef[b])))
             assert value % 1_000_003 == 0
         assert (pow(4, 3) + sum(int(c) * 4 ** k for k, c in enumerate(coef[b]))) % 1_000_003 != 0
+
+
+def test_a_killed_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(ecdh, "CHUNK", 500)
+    a = [f"r{i}" for i in range(3000)]
+    b = [f"r{i}" for i in range(1000, 4500)]
+    seen = []
+
+    def job(session, kill_after):
+        def progress(event):
+            seen.append((session.index, event))
+            if session.index == 0 and event.get("stage") == "blind" and event["done"] >= kill_after:
+                raise RuntimeError("killed")
+
+        return psi.intersect(session, a if session.index == 0 else b, checkpoint_dir=str(tmp_path), resume=True,
+                             order="id", progress=progress)
+
+    with pytest.raises(PartyError, match="killed"):
+        run_in_memory(2, job, 1500)  # party 0 (the learner) dies after 3 of the peer's 7 chunks
+    state = tmp_path / "party0" / "psi-ecdh"
+    assert (state / "peer.bin").stat().st_size == 1500 * ecdh.MATCH
+    assert oct((state / "state.json").stat().st_mode & 0o777) == "0o600"  # it holds the secret key
+    seen.clear()
+    ra, rb = run_in_memory(2, job, 10**9)
+    assert [e for i, e in seen if i == 0][0] == {"event": "resume", "own_chunks": 0, "peer_chunks": 3}
+    blinded = [e["done"] for i, e in seen if i == 0 and e.get("stage") == "blind"]
+    assert blinded[0] == 2000  # chunks 1-3 were not redone
+    fresh_a, fresh_b = _run(a, b, order="id")
+    assert ra.indices.tolist() == fresh_a.indices.tolist() and rb.indices.tolist() == fresh_b.indices.tolist()
+    assert not state.exists()  # a finished run removes its state (and key)

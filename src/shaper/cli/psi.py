@@ -40,6 +40,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--casefold", action="store_true", help="ignore letter case in ids")
     p.add_argument("--duplicates", choices=["error", "first"], default="error",
                    help="a repeated id: refuse the file, or use its first row")
+    p.add_argument("--checkpoint-dir", metavar="DIR", help="keep the run's state here, chunk by chunk (ecdh)")
+    p.add_argument("--resume", action="store_true", help="continue a killed run from --checkpoint-dir")
 
 
 def run_psi(args: argparse.Namespace) -> int:
@@ -59,7 +61,7 @@ def run_psi(args: argparse.Namespace) -> int:
             result = psi.intersect(session, ids, protocol=args.protocol, to=args.to,
                                    cardinality_only=args.cardinality_only, strip=args.strip, casefold=args.casefold,
                                    duplicates=args.duplicates, columns=len(key_at), order="id", key_bits=args.key_bits,
-                                   progress=display)
+                                   checkpoint_dir=args.checkpoint_dir, resume=args.resume, progress=display)
         stats = result.stats
         print(f"{args.me}: {len(rows):,} ids here, {result.peer_size:,} at the peer; "
               + (f"{result.size:,} in common" if result.size is not None else "the result goes to the peer")
@@ -72,6 +74,10 @@ def run_psi(args: argparse.Namespace) -> int:
 
 
 def _check_inputs(args: argparse.Namespace) -> tuple[list[str], list[list[str]]]:
+    if args.resume and not args.checkpoint_dir:
+        raise ConfigError("--resume needs --checkpoint-dir")
+    if args.protocol == "fnp" and args.checkpoint_dir:
+        raise ConfigError("checkpoints are kept by --protocol ecdh only")
     if args.protocol == "fnp" and args.to == "both":
         raise ConfigError("FNP gives its result to one party: pass --to NAME (the same at both hosts)")
     if args.cardinality_only and args.output:

@@ -31,8 +31,8 @@ PROTOCOLS = ("ecdh", "fnp")
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
               cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
               columns: int = 1, order: str = "protocol", payloads: Sequence[bytes] | None = None,
-              payload_bytes: int = 0, key_bits: int = 2048,
-              progress: Callable[[dict], None] | None = None) -> PsiResult:
+              payload_bytes: int = 0, key_bits: int = 2048, checkpoint_dir: str | None = None,
+              resume: bool = False, progress: Callable[[dict], None] | None = None) -> PsiResult:
     """The intersection of this party's ``ids`` with the peer's.
 
     ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key.
@@ -47,6 +47,8 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     client, the one party that learns; with ``payload_bytes`` > 0 it is labelled PSI: the other
     party passes ``payloads`` (bytes per id, at most ``payload_bytes`` each) and the client finds
     the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
+    ``checkpoint_dir`` / ``resume`` (ECDH): keep the run's state on disk chunk by chunk, and
+    continue a killed run where it stopped (both parties pass them).
     Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -62,10 +64,12 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         if payload_bytes or payloads is not None:
             raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
         result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
-                                progress=progress, settings=settings)
+                                progress=progress, settings=settings, checkpoint_dir=checkpoint_dir, resume=resume)
     else:
         if to == "both":
             raise ConfigError("FNP gives its result to one party: pass to=<the party that learns>")
+        if checkpoint_dir is not None:
+            raise ConfigError("checkpoints are kept by ECDH PSI only (FNP restarts)")
         mode = "cardinality" if cardinality_only else "labelled" if payload_bytes else "intersection"
         if payloads is not None and len(keep) != len(encoded):
             payloads = [payloads[i] for i in keep]

@@ -32,6 +32,8 @@ blind a guessed id and see whether it matches).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from typing import Any, Callable
@@ -39,6 +41,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
+from ...crypto.prg import Prg
+from .checkpoint import PsiCheckpoint
 from .common import PsiResult, check_hello, traffic_stats
 from .items import PackedItems
 
@@ -47,40 +51,78 @@ CHUNK = 1 << 16  # items per message
 POINT, MATCH = 32, 16  # bytes of a blinded point, of a doubly blinded value kept for matching
 
 
-def _key() -> Any:
+def _key(saved: bytes | None = None) -> Any:
+    """A fresh secret blinding key (or the one a checkpoint saved)."""
     try:
         from ..._native import RistrettoKey
     except ImportError:
         raise KernelError("ECDH PSI needs shaper's native extension, which is not built here (pip install . "
                           "builds it with Rust and maturin)") from None
-    return RistrettoKey(os.urandom(64))
+    return RistrettoKey(os.urandom(64)) if saved is None else RistrettoKey.from_bytes(saved)
 
 
 def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", cardinality_only: bool = False,
-              progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
+              progress: Callable[[dict], None] | None = None, settings: str = "",
+              checkpoint_dir: str | None = None, resume: bool = False) -> PsiResult:
     """Run ECDH PSI with ``peer`` on this party's packed ids (distinct; see :mod:`.items`).
 
     ``to``: "both", or the name or index of the one party that learns the result.
-    ``settings``: a description of the id normalisation, which must equal the peer's."""
+    ``settings``: a description of the id normalisation, which must equal the peer's.
+    ``checkpoint_dir``: keep the run's state there, chunk by chunk; with ``resume`` a run both
+    parties had started continues where it stopped (:mod:`.checkpoint`)."""
     started = time.perf_counter()
     sent0, recv0 = session.stats.bytes_sent, session.stats.bytes_received
     me, other = session.index, session.parties.index(session.peer_name(peer))
     learner = _learner(session, to)
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
              "cardinality_only": bool(cardinality_only), "n": len(items), "chunk": CHUNK, "settings": settings}
-    theirs = session.exchange(other, hello, "psi-hello")
+    ckpt = state = None
+    if checkpoint_dir is not None:
+        ckpt = PsiCheckpoint(checkpoint_dir, session.name, PsiCheckpoint.digest_of(
+            items.data, items.offsets.tobytes(), json.dumps(hello, sort_keys=True)))
+        state = ckpt.load() if resume else None
+    theirs = session.exchange(other, {**hello, "run": None if state is None else state["run"]}, "psi-hello")
     check_hello(hello, theirs)
     n_peer = int(theirs["n"])
     receiver = min(me, other) if learner is None else learner
     report = progress or (lambda event: None)
-    key = _key()
     is_r = me == receiver
     n_r, n_s = (len(items), n_peer) if is_r else (n_peer, len(items))
+    resuming = state is not None and theirs.get("run") == state["run"]
+    if resuming:
+        key, seed = _key(bytes.fromhex(state["key"])), None if state["seed"] is None else bytes.fromhex(state["seed"])
+    else:
+        key, seed = _key(), None if is_r else os.urandom(32)
+        token = os.urandom(16).hex()  # the run id: both parties' tokens (a resume needs the same run at both)
+        peer_token = session.exchange(other, token, "psi-run")
+        if ckpt is not None:
+            run = hashlib.sha256("".join(sorted([token, str(peer_token)])).encode()).hexdigest()
+            ckpt.start(run, key.to_bytes(), seed)
 
-    # 1. this party's singly blinded points (S: in a secret random order)
-    order = np.arange(len(items)) if is_r else _permutation(len(items))
+    # where the learner stands: complete chunks of its doubly blinded values and of the peer's
+    own_sizes = [_chunk_len(n_r, c) * MATCH for c in range(_chunks(n_r))]
+    peer_sizes = [_chunk_len(n_s, c) * MATCH for c in range(_chunks(n_s))]
+    own_done, own_kept, peer_done, peer_kept = 0, b"", 0, b""
+    if is_r:
+        if resuming:
+            peer_done, peer_kept = ckpt.chunks("peer.bin", peer_sizes)
+            if not cardinality_only:  # (cardinality: S shuffles all of them at the end; redone)
+                own_done, own_kept = ckpt.chunks("own.bin", own_sizes)
+        session.send(other, {"own": own_done, "peer": peer_done}, "psi-progress")
+    else:
+        where = session.recv_meta(other, "psi-progress")
+        own_done, peer_done = where.get("own"), where.get("peer")
+        if not (isinstance(own_done, int) and isinstance(peer_done, int) and 0 <= own_done <= len(own_sizes)
+                and 0 <= peer_done <= len(peer_sizes)) or (peer_done or own_done) and not resuming:
+            raise FrameError(f"the peer announced an impossible resume point {where!r}")
+    if resuming:
+        report({"event": "resume", "own_chunks": own_done, "peer_chunks": peer_done})
+
+    # 1. this party's singly blinded points (S: in a secret random order), from where the peer stands
+    order = np.arange(len(items)) if is_r else _permutation(len(items), seed)
     mine = _Blinded(key, items, None if is_r else order)
-    session.send_pipelined(other, range(_chunks(len(items))), mine.chunk, tag="psi-a")
+    first = own_done if is_r else peer_done
+    session.send_pipelined(other, range(first, _chunks(len(items))), mine.chunk, tag="psi-a")
 
     if not is_r:
         # 2. S: blind R's points again; keep 16 bytes each; shuffled as a whole for cardinality only
@@ -97,21 +139,29 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
             session.send_pipelined(other, range(_chunks(n_r)),
                                    lambda c: shuffled[c * CHUNK * MATCH:(c + 1) * CHUNK * MATCH], tag="psi-d")
         else:
-            session.send_pipelined(other, range(_chunks(n_r)), again, tag="psi-d")
-        return _finish_s(session, other, learner, order, cardinality_only, n_peer, started, sent0, recv0)
+            session.send_pipelined(other, range(own_done, _chunks(n_r)), again, tag="psi-d")
+        result = _finish_s(session, other, learner, order, cardinality_only, n_peer, started, sent0, recv0)
+        if ckpt is not None:
+            ckpt.clear()
+        return result
 
     # 2. R: blind S's points again, receive its own doubly blinded points back
-    peer_doubled = bytearray()
-    for c in range(_chunks(n_s)):
+    peer_doubled = bytearray(peer_kept)
+    for c in range(peer_done, _chunks(n_s)):
         points = session.recv_bytes(other, "psi-a")
         _check_length(points, _chunk_len(n_s, c) * POINT, "blinded points")
-        peer_doubled += _truncate(_reblind(key, points))
+        part = _truncate(_reblind(key, points))
+        peer_doubled += part
+        if ckpt is not None:
+            ckpt.append("peer.bin", part)
         report({"event": "psi", "stage": "blind", "done": min((c + 1) * CHUNK, n_s), "total": n_s})
-    own_doubled = bytearray()
-    for c in range(_chunks(n_r)):
+    own_doubled = bytearray(own_kept)
+    for c in range(own_done, _chunks(n_r)):
         part = session.recv_bytes(other, "psi-d")
         _check_length(part, _chunk_len(n_r, c) * MATCH, "doubly blinded values")
         own_doubled += part
+        if ckpt is not None and not cardinality_only:
+            ckpt.append("own.bin", part)
     # 3. match; intersect1d orders the matches by the doubly blinded value
     a = np.frombuffer(bytes(own_doubled), dtype=f"V{MATCH}")
     b = np.frombuffer(bytes(peer_doubled), dtype=f"V{MATCH}")
@@ -123,6 +173,8 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
         else:
             session.send(other, theirs_at.astype(np.int64), "psi-rows")
     indices = None if cardinality_only else mine_at.astype(np.int64)
+    if ckpt is not None:
+        ckpt.clear()
     return PsiResult(indices, size, n_peer, traffic_stats(session, started, sent0, recv0))
 
 
@@ -173,9 +225,13 @@ def _truncate(points: bytes) -> bytes:
     return np.frombuffer(points, dtype=np.uint8).reshape(-1, POINT)[:, :MATCH].tobytes()
 
 
-def _permutation(n: int) -> np.ndarray:
-    """A uniformly random permutation from the operating system's CSPRNG."""
-    return np.argsort(np.frombuffer(os.urandom(8 * n), dtype=np.uint64), kind="stable") if n else np.zeros(0, np.int64)
+def _permutation(n: int, seed: bytes | None = None) -> np.ndarray:
+    """A uniformly random permutation from the operating system's CSPRNG (or, reproducibly for a
+    resumed run, from the AES-CTR stream of a saved secret seed)."""
+    if not n:
+        return np.zeros(0, np.int64)
+    words = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) if seed is None else Prg(seed=seed).uint64(n)
+    return np.argsort(words, kind="stable")
 
 
 def _chunks(n: int) -> int:
