@@ -1,5 +1,6 @@
 """The command line: demo, keygen, info, and the README/CI contract."""
 
+import importlib.util
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from shaper.cli import main
 from shaper.crypto.serialization import load_key
@@ -25,8 +27,9 @@ def test_lr_demo_quick_run(tmp_path):
     from shaper.demos.lr import dataset, psi_available
 
     shared = len(dataset()["shared"])
-    assert summary["rows_aligned"] == shared < min(summary["rows_held"].values())  # partly different patients
-    assert summary["rows_held"]["host"] > shared or not psi_available()
+    assert summary["rows_aligned"] == shared
+    if psi_available():  # partly different patients, lined up by PSI (skipped without the extension)
+        assert shared < min(summary["rows_held"].values())
     assert report.read_text().count("<polyline") == 2
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
     assert kinds.count("epoch") == 10 and kinds[-1] == "done"
@@ -45,12 +48,22 @@ def test_he_demo_with_ou(tmp_path):
     assert main(["demo-he", "--scheme", "ou", "--bits", "768", "--rows", "30", "--cols", "10", "--density", "0.3"]) == 0
 
 
+def _parties_file(tmp_path, *names):
+    """Certificates and ``tmp_path/parties.toml`` for local parties ``names`` on free ports."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    base = sock.getsockname()[1]
+    sock.close()
+    assert main(["certs", "--parties", *names, "--out", str(tmp_path / "certs"),
+                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+
+
 def _two_hosts(tmp_path, *extra, rows=(range(200), range(200))):
     """Run `shaper lr train` for a bank (host) and a shop (guest) on the breast-cancer values as
     published (4 + 4 columns; by default 200 rows, ids aligned; ``rows``: each party's rows of
     the data, in its file's order); returns [(exit code, stdout, stderr)]."""
-    import socket
-
     import pandas as pd
     from sklearn.datasets import load_breast_cancer
 
@@ -60,12 +73,7 @@ def _two_hosts(tmp_path, *extra, rows=(range(200), range(200))):
     pd.DataFrame({"id": ids[h], **{f"h{j}": X[h, j] for j in range(4)}}).to_csv(tmp_path / "host.csv", index=False)
     pd.DataFrame({"id": ids[g], **{f"g{j}": X[g, 4 + j] for j in range(4)}, "label": y[g]}).to_csv(
         tmp_path / "guest.csv", index=False)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = sock.getsockname()[1]
-    sock.close()
-    assert main(["certs", "--parties", "bank", "shop", "--out", str(tmp_path / "certs"),
-                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+    _parties_file(tmp_path, "bank", "shop")
     common = ["--parties", str(tmp_path / "parties.toml"), "--epochs", "2", "--batch-size", "50", "--key-bits", "768",
               *extra]
     procs = [
@@ -106,6 +114,11 @@ def test_lr_train_with_a_diverging_learning_rate_fails_at_both_hosts(tmp_path):
     assert not (tmp_path / "bank.npz").exists() and not (tmp_path / "shop.npz").exists()
 
 
+NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
+                                  reason="ECDH PSI runs in the native extension only")
+
+
+@NEEDS_NATIVE
 def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path):
     """Two files whose ids overlap by 80 %, each in its own order: --align ecdh trains the model
     that training on the intersection aligned beforehand (sorted by id) trains, to the bit."""
@@ -133,15 +146,9 @@ def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path):
     np.testing.assert_array_equal(aligned[1]["intercept"], plain[1]["intercept"])
 
 
+@NEEDS_NATIVE
 def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
-    import socket
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = sock.getsockname()[1]
-    sock.close()
-    assert main(["certs", "--parties", "a", "b", "--out", str(tmp_path / "certs"),
-                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+    _parties_file(tmp_path, "a", "b")
     (tmp_path / "a.csv").write_text("email,region\n" + "".join(f" U{i}@x.org ,r{i % 3}\n" for i in range(0, 60, 2)))
     (tmp_path / "b.csv").write_text("email,score\n" + "".join(f"u{i}@x.org,{i}\n" for i in range(0, 60, 3)))
     procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--parties", str(tmp_path / "parties.toml"),
