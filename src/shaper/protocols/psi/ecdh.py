@@ -111,7 +111,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
         session.send(other, {"own": own_done, "peer": peer_done}, "psi-progress")
     else:
         where = session.recv_meta(other, "psi-progress")
-        own_done, peer_done = where.get("own"), where.get("peer")
+        own_done, peer_done = (where.get("own"), where.get("peer")) if isinstance(where, dict) else (None, None)
         if not (isinstance(own_done, int) and isinstance(peer_done, int) and 0 <= own_done <= len(own_sizes)
                 and 0 <= peer_done <= len(peer_sizes)) or (peer_done or own_done) and not resuming:
             raise FrameError(f"the peer announced an impossible resume point {where!r}")
