@@ -228,6 +228,26 @@ def test_fnp_intersection_cardinality_and_labels_against_python_sets():
     assert got == {x: f"score:{b.index(x)}" for x in expected}
 
 
+def test_fnp_with_ou_every_mode():
+    a, b = [f"c{i}" for i in range(0, 60, 2)], [f"c{i}" for i in range(0, 60, 3)]
+    expected = set(a) & set(b)
+    ou = {**FNP, "key_bits": 1024, "scheme": "ou"}
+    ra, rb = _run(a, b, **ou)
+    assert {a[i] for i in ra.indices} == expected and rb.indices is None
+    ra, _ = _run(a, b, **ou, cardinality_only=True)
+    assert ra.size == len(expected)
+
+    def labelled(session):
+        pay = {"payloads": [f"#{i}".encode() for i in range(len(b))]} if session.index else {}
+        return psi.intersect(session, a if session.index == 0 else b, payload_bytes=8, **ou, **pay)
+
+    ra, _ = run_in_memory(2, labelled)
+    assert {a[i]: p.rstrip(b"\0").decode() for i, p in zip(ra.indices, ra.stats["payloads"])} == \
+        {x: f"#{b.index(x)}" for x in expected}
+    with pytest.raises(PartyError, match="ou plaintext: at most 34 payload bytes"):
+        _run(["a"], ["a"], **ou, payload_bytes=40)
+
+
 @pytest.mark.parametrize("case", ["empty and non-empty", "disjoint", "equal", "one element each, shared"])
 def test_fnp_adversarial_sets(case):
     a, b = CASES[case]
@@ -264,7 +284,7 @@ def test_fnp_bounds_and_refusals():
         if session.index == 0:
             session.exchange(1, {"version": fnp.VERSION, "to": "party0", "cardinality_only": False, "n": 1,
                                  "chunk": fnp.BINS_PER_MESSAGE, "settings": "strip=False, casefold=False, columns=1, "
-                                 "mode=intersection, payload_bytes=0, key_bits=768"}, "psi-hello")
+                                 "mode=intersection, payload_bytes=0, key_bits=768, scheme=paillier"}, "psi-hello")
             session.send(1, {"public_key": "00", "degree": 5}, "fnp-key")
             return None
         return psi.intersect(session, ["a"], **FNP)

@@ -32,7 +32,8 @@ def add_parser(subparsers: Any) -> None:
                    help="column holding the ids; repeat for a key of several columns")
     p.add_argument("--protocol", choices=["ecdh", "fnp"], default="ecdh",
                    help="ECDH on Ristretto255, or Freedman-Nissim-Pinkas with Paillier (result to one party: --to)")
-    p.add_argument("--key-bits", type=int, default=2048, help="Paillier key size of the FNP client")
+    p.add_argument("--key-bits", type=int, default=2048, help="key size of the FNP client")
+    p.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="FNP's homomorphic scheme")
     p.add_argument("--output", metavar="FILE", help="where to write the aligned rows (.csv or .parquet)")
     p.add_argument("--cardinality-only", action="store_true", help="learn only the intersection's size")
     p.add_argument("--to", default="both", metavar="NAME", help="'both', or the one party that learns the result")
@@ -60,7 +61,7 @@ def run_psi(args: argparse.Namespace) -> int:
         with display:
             result = psi.intersect(session, ids, protocol=args.protocol, to=args.to,
                                    cardinality_only=args.cardinality_only, strip=args.strip, casefold=args.casefold,
-                                   duplicates=args.duplicates, columns=len(key_at), order="id", key_bits=args.key_bits,
+                                   duplicates=args.duplicates, columns=len(key_at), order="id", key_bits=args.key_bits, scheme=args.scheme,
                                    checkpoint_dir=args.checkpoint_dir, resume=args.resume, progress=display)
         stats = result.stats
         print(f"{args.me}: {len(rows):,} ids here, {result.peer_size:,} at the peer; "

@@ -7,7 +7,7 @@ vertical job needs first.
 
 Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
 parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
-(:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier, the seed paper's protocol): output to one
+(:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier or OU, the seed paper's protocol): output to one
 party, its size only, or labelled (the other party's payload for each match). Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
 :mod:`.ecdh` and ``docs/psi.md``.
@@ -31,7 +31,7 @@ PROTOCOLS = ("ecdh", "fnp")
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
               cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
               columns: int = 1, order: str = "protocol", payloads: Sequence[bytes] | None = None,
-              payload_bytes: int = 0, key_bits: int = 2048, checkpoint_dir: str | None = None,
+              payload_bytes: int = 0, key_bits: int = 2048, scheme: str = "paillier", checkpoint_dir: str | None = None,
               resume: bool = False, progress: Callable[[dict], None] | None = None) -> PsiResult:
     """The intersection of this party's ``ids`` with the peer's.
 
@@ -43,7 +43,7 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     ``order`` of the rows: "protocol" (by doubly blinded value, an order neither party chose) or
     "id" (by normalised id: both parties know the shared ids, so this reveals nothing, and a
     rerun gives the same order).
-    ``protocol="fnp"`` (Freedman–Nissim–Pinkas with Paillier of ``key_bits``): ``to`` names the
+    ``protocol="fnp"`` (Freedman–Nissim–Pinkas with ``scheme`` "paillier" or "ou" of ``key_bits``): ``to`` names the
     client, the one party that learns; with ``payload_bytes`` > 0 it is labelled PSI: the other
     party passes ``payloads`` (bytes per id, at most ``payload_bytes`` each) and the client finds
     the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
@@ -75,7 +75,7 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
             payloads = [payloads[i] for i in keep]
         result = fnp.intersect(session, peer, PackedItems.pack(unique), client=to, mode=mode,
                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,
-                               key_bits=key_bits, progress=progress, settings=settings)
+                               key_bits=key_bits, scheme=scheme, progress=progress, settings=settings)
     if result.indices is not None:
         at = result.indices
         if order == "id" and len(at):

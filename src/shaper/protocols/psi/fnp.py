@@ -45,7 +45,7 @@ from ...errors import ConfigError, FrameError
 from .common import PsiResult, check_hello, traffic_stats
 from .items import PackedItems
 
-VERSION = "shaper-psi/fnp-paillier/1"
+VERSION = "shaper-psi/fnp/1"  # the scheme travels in the hello
 DOMAIN = b"shaper/psi/fnp/v1\0"
 SIGMA = 40  # statistical security of hashing and bins
 BINS_PER_MESSAGE = 256
@@ -100,12 +100,21 @@ def coefficients(roots: np.ndarray, modulus: int) -> np.ndarray:
     return coef[:, :degree]
 
 
+def plaintext_bits(scheme: str, key_bits: int) -> int:
+    """Bits a hash with its payload may use: below n for Paillier; below OU's plaintext bound
+    2^(|p| - 2) (|p| = ceil(key_bits / 3)) for OU."""
+    return key_bits - 2 if scheme == "paillier" else -(-key_bits // 3) - 3
+
+
 def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode: str = "intersection",
               payloads: list[bytes] | None = None, payload_bytes: int = 0, key_bits: int = 2048,
+              scheme: str = "paillier",
               progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
     """FNP between this party and ``peer``; ``client`` (name or index) learns. ``mode``:
     "intersection", "cardinality" or "labelled" (the server passes ``payloads``, one bytes
     value per item of at most ``payload_bytes``; the client gets them in ``stats["payloads"]``)."""
+    if scheme not in ("paillier", "ou"):
+        raise ConfigError(f"scheme must be 'paillier' or 'ou', got {scheme!r}")
     if mode not in ("intersection", "cardinality", "labelled"):
         raise ConfigError(f"mode must be 'intersection', 'cardinality' or 'labelled', got {mode!r}")
     started = time.perf_counter()
@@ -114,32 +123,36 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode:
     c = client if isinstance(client, int) else session.parties.index(client)
     hello = {"version": VERSION, "to": session.parties[c], "cardinality_only": mode == "cardinality",
              "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, mode={mode}, "
-             f"payload_bytes={payload_bytes}, key_bits={key_bits}"}
+             f"payload_bytes={payload_bytes}, key_bits={key_bits}, scheme={scheme}"}
     theirs = session.exchange(other, hello, "psi-hello")
     check_hello(hello, theirs)
     n_peer = int(theirs["n"])
     report = progress or (lambda event: None)
     bits = hash_bits(len(items), n_peer)
-    if bits + 8 * payload_bytes + 2 > key_bits:
+    room = plaintext_bits(scheme, key_bits)
+    if bits + 8 * payload_bytes > room:
         raise ConfigError(f"a {payload_bytes}-byte payload and a {bits}-bit hash do not fit a {key_bits}-bit "
-                          f"plaintext: at most {(key_bits - bits - 2) // 8} payload bytes")
+                          f"{scheme} plaintext: at most {(room - bits) // 8} payload bytes")
     if me == c:
-        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, report, started, sent0, recv0)
+        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, report, started,
+                       sent0, recv0)
     if mode == "labelled":
         if payloads is None or len(payloads) != len(items):
             raise ConfigError("labelled PSI: the server passes one payload per item")
         if any(len(p) > payload_bytes for p in payloads):
             raise ConfigError(f"a payload is longer than payload_bytes={payload_bytes}")
-    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, report, started, sent0, recv0)
+    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, report, started,
+                   sent0, recv0)
 
 
 def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: str, payload_bytes: int,
-            key_bits: int, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
-    from ...crypto import paillier
+            key_bits: int, scheme: str, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
+    from ...crypto import ou, paillier
 
     n = len(items)
     bits, bins = hash_bits(n, n_server), bin_count(n)
-    pk, sk = paillier.keygen(key_bits)
+    pk, sk = (paillier if scheme == "paillier" else ou).keygen(key_bits)
+    modulus = int(pk.n) if scheme == "paillier" else int(sk.p)  # plaintexts live mod n, or mod OU's secret p
     hashes, where = digests(items, bits, bins)
     loads = np.bincount(where, minlength=bins)
     degree = max(bin_capacity(n, bins), int(loads.max()) if n else 1)
@@ -152,14 +165,14 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     for b in range(bins):  # dummies: l + 1 bits, so never a hash
         for j in range(int(fill[b]), degree):
             roots[b, j] = (1 << bits) | secrets.randbits(bits)
-    coef = coefficients(roots, int(pk.n))
+    coef = coefficients(roots, modulus)
 
     spent = {"encrypt_seconds": 0.0, "decrypt_seconds": 0.0}
 
     def encrypt(start: int) -> bytes:
         t0 = time.perf_counter()
         block = coef[start:start + BINS_PER_MESSAGE].ravel().tolist()
-        out = ints_to_bytes([int(v) for v in sk.raw_encrypt(block)])
+        out = ints_to_bytes([int(v) for v in _encrypt_residues(pk, sk, block, modulus, scheme)])
         spent["encrypt_seconds"] += time.perf_counter() - t0
         report({"event": "psi", "stage": "encrypt", "done": min(start + BINS_PER_MESSAGE, bins), "total": bins})
         return out
@@ -188,23 +201,36 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     return PsiResult(rows, len(rows), n_server, stats)
 
 
+def _encrypt_residues(pk: Any, sk: Any, residues: list, modulus: int, scheme: str) -> list:
+    """Encryptions of arbitrary residues mod the plaintext modulus. Paillier takes any residue.
+    OU's encryption takes |m| <= 2^(|p| - 2) - 1 only, but a coefficient is any residue mod p:
+    centred (|m| <= p/2) and split m = a + b with |a|, |b| <= p/4 + 1, it is Enc(a) times g^b."""
+    if scheme == "paillier":
+        return sk.raw_encrypt(residues)
+    centred = [int(m) - modulus if int(m) > modulus // 2 else int(m) for m in residues]
+    halves = [m >> 1 for m in centred]
+    return pk.raw_add_plain(pk.raw_encrypt(halves), [m - h for m, h in zip(centred, halves)])
+
+
 def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: str, payloads: list[bytes] | None,
-            payload_bytes: int, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
+            payload_bytes: int, key_bits: int, scheme: str, report: Callable, started: float, sent0: int,
+            recv0: int) -> PsiResult:
+    from ...crypto.ou import OUPublicKey
     from ...crypto.paillier import PaillierPublicKey
     from ...kernels import get_kernel
 
     msg = session.recv_meta(other, "fnp-key")
+    key_class = PaillierPublicKey if scheme == "paillier" else OUPublicKey
     try:
-        pk = PaillierPublicKey.from_bytes(bytes.fromhex(msg["public_key"]))
+        pk = key_class.from_bytes(bytes.fromhex(msg["public_key"]))
         degree = int(msg["degree"])
     except (KeyError, TypeError, ValueError) as exc:
         raise FrameError(f"the client sent a malformed key message: {exc}") from None
-    if not isinstance(pk, PaillierPublicKey) or not 1 <= degree <= MAX_LOAD:
-        raise FrameError(f"the client announced an invalid key or bin degree {degree}")
-    n, n2 = int(pk.n), int(pk.n_squared)
+    if pk.bits != key_bits or not 1 <= degree <= MAX_LOAD:
+        raise FrameError(f"the client announced a {pk.bits}-bit key (agreed {key_bits}) or bin degree {degree}")
     bits, bins = hash_bits(n_client, len(items)), bin_count(n_client)
-    if bits + 8 * payload_bytes + 2 > pk.bits:
-        raise FrameError("the client's key is too small for the hash and payload")
+    modulus = int(pk.ciphertext_modulus)  # n^2 (Paillier) or n (OU)
+    r_bound = int(pk.n) if scheme == "paillier" else 1 << (pk.prime_bits + SIGMA)  # OU: uniform mod p to 2^-40
     hashes, where = digests(items, bits, bins)
     plain = list(hashes)
     if mode == "labelled":
@@ -229,8 +255,8 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         rows = where[sel] - start
         acc = pk.raw_add_plain(coef[rows, degree - 1].tolist(), ys)  # Enc(h + alpha_{L-1})
         for u in range(degree - 2, -1, -1):
-            acc = kernel.mulmod(kernel.powmod(acc, ys, n2), coef[rows, u].tolist(), n2)
-        acc = kernel.powmod(acc, [secrets.randbelow(n) for _ in sel], n2)  # r P(h(y)), r uniform in Z_n
+            acc = kernel.mulmod(kernel.powmod(acc, ys, modulus), coef[rows, u].tolist(), modulus)
+        acc = kernel.powmod(acc, [secrets.randbelow(r_bound) for _ in sel], modulus)  # r P(h(y)), r uniform
         if mode != "cardinality":
             acc = pk.raw_add_plain(acc, [plain[i] for i in sel])
         results[sel] = object_array(pk.raw_rerandomize(acc))
