@@ -12,8 +12,8 @@ per party (per process for openmined-psi, measured in a fresh subprocess).
 
   python benchmarks/psi.py --sizes 12 16 20 --fnp-sizes 12 --json benchmarks/results/psi.json
 
-FNP-Paillier (the client learns; the cost split: client encryption of the bin polynomials,
-server evaluation, client decryption) runs at the sizes given by ``--fnp-sizes``.
+FNP with Paillier and OU (the client learns; the cost split: client encryption of the bin
+polynomials, server evaluation, client decryption) runs at the sizes given by ``--fnp-sizes``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
     return {f"cust-{i:09d}" for i in pool[: n // 2]}
 
 
-def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 2048) -> dict:
+def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 2048, scheme: str = "paillier") -> dict:
     from shaper.cli.psi import read_rows, write_rows
     from shaper.protocols import psi
 
@@ -53,7 +53,7 @@ def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 
     me = "a" if session.index == 0 else "b"
     header, rows = read_rows(Path(folder) / f"{me}.csv")
     t_read = time.perf_counter() - t0
-    options = {"protocol": "fnp", "to": 0, "key_bits": key_bits} if protocol == "fnp" else {}
+    options = {"protocol": "fnp", "to": 0, "key_bits": key_bits, "scheme": scheme} if protocol == "fnp" else {}
     result = psi.intersect(session, [r[0] for r in rows], order="id", **options)
     t1 = time.perf_counter()
     if result.indices is not None:
@@ -66,11 +66,12 @@ def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 
             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), **split}
 
 
-def run_shaper(n: int, folder: Path, shared: set[str], protocol: str = "ecdh", key_bits: int = 2048) -> dict:
+def run_shaper(n: int, folder: Path, shared: set[str], protocol: str = "ecdh", key_bits: int = 2048,
+               scheme: str = "paillier") -> dict:
     from shaper.net import launch
 
     t0 = time.perf_counter()
-    a, b = launch(2, _shaper_party, str(folder), protocol, key_bits, timeout=7200)
+    a, b = launch(2, _shaper_party, str(folder), protocol, key_bits, scheme, timeout=7200)
     seconds = time.perf_counter() - t0
     out = [(folder / f"{m}.out.csv").read_text().splitlines()[1:] for m in (("a", "b") if protocol == "ecdh" else "a")]
     ids = [[line.split(",")[0] for line in o] for o in out]
@@ -79,7 +80,7 @@ def run_shaper(n: int, folder: Path, shared: set[str], protocol: str = "ecdh", k
     if protocol == "fnp":
         extra = {"client_encrypt_seconds": a["encrypt_seconds"], "server_evaluate_seconds": b["evaluate_seconds"],
                  "client_decrypt_seconds": a["decrypt_seconds"], "bins": a["bins"], "degree": a["degree"],
-                 "hash_bits": a["hash_bits"], "key_bits": key_bits}
+                 "hash_bits": a["hash_bits"], "key_bits": key_bits, "scheme": scheme}
     return {**extra, "seconds": round(seconds, 2),
             "bytes_per_item_per_party": [round(p["bytes_sent"] / n, 1) for p in (a, b)],
             "peak_rss_mib": [a["peak_rss_mib"], b["peak_rss_mib"]],
@@ -137,7 +138,8 @@ def main() -> int:
     ap.add_argument("--no-openmined", action="store_true")
     ap.add_argument("--openmined-max", type=int, default=20, help="largest log2 size to run openmined-psi at")
     ap.add_argument("--fnp-sizes", type=int, nargs="*", default=[], help="log2 sizes to run FNP-Paillier at")
-    ap.add_argument("--key-bits", type=int, default=2048, help="FNP's Paillier key size")
+    ap.add_argument("--key-bits", type=int, default=2048, help="FNP's key size")
+    ap.add_argument("--fnp-schemes", nargs="+", default=["paillier", "ou"], choices=["paillier", "ou"])
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     rows = []
@@ -148,7 +150,8 @@ def main() -> int:
             shared = make_files(n, folder)
             row = {"items": f"2^{log_n}", "n": n, "overlap": 0.5, "shaper_ecdh": run_shaper(n, folder, shared)}
             if log_n in args.fnp_sizes:
-                row["shaper_fnp_paillier"] = run_shaper(n, folder, shared, "fnp", args.key_bits)
+                for scheme in args.fnp_schemes:
+                    row[f"shaper_fnp_{scheme}"] = run_shaper(n, folder, shared, "fnp", args.key_bits, scheme)
             if not args.no_openmined and log_n <= args.openmined_max:
                 row["openmined_psi"] = run_openmined(n, folder, shared)
             om = row.get("openmined_psi")
@@ -159,9 +162,11 @@ def main() -> int:
         print(f"2^{log_n}: shaper {s['seconds']:.2f} s end to end, {s['bytes_per_item_per_party']} B/item, "
               f"RSS {s['peak_rss_mib']} MiB" + (f" | openmined-psi {om['seconds']:.2f} s (protocol only), "
                                                f"x{row['speedup']}" if om else ""), flush=True)
-        if "shaper_fnp_paillier" in row:
-            f = row["shaper_fnp_paillier"]
-            print(f"  FNP-Paillier-{args.key_bits}: {f['seconds']:.1f} s (client encrypt {f['client_encrypt_seconds']} s, "
+        for scheme in ("paillier", "ou"):
+            if f"shaper_fnp_{scheme}" not in row:
+                continue
+            f = row[f"shaper_fnp_{scheme}"]
+            print(f"  FNP-{scheme}-{args.key_bits}: {f['seconds']:.1f} s (client encrypt {f['client_encrypt_seconds']} s, "
                   f"server evaluate {f['server_evaluate_seconds']} s, client decrypt {f['client_decrypt_seconds']} s), "
                   f"{f['bytes_per_item_per_party']} B/item", flush=True)
     meta = {"machine": platform.machine(), "processor": platform.processor(), "cores": os.cpu_count(),
