@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--id-column", action="append", required=True, metavar="NAME",
                    help="column holding the ids; repeat for a key of several columns")
     p.add_argument("--protocol", choices=["ecdh", "fnp"], default="ecdh",
-                   help="ECDH on Ristretto255, or Freedman-Nissim-Pinkas with Paillier (result to one party: --to)")
+                   help="ECDH on Ristretto255, or Freedman-Nissim-Pinkas with Paillier or OU (result to one party: --to)")
     p.add_argument("--key-bits", type=int, default=2048, help="key size of the FNP client")
     p.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="FNP's homomorphic scheme")
     p.add_argument("--output", metavar="FILE", help="where to write the aligned rows (.csv or .parquet)")
