@@ -1,13 +1,16 @@
-"""What both PSI protocols share: the result type, the hello check and the traffic figures."""
+"""What both PSI protocols share: the result type, the hello check, the traffic figures and the
+secret shuffle."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ...crypto.prg import Prg
 from ...errors import ConfigError, FrameError
 
 
@@ -40,3 +43,12 @@ def traffic_stats(session: Any, started: float, sent0: int, recv0: int) -> dict:
     return {"seconds": round(time.perf_counter() - started, 3),
             "bytes_sent": session.stats.bytes_sent - sent0,
             "bytes_received": session.stats.bytes_received - recv0}
+
+
+def permutation(n: int, seed: bytes | None = None) -> np.ndarray:
+    """A uniformly random permutation from the operating system's CSPRNG (or, reproducibly for a
+    resumed run, from the AES-CTR stream of a saved secret seed)."""
+    if not n:
+        return np.zeros(0, np.int64)
+    words = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) if seed is None else Prg(seed=seed).uint64(n)
+    return np.argsort(words, kind="stable")

@@ -41,9 +41,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
-from ...crypto.prg import Prg
 from .checkpoint import PsiCheckpoint
-from .common import PsiResult, check_hello, traffic_stats
+from .common import PsiResult, check_hello, permutation, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -119,7 +118,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
         report({"event": "resume", "own_chunks": own_done, "peer_chunks": peer_done})
 
     # 1. this party's singly blinded points (S: in a secret random order), from where the peer stands
-    order = np.arange(len(items)) if is_r else _permutation(len(items), seed)
+    order = np.arange(len(items)) if is_r else permutation(len(items), seed)
     mine = _Blinded(key, items, None if is_r else order)
     first = own_done if is_r else peer_done
     session.send_pipelined(other, range(first, _chunks(len(items))), mine.chunk, tag="psi-a")
@@ -135,7 +134,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
 
         if cardinality_only:
             doubled = b"".join(again(c) for c in range(_chunks(n_r)))
-            shuffled = np.frombuffer(doubled, dtype=f"V{MATCH}")[_permutation(n_r)].tobytes()
+            shuffled = np.frombuffer(doubled, dtype=f"V{MATCH}")[permutation(n_r)].tobytes()
             session.send_pipelined(other, range(_chunks(n_r)),
                                    lambda c: shuffled[c * CHUNK * MATCH:(c + 1) * CHUNK * MATCH], tag="psi-d")
         else:
@@ -223,15 +222,6 @@ def _reblind(key: Any, points: bytes) -> bytes:
 
 def _truncate(points: bytes) -> bytes:
     return np.frombuffer(points, dtype=np.uint8).reshape(-1, POINT)[:, :MATCH].tobytes()
-
-
-def _permutation(n: int, seed: bytes | None = None) -> np.ndarray:
-    """A uniformly random permutation from the operating system's CSPRNG (or, reproducibly for a
-    resumed run, from the AES-CTR stream of a saved secret seed)."""
-    if not n:
-        return np.zeros(0, np.int64)
-    words = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) if seed is None else Prg(seed=seed).uint64(n)
-    return np.argsort(words, kind="stable")
 
 
 def _chunks(n: int) -> int:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import secrets
 import time
 from typing import Any, Callable
 
@@ -42,7 +41,7 @@ import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes, object_array
 from ...errors import ConfigError, FrameError
-from .common import PsiResult, check_hello, traffic_stats
+from .common import PsiResult, check_hello, permutation, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/fnp/1"  # the scheme travels in the hello
@@ -162,9 +161,10 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     for h, b in zip(hashes, where.tolist()):
         roots[b, fill[b]] = h
         fill[b] += 1
-    for b in range(bins):  # dummies: l + 1 bits, so never a hash
+    dummies = iter(session.prg.randbits(bits, bins * degree - n))  # l + 1 bits with the top bit: never a hash
+    for b in range(bins):
         for j in range(int(fill[b]), degree):
-            roots[b, j] = (1 << bits) | secrets.randbits(bits)
+            roots[b, j] = (1 << bits) | next(dummies)
     coef = coefficients(roots, modulus)
 
     spent = {"encrypt_seconds": 0.0, "decrypt_seconds": 0.0}
@@ -256,13 +256,13 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         acc = pk.raw_add_plain(coef[rows, degree - 1].tolist(), ys)  # Enc(h + alpha_{L-1})
         for u in range(degree - 2, -1, -1):
             acc = kernel.mulmod(kernel.powmod(acc, ys, modulus), coef[rows, u].tolist(), modulus)
-        acc = kernel.powmod(acc, [secrets.randbelow(r_bound) for _ in sel], modulus)  # r P(h(y)), r uniform
+        acc = kernel.powmod(acc, session.prg.randbelow(r_bound, len(sel)), modulus)  # r P(h(y)), r uniform
         if mode != "cardinality":
             acc = pk.raw_add_plain(acc, [plain[i] for i in sel])
         results[sel] = object_array(pk.raw_rerandomize(acc))
         evaluate += time.perf_counter() - t0
         report({"event": "psi", "stage": "evaluate", "done": int(bounds[k + 1]), "total": len(items)})
-    shuffled = results[np.argsort(np.frombuffer(secrets.token_bytes(8 * len(items)), dtype=np.uint64), kind="stable")]
+    shuffled = results[permutation(len(items))]
     session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
