@@ -16,7 +16,7 @@ use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
 use rayon::prelude::*;
-use sha2::{Digest, Sha512};
+use sha2::{Digest, Sha256, Sha512};
 
 /// Domain separation of the item hash (a protocol version: both parties must use the same).
 pub const DOMAIN: &[u8] = b"shaper/psi/ecdh-ristretto255/v1\0";
@@ -75,17 +75,45 @@ fn compress_into(key: &BlindingKey, points: &[RistrettoPoint], out: &mut [u8]) {
 }
 
 /// Items given as one byte string and `offsets` (n + 1 ascending positions): item i is
-/// `data[offsets[i]..offsets[i + 1]]`. Returns `k * H(item)` for every item, 32 bytes each.
-pub fn hash_blind(key: &BlindingKey, data: &[u8], offsets: &[usize]) -> Result<Vec<u8>, String> {
+/// `data[offsets[i]..offsets[i + 1]]`. Returns `k * H(item)` for the items `order[0], order[1],
+/// ...` (every item in turn when `order` is None), 32 bytes each.
+pub fn hash_blind(key: &BlindingKey, data: &[u8], offsets: &[usize], order: Option<&[usize]>) -> Result<Vec<u8>, String> {
     check_offsets(data.len(), offsets)?;
     let n = offsets.len() - 1;
-    let mut out = vec![0u8; n * POINT];
+    if let Some(bad) = order.and_then(|o| o.iter().find(|&&i| i >= n)) {
+        return Err(format!("item {bad} is out of range: there are {n} items"));
+    }
+    let count = order.map_or(n, |o| o.len());
+    let mut out = vec![0u8; count * POINT];
     out.par_chunks_mut(CHUNK * POINT).enumerate().for_each(|(c, dst)| {
         let start = c * CHUNK;
         let points: Vec<RistrettoPoint> = (start..start + dst.len() / POINT)
+            .map(|j| order.map_or(j, |o| o[j]))
             .map(|i| hash_to_group(&data[offsets[i]..offsets[i + 1]]))
             .collect();
         compress_into(key, &points, dst);
+    });
+    Ok(out)
+}
+
+/// The first `width` (at most 32) bytes of SHA-256(`prefix || item`) for every item: digests for
+/// duplicate detection and for FNP's hashing into bins.
+pub fn digests(prefix: &[u8], data: &[u8], offsets: &[usize], width: usize) -> Result<Vec<u8>, String> {
+    check_offsets(data.len(), offsets)?;
+    if !(1..=32).contains(&width) {
+        return Err(format!("a digest has 1 to 32 bytes, asked for {width}"));
+    }
+    let n = offsets.len() - 1;
+    let mut out = vec![0u8; n * width];
+    out.par_chunks_mut(CHUNK * 8 * width).enumerate().for_each(|(c, dst)| {
+        let start = c * CHUNK * 8;
+        for (j, d) in dst.chunks_exact_mut(width).enumerate() {
+            let i = start + j;
+            let mut h = Sha256::new();
+            h.update(prefix);
+            h.update(&data[offsets[i]..offsets[i + 1]]);
+            d.copy_from_slice(&h.finalize()[..width]);
+        }
     });
     Ok(out)
 }
@@ -158,8 +186,8 @@ mod tests {
         let words: Vec<String> = (0..1300).map(|i| format!("id-{i}")).collect();
         let refs: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
         let (data, offsets) = items(&refs);
-        let ab = blind(&b, &hash_blind(&a, &data, &offsets).unwrap()).unwrap();
-        let ba = blind(&a, &hash_blind(&b, &data, &offsets).unwrap()).unwrap();
+        let ab = blind(&b, &hash_blind(&a, &data, &offsets, None).unwrap()).unwrap();
+        let ba = blind(&a, &hash_blind(&b, &data, &offsets, None).unwrap()).unwrap();
         assert_eq!(ab, ba);
         for (i, w) in refs.iter().enumerate().step_by(97) {
             let direct = (hash_to_group(w.as_bytes()) * (a.key * b.key)).compress();
@@ -170,27 +198,48 @@ mod tests {
     #[test]
     fn distinct_items_and_keys_give_distinct_points() {
         let (data, offsets) = items(&["alice", "bob", "", "alice "]);
-        let out = hash_blind(&key(3), &data, &offsets).unwrap();
+        let out = hash_blind(&key(3), &data, &offsets, None).unwrap();
         let mut seen: Vec<&[u8]> = out.chunks(POINT).collect();
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 4);
-        assert_ne!(out, hash_blind(&key(4), &data, &offsets).unwrap());
+        assert_ne!(out, hash_blind(&key(4), &data, &offsets, None).unwrap());
     }
 
     #[test]
     fn invalid_encodings_and_offsets_are_refused() {
         let (data, offsets) = items(&["x", "y", "z"]);
-        let mut pts = hash_blind(&key(5), &data, &offsets).unwrap();
+        let mut pts = hash_blind(&key(5), &data, &offsets, None).unwrap();
         pts[2 * POINT] ^= 1; // flipping the low bit makes the encoding non-canonical (odd) or invalid
         assert!(blind(&key(6), &pts).unwrap_err().contains("point 2"));
         let identity = [0u8; 64];
         assert!(blind(&key(6), &identity).unwrap_err().contains("point 0"));
         assert!(blind(&key(6), &[0u8; 33]).is_err());
-        assert!(hash_blind(&key(5), &data, &[0, 2, 1, 3]).is_err());
-        assert!(hash_blind(&key(5), &data, &[0, 1, 2]).is_err());
+        assert!(hash_blind(&key(5), &data, &[0, 2, 1, 3], None).is_err());
+        assert!(hash_blind(&key(5), &data, &[0, 1, 2], None).is_err());
         assert!(BlindingKey::from_canonical(&[0u8; 32]).is_err());
         assert!(BlindingKey::from_canonical(&[0xff; 32]).is_err());
+    }
+
+    #[test]
+    fn an_order_selects_and_permutes_items() {
+        let (data, offsets) = items(&["a", "b", "c", "d"]);
+        let all = hash_blind(&key(8), &data, &offsets, None).unwrap();
+        let some = hash_blind(&key(8), &data, &offsets, Some(&[3, 0, 3])).unwrap();
+        assert_eq!(&some[..POINT], &all[3 * POINT..]);
+        assert_eq!(&some[POINT..2 * POINT], &all[..POINT]);
+        assert_eq!(&some[2 * POINT..], &all[3 * POINT..]);
+        assert!(hash_blind(&key(8), &data, &offsets, Some(&[4])).unwrap_err().contains("item 4"));
+    }
+
+    #[test]
+    fn digests_are_prefixed_sha256() {
+        let (data, offsets) = items(&["x", "", "yz"]);
+        let d = digests(b"p", &data, &offsets, 32).unwrap();
+        assert_eq!(&d[64..], Sha256::digest(b"pyz").as_slice());
+        assert_eq!(&d[32..64], Sha256::digest(b"p").as_slice());
+        assert_eq!(digests(b"p", &data, &offsets, 5).unwrap()[..5], d[..5]);
+        assert!(digests(b"p", &data, &offsets, 33).is_err());
     }
 
     #[test]

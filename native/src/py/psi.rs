@@ -39,10 +39,18 @@ impl RistrettoKey {
         PyBytes::new(py, &self.key.to_bytes())
     }
 
-    /// ``k * H(item)`` for the items ``data[offsets[i]:offsets[i+1]]``, 32 bytes each.
-    fn hash_blind<'py>(&self, py: Python<'py>, data: &[u8], offsets: PyReadonlyArray1<'_, u64>) -> PyResult<Bound<'py, PyBytes>> {
-        let offs: Vec<usize> = contiguous(&offsets, "offsets")?.iter().map(|&o| o as usize).collect();
-        let out = pool::run(py, || psi::hash_blind(&self.key, data, &offs))?.map_err(PyValueError::new_err)?;
+    /// ``k * H(item)`` for the items ``data[offsets[i]:offsets[i+1]]``, 32 bytes each; with
+    /// ``order`` (item positions), for the items ``order[0], order[1], ...`` in that order.
+    #[pyo3(signature = (data, offsets, order=None))]
+    fn hash_blind<'py>(&self, py: Python<'py>, data: &[u8], offsets: PyReadonlyArray1<'_, u64>,
+                       order: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<Bound<'py, PyBytes>> {
+        let offs = positions(&offsets, "offsets")?;
+        let order = match order {
+            Some(o) => Some(contiguous(&o, "order")?.iter().map(|&i| usize::try_from(i)
+                .map_err(|_| PyValueError::new_err(format!("item position {i} is negative")))).collect::<PyResult<Vec<usize>>>()?),
+            None => None,
+        };
+        let out = pool::run(py, || psi::hash_blind(&self.key, data, &offs, order.as_deref()))?.map_err(PyValueError::new_err)?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -54,6 +62,21 @@ impl RistrettoKey {
     }
 }
 
+/// The first ``width`` bytes of SHA-256(``prefix`` || item) for every packed item (``width`` bytes
+/// each, one string).
+#[pyfunction]
+fn item_digests<'py>(py: Python<'py>, prefix: &[u8], data: &[u8], offsets: PyReadonlyArray1<'_, u64>, width: usize)
+                     -> PyResult<Bound<'py, PyBytes>> {
+    let offs = positions(&offsets, "offsets")?;
+    let out = pool::run(py, || psi::digests(prefix, data, &offs, width))?.map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+fn positions(offsets: &PyReadonlyArray1<'_, u64>, name: &str) -> PyResult<Vec<usize>> {
+    Ok(contiguous(offsets, name)?.iter().map(|&o| o as usize).collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<RistrettoKey>()
+    m.add_class::<RistrettoKey>()?;
+    m.add_function(wrap_pyfunction!(item_digests, m)?)
 }

@@ -22,6 +22,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...files import write_private
 
 STATE_VERSION = 1
@@ -35,10 +37,10 @@ class PsiCheckpoint:
         self.digest = digest
 
     @staticmethod
-    def digest_of(data: bytes, offsets: bytes, options: str) -> str:
+    def digest_of(data: bytes, offsets: Any, options: str) -> str:
         h = hashlib.sha256()
         for part in (options.encode(), offsets, data):
-            h.update(len(part).to_bytes(8, "little"))
+            h.update(memoryview(part).nbytes.to_bytes(8, "little"))
             h.update(part)
         return h.hexdigest()
 
@@ -62,19 +64,22 @@ class PsiCheckpoint:
         write_private(self.dir / "state.json.tmp", json.dumps(state).encode())
         os.replace(self.dir / "state.json.tmp", self.dir / "state.json")
 
-    def chunks(self, name: str, sizes: list[int]) -> tuple[int, bytes]:
-        """(complete chunks of ``name``, their bytes) given each chunk's byte size; a torn
-        chunk after them is cut off."""
+    def read_chunks(self, name: str, out: np.ndarray, chunk: int) -> int:
+        """Reads the complete chunks of ``name`` (``chunk`` rows of ``out`` each; the last may be
+        shorter) into ``out``, cuts off a torn chunk after them, and returns how many there are."""
         path = self.dir / name
-        data = path.read_bytes() if path.exists() else b""
-        done, used = 0, 0
-        while done < len(sizes) and used + sizes[done] <= len(data):
-            used += sizes[done]
-            done += 1
-        if used != len(data):
+        have = path.stat().st_size if path.exists() else 0
+        row = out.shape[1] * out.itemsize
+        rows = min(have // row, len(out))
+        rows = rows if rows == len(out) else rows - rows % chunk
+        if rows:
+            with open(path, "rb") as fh:
+                if fh.readinto(memoryview(out[:rows]).cast("B")) != rows * row:
+                    raise OSError(f"{path} shrank while it was read")
+        if have != rows * row:
             with open(path, "r+b") as fh:
-                fh.truncate(used)
-        return done, data[:used]
+                fh.truncate(rows * row)
+        return -(-rows // chunk)
 
     def append(self, name: str, data: bytes) -> None:
         with open(self.dir / name, "ab") as fh:

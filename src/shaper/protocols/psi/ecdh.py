@@ -78,7 +78,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     ckpt = state = None
     if checkpoint_dir is not None:
         ckpt = PsiCheckpoint(checkpoint_dir, session.name, PsiCheckpoint.digest_of(
-            items.data, items.offsets.tobytes(), json.dumps(hello, sort_keys=True)))
+            items.data, items.offsets, json.dumps(hello, sort_keys=True)))
         state = ckpt.load() if resume else None
     theirs = session.exchange(other, {**hello, "run": None if state is None else state["run"]}, "psi-hello")
     check_hello(hello, theirs)
@@ -99,20 +99,20 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
             ckpt.start(run, key.to_bytes(), seed)
 
     # where the learner stands: complete chunks of its doubly blinded values and of the peer's
-    own_sizes = [_chunk_len(n_r, c) * MATCH for c in range(_chunks(n_r))]
-    peer_sizes = [_chunk_len(n_s, c) * MATCH for c in range(_chunks(n_s))]
-    own_done, own_kept, peer_done, peer_kept = 0, b"", 0, b""
+    own_done = peer_done = 0
+    own_doubled = peer_doubled = None
     if is_r:
+        own_doubled, peer_doubled = np.empty((n_r, MATCH), np.uint8), np.empty((n_s, MATCH), np.uint8)
         if resuming:
-            peer_done, peer_kept = ckpt.chunks("peer.bin", peer_sizes)
+            peer_done = ckpt.read_chunks("peer.bin", peer_doubled, CHUNK)
             if not cardinality_only:  # (cardinality: S shuffles all of them at the end; redone)
-                own_done, own_kept = ckpt.chunks("own.bin", own_sizes)
+                own_done = ckpt.read_chunks("own.bin", own_doubled, CHUNK)
         session.send(other, {"own": own_done, "peer": peer_done}, "psi-progress")
     else:
         where = session.recv_meta(other, "psi-progress")
         own_done, peer_done = (where.get("own"), where.get("peer")) if isinstance(where, dict) else (None, None)
-        if not (isinstance(own_done, int) and isinstance(peer_done, int) and 0 <= own_done <= len(own_sizes)
-                and 0 <= peer_done <= len(peer_sizes)) or (peer_done or own_done) and not resuming:
+        if not (isinstance(own_done, int) and isinstance(peer_done, int) and 0 <= own_done <= _chunks(n_r)
+                and 0 <= peer_done <= _chunks(n_s)) or (peer_done or own_done) and not resuming:
             raise FrameError(f"the peer announced an impossible resume point {where!r}")
     if resuming:
         report({"event": "resume", "own_chunks": own_done, "peer_chunks": peer_done})
@@ -145,36 +145,62 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
         return result
 
     # 2. R: blind S's points again, receive its own doubly blinded points back
-    peer_doubled = bytearray(peer_kept)
     for c in range(peer_done, _chunks(n_s)):
         points = session.recv_bytes(other, "psi-a")
         _check_length(points, _chunk_len(n_s, c) * POINT, "blinded points")
         part = _truncate(_reblind(key, points))
-        peer_doubled += part
+        peer_doubled[c * CHUNK:c * CHUNK + len(part) // MATCH] = np.frombuffer(part, np.uint8).reshape(-1, MATCH)
         if ckpt is not None:
             ckpt.append("peer.bin", part)
         report({"event": "psi", "stage": "blind", "done": min((c + 1) * CHUNK, n_s), "total": n_s})
-    own_doubled = bytearray(own_kept)
     for c in range(own_done, _chunks(n_r)):
         part = session.recv_bytes(other, "psi-d")
         _check_length(part, _chunk_len(n_r, c) * MATCH, "doubly blinded values")
-        own_doubled += part
+        own_doubled[c * CHUNK:c * CHUNK + len(part) // MATCH] = np.frombuffer(part, np.uint8).reshape(-1, MATCH)
         if ckpt is not None and not cardinality_only:
             ckpt.append("own.bin", part)
-    # 3. match; intersect1d orders the matches by the doubly blinded value
-    a = np.frombuffer(bytes(own_doubled), dtype=f"V{MATCH}")
-    b = np.frombuffer(bytes(peer_doubled), dtype=f"V{MATCH}")
-    _, mine_at, theirs_at = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+    # 3. match, ordered by the doubly blinded value
+    mine_at, theirs_at = match(own_doubled, peer_doubled)
+    del own_doubled, peer_doubled
     size = int(len(mine_at))
     if learner is None:
         if cardinality_only:
             session.send(other, {"size": size}, "psi-size")
         else:
-            session.send(other, theirs_at.astype(np.int64), "psi-rows")
-    indices = None if cardinality_only else mine_at.astype(np.int64)
+            session.send(other, theirs_at, "psi-rows")
+    indices = None if cardinality_only else mine_at
     if ckpt is not None:
         ckpt.clear()
     return PsiResult(indices, size, n_peer, traffic_stats(session, started, sent0, recv0))
+
+
+def match(own: np.ndarray, peer: np.ndarray, block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``own``, positions in ``peer``) of the rows the two (n, 16) byte arrays share,
+    ordered by the shared value (rows within each array are distinct). Sorts the peer's rows as
+    pairs of big-endian 64-bit words (byte order) and looks up ``own`` block by block, so the
+    extra memory is about 24 bytes per peer row."""
+    if not len(own) or not len(peer):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    words = peer.view(">u8")  # (n, 2): a row's bytes in order
+    by_value = np.lexsort((words[:, 1], words[:, 0]))
+    hi, lo = words[by_value, 0].astype(np.uint64), words[by_value, 1].astype(np.uint64)
+    mine, theirs = [], []
+    for start in range(0, len(own), block):
+        part = own[start:start + block].view(">u8")
+        a_hi, a_lo = part[:, 0].astype(np.uint64), part[:, 1].astype(np.uint64)
+        left, right = np.searchsorted(hi, a_hi, "left"), np.searchsorted(hi, a_hi, "right")
+        one = np.nonzero(right - left == 1)[0]  # the first 8 bytes occur once at the peer: compare the rest
+        hit = one[lo[left[one]] == a_lo[one]]
+        found = [hit + start], [left[hit]]
+        for i in np.nonzero(right - left > 1)[0]:  # equal first 8 bytes at the peer (rare): scan them
+            at = left[i] + np.nonzero(lo[left[i]:right[i]] == a_lo[i])[0]
+            found[0].append(np.full(len(at), start + i))
+            found[1].append(at)
+        mine.append(np.concatenate(found[0]))
+        theirs.append(np.concatenate(found[1]))
+    mine_at, sorted_at = np.concatenate(mine).astype(np.int64), np.concatenate(theirs)
+    ranked = np.argsort(sorted_at, kind="stable")  # by value: the peer's sorted position
+    return mine_at[ranked], by_value[sorted_at[ranked]].astype(np.int64)
 
 
 def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, cardinality_only: bool,
@@ -195,20 +221,15 @@ def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, 
 
 
 class _Blinded:
-    """Chunk c of ``k * H(item)`` for the items in ``order`` (None: as given)."""
+    """Chunk c of ``k * H(item)`` for the items in ``order`` (None: as given), computed when asked."""
 
     def __init__(self, key: Any, items: PackedItems, order: np.ndarray | None) -> None:
         self.key, self.items, self.order = key, items, order
-        self.points: np.ndarray | None = None
-        if order is not None:  # blind in input order, send in ``order``: permute the points
-            data, offsets = items.chunk(0, len(items))
-            raw = key.hash_blind(data, offsets) if len(items) else b""
-            self.points = np.frombuffer(raw, dtype=f"V{POINT}")[order]
 
     def chunk(self, c: int) -> bytes:
         start, stop = c * CHUNK, min((c + 1) * CHUNK, len(self.items))
-        if self.points is not None:
-            return self.points[start:stop].tobytes()
+        if self.order is not None:
+            return self.key.hash_blind(self.items.data, self.items.offsets, self.order[start:stop])
         data, offsets = self.items.chunk(start, stop)
         return self.key.hash_blind(data, offsets)
 
