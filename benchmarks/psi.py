@@ -46,18 +46,18 @@ def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
 
 
 def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 2048, scheme: str = "paillier") -> dict:
-    from shaper.cli.psi import read_rows, write_rows
+    from shaper.cli.psi import RowFile
     from shaper.protocols import psi
 
     t0 = time.perf_counter()
     me = "a" if session.index == 0 else "b"
-    header, rows = read_rows(Path(folder) / f"{me}.csv")
+    table = RowFile.read(Path(folder) / f"{me}.csv")
     t_read = time.perf_counter() - t0
     options = {"protocol": "fnp", "to": 0, "key_bits": key_bits, "scheme": scheme} if protocol == "fnp" else {}
-    result = psi.intersect(session, [r[0] for r in rows], order="id", **options)
+    result = psi.intersect(session, table.ids(["customer"]), order="id", **options)
     t1 = time.perf_counter()
     if result.indices is not None:
-        write_rows(Path(folder) / f"{me}.out.csv", header, [rows[i] for i in result.indices])
+        table.write(Path(folder) / f"{me}.out.csv", result.indices)
     t_write = time.perf_counter() - t1
     usage = resource.getrusage(resource.RUSAGE_SELF)
     split = {k: v for k, v in result.stats.items() if k.endswith("_seconds") or k in ("bins", "degree", "hash_bits")}

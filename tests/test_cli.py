@@ -14,6 +14,7 @@ import pytest
 
 from shaper.cli import main
 from shaper.crypto.serialization import load_key
+from shaper.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,6 +163,31 @@ def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
     assert a[0] == "email,region" and b[0] == "email,score" and len(a) == len(b) == 11  # ids 0, 6, ..., 54
     assert [r.split(",")[0].strip().lower() for r in a[1:]] == [r.split(",")[0] for r in b[1:]]
     assert "30 ids here, 20 at the peer; 10 in common" in outs[0][0]
+
+
+def test_psi_row_files_read_alike_with_and_without_pyarrow(tmp_path):
+    """Arrow columns (compact, used when pyarrow is installed) and lists of str (the fallback)
+    give the same cells, ids and written rows: quotes, commas, a BOM, empty cells, leading zeros."""
+    pytest.importorskip("pyarrow")
+    from shaper.cli.psi import RowFile
+
+    path = tmp_path / "rows.csv"
+    path.write_bytes("\ufeffid,name,n\n007,\"Lee, Ann\",\n\"\",x,3\n 8 ,\"say \"\"hi\"\"\",\n9,é,1\n".encode())
+    arrow, lists = RowFile.read(path), RowFile._read_csv_lists(path)
+    assert arrow.header == lists.header == ["id", "name", "n"] and len(arrow) == len(lists) == 4
+    assert list(arrow.ids(["id"])) == list(lists.ids(["id"])) == ["007", "", " 8 ", "9"]
+    assert list(arrow.ids(["id", "name"])) == list(lists.ids(["id", "name"]))
+    assert arrow.ids(["name"])[2] == lists.ids(["name"])[2] == 'say "hi"'
+    rows = np.array([3, 0, 2])
+    for table, name in ((arrow, "a.csv"), (lists, "b.csv")):
+        table.write(tmp_path / name, rows)
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+    arrow.write(tmp_path / "c.parquet", rows)
+    back = RowFile.read(tmp_path / "c.parquet")
+    assert list(back.ids(["id", "name", "n"])) == [("9", "é", "1"), ("007", "Lee, Ann", ""), (" 8 ", 'say "hi"', "")]
+    (tmp_path / "ragged.csv").write_text("id,v\n1,2\n3\n")
+    with pytest.raises(ConfigError, match="rows all have the header's 2 cells"):
+        RowFile.read(tmp_path / "ragged.csv")
 
 
 def test_keygen_writes_0600_private_key(tmp_path):

@@ -100,6 +100,53 @@ def test_duplicates_are_refused_by_name_or_kept_first():
     assert sorted(ra.indices.tolist()) == [1, 2] and len(rb.indices) == 2
 
 
+def test_duplicates_at_scale_match_a_python_dict():
+    """The vectorised check (8-byte digests, byte comparison within equal digests) keeps the first
+    row of each id exactly as a dict does, and names the first repeat in row order."""
+    from shaper.errors import ConfigError
+    from shaper.protocols.psi.items import PackedItems, unique_rows
+
+    rng = random.Random(11)
+    ids = [f"u{rng.randrange(30_000)}" for _ in range(50_000)]
+    packed = PackedItems.encode(ids, chunk=4096)
+    first = {}
+    for i, v in enumerate(ids):
+        first.setdefault(v, i)
+    np.testing.assert_array_equal(unique_rows(packed, "first"), sorted(first.values()))
+    assert unique_rows(PackedItems.encode(sorted(first)), "error") is None
+    with pytest.raises(ConfigError, match="appears more than once"):
+        unique_rows(packed, "error")
+
+
+def test_packed_items_gather_and_sort_like_python():
+    from shaper.protocols.psi.items import PackedItems
+
+    rng = random.Random(12)
+    values = ["".join(rng.choice("ab\0é") for _ in range(rng.randrange(6))) for _ in range(3000)]
+    packed = PackedItems.encode(values, chunk=700)
+    rows = np.array(rng.sample(range(3000), 1200))
+    taken = packed.take(rows, chunk=500)
+    assert [taken[i] for i in range(len(taken))] == [values[r].encode() for r in rows]
+    ordered = packed.sort_order(rows)
+    assert [values[r].encode() for r in ordered] == sorted(values[r].encode() for r in rows)
+
+
+def test_matching_is_exact_when_leading_bytes_collide():
+    """Doubly blinded values are matched on all 16 bytes: rows whose first 8 bytes collide (with
+    each other or across the parties) do not match unless the whole value does."""
+    rng = np.random.default_rng(13)
+    peer = rng.integers(0, 256, (5000, 16), dtype=np.uint8)
+    peer[100:110, :8] = peer[99, :8]  # eleven peer rows share their first 8 bytes
+    own = np.concatenate([peer[[105, 3, 99, 4000]], rng.integers(0, 256, (3000, 16), dtype=np.uint8)])
+    own[-1, :8] = peer[99, :8]  # leading bytes of a peer row, different tail
+    own = own[rng.permutation(len(own))]
+    mine, theirs = ecdh.match(own, peer, block=700)
+    expected = {bytes(r) for r in own} & {bytes(r) for r in peer}
+    assert len(mine) == len(expected) == 4
+    assert all(bytes(own[i]) == bytes(peer[j]) for i, j in zip(mine, theirs))
+    assert [bytes(own[i]) for i in mine] == sorted(expected)  # ordered by the value
+
+
 def test_multi_column_keys_and_align():
     frame_a = {"first": ["ann", "bo", "cy", "ann"], "last": ["lee", "li", "x", "li"], "v": [1, 2, 3, 4]}
     frame_b = {"first": ["ann", "ann", "cy", "an"], "last": ["li", "lee", "y", "nli"], "w": [5, 6, 7, 8]}
@@ -129,6 +176,19 @@ def test_align_a_dataframe_and_a_table():
     out_a, out_b = run_in_memory(2, job)
     assert out_a["id"].tolist() == out_b.ids.tolist() and sorted(out_b.ids.tolist()) == ["u2", "u4"]
     assert (out_a["x"].to_numpy() * 10 == out_b.X[:, 0]).all() and out_b.y.tolist() == [1, 1]
+
+
+def test_align_by_fnp_equals_align_by_ecdh():
+    frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": list(range(20))},
+              {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": list(range(14))})
+
+    def job(session, protocol):
+        return psi.align(session, frames[session.index], id_columns="id", protocol=protocol)
+
+    by_fnp, by_ecdh = run_in_memory(2, job, "fnp"), run_in_memory(2, job, "ecdh")
+    for f, e in zip(by_fnp, by_ecdh):
+        assert {k: v.tolist() for k, v in f.items()} == {k: v.tolist() for k, v in e.items()}
+    assert by_fnp[0]["id"].tolist() == sorted(f"p{i}" for i in range(0, 40, 6))
 
 
 def test_many_items_across_chunks(monkeypatch):
@@ -257,6 +317,17 @@ def test_fnp_adversarial_sets(case):
         assert {mine[i] for i in told.indices} == set(a) & set(b)
 
 
+@pytest.mark.parametrize("case", ["random", "disjoint", "equal", "unicode and near misses"])
+def test_fnp_to_both_parties_in_one_order(case):
+    """to="both": the client (party 0) tells the server its rows, so both hold the intersection
+    in one order; with cardinality_only both learn the size and nothing else."""
+    a, b = CASES[case]
+    a = a[:300]
+    _check_both(a, b, *_run(a, b, **{**FNP, "to": "both"}))
+    ra, rb = _run(a, b, **{**FNP, "to": "both"}, cardinality_only=True)
+    assert ra.size == rb.size == len(set(a) & set(b)) and ra.indices is None and rb.indices is None
+
+
 def test_fnp_bins_beyond_the_poisson_bound_still_match(monkeypatch):
     """A bin fuller than the announced degree (probability 2^-40 for a random set; forced here)
     raises the degree to the fullest bin instead of dropping ids."""
@@ -273,8 +344,8 @@ def test_fnp_bounds_and_refusals():
 
     assert [fnp.bin_capacity(1 << k, fnp.bin_count(1 << k)) for k in (12, 16, 20)] == [22, 23, 24]
     assert fnp.hash_bits(1 << 16, 1 << 16) == 72 and fnp.hash_bits(10, 10) == 64
-    with pytest.raises(PartyError, match="FNP gives its result to one party"):
-        _run(["a"], ["a"], protocol="fnp")
+    with pytest.raises(PartyError, match="labelled FNP gives the payloads to one party"):
+        _run(["a"], ["a"], protocol="fnp", to="both", payload_bytes=4)
     with pytest.raises(PartyError, match="peer runs PSI protocol"):
         run_in_memory(2, lambda s: psi.intersect(s, ["a"], **(FNP if s.index else {"to": 0})))
     with pytest.raises(PartyError, match="at most 87 payload bytes"):
@@ -284,7 +355,7 @@ def test_fnp_bounds_and_refusals():
         if session.index == 0:
             session.exchange(1, {"version": fnp.VERSION, "to": "party0", "cardinality_only": False, "n": 1,
                                  "chunk": fnp.BINS_PER_MESSAGE, "settings": "strip=False, casefold=False, columns=1, "
-                                 "mode=intersection, payload_bytes=0, key_bits=768, scheme=paillier"}, "psi-hello")
+                                 "client=party0, mode=intersection, payload_bytes=0, key_bits=768, scheme=paillier"}, "psi-hello")
             session.send(1, {"public_key": "00", "degree": 5}, "fnp-key")
             return None
         return psi.intersect(session, ["a"], **FNP)

@@ -13,7 +13,9 @@ import argparse
 import csv
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import numpy as np
 
 from ..errors import ConfigError
 from .common import EXPECTED_ERRORS, abort_job, command
@@ -50,37 +52,34 @@ def run_psi(args: argparse.Namespace) -> int:
     from ..protocols import psi
 
     try:
-        header, rows = _check_inputs(args)
+        table = _check_inputs(args)
     except EXPECTED_ERRORS as exc:
         abort_job(args, exc)
         return 2
-    key_at = [header.index(c) for c in args.id_column]
-    ids = [row[key_at[0]] for row in rows] if len(key_at) == 1 else [tuple(row[i] for i in key_at) for row in rows]
     display = _Progress(sys.stderr.isatty())
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
         with display:
-            result = psi.intersect(session, ids, protocol=args.protocol, to=args.to,
+            result = psi.intersect(session, table.ids(args.id_column), protocol=args.protocol, to=args.to,
                                    cardinality_only=args.cardinality_only, strip=args.strip, casefold=args.casefold,
-                                   duplicates=args.duplicates, columns=len(key_at), order="id", key_bits=args.key_bits, scheme=args.scheme,
-                                   checkpoint_dir=args.checkpoint_dir, resume=args.resume, progress=display)
+                                   duplicates=args.duplicates, columns=len(args.id_column), order="id",
+                                   key_bits=args.key_bits, scheme=args.scheme, checkpoint_dir=args.checkpoint_dir,
+                                   resume=args.resume, progress=display)
         stats = result.stats
-        print(f"{args.me}: {len(rows):,} ids here, {result.peer_size:,} at the peer; "
+        print(f"{args.me}: {len(table):,} ids here, {result.peer_size:,} at the peer; "
               + (f"{result.size:,} in common" if result.size is not None else "the result goes to the peer")
               + f" ({stats['seconds']:.1f} s, {stats['bytes_sent'] / 1e6:.1f} MB sent, "
                 f"{stats['bytes_received'] / 1e6:.1f} MB received)")
         if result.indices is not None and args.output:
-            write_rows(Path(args.output), header, [rows[i] for i in result.indices])
+            table.write(Path(args.output), result.indices)
             print(f"{args.me}: wrote {len(result.indices):,} aligned rows to {args.output}")
     return 0
 
 
-def _check_inputs(args: argparse.Namespace) -> tuple[list[str], list[list[str]]]:
+def _check_inputs(args: argparse.Namespace) -> "RowFile":
     if args.resume and not args.checkpoint_dir:
         raise ConfigError("--resume needs --checkpoint-dir")
     if args.protocol == "fnp" and args.checkpoint_dir:
         raise ConfigError("checkpoints are kept by --protocol ecdh only")
-    if args.protocol == "fnp" and args.to == "both":
-        raise ConfigError("FNP gives its result to one party: pass --to NAME (the same at both hosts)")
     if args.cardinality_only and args.output:
         raise ConfigError("--cardinality-only reveals no rows: drop --output")
     if not args.cardinality_only and args.to in ("both", args.me) and not args.output:
@@ -91,47 +90,135 @@ def _check_inputs(args: argparse.Namespace) -> tuple[list[str], list[list[str]]]
             raise ConfigError(f"--output must end in .csv or .parquet, got {args.output}")
         if not Path(args.output).resolve().parent.is_dir():
             raise ConfigError(f"the directory of --output {args.output} does not exist")
-    header, rows = read_rows(Path(args.input))
+    table = RowFile.read(Path(args.input))
     for c in args.id_column:
-        if c not in header:
-            raise ConfigError(f"{args.input} has no column {c!r}; its columns are {header}")
-    return header, rows
+        if c not in table.header:
+            raise ConfigError(f"{args.input} has no column {c!r}; its columns are {table.header}")
+    return table
 
 
-def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) with every cell as text."""
-    if not path.is_file():
-        raise ConfigError(f"input file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        import pandas as pd
+class RowFile:
+    """The rows of a CSV or Parquet file, every cell as text (``007`` stays ``007``). Held as
+    Arrow string columns when pyarrow is installed (a few bytes per cell, no Python object per
+    cell: 2^24 ids fit in a few hundred MB), else as lists of ``str``."""
 
-        frame = pd.read_parquet(path).astype(str)
-        return [str(c) for c in frame.columns], frame.values.tolist()
-    if suffix != ".csv":
-        raise ConfigError(f"cannot read {path}: use a .csv or .parquet file")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
+    CHUNK = 1 << 16  # cells turned into Python objects at a time
+
+    def __init__(self, header: list[str], columns: list[Any]) -> None:
+        self.header, self.columns = header, columns
+
+    @classmethod
+    def read(cls, path: Path) -> "RowFile":
+        if not path.is_file():
+            raise ConfigError(f"input file {path} does not exist")
+        suffix = path.suffix.lower()
+        if suffix not in (".csv", ".parquet", ".pq"):
+            raise ConfigError(f"cannot read {path}: use a .csv or .parquet file")
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            if suffix != ".csv":
+                raise ConfigError("reading Parquet needs pyarrow: pip install 'shaper-ppml[data]'") from None
+            return cls._read_csv_lists(path)
+        return cls._read_arrow(path, suffix)
+
+    @classmethod
+    def _read_arrow(cls, path: Path, suffix: str) -> "RowFile":
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        if suffix == ".csv":
+            header = cls._csv_header(path)
+            try:
+                table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
+                                       convert_options=pacsv.ConvertOptions(
+                                           column_types={c: pa.string() for c in header}, strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False))
+            except pa.ArrowInvalid as exc:
+                raise ConfigError(f"{path} is not a CSV file whose rows all have the header's {len(header)} cells: "
+                                  f"{exc}") from None
+        else:
+            table = pq.read_table(path)
+            header = [str(c) for c in table.column_names]
+            table = pa.table([c if pa.types.is_string(c.type) else pa.array(c.to_pandas().astype(str), pa.string())
+                              for c in table.columns], names=header)
+        return cls(header, [table.column(i) for i in range(table.num_columns)])
+
+    @staticmethod
+    def _csv_header(path: Path) -> list[str]:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
         if header is None:
             raise ConfigError(f"{path} is empty (it needs a header row)")
-        rows = list(reader)
-    for i, row in enumerate(rows):
-        if len(row) != len(header):
-            raise ConfigError(f"{path} line {i + 2} has {len(row)} cells, the header has {len(header)}")
-    return header, rows
+        return header
+
+    @classmethod
+    def _read_csv_lists(cls, path: Path) -> "RowFile":
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise ConfigError(f"{path} is empty (it needs a header row)")
+            rows = list(reader)
+        for i, row in enumerate(rows):
+            if len(row) != len(header):
+                raise ConfigError(f"{path} line {i + 2} has {len(row)} cells, the header has {len(header)}")
+        return cls(header, [list(col) for col in zip(*rows)] if rows else [[] for _ in header])
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def ids(self, names: list[str]) -> "_Cells":
+        """The id of every row: the cell of ``names[0]``, or a tuple for several columns."""
+        return _Cells([self.columns[self.header.index(n)] for n in names])
+
+    def write(self, path: Path, rows: np.ndarray) -> None:
+        """Writes the rows at ``rows`` (positions, in that order), all columns, as CSV or Parquet."""
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            at = pa.array(rows, pa.int64())
+            pq.write_table(pa.table([pa.chunked_array(c).take(at) if not isinstance(c, list) else
+                                     pa.array([c[i] for i in rows], pa.string()) for c in self.columns],
+                                    names=self.header), path)
+            return
+        everything = _Cells(self.columns)
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(self.header)
+            for start in range(0, len(rows), self.CHUNK):
+                writer.writerows(everything.rows(rows[start:start + self.CHUNK]))
 
 
-def write_rows(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        import pandas as pd
+class _Cells:
+    """Rows of one or more text columns (Arrow or lists), read ``RowFile.CHUNK`` at a time: a
+    value per row for one column, a tuple for several."""
 
-        pd.DataFrame(rows, columns=header).to_parquet(path, index=False)
-        return
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
+    def __init__(self, columns: list[Any]) -> None:
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def __getitem__(self, i: int) -> Any:
+        cells = [c[int(i)] if isinstance(c, list) else c[int(i)].as_py() for c in self.columns]
+        return cells[0] if len(cells) == 1 else tuple(cells)
+
+    def _block(self, column: Any, start: int, stop: int) -> list:
+        return column[start:stop] if isinstance(column, list) else column.slice(start, stop - start).to_pylist()
+
+    def __iter__(self) -> Iterator[Any]:
+        for start in range(0, len(self), RowFile.CHUNK):
+            blocks = [self._block(c, start, start + RowFile.CHUNK) for c in self.columns]
+            yield from blocks[0] if len(blocks) == 1 else zip(*blocks)
+
+    def rows(self, at: np.ndarray) -> list[list[str]]:
+        """The rows at positions ``at``, every column, as lists."""
+        blocks = [[c[i] for i in at.tolist()] if isinstance(c, list) else c.take(at).to_pylist()
+                  for c in self.columns]
+        return [list(r) for r in zip(*blocks)]
 
 
 class _Progress:

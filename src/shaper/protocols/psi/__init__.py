@@ -8,7 +8,7 @@ vertical job needs first.
 Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
 parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
 (:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier or OU, the seed paper's protocol): output to one
-party, its size only, or labelled (the other party's payload for each match). Ids are
+party or to both, its size only, or labelled (the other party's payload for each match). Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
 :mod:`.ecdh` and ``docs/psi.md``.
 """
@@ -23,7 +23,7 @@ import numpy as np
 from ...errors import ConfigError
 from . import ecdh, fnp
 from .common import PsiResult
-from .items import Normalise, PackedItems, check_unique, encode
+from .items import Normalise, PackedItems, unique_rows
 
 PROTOCOLS = ("ecdh", "fnp")
 
@@ -44,7 +44,8 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     "id" (by normalised id: both parties know the shared ids, so this reveals nothing, and a
     rerun gives the same order).
     ``protocol="fnp"`` (Freedman–Nissim–Pinkas with ``scheme`` "paillier" or "ou" of ``key_bits``): ``to`` names the
-    client, the one party that learns; with ``payload_bytes`` > 0 it is labelled PSI: the other
+    client, the one party that learns (with "both", the party of lower index is the client and then
+    tells the other its rows); with ``payload_bytes`` > 0 it is labelled PSI: the other
     party passes ``payloads`` (bytes per id, at most ``payload_bytes`` each) and the client finds
     the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
     ``checkpoint_dir`` / ``resume`` (ECDH): keep the run's state on disk chunk by chunk, and
@@ -56,31 +57,34 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         raise ConfigError(f"order must be 'protocol' or 'id', got {order!r}")
     peer = _peer(session, peer)
     norm = Normalise(strip=strip, casefold=casefold)
-    encoded = encode(ids, norm, columns=columns)
-    keep = check_unique(encoded, duplicates, shown=ids)
-    unique = encoded if len(keep) == len(encoded) else [encoded[i] for i in keep]
+    packed = PackedItems.encode(ids, norm, columns=columns)
+    keep = unique_rows(packed, duplicates, label=lambda i: ids[i])
+    if keep is not None:
+        packed = packed.take(keep)
     settings = f"{norm.describe()}, columns={columns}"
     if protocol == "ecdh":
         if payload_bytes or payloads is not None:
             raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
-        result = ecdh.intersect(session, peer, PackedItems.pack(unique), to=to, cardinality_only=cardinality_only,
+        result = ecdh.intersect(session, peer, packed, to=to, cardinality_only=cardinality_only,
                                 progress=progress, settings=settings, checkpoint_dir=checkpoint_dir, resume=resume)
     else:
-        if to == "both":
-            raise ConfigError("FNP gives its result to one party: pass to=<the party that learns>")
+        both = to == "both"
+        if both and payload_bytes:
+            raise ConfigError("labelled FNP gives the payloads to one party: pass to=<the party that learns>")
         if checkpoint_dir is not None:
             raise ConfigError("checkpoints are kept by ECDH PSI only (FNP restarts)")
         mode = "cardinality" if cardinality_only else "labelled" if payload_bytes else "intersection"
-        if payloads is not None and len(keep) != len(encoded):
+        if payloads is not None and keep is not None:
             payloads = [payloads[i] for i in keep]
-        result = fnp.intersect(session, peer, PackedItems.pack(unique), client=to, mode=mode,
+        client = min(session.index, session.parties.index(session.peer_name(peer))) if both else to
+        result = fnp.intersect(session, peer, packed, client=client, both=both, mode=mode,
                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,
                                key_bits=key_bits, scheme=scheme, progress=progress, settings=settings)
     if result.indices is not None:
         at = result.indices
-        if order == "id" and len(at):
-            at = at[np.argsort(np.array([unique[i] for i in at], dtype=object), kind="stable")]
-        result.indices = keep[at]
+        if order == "id":
+            at = packed.sort_order(at)
+        result.indices = at if keep is None else keep[at]
     return result
 
 

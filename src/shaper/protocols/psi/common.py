@@ -38,6 +38,25 @@ def check_hello(mine: dict, theirs: Any) -> None:
         raise FrameError(f"the peer announced an invalid set size {theirs.get('n')!r}")
 
 
+def recv_size(session: Any, other: int, limit: int) -> int:
+    """The intersection's size as the party that learned it reports it ("psi-size")."""
+    msg = session.recv_meta(other, "psi-size")
+    size = msg.get("size") if isinstance(msg, dict) else None
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= limit:
+        raise FrameError(f"the peer reported an impossible intersection size {msg!r}")
+    return size
+
+
+def recv_rows(session: Any, other: int, order: np.ndarray, limit: int) -> np.ndarray:
+    """This party's rows of the intersection: the peer sends the matches' positions in the
+    shuffled ``order`` this party sent its items in ("psi-rows"), in the common order."""
+    at = session.recv_array(other, "psi-rows", dtype=np.int64)
+    if at.ndim != 1 or len(at) > limit or (len(at) and (at.min() < 0 or at.max() >= len(order))) \
+            or len(np.unique(at)) != len(at):
+        raise FrameError("the peer's intersection rows are out of range or repeated")
+    return order[at].astype(np.int64)
+
+
 def traffic_stats(session: Any, started: float, sent0: int, recv0: int) -> dict:
     """Seconds and bytes since ``started`` and the byte counts ``sent0``/``recv0``."""
     return {"seconds": round(time.perf_counter() - started, 3),

@@ -42,7 +42,7 @@ import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
 from .checkpoint import PsiCheckpoint
-from .common import PsiResult, check_hello, permutation, traffic_stats
+from .common import PsiResult, check_hello, permutation, recv_rows, recv_size, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -207,17 +207,11 @@ def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, 
               n_peer: int, started: float, sent0: int, recv0: int) -> PsiResult:
     if learner is not None:  # R alone learns
         return PsiResult(None, None, n_peer, traffic_stats(session, started, sent0, recv0))
+    limit = min(n_peer, len(order))
     if cardinality_only:
-        size = session.recv_meta(other, "psi-size")["size"]
-        if not isinstance(size, int) or not 0 <= size <= min(n_peer, len(order)):
-            raise FrameError(f"the peer reported an impossible intersection size {size!r}")
-        return PsiResult(None, size, n_peer, traffic_stats(session, started, sent0, recv0))
-    at = session.recv_array(other, "psi-rows", dtype=np.int64)
-    if at.ndim != 1 or len(at) > min(n_peer, len(order)) or (len(at) and (at.min() < 0 or at.max() >= len(order))) \
-            or len(np.unique(at)) != len(at):
-        raise FrameError("the peer's intersection rows are out of range or repeated")
-    rows = order[at]
-    return PsiResult(rows.astype(np.int64), len(rows), n_peer, traffic_stats(session, started, sent0, recv0))
+        return PsiResult(None, recv_size(session, other, limit), n_peer, traffic_stats(session, started, sent0, recv0))
+    rows = recv_rows(session, other, order, limit)
+    return PsiResult(rows, len(rows), n_peer, traffic_stats(session, started, sent0, recv0))
 
 
 class _Blinded:

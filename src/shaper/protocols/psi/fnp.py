@@ -32,7 +32,6 @@ with a full-length exponent and one re-randomisation.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from typing import Any, Callable
@@ -41,7 +40,7 @@ import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes, object_array
 from ...errors import ConfigError, FrameError
-from .common import PsiResult, check_hello, permutation, traffic_stats
+from .common import PsiResult, check_hello, permutation, recv_rows, recv_size, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/fnp/1"  # the scheme travels in the hello
@@ -74,14 +73,13 @@ def bin_capacity(n_client: int, bins: int) -> int:
 
 
 def digests(items: PackedItems, bits: int, bins: int) -> tuple[list[int], np.ndarray]:
-    """(h(x) of ``bits`` bits, bin of x) for every item."""
-    hashes, where = [], np.empty(len(items), dtype=np.int64)
+    """(h(x) of ``bits`` bits, bin of x) for every item: bytes 0..15 and 16..23 of
+    SHA-256(DOMAIN || x), little-endian."""
+    d = items.digests(DOMAIN, 24)
     mask = (1 << bits) - 1
-    data, offsets = items.data, items.offsets
-    for i in range(len(items)):
-        d = hashlib.sha256(DOMAIN + data[int(offsets[i]):int(offsets[i + 1])]).digest()
-        hashes.append(int.from_bytes(d[:16], "little") & mask)
-        where[i] = int.from_bytes(d[16:24], "little") % bins
+    raw = np.ascontiguousarray(d[:, :16]).tobytes()
+    hashes = [int.from_bytes(raw[k:k + 16], "little") & mask for k in range(0, len(raw), 16)]
+    where = (np.ascontiguousarray(d[:, 16:]).view("<u8")[:, 0] % np.uint64(bins)).astype(np.int64)
     return hashes, where
 
 
@@ -105,13 +103,15 @@ def plaintext_bits(scheme: str, key_bits: int) -> int:
     return key_bits - 2 if scheme == "paillier" else -(-key_bits // 3) - 3
 
 
-def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode: str = "intersection",
+def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both: bool = False, mode: str = "intersection",
               payloads: list[bytes] | None = None, payload_bytes: int = 0, key_bits: int = 2048,
               scheme: str = "paillier",
               progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
     """FNP between this party and ``peer``; ``client`` (name or index) learns. ``mode``:
     "intersection", "cardinality" or "labelled" (the server passes ``payloads``, one bytes
-    value per item of at most ``payload_bytes``; the client gets them in ``stats["payloads"]``)."""
+    value per item of at most ``payload_bytes``; the client gets them in ``stats["payloads"]``).
+    ``both``: the client then tells the server its rows of the intersection (their positions in
+    the server's shuffled results) or its size, so both parties hold the result in one order."""
     if scheme not in ("paillier", "ou"):
         raise ConfigError(f"scheme must be 'paillier' or 'ou', got {scheme!r}")
     if mode not in ("intersection", "cardinality", "labelled"):
@@ -120,8 +120,10 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode:
     sent0, recv0 = session.stats.bytes_sent, session.stats.bytes_received
     me, other = session.index, session.parties.index(session.peer_name(peer))
     c = client if isinstance(client, int) else session.parties.index(client)
-    hello = {"version": VERSION, "to": session.parties[c], "cardinality_only": mode == "cardinality",
-             "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, mode={mode}, "
+    if both and mode == "labelled":
+        raise ConfigError("labelled FNP gives the payloads to the client only: pass both=False")
+    hello = {"version": VERSION, "to": "both" if both else session.parties[c], "cardinality_only": mode == "cardinality",
+             "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, client={session.parties[c]}, mode={mode}, "
              f"payload_bytes={payload_bytes}, key_bits={key_bits}, scheme={scheme}"}
     theirs = session.exchange(other, hello, "psi-hello")
     check_hello(hello, theirs)
@@ -133,19 +135,20 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, mode:
         raise ConfigError(f"a {payload_bytes}-byte payload and a {bits}-bit hash do not fit a {key_bits}-bit "
                           f"{scheme} plaintext: at most {(room - bits) // 8} payload bytes")
     if me == c:
-        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, report, started,
+        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, both, report, started,
                        sent0, recv0)
     if mode == "labelled":
         if payloads is None or len(payloads) != len(items):
             raise ConfigError("labelled PSI: the server passes one payload per item")
         if any(len(p) > payload_bytes for p in payloads):
             raise ConfigError(f"a payload is longer than payload_bytes={payload_bytes}")
-    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, report, started,
-                   sent0, recv0)
+    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, both, report,
+                   started, sent0, recv0)
 
 
 def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: str, payload_bytes: int,
-            key_bits: int, scheme: str, report: Callable, started: float, sent0: int, recv0: int) -> PsiResult:
+            key_bits: int, scheme: str, both: bool, report: Callable, started: float, sent0: int,
+            recv0: int) -> PsiResult:
     from ...crypto import ou, paillier
 
     n = len(items)
@@ -187,18 +190,28 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         values += sk.raw_decrypt(cts)
         spent["decrypt_seconds"] += time.perf_counter() - t0
         report({"event": "psi", "stage": "decrypt", "done": len(values), "total": n_server})
-    stats = {**traffic_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
-             "bins": bins, "degree": degree, "hash_bits": bits}
     if mode == "cardinality":
-        return PsiResult(None, sum(1 for v in values if v == 0), n_server, stats)
+        size = sum(1 for v in values if v == 0)
+        if both:
+            session.send(other, {"size": size}, "psi-size")
+        return PsiResult(None, size, n_server, _client_stats(session, started, sent0, recv0, spent, bins, degree, bits))
     mask = (1 << bits) - 1
     row_of = {h: i for i, h in enumerate(hashes)}
-    matched = [(row_of[v & mask], v >> bits) for v in values if (v & mask) in row_of and v >> bits < 1 << (8 * payload_bytes)]
-    matched.sort()
-    rows = np.array([r for r, _ in matched], dtype=np.int64)
+    matched = sorted((row_of[v & mask], v >> bits, j) for j, v in enumerate(values)
+                     if (v & mask) in row_of and v >> bits < 1 << (8 * payload_bytes))
+    rows = np.array([r for r, _, _ in matched], dtype=np.int64)
+    if both:  # the matches' positions in the server's shuffled results, in the client's row order
+        session.send(other, np.array([j for _, _, j in matched], dtype=np.int64), "psi-rows")
+    stats = _client_stats(session, started, sent0, recv0, spent, bins, degree, bits)
     if mode == "labelled":
-        stats["payloads"] = [p.to_bytes(payload_bytes, "little") for _, p in matched]
+        stats["payloads"] = [p.to_bytes(payload_bytes, "little") for _, p, _ in matched]
     return PsiResult(rows, len(rows), n_server, stats)
+
+
+def _client_stats(session: Any, started: float, sent0: int, recv0: int, spent: dict, bins: int, degree: int,
+                  bits: int) -> dict:
+    return {**traffic_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
+            "bins": bins, "degree": degree, "hash_bits": bits}
 
 
 def _encrypt_residues(pk: Any, sk: Any, residues: list, modulus: int, scheme: str) -> list:
@@ -213,7 +226,7 @@ def _encrypt_residues(pk: Any, sk: Any, residues: list, modulus: int, scheme: st
 
 
 def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: str, payloads: list[bytes] | None,
-            payload_bytes: int, key_bits: int, scheme: str, report: Callable, started: float, sent0: int,
+            payload_bytes: int, key_bits: int, scheme: str, both: bool, report: Callable, started: float, sent0: int,
             recv0: int) -> PsiResult:
     from ...crypto.ou import OUPublicKey
     from ...crypto.paillier import PaillierPublicKey
@@ -262,9 +275,16 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         results[sel] = object_array(pk.raw_rerandomize(acc))
         evaluate += time.perf_counter() - t0
         report({"event": "psi", "stage": "evaluate", "done": int(bounds[k + 1]), "total": len(items)})
-    shuffled = results[permutation(len(items))]
+    order = permutation(len(items))
+    shuffled = results[order]
     session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
-    return PsiResult(None, None, n_client, {**traffic_stats(session, started, sent0, recv0),
-                                            "evaluate_seconds": round(evaluate, 3)})
+    stats = {**traffic_stats(session, started, sent0, recv0), "evaluate_seconds": round(evaluate, 3)}
+    if not both:
+        return PsiResult(None, None, n_client, stats)
+    limit = min(n_client, len(items))
+    if mode == "cardinality":
+        return PsiResult(None, recv_size(session, other, limit), n_client, stats)
+    rows = recv_rows(session, other, order, limit)
+    return PsiResult(rows, len(rows), n_client, stats)

@@ -12,14 +12,18 @@ length-prefixed UTF-8 of each value, so ``("ab", "c")`` and ``("a", "bc")`` diff
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import numbers
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError
+
+CHUNK = 1 << 16  # ids encoded or gathered per step
 
 
 @dataclass(frozen=True)
@@ -56,26 +60,21 @@ def _text(value: Any, where: str) -> str:
     raise ConfigError(f"{where} has type {type(value).__name__}; ids must be text or integers")
 
 
-def encode(values: Iterable[Any], normalise: Normalise = Normalise(), *, columns: int = 1) -> list[bytes]:
-    """The byte encoding of each id (``values`` holds tuples when ``columns`` > 1)."""
-    out = []
-    for i, value in enumerate(values):
-        parts = tuple(value) if columns > 1 else (value,)
-        if len(parts) != columns:
-            raise ConfigError(f"id {i} has {len(parts)} parts, expected {columns}")
-        texts = []
-        for c, part in enumerate(parts):
-            t = unicodedata.normalize("NFC", _text(part, f"id {i}" + (f" column {c}" if columns > 1 else "")))
-            if normalise.strip:
-                t = t.strip()
-            if normalise.casefold:
-                t = t.casefold()
-            texts.append(t.encode("utf-8"))
-        if columns == 1:
-            out.append(texts[0])
-        else:
-            out.append(b"".join(len(t).to_bytes(4, "little") + t for t in texts))
-    return out
+def _encode_one(value: Any, i: int, normalise: Normalise, columns: int) -> bytes:
+    parts = tuple(value) if columns > 1 else (value,)
+    if len(parts) != columns:
+        raise ConfigError(f"id {i} has {len(parts)} parts, expected {columns}")
+    texts = []
+    for c, part in enumerate(parts):
+        t = unicodedata.normalize("NFC", _text(part, f"id {i}" + (f" column {c}" if columns > 1 else "")))
+        if normalise.strip:
+            t = t.strip()
+        if normalise.casefold:
+            t = t.casefold()
+        texts.append(t.encode("utf-8"))
+    if columns == 1:
+        return texts[0]
+    return b"".join(len(t).to_bytes(4, "little") + t for t in texts)
 
 
 @dataclass(frozen=True)
@@ -87,35 +86,113 @@ class PackedItems:
     offsets: np.ndarray
 
     @classmethod
-    def pack(cls, items: Sequence[bytes]) -> "PackedItems":
-        lengths = np.fromiter((len(b) for b in items), dtype=np.uint64, count=len(items))
-        offsets = np.zeros(len(items) + 1, dtype=np.uint64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(b"".join(items), offsets)
+    def encode(cls, values: Iterable[Any], normalise: Normalise = Normalise(), *, columns: int = 1,
+               chunk: int = CHUNK) -> "PackedItems":
+        """The packed encodings of ``values``, made ``chunk`` ids at a time: the only per-id
+        Python objects alive are one chunk's."""
+        pieces, lengths, it, i = [], [], iter(values), 0
+        while True:
+            block = [_encode_one(v, i + j, normalise, columns) for j, v in enumerate(itertools.islice(it, chunk))]
+            if not block:
+                break
+            pieces.append(b"".join(block))
+            lengths.append(np.fromiter(map(len, block), dtype=np.uint64, count=len(block)))
+            i += len(block)
+        offsets = np.zeros(i + 1, dtype=np.uint64)
+        if i:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        return cls(b"".join(pieces), offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.data[int(self.offsets[i]):int(self.offsets[i + 1])]
 
     def chunk(self, start: int, stop: int) -> tuple[bytes, np.ndarray]:
         """Items [start, stop) as (data, offsets from 0)."""
         lo, hi = int(self.offsets[start]), int(self.offsets[stop])
         return self.data[lo:hi], self.offsets[start:stop + 1] - self.offsets[start]
 
+    def take(self, rows: np.ndarray, chunk: int = CHUNK) -> "PackedItems":
+        """The items at ``rows``, in that order (a vectorised gather, ``chunk`` rows at a time)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        raw = np.frombuffer(self.data, dtype=np.uint8)
+        starts, ends = self.offsets[rows].astype(np.int64), self.offsets[rows + 1].astype(np.int64)
+        offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
+        np.cumsum(ends - starts, out=offsets[1:])
+        pieces = []
+        for s in range(0, len(rows), chunk):
+            b, e = starts[s:s + chunk], ends[s:s + chunk]
+            lengths = e - b
+            if lengths.sum():  # byte k of the block comes from its item's start plus its place in the item
+                begin = np.repeat(b - (np.cumsum(lengths) - lengths), lengths)
+                pieces.append(raw[begin + np.arange(len(begin))].tobytes())
+        return PackedItems(b"".join(pieces), offsets)
+
+    def digests(self, prefix: bytes, width: int) -> np.ndarray:
+        """(n, width) uint8: the first ``width`` bytes of SHA-256(prefix || item) per item (the
+        native core when built, else hashlib)."""
+        try:
+            from ..._native import item_digests
+        except ImportError:
+            out = b"".join(hashlib.sha256(prefix + self[i]).digest()[:width] for i in range(len(self)))
+        else:
+            out = item_digests(prefix, self.data, self.offsets, width) if len(self) else b""
+        return np.frombuffer(out, dtype=np.uint8).reshape(len(self), width)
+
+    def sort_order(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` sorted by their items' bytes (byte-wise, a shorter prefix first): an order any
+        two holders of the same items compute alike."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) < 2:
+            return rows
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+        except ImportError:
+            keys = np.array([self[i] for i in rows], dtype=object)
+            return rows[np.argsort(keys, kind="stable")]
+        sub = self.take(rows)
+        array = pa.Array.from_buffers(pa.large_binary(), len(rows), [None, pa.py_buffer(sub.offsets.astype(np.int64)),
+                                                                      pa.py_buffer(sub.data)])
+        return rows[pc.sort_indices(array).to_numpy()]
 
 
-def check_unique(items: Sequence[bytes], duplicates: str, shown: Sequence[Any] | None = None) -> np.ndarray:
-    """Positions of the items PSI uses. ``duplicates="error"`` refuses a repeated id, naming it;
-    ``"first"`` keeps the first row of each id."""
+def unique_rows(items: PackedItems, duplicates: str, label: Callable[[int], Any] | None = None) -> np.ndarray | None:
+    """Positions of the items PSI uses: None when all are distinct. ``duplicates="error"`` refuses
+    a repeated id, naming it; ``"first"`` keeps the first row of each id. Vectorised: ids are
+    sorted by an 8-byte digest and only rows with an equal digest are compared byte by byte."""
     if duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates must be 'error' or 'first', got {duplicates!r}")
-    seen: dict[bytes, int] = {}
-    keep = []
-    for i, item in enumerate(items):
-        first = seen.setdefault(item, i)
-        if first == i:
-            keep.append(i)
-        elif duplicates == "error":
-            label = shown[i] if shown is not None else item.decode("utf-8", "replace")
-            raise ConfigError(f"id {label!r} appears more than once (rows {first} and {i}); ids must be "
-                              "unique (or pass duplicates='first' to keep the first row of each)")
-    return np.asarray(keep, dtype=np.int64)
+    words = items.digests(b"shaper/psi/duplicates\0", 8).view("<u8")[:, 0] if len(items) else np.zeros(0, np.uint64)
+    order = np.argsort(words, kind="stable")  # rows with equal digests stay in row order
+    ranked = words[order]
+    tied = np.nonzero(ranked[1:] == ranked[:-1])[0]
+    if not len(tied):
+        return None
+    del words, ranked
+    drop = []
+    for group in _tie_groups(order, tied):
+        seen: dict[bytes, int] = {}
+        for i in group.tolist():
+            first = seen.setdefault(items[i], i)
+            if first == i:
+                continue
+            if duplicates == "error":
+                shown = label(i) if label is not None else items[i].decode("utf-8", "replace")
+                raise ConfigError(f"id {shown!r} appears more than once (rows {first} and {i}); ids must be "
+                                  "unique (or pass duplicates='first' to keep the first row of each)")
+            drop.append(i)
+    if not drop:
+        return None
+    keep = np.ones(len(items), dtype=bool)
+    keep[drop] = False
+    return np.nonzero(keep)[0].astype(np.int64)
+
+
+def _tie_groups(order: np.ndarray, tied: np.ndarray) -> list[np.ndarray]:
+    """The runs of ``order`` whose digests are equal, given the positions k where entry k equals
+    entry k + 1."""
+    breaks = np.nonzero(np.diff(tied) != 1)[0] + 1
+    return [order[run[0]:run[-1] + 2] for run in np.split(tied, breaks)]
