@@ -165,6 +165,25 @@ def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
     assert "30 ids here, 20 at the peer; 10 in common" in outs[0][0]
 
 
+@NEEDS_NATIVE
+def test_psi_command_labelled_fnp_brings_the_servers_column(tmp_path):
+    """Labelled PSI from the command line: the client (a) receives, for each shared id, the text of
+    the server's --payload-column, written as a new column of its aligned rows."""
+    _parties_file(tmp_path, "a", "b")
+    (tmp_path / "a.csv").write_text("id,x\n" + "".join(f"k{i},{i}\n" for i in range(0, 30, 2)))
+    (tmp_path / "b.csv").write_text("id,tier\n" + "".join(f"k{i},tier-{i % 4}\n" for i in range(0, 30, 3)))
+    common = ["--parties", str(tmp_path / "parties.toml"), "--id-column", "id", "--protocol", "fnp", "--to", "a",
+              "--key-bits", "768", "--payload-bytes", "8", "--payload-column", "tier"]
+    procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--me", me, "--input", str(tmp_path / f"{me}.csv"),
+                               *common, *(["--output", str(tmp_path / "a.out.csv")] if me == "a" else [])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("a", "b")]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    lines = (tmp_path / "a.out.csv").read_text().splitlines()
+    assert lines[0] == "id,x,tier"
+    assert lines[1:] == sorted(f"k{i},{i},tier-{i % 4}" for i in range(0, 30, 6))  # sorted by id
+
+
 def test_psi_row_files_read_alike_with_and_without_pyarrow(tmp_path):
     """Arrow columns (compact, used when pyarrow is installed) and lists of str (the fallback)
     give the same cells, ids and written rows: quotes, commas, a BOM, empty cells, leading zeros."""

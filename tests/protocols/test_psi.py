@@ -127,7 +127,7 @@ def test_packed_items_gather_and_sort_like_python():
     rows = np.array(rng.sample(range(3000), 1200))
     taken = packed.take(rows, chunk=500)
     assert [taken[i] for i in range(len(taken))] == [values[r].encode() for r in rows]
-    ordered = packed.sort_order(rows)
+    ordered = rows[packed.sort_order(rows)]
     assert [values[r].encode() for r in ordered] == sorted(values[r].encode() for r in rows)
 
 
@@ -277,15 +277,16 @@ def test_fnp_intersection_cardinality_and_labels_against_python_sets():
     ra, _ = _run(a, b, **FNP, cardinality_only=True)
     assert ra.indices is None and ra.size == len(expected)
 
-    def labelled(session):
+    def labelled(session, order):
         if session.index == 0:
-            return psi.intersect(session, a, payload_bytes=12, **FNP)
+            return psi.intersect(session, a, payload_bytes=12, order=order, **FNP)
         return psi.intersect(session, b, payload_bytes=12, payloads=[f"score:{i}".encode() for i in range(len(b))],
-                             **FNP)
+                             order=order, **FNP)
 
-    ra, _ = run_in_memory(2, labelled)
-    got = {a[i]: p.rstrip(b"\0").decode() for i, p in zip(ra.indices, ra.stats["payloads"])}
-    assert got == {x: f"score:{b.index(x)}" for x in expected}
+    for order in ("protocol", "id"):  # the payloads follow their rows when the rows are sorted by id
+        ra, _ = run_in_memory(2, labelled, order=order)
+        got = {a[i]: p.rstrip(b"\0").decode() for i, p in zip(ra.indices, ra.stats["payloads"])}
+        assert got == {x: f"score:{b.index(x)}" for x in expected}
 
 
 def test_fnp_with_ou_every_mode():

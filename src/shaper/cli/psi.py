@@ -43,6 +43,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--casefold", action="store_true", help="ignore letter case in ids")
     p.add_argument("--duplicates", choices=["error", "first"], default="error",
                    help="a repeated id: refuse the file, or use its first row")
+    p.add_argument("--payload-bytes", type=int, default=0, metavar="N",
+                   help="labelled PSI (fnp, --to the client): the other party's --payload-column text, up to N "
+                        "UTF-8 bytes, reaches the client for each shared id (both hosts pass the same N)")
+    p.add_argument("--payload-column", metavar="NAME",
+                   help="with --payload-bytes: at the server, the column whose text is sent; at the client, the "
+                        "name of the column the received text is written to")
     p.add_argument("--checkpoint-dir", metavar="DIR", help="keep the run's state here, chunk by chunk (ecdh)")
     p.add_argument("--resume", action="store_true", help="continue a killed run from --checkpoint-dir")
 
@@ -57,9 +63,14 @@ def run_psi(args: argparse.Namespace) -> int:
         abort_job(args, exc)
         return 2
     display = _Progress(sys.stderr.isatty())
+    labelled = {}
+    if args.payload_bytes:
+        labelled["payload_bytes"] = args.payload_bytes
+        if args.to != args.me:  # the server sends the column's text
+            labelled["payloads"] = [v.encode("utf-8") for v in table.ids([args.payload_column])]
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
         with display:
-            result = psi.intersect(session, table.ids(args.id_column), protocol=args.protocol, to=args.to,
+            result = psi.intersect(session, table.ids(args.id_column), protocol=args.protocol, to=args.to, **labelled,
                                    cardinality_only=args.cardinality_only, strip=args.strip, casefold=args.casefold,
                                    duplicates=args.duplicates, columns=len(args.id_column), order="id",
                                    key_bits=args.key_bits, scheme=args.scheme, checkpoint_dir=args.checkpoint_dir,
@@ -70,6 +81,9 @@ def run_psi(args: argparse.Namespace) -> int:
               + f" ({stats['seconds']:.1f} s, {stats['bytes_sent'] / 1e6:.1f} MB sent, "
                 f"{stats['bytes_received'] / 1e6:.1f} MB received)")
         if result.indices is not None and args.output:
+            if "payloads" in result.stats:
+                table.add_column(args.payload_column, [p.rstrip(b"\0").decode("utf-8", "replace")
+                                                       for p in result.stats["payloads"]], result.indices)
             table.write(Path(args.output), result.indices)
             print(f"{args.me}: wrote {len(result.indices):,} aligned rows to {args.output}")
     return 0
@@ -82,6 +96,10 @@ def _check_inputs(args: argparse.Namespace) -> "RowFile":
         raise ConfigError("checkpoints are kept by --protocol ecdh only")
     if args.cardinality_only and args.output:
         raise ConfigError("--cardinality-only reveals no rows: drop --output")
+    if args.payload_bytes < 0 or args.payload_bytes and (args.protocol != "fnp" or args.to == "both"
+                                                         or not args.payload_column or args.cardinality_only):
+        raise ConfigError("labelled PSI needs --protocol fnp, --to <the client>, --payload-column and a positive "
+                          "--payload-bytes, and returns rows (no --cardinality-only)")
     if not args.cardinality_only and args.to in ("both", args.me) and not args.output:
         raise ConfigError("pass --output FILE for the aligned rows (or --cardinality-only)")
     if args.output:
@@ -91,9 +109,12 @@ def _check_inputs(args: argparse.Namespace) -> "RowFile":
         if not Path(args.output).resolve().parent.is_dir():
             raise ConfigError(f"the directory of --output {args.output} does not exist")
     table = RowFile.read(Path(args.input))
-    for c in args.id_column:
+    for c in args.id_column + ([args.payload_column] if args.payload_bytes and args.to != args.me else []):
         if c not in table.header:
             raise ConfigError(f"{args.input} has no column {c!r}; its columns are {table.header}")
+    if args.payload_bytes and args.to == args.me and args.payload_column in table.header:
+        raise ConfigError(f"{args.input} already has a column {args.payload_column!r}: name the received payloads "
+                          "differently (--payload-column)")
     return table
 
 
@@ -173,6 +194,19 @@ class RowFile:
         """The id of every row: the cell of ``names[0]``, or a tuple for several columns."""
         return _Cells([self.columns[self.header.index(n)] for n in names])
 
+    def add_column(self, name: str, values: list[str], rows: np.ndarray) -> None:
+        """A new text column holding ``values[k]`` at row ``rows[k]`` ("" elsewhere)."""
+        cells = [""] * len(self)
+        for r, v in zip(rows.tolist(), values):
+            cells[r] = v
+        self.header.append(name)
+        if self.columns and not isinstance(self.columns[0], list):
+            import pyarrow as pa
+
+            self.columns.append(pa.chunked_array([pa.array(cells, pa.string())]))
+        else:
+            self.columns.append(cells)
+
     def write(self, path: Path, rows: np.ndarray) -> None:
         """Writes the rows at ``rows`` (positions, in that order), all columns, as CSV or Parquet."""
         if path.suffix.lower() in (".parquet", ".pq"):
@@ -244,6 +278,9 @@ class _Progress:
             self.bar.stop()
 
     def __call__(self, event: dict) -> None:
+        if event.get("event") == "resume":
+            print(f"resuming the killed run: {event['own_chunks']} chunks of this side's doubly blinded ids and "
+                  f"{event['peer_chunks']} of the peer's were done", flush=True)
         if self.bar is None or event.get("event") != "psi":
             return
         names = {"blind": "blinding the peer's ids", "encrypt": "encrypting polynomials",

@@ -83,7 +83,10 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     if result.indices is not None:
         at = result.indices
         if order == "id":
-            at = packed.sort_order(at)
+            by_id = packed.sort_order(at)
+            at = at[by_id]
+            if "payloads" in result.stats:
+                result.stats["payloads"] = [result.stats["payloads"][k] for k in by_id]
         result.indices = at if keep is None else keep[at]
     return result
 

@@ -142,21 +142,20 @@ class PackedItems:
         return np.frombuffer(out, dtype=np.uint8).reshape(len(self), width)
 
     def sort_order(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` sorted by their items' bytes (byte-wise, a shorter prefix first): an order any
-        two holders of the same items compute alike."""
+        """The permutation of ``rows`` that sorts their items' bytes (byte-wise, a shorter prefix
+        first): an order any two holders of the same items compute alike."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) < 2:
-            return rows
+            return np.arange(len(rows))
         try:
             import pyarrow as pa
             import pyarrow.compute as pc
         except ImportError:
-            keys = np.array([self[i] for i in rows], dtype=object)
-            return rows[np.argsort(keys, kind="stable")]
+            return np.argsort(np.array([self[i] for i in rows], dtype=object), kind="stable")
         sub = self.take(rows)
         array = pa.Array.from_buffers(pa.large_binary(), len(rows), [None, pa.py_buffer(sub.offsets.astype(np.int64)),
                                                                       pa.py_buffer(sub.data)])
-        return rows[pc.sort_indices(array).to_numpy()]
+        return pc.sort_indices(array).to_numpy()
 
 
 def unique_rows(items: PackedItems, duplicates: str, label: Callable[[int], Any] | None = None) -> np.ndarray | None:
