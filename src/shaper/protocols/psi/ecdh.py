@@ -36,11 +36,12 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
+from ...net.pipeline import pipeline
 from .checkpoint import PsiCheckpoint
 from .common import PsiResult, check_hello, permutation, recv_rows, recv_size, traffic_stats
 from .items import PackedItems
@@ -117,48 +118,62 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     if resuming:
         report({"event": "resume", "own_chunks": own_done, "peer_chunks": peer_done})
 
-    # 1. this party's singly blinded points (S: in a secret random order), from where the peer stands
+    # 1-2. chunk by chunk, interleaved: send this party's next singly blinded chunk (S: in a secret
+    # random order), then blind the peer's next chunk again (S returns it, R keeps it). The peer
+    # does the same, so no receive queue holds more than a few chunks: memory stays bounded at any
+    # set size. Producing overlaps sending (net.pipeline).
     order = np.arange(len(items)) if is_r else permutation(len(items), seed)
     mine = _Blinded(key, items, None if is_r else order)
-    first = own_done if is_r else peer_done
-    session.send_pipelined(other, range(first, _chunks(len(items))), mine.chunk, tag="psi-a")
+    sends = range(own_done if is_r else peer_done, _chunks(len(items)))
+    blinds = range(peer_done if is_r else own_done, _chunks(n_peer))
+    returned = _Returned(session, other, own_doubled, own_done, None if cardinality_only else ckpt) if is_r else None
+    collected = np.empty((n_r, MATCH), np.uint8) if not is_r and cardinality_only else None
+    sent = [-1]  # the last chunk of this party's that is queued for sending
 
+    def schedule() -> Iterator[tuple[str, int]]:
+        for k in range(max(len(sends), len(blinds))):
+            if k < len(sends):
+                yield "mine", sends[k]
+            if k < len(blinds):
+                yield "theirs", blinds[k]
+
+    def produce(step: tuple[str, int]) -> list[tuple[str, bytes]]:
+        kind, c = step
+        if kind == "mine":
+            sent[0] = c
+            return [("psi-a", mine.chunk(c))]
+        points = session.recv_bytes(other, "psi-a")
+        _check_length(points, _chunk_len(n_peer, c) * POINT, "blinded points")
+        part = _truncate(_reblind(key, points))
+        if is_r:
+            _put(peer_doubled, c, part)
+            if ckpt is not None:
+                ckpt.append("peer.bin", part)
+        report({"event": "psi", "stage": "blind", "done": min((c + 1) * CHUNK, n_peer), "total": n_peer})
+        if not is_r:
+            if collected is None:
+                return [("psi-d", part)]
+            _put(collected, c, part)  # cardinality only: returned all at once, shuffled
+            return []
+        if not cardinality_only:  # take back what S has returned, one chunk behind what was sent
+            returned.take(sent[0] - 1)
+        return []
+
+    def consume(messages: list[tuple[str, bytes]]) -> None:
+        for tag, payload in messages:
+            session.send(other, payload, tag)
+
+    pipeline(produce, schedule(), consume)
     if not is_r:
-        # 2. S: blind R's points again; keep 16 bytes each; shuffled as a whole for cardinality only
-        def again(c: int) -> bytes:
-            points = session.recv_bytes(other, "psi-a")
-            _check_length(points, _chunk_len(n_r, c) * POINT, "blinded points")
-            out = _truncate(_reblind(key, points))
-            report({"event": "psi", "stage": "blind", "done": min((c + 1) * CHUNK, n_r), "total": n_r})
-            return out
-
-        if cardinality_only:
-            doubled = b"".join(again(c) for c in range(_chunks(n_r)))
-            shuffled = np.frombuffer(doubled, dtype=f"V{MATCH}")[permutation(n_r)].tobytes()
+        if collected is not None:
+            shuffled = collected[permutation(n_r)]
             session.send_pipelined(other, range(_chunks(n_r)),
-                                   lambda c: shuffled[c * CHUNK * MATCH:(c + 1) * CHUNK * MATCH], tag="psi-d")
-        else:
-            session.send_pipelined(other, range(own_done, _chunks(n_r)), again, tag="psi-d")
+                                   lambda c: shuffled[c * CHUNK:(c + 1) * CHUNK].tobytes(), tag="psi-d")
         result = _finish_s(session, other, learner, order, cardinality_only, n_peer, started, sent0, recv0)
         if ckpt is not None:
             ckpt.clear()
         return result
-
-    # 2. R: blind S's points again, receive its own doubly blinded points back
-    for c in range(peer_done, _chunks(n_s)):
-        points = session.recv_bytes(other, "psi-a")
-        _check_length(points, _chunk_len(n_s, c) * POINT, "blinded points")
-        part = _truncate(_reblind(key, points))
-        peer_doubled[c * CHUNK:c * CHUNK + len(part) // MATCH] = np.frombuffer(part, np.uint8).reshape(-1, MATCH)
-        if ckpt is not None:
-            ckpt.append("peer.bin", part)
-        report({"event": "psi", "stage": "blind", "done": min((c + 1) * CHUNK, n_s), "total": n_s})
-    for c in range(own_done, _chunks(n_r)):
-        part = session.recv_bytes(other, "psi-d")
-        _check_length(part, _chunk_len(n_r, c) * MATCH, "doubly blinded values")
-        own_doubled[c * CHUNK:c * CHUNK + len(part) // MATCH] = np.frombuffer(part, np.uint8).reshape(-1, MATCH)
-        if ckpt is not None and not cardinality_only:
-            ckpt.append("own.bin", part)
+    returned.take(_chunks(n_r) - 1)
     # 3. match, ordered by the doubly blinded value
     mine_at, theirs_at = match(own_doubled, peer_doubled)
     del own_doubled, peer_doubled
@@ -212,6 +227,29 @@ def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, 
         return PsiResult(None, recv_size(session, other, limit), n_peer, traffic_stats(session, started, sent0, recv0))
     rows = recv_rows(session, other, order, limit)
     return PsiResult(rows, len(rows), n_peer, traffic_stats(session, started, sent0, recv0))
+
+
+def _put(rows: np.ndarray, c: int, part: bytes) -> None:
+    """Chunk ``c`` of 16-byte values into ``rows``."""
+    rows[c * CHUNK:c * CHUNK + len(part) // MATCH] = np.frombuffer(part, np.uint8).reshape(-1, MATCH)
+
+
+class _Returned:
+    """R's own chunks coming back doubly blinded from S ("psi-d"), taken in order into ``own``
+    (and the checkpoint)."""
+
+    def __init__(self, session: Any, other: int, own: np.ndarray, first: int, ckpt: PsiCheckpoint | None) -> None:
+        self.session, self.other, self.own, self.next, self.ckpt = session, other, own, first, ckpt
+
+    def take(self, upto: int) -> None:
+        """Receive every chunk up to ``upto`` (inclusive) not yet received."""
+        while self.next <= min(upto, _chunks(len(self.own)) - 1):
+            part = self.session.recv_bytes(self.other, "psi-d")
+            _check_length(part, _chunk_len(len(self.own), self.next) * MATCH, "doubly blinded values")
+            _put(self.own, self.next, part)
+            if self.ckpt is not None:
+                self.ckpt.append("own.bin", part)
+            self.next += 1
 
 
 class _Blinded:

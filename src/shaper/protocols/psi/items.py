@@ -17,7 +17,7 @@ import itertools
 import numbers
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
