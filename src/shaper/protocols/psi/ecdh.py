@@ -15,8 +15,11 @@ other.
    matches in S's shuffled order, in that same order, and S maps them back to its own rows: both
    hold their rows of the intersection in one common order.
 
-Every step streams chunk by chunk (producing chunk i + 1 while chunk i is on the wire), so the
-two parties' scalar multiplications overlap with each other and with the network.
+Steps 1 and 2 are interleaved chunk by chunk: each party sends its next singly blinded chunk and
+then blinds the peer's next chunk again, producing while the previous chunk is on the wire. The
+two parties' scalar multiplications run at the same time, and no receive queue holds more than a
+few chunks, so memory is bounded at any set size (the learner keeps 16 bytes per id of each
+set; the shuffling party hashes its ids in the shuffled order, a chunk at a time).
 
 **Security** (semi-honest, two parties, DDH in Ristretto255, H a random oracle). R learns the
 intersection (its own rows) and S's set size; S learns R's set size, and, with ``to="both"``,
@@ -190,15 +193,18 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
 
 
 def match(own: np.ndarray, peer: np.ndarray, block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
-    """(positions in ``own``, positions in ``peer``) of the rows the two (n, 16) byte arrays share,
-    ordered by the shared value (rows within each array are distinct). Sorts the peer's rows as
-    pairs of big-endian 64-bit words (byte order) and looks up ``own`` block by block, so the
-    extra memory is about 24 bytes per peer row."""
+    """(positions in ``own``, positions in ``peer``) of the rows the two (n, 16) byte arrays share
+    (rows within each array are distinct), ordered by the shared value's first 8 bytes (ties, which
+    are rare, by the peer's position). Sorts the peer's rows by their first 8 bytes as a big-endian
+    word, compares the other 8 for rows whose first 8 are equal, and looks up ``own`` block by
+    block: the extra memory is about 24 bytes per peer row."""
     if not len(own) or not len(peer):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     words = peer.view(">u8")  # (n, 2): a row's bytes in order
-    by_value = np.lexsort((words[:, 1], words[:, 0]))
-    hi, lo = words[by_value, 0].astype(np.uint64), words[by_value, 1].astype(np.uint64)
+    hi = words[:, 0].astype(np.uint64)
+    by_value = np.argsort(hi, kind="stable")
+    hi = hi[by_value]
+    lo = words[by_value, 1].astype(np.uint64)
     mine, theirs = [], []
     for start in range(0, len(own), block):
         part = own[start:start + block].view(">u8")
