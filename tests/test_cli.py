@@ -194,16 +194,17 @@ def test_psi_row_files_read_alike_with_and_without_pyarrow(tmp_path):
     path.write_bytes("\ufeffid,name,n\n007,\"Lee, Ann\",\n\"\",x,3\n 8 ,\"say \"\"hi\"\"\",\n9,é,1\n".encode())
     arrow, lists = RowFile.read(path), RowFile._read_csv_lists(path)
     assert arrow.header == lists.header == ["id", "name", "n"] and len(arrow) == len(lists) == 4
-    assert list(arrow.ids(["id"])) == list(lists.ids(["id"])) == ["007", "", " 8 ", "9"]
-    assert list(arrow.ids(["id", "name"])) == list(lists.ids(["id", "name"]))
-    assert arrow.ids(["name"])[2] == lists.ids(["name"])[2] == 'say "hi"'
+    assert list(arrow.texts(["id"])) == list(lists.texts(["id"])) == ["007", "", " 8 ", "9"]
+    assert arrow.ids(["id"]).to_pylist() == list(lists.ids(["id"]))  # an Arrow column, hashed in place
+    assert list(arrow.texts(["id", "name"])) == list(lists.texts(["id", "name"]))
+    assert arrow.texts(["name"])[2] == lists.texts(["name"])[2] == 'say "hi"'
     rows = np.array([3, 0, 2])
     for table, name in ((arrow, "a.csv"), (lists, "b.csv")):
         table.write(tmp_path / name, rows)
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
     arrow.write(tmp_path / "c.parquet", rows)
     back = RowFile.read(tmp_path / "c.parquet")
-    assert list(back.ids(["id", "name", "n"])) == [("9", "é", "1"), ("007", "Lee, Ann", ""), (" 8 ", 'say "hi"', "")]
+    assert list(back.texts(["id", "name", "n"])) == [("9", "é", "1"), ("007", "Lee, Ann", ""), (" 8 ", 'say "hi"', "")]
     (tmp_path / "ragged.csv").write_text("id,v\n1,2\n3\n")
     with pytest.raises(ConfigError, match="rows all have the header's 2 cells"):
         RowFile.read(tmp_path / "ragged.csv")

@@ -106,12 +106,12 @@ class RistrettoKey:
     @staticmethod
     def from_bytes(raw: bytes) -> RistrettoKey: ...
     def to_bytes(self) -> bytes: ...
-    def hash_blind(self, data: bytes, offsets: npt.NDArray[np.uint64],
+    def hash_blind(self, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64],
                    order: npt.NDArray[np.int64] | None = None) -> bytes:
         """k * H(item) for the items data[offsets[i]:offsets[i+1]] (those at ``order``, in that
         order, when given), 32 bytes each."""
     def blind(self, points: bytes) -> bytes:
         """k * P for each 32-byte encoding; ValueError names the first invalid one."""
 
-def item_digests(prefix: bytes, data: bytes, offsets: npt.NDArray[np.uint64], width: int) -> bytes:
+def item_digests(prefix: bytes, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], width: int) -> bytes:
     """The first ``width`` (<= 32) bytes of SHA-256(prefix || item) per packed item."""

@@ -39,11 +39,13 @@ impl RistrettoKey {
         PyBytes::new(py, &self.key.to_bytes())
     }
 
-    /// ``k * H(item)`` for the items ``data[offsets[i]:offsets[i+1]]``, 32 bytes each; with
+    /// ``k * H(item)`` for the items ``data[offsets[i]:offsets[i+1]]`` (``data``: a uint8 array,
+    /// e.g. a zero-copy view of bytes or of an Arrow buffer), 32 bytes each; with
     /// ``order`` (item positions), for the items ``order[0], order[1], ...`` in that order.
     #[pyo3(signature = (data, offsets, order=None))]
-    fn hash_blind<'py>(&self, py: Python<'py>, data: &[u8], offsets: PyReadonlyArray1<'_, u64>,
+    fn hash_blind<'py>(&self, py: Python<'py>, data: PyReadonlyArray1<'_, u8>, offsets: PyReadonlyArray1<'_, u64>,
                        order: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = contiguous(&data, "data")?;
         let offs = positions(&offsets, "offsets")?;
         let order = match order {
             Some(o) => Some(contiguous(&o, "order")?.iter().map(|&i| usize::try_from(i)
@@ -65,8 +67,9 @@ impl RistrettoKey {
 /// The first ``width`` bytes of SHA-256(``prefix`` || item) for every packed item (``width`` bytes
 /// each, one string).
 #[pyfunction]
-fn item_digests<'py>(py: Python<'py>, prefix: &[u8], data: &[u8], offsets: PyReadonlyArray1<'_, u64>, width: usize)
-                     -> PyResult<Bound<'py, PyBytes>> {
+fn item_digests<'py>(py: Python<'py>, prefix: &[u8], data: PyReadonlyArray1<'_, u8>, offsets: PyReadonlyArray1<'_, u64>,
+                     width: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let data = contiguous(&data, "data")?;
     let offs = positions(&offsets, "offsets")?;
     let out = pool::run(py, || psi::digests(prefix, data, &offs, width))?.map_err(PyValueError::new_err)?;
     Ok(PyBytes::new(py, &out))

@@ -67,7 +67,7 @@ def run_psi(args: argparse.Namespace) -> int:
     if args.payload_bytes:
         labelled["payload_bytes"] = args.payload_bytes
         if args.to != args.me:  # the server sends the column's text
-            labelled["payloads"] = [v.encode("utf-8") for v in table.ids([args.payload_column])]
+            labelled["payloads"] = [v.encode("utf-8") for v in table.texts([args.payload_column])]
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
         with display:
             result = psi.intersect(session, table.ids(args.id_column), protocol=args.protocol, to=args.to, **labelled,
@@ -154,7 +154,7 @@ class RowFile:
             try:
                 table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
                                        convert_options=pacsv.ConvertOptions(
-                                           column_types={c: pa.string() for c in header}, strings_can_be_null=False,
+                                           column_types={c: pa.large_string() for c in header}, strings_can_be_null=False,
                                            quoted_strings_can_be_null=False))
             except pa.ArrowInvalid as exc:
                 raise ConfigError(f"{path} is not a CSV file whose rows all have the header's {len(header)} cells: "
@@ -164,7 +164,11 @@ class RowFile:
             header = [str(c) for c in table.column_names]
             table = pa.table([c if pa.types.is_string(c.type) else pa.array(c.to_pandas().astype(str), pa.string())
                               for c in table.columns], names=header)
-        return cls(header, [table.column(i) for i in range(table.num_columns)])
+        # one contiguous large_string array per column: the ids are hashed in place (no copy)
+        columns = [table.column(i).cast(pa.large_string()).combine_chunks() for i in range(table.num_columns)]
+        del table
+        pa.default_memory_pool().release_unused()  # the reader's blocks, which the pool would keep
+        return cls(header, columns)
 
     @staticmethod
     def _csv_header(path: Path) -> list[str]:
@@ -190,9 +194,15 @@ class RowFile:
     def __len__(self) -> int:
         return len(self.columns[0]) if self.columns else 0
 
-    def ids(self, names: list[str]) -> "_Cells":
-        """The id of every row: the cell of ``names[0]``, or a tuple for several columns."""
+    def texts(self, names: list[str]) -> "_Cells":
+        """The cells of ``names`` as Python text: a value per row, or a tuple for several columns."""
         return _Cells([self.columns[self.header.index(n)] for n in names])
+
+    def ids(self, names: list[str]) -> Any:
+        """The id of every row: the cell of ``names[0]`` (an Arrow column as it is, which PSI
+        hashes in place), or a tuple for several columns."""
+        columns = [self.columns[self.header.index(n)] for n in names]
+        return columns[0] if len(columns) == 1 and not isinstance(columns[0], list) else _Cells(columns)
 
     def add_column(self, name: str, values: list[str], rows: np.ndarray) -> None:
         """A new text column holding ``values[k]`` at row ``rows[k]`` ("" elsewhere)."""
@@ -203,7 +213,7 @@ class RowFile:
         if self.columns and not isinstance(self.columns[0], list):
             import pyarrow as pa
 
-            self.columns.append(pa.chunked_array([pa.array(cells, pa.string())]))
+            self.columns.append(pa.array(cells, pa.large_string()))
         else:
             self.columns.append(cells)
 
@@ -214,7 +224,7 @@ class RowFile:
             import pyarrow.parquet as pq
 
             at = pa.array(rows, pa.int64())
-            pq.write_table(pa.table([pa.chunked_array(c).take(at) if not isinstance(c, list) else
+            pq.write_table(pa.table([c.take(at) if not isinstance(c, list) else
                                      pa.array([c[i] for i in rows], pa.string()) for c in self.columns],
                                     names=self.header), path)
             return

@@ -35,7 +35,8 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
               resume: bool = False, progress: Callable[[dict], None] | None = None) -> PsiResult:
     """The intersection of this party's ``ids`` with the peer's.
 
-    ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key.
+    ``ids``: values (text or integers), or tuples of ``columns`` values for a multi-column key,
+    or an Arrow string column (ASCII text without strip/casefold is then hashed in place).
     ``to``: "both" (both parties learn their rows, in one common order), or the name or index of
     the one party that learns. ``cardinality_only``: the party (or parties) told learn only the
     size. ``strip``/``casefold``: id normalisation (both parties must choose the same).
@@ -58,7 +59,7 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     peer = _peer(session, peer)
     norm = Normalise(strip=strip, casefold=casefold)
     packed = PackedItems.encode(ids, norm, columns=columns)
-    keep = unique_rows(packed, duplicates, label=lambda i: ids[i])
+    keep = unique_rows(packed, duplicates, label=lambda i: _plain(ids[i]))
     if keep is not None:
         packed = packed.take(keep)
     settings = f"{norm.describe()}, columns={columns}"
@@ -131,6 +132,11 @@ def _columns(data: Any, names: list[str]) -> list[list[Any]]:
     if len(lengths) > 1:
         raise ConfigError("the columns have different lengths")
     return [list(data[n]) for n in names]
+
+
+def _plain(value: Any) -> Any:
+    """A value as Python shows it (an Arrow scalar as its Python value)."""
+    return value.as_py() if hasattr(value, "as_py") else value
 
 
 def _peer(session: Any, peer: Any) -> Any:

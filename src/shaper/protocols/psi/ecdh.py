@@ -179,7 +179,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     returned.take(_chunks(n_r) - 1)
     # 3. match, ordered by the doubly blinded value
     mine_at, theirs_at = match(own_doubled, peer_doubled)
-    del own_doubled, peer_doubled
+    own_doubled = peer_doubled = returned = None  # 32 bytes per id, freed before the rows are ordered and written
     size = int(len(mine_at))
     if learner is None:
         if cardinality_only:
@@ -194,34 +194,36 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
 
 def match(own: np.ndarray, peer: np.ndarray, block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``own``, positions in ``peer``) of the rows the two (n, 16) byte arrays share
-    (rows within each array are distinct), ordered by the shared value's first 8 bytes (ties, which
-    are rare, by the peer's position). Sorts the peer's rows by their first 8 bytes as a big-endian
+    (rows within each array are distinct), ordered by the shared value's first 8 bytes (rare ties
+    in any order). Sorts the peer's rows by their first 8 bytes as a big-endian
     word, compares the other 8 for rows whose first 8 are equal, and looks up ``own`` block by
-    block: the extra memory is about 24 bytes per peer row."""
+    block: the extra memory is about 16 bytes per peer row."""
     if not len(own) or not len(peer):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     words = peer.view(">u8")  # (n, 2): a row's bytes in order
     hi = words[:, 0].astype(np.uint64)
-    by_value = np.argsort(hi, kind="stable")
-    hi = hi[by_value]
-    lo = words[by_value, 1].astype(np.uint64)
+    by_value = np.argsort(hi)  # in place: no buffer beside the index
+    hi.sort()  # = hi[by_value], without a third array
     mine, theirs = [], []
     for start in range(0, len(own), block):
         part = own[start:start + block].view(">u8")
         a_hi, a_lo = part[:, 0].astype(np.uint64), part[:, 1].astype(np.uint64)
         left, right = np.searchsorted(hi, a_hi, "left"), np.searchsorted(hi, a_hi, "right")
         one = np.nonzero(right - left == 1)[0]  # the first 8 bytes occur once at the peer: compare the rest
-        hit = one[lo[left[one]] == a_lo[one]]
+        hit = one[words[by_value[left[one]], 1] == a_lo[one]]
         found = [hit + start], [left[hit]]
         for i in np.nonzero(right - left > 1)[0]:  # equal first 8 bytes at the peer (rare): scan them
-            at = left[i] + np.nonzero(lo[left[i]:right[i]] == a_lo[i])[0]
+            at = left[i] + np.nonzero(words[by_value[left[i]:right[i]], 1] == a_lo[i])[0]
             found[0].append(np.full(len(at), start + i))
             found[1].append(at)
         mine.append(np.concatenate(found[0]))
         theirs.append(np.concatenate(found[1]))
+    del hi
     mine_at, sorted_at = np.concatenate(mine).astype(np.int64), np.concatenate(theirs)
-    ranked = np.argsort(sorted_at, kind="stable")  # by value: the peer's sorted position
-    return mine_at[ranked], by_value[sorted_at[ranked]].astype(np.int64)
+    theirs_at = by_value[sorted_at].astype(np.int64)
+    del by_value
+    ranked = np.argsort(sorted_at)  # by value: the peer's sorted position (distinct)
+    return mine_at[ranked], theirs_at[ranked]
 
 
 def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, cardinality_only: bool,

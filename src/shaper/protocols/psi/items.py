@@ -77,19 +77,43 @@ def _encode_one(value: Any, i: int, normalise: Normalise, columns: int) -> bytes
     return b"".join(len(t).to_bytes(4, "little") + t for t in texts)
 
 
+def _is_arrow_text(values: Any) -> bool:
+    """An Arrow (chunked) array of strings, without importing pyarrow when it is not in use."""
+    kind = type(values).__module__
+    if not kind.startswith("pyarrow"):
+        return False
+    import pyarrow as pa
+
+    return isinstance(values, (pa.Array, pa.ChunkedArray)) and (pa.types.is_string(values.type)
+                                                                or pa.types.is_large_string(values.type))
+
+
+def _arrow_values(column: Any, chunk: int) -> Iterable[Any]:
+    """The Python values of an Arrow column, ``chunk`` at a time."""
+    for start in range(0, len(column), chunk):
+        yield from column.slice(start, chunk).to_pylist()
+
+
 @dataclass(frozen=True)
 class PackedItems:
-    """Items as one byte string and ``offsets`` (n + 1 positions): item i is
-    ``data[offsets[i]:offsets[i + 1]]``."""
+    """Items as one byte array and ``offsets`` (n + 1 positions): item i is
+    ``data[offsets[i]:offsets[i + 1]]``. ``data`` is a read-only uint8 array (a zero-copy view of
+    bytes, or of the data buffer of an Arrow string column)."""
 
-    data: bytes
+    data: np.ndarray
     offsets: np.ndarray
 
     @classmethod
     def encode(cls, values: Iterable[Any], normalise: Normalise = Normalise(), *, columns: int = 1,
                chunk: int = CHUNK) -> "PackedItems":
         """The packed encodings of ``values``, made ``chunk`` ids at a time: the only per-id
-        Python objects alive are one chunk's."""
+        Python objects alive are one chunk's. An Arrow string column of ASCII text needing no
+        strip or casefold (NFC leaves ASCII as it is) is used as it is, without a copy."""
+        if columns == 1 and _is_arrow_text(values):
+            packed = cls._from_arrow(values, normalise)
+            if packed is not None:
+                return packed
+            values = _arrow_values(values, chunk)
         pieces, lengths, it, i = [], [], iter(values), 0
         while True:
             block = [_encode_one(v, i + j, normalise, columns) for j, v in enumerate(itertools.islice(it, chunk))]
@@ -101,15 +125,35 @@ class PackedItems:
         offsets = np.zeros(i + 1, dtype=np.uint64)
         if i:
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
-        return cls(b"".join(pieces), offsets)
+        return cls(np.frombuffer(b"".join(pieces), dtype=np.uint8), offsets)
+
+    @classmethod
+    def _from_arrow(cls, column: Any, normalise: Normalise) -> "PackedItems | None":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if normalise.strip or normalise.casefold or column.null_count:
+            return None
+        if len(column) and not pc.all(pc.string_is_ascii(column)).as_py():
+            return None
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if not pa.types.is_large_string(array.type):
+            array = array.cast(pa.large_string())
+        _, offsets, data = array.buffers()
+        offsets = np.frombuffer(offsets, dtype=np.int64)[array.offset:array.offset + len(array) + 1].view(np.uint64)
+        if not len(array):
+            return cls(np.zeros(0, np.uint8), np.zeros(1, np.uint64))
+        first = int(offsets[0])
+        raw = np.frombuffer(data, dtype=np.uint8)[first:int(offsets[-1])]
+        return cls(raw, offsets - np.uint64(first) if first else offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> bytes:
-        return self.data[int(self.offsets[i]):int(self.offsets[i + 1])]
+        return self.data[int(self.offsets[i]):int(self.offsets[i + 1])].tobytes()
 
-    def chunk(self, start: int, stop: int) -> tuple[bytes, np.ndarray]:
+    def chunk(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Items [start, stop) as (data, offsets from 0)."""
         lo, hi = int(self.offsets[start]), int(self.offsets[stop])
         return self.data[lo:hi], self.offsets[start:stop + 1] - self.offsets[start]
@@ -117,7 +161,7 @@ class PackedItems:
     def take(self, rows: np.ndarray, chunk: int = CHUNK) -> "PackedItems":
         """The items at ``rows``, in that order (a vectorised gather, ``chunk`` rows at a time)."""
         rows = np.asarray(rows, dtype=np.int64)
-        raw = np.frombuffer(self.data, dtype=np.uint8)
+        raw = self.data
         starts, ends = self.offsets[rows].astype(np.int64), self.offsets[rows + 1].astype(np.int64)
         offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
         np.cumsum(ends - starts, out=offsets[1:])
@@ -128,7 +172,7 @@ class PackedItems:
             if lengths.sum():  # byte k of the block comes from its item's start plus its place in the item
                 begin = np.repeat(b - (np.cumsum(lengths) - lengths), lengths)
                 pieces.append(raw[begin + np.arange(len(begin))].tobytes())
-        return PackedItems(b"".join(pieces), offsets)
+        return PackedItems(np.frombuffer(b"".join(pieces), dtype=np.uint8), offsets)
 
     def digests(self, prefix: bytes, width: int) -> np.ndarray:
         """(n, width) uint8: the first ``width`` bytes of SHA-256(prefix || item) per item (the
