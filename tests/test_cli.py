@@ -120,9 +120,10 @@ NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is 
 
 
 @NEEDS_NATIVE
-def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path):
-    """Two files whose ids overlap by 80 %, each in its own order: --align ecdh trains the model
-    that training on the intersection aligned beforehand (sorted by id) trains, to the bit."""
+@pytest.mark.parametrize("protocol", ["ecdh", "fnp"])
+def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
+    """Two files whose ids overlap by 80 %, each in its own order: --align ecdh (or fnp) trains the
+    model that training on the intersection aligned beforehand (sorted by id) trains, to the bit."""
     import random
 
     rng = random.Random(5)
@@ -133,10 +134,10 @@ def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path):
     rng.shuffle(host)
     rng.shuffle(guest)
     seed = ["--seed", "ab" * 32]
-    results = _two_hosts(tmp_path, "--align", "ecdh", *seed, rows=(host, guest))
+    results = _two_hosts(tmp_path, "--align", protocol, *seed, rows=(host, guest))
     assert all(code == 0 for code, _, _ in results), results
     for _, out, _ in results:
-        assert "training rows aligned by PSI (ecdh): 200 of 250 ids are shared" in out
+        assert f"training rows aligned by PSI ({protocol}): 200 of 250 ids are shared" in out
     aligned = [np.load(tmp_path / name) for name in ("bank.npz", "shop.npz")]
     inter = sorted(shared, key=lambda i: f"c{i}")
     (tmp_path / "pre").mkdir()
