@@ -1,16 +1,22 @@
-"""Resumable ECDH PSI: what a party keeps on disk so that a killed run continues where it
-stopped instead of starting over.
+"""Resumable PSI: what a party keeps on disk so that a killed run continues where it stopped
+instead of starting over.
 
-``<dir>/<party>/psi-ecdh/`` holds ``state.json`` (the run's id, a digest of this party's ids and
-options, its secret blinding key and, at the party that shuffles, the seed of its permutation)
-and, at the party that learns, ``own.bin`` and ``peer.bin``: the doubly blinded values received
-or computed so far, appended chunk by chunk. Every file is created 0600 (the key is a secret:
-anyone holding it and the peer's messages could test ids). A chunk only counts once it is
-completely on disk; a torn last chunk is cut off on resume. The directory is removed when the
-run completes.
+``<dir>/<party>/psi-<protocol>/`` holds ``state.json`` (the run's id, a digest of this party's ids
+and options, and the run's secrets: for ECDH the blinding key and, at the party that shuffles,
+the seed of its permutation; for FNP the client's private key and the server's copy of the
+client's public key) and append-only files of what the run has computed so far:
+
+* ECDH, at the party that learns: ``own.bin`` and ``peer.bin``, the doubly blinded values,
+  chunk by chunk;
+* FNP, at the server: ``results.bin``, its encrypted evaluations, block of bins by block.
+
+Every file is created 0600 (the secrets would let anyone holding the peer's messages test ids
+or decrypt). A chunk or block only counts once it is completely on disk (fsynced); a torn last
+one is cut off on resume. The directory is removed when the run completes.
 
 A run resumes only when both parties hold a state of the same run (the run id both derived at
-its start) for the same ids and options; otherwise both start afresh and overwrite their state.
+its start, :func:`open_run`) for the same ids and options; otherwise both start afresh and
+overwrite their state.
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ STATE_VERSION = 1
 class PsiCheckpoint:
     """One party's resumable state (see the module)."""
 
-    def __init__(self, root: str | os.PathLike, party: str, digest: str) -> None:
-        self.dir = Path(root) / party / "psi-ecdh"
+    def __init__(self, root: str | os.PathLike, party: str, digest: str, protocol: str = "ecdh") -> None:
+        self.dir = Path(root) / party / f"psi-{protocol}"
         self.digest = digest
 
     @staticmethod
@@ -54,15 +60,34 @@ class PsiCheckpoint:
             return None
         return state
 
-    def start(self, run: str, key: bytes, seed: bytes | None) -> None:
-        """A fresh state for run ``run`` (its files emptied)."""
+    def start(self, run: str, secrets: dict[str, bytes | None], files: tuple[str, ...]) -> None:
+        """A fresh state for run ``run`` holding ``secrets`` (hex in state.json), with ``files``
+        emptied."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in ("own.bin", "peer.bin"):
+        for name in files:
             write_private(self.dir / name, b"")
-        state: dict[str, Any] = {"version": STATE_VERSION, "digest": self.digest, "run": run, "key": key.hex(),
-                                 "seed": None if seed is None else seed.hex()}
+        state: dict[str, Any] = {"version": STATE_VERSION, "digest": self.digest, "run": run,
+                                 **{k: None if v is None else v.hex() for k, v in secrets.items()}}
         write_private(self.dir / "state.json.tmp", json.dumps(state).encode())
         os.replace(self.dir / "state.json.tmp", self.dir / "state.json")
+
+    def secret(self, state: dict, name: str) -> bytes | None:
+        value = state.get(name)
+        return None if value is None else bytes.fromhex(value)
+
+    def read_blocks(self, name: str, sizes: list[int]) -> tuple[int, bytes]:
+        """(complete blocks of ``name``, their bytes) given each block's byte size; a torn block
+        after them is cut off."""
+        path = self.dir / name
+        data = path.read_bytes() if path.exists() else b""
+        done, used = 0, 0
+        while done < len(sizes) and used + sizes[done] <= len(data):
+            used += sizes[done]
+            done += 1
+        if used != len(data):
+            with open(path, "r+b") as fh:
+                fh.truncate(used)
+        return done, data[:used]
 
     def read_chunks(self, name: str, out: np.ndarray, chunk: int) -> int:
         """Reads the complete chunks of ``name`` (``chunk`` rows of ``out`` each; the last may be
@@ -89,3 +114,31 @@ class PsiCheckpoint:
 
     def clear(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def open_run(session: Any, other: int, hello: dict, items: Any, checkpoint_dir: str | None, resume: bool,
+             protocol: str) -> tuple[dict, PsiCheckpoint | None, dict | None]:
+    """Exchange the hellos, with the id of the run this party could resume. Returns (the peer's
+    hello, the checkpoint or None, the saved state when both parties resume the same run, else
+    None: then call :func:`start_run`)."""
+    from .common import check_hello
+
+    ckpt = state = None
+    if checkpoint_dir is not None:
+        digest = PsiCheckpoint.digest_of(items.data, items.offsets, json.dumps(hello, sort_keys=True))
+        ckpt = PsiCheckpoint(checkpoint_dir, session.name, digest, protocol)
+        state = ckpt.load() if resume else None
+    theirs = session.exchange(other, {**hello, "run": None if state is None else state["run"]}, "psi-hello")
+    check_hello(hello, theirs)
+    resuming = state is not None and theirs.get("run") == state["run"]
+    return theirs, ckpt, state if resuming else None
+
+
+def start_run(session: Any, other: int, ckpt: PsiCheckpoint | None, secrets: dict[str, bytes | None],
+              files: tuple[str, ...]) -> None:
+    """A new run: both parties' random tokens make its id (a resume needs the same run at both),
+    and the checkpoint, if any, starts afresh with this party's ``secrets``."""
+    token = os.urandom(16).hex()
+    peer_token = session.exchange(other, token, "psi-run")
+    if ckpt is not None:
+        ckpt.start(hashlib.sha256("".join(sorted([token, str(peer_token)])).encode()).hexdigest(), secrets, files)

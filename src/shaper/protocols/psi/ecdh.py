@@ -35,8 +35,6 @@ blind a guessed id and see whether it matches).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from typing import Any, Callable, Iterator
@@ -45,8 +43,8 @@ import numpy as np
 
 from ...errors import ConfigError, FrameError, KernelError
 from ...net.pipeline import pipeline
-from .checkpoint import PsiCheckpoint
-from .common import PsiResult, check_hello, permutation, recv_rows, recv_size, traffic_stats
+from .checkpoint import PsiCheckpoint, open_run, start_run
+from .common import PsiResult, permutation, recv_rows, recv_size, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -79,28 +77,18 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     learner = _learner(session, to)
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
              "cardinality_only": bool(cardinality_only), "n": len(items), "chunk": CHUNK, "settings": settings}
-    ckpt = state = None
-    if checkpoint_dir is not None:
-        ckpt = PsiCheckpoint(checkpoint_dir, session.name, PsiCheckpoint.digest_of(
-            items.data, items.offsets, json.dumps(hello, sort_keys=True)))
-        state = ckpt.load() if resume else None
-    theirs = session.exchange(other, {**hello, "run": None if state is None else state["run"]}, "psi-hello")
-    check_hello(hello, theirs)
+    theirs, ckpt, state = open_run(session, other, hello, items, checkpoint_dir, resume, "ecdh")
     n_peer = int(theirs["n"])
     receiver = min(me, other) if learner is None else learner
     report = progress or (lambda event: None)
     is_r = me == receiver
     n_r, n_s = (len(items), n_peer) if is_r else (n_peer, len(items))
-    resuming = state is not None and theirs.get("run") == state["run"]
+    resuming = state is not None
     if resuming:
-        key, seed = _key(bytes.fromhex(state["key"])), None if state["seed"] is None else bytes.fromhex(state["seed"])
+        key, seed = _key(ckpt.secret(state, "key")), ckpt.secret(state, "seed")
     else:
         key, seed = _key(), None if is_r else os.urandom(32)
-        token = os.urandom(16).hex()  # the run id: both parties' tokens (a resume needs the same run at both)
-        peer_token = session.exchange(other, token, "psi-run")
-        if ckpt is not None:
-            run = hashlib.sha256("".join(sorted([token, str(peer_token)])).encode()).hexdigest()
-            ckpt.start(run, key.to_bytes(), seed)
+        start_run(session, other, ckpt, {"key": key.to_bytes(), "seed": seed}, ("own.bin", "peer.bin"))
 
     # where the learner stands: complete chunks of its doubly blinded values and of the peer's
     own_done = peer_done = 0
