@@ -395,12 +395,48 @@ def test_fnp_bounds_and_refusals():
             session.exchange(1, {"version": fnp.VERSION, "to": "party0", "cardinality_only": False, "n": 1,
                                  "chunk": fnp.BINS_PER_MESSAGE, "settings": "strip=False, casefold=False, columns=1, "
                                  "client=party0, mode=intersection, payload_bytes=0, key_bits=768, scheme=paillier"}, "psi-hello")
+            session.exchange(1, "00" * 16, "psi-run")
             session.send(1, {"public_key": "00", "degree": 5}, "fnp-key")
             return None
         return psi.intersect(session, ["a"], **FNP)
 
     with pytest.raises(PartyError, match="malformed key message"):
         run_in_memory(2, bad_degree)
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_killed_fnp_run_resumes_where_the_server_stopped(tmp_path, monkeypatch, victim):
+    """The server keeps its evaluations block by block, the client its key pair (both 0600). The
+    server (1) dies after saving its first block, or the client (0) dies at its first progress
+    event after that; started again, the run resumes from the saved blocks, gives what an
+    uninterrupted run gives, and removes its state."""
+    from shaper.protocols.psi import fnp
+
+    monkeypatch.setattr(fnp, "BINS_PER_MESSAGE", 8)
+    a, b = [f"f{i}" for i in range(0, 150, 2)], [f"f{i}" for i in range(0, 150, 3)]
+    results = tmp_path / "party1" / "psi-fnp" / "results.bin"
+    events = []
+
+    def job(session, kill):
+        def progress(event):
+            events.append(event)
+            if kill and session.index == victim and results.exists() and results.stat().st_size:
+                raise RuntimeError("killed")
+
+        return psi.intersect(session, a if session.index == 0 else b, **{**FNP, "to": "both"},
+                             checkpoint_dir=str(tmp_path), resume=True, progress=progress)
+
+    with pytest.raises(PartyError):
+        run_in_memory(2, job, True)
+    for party in ("party0", "party1"):  # the client's holds its private key
+        assert oct((tmp_path / party / "psi-fnp" / "state.json").stat().st_mode & 0o777) == "0o600"
+    events.clear()
+    ra, rb = run_in_memory(2, job, False)
+    resumed = [e["blocks"] for e in events if e.get("event") == "resume"]
+    assert len(resumed) == 2 and resumed[0] == resumed[1] >= 1
+    assert not [e for e in events if e.get("stage") == "evaluate" and e["done"] <= 8]  # block 0 was not redone
+    _check_both(a, b, ra, rb)
+    assert not (tmp_path / "party0" / "psi-fnp").exists() and not (tmp_path / "party1" / "psi-fnp").exists()
 
 
 def test_fnp_coefficients_have_the_roots():

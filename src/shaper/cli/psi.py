@@ -49,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--payload-column", metavar="NAME",
                    help="with --payload-bytes: at the server, the column whose text is sent; at the client, the "
                         "name of the column the received text is written to")
-    p.add_argument("--checkpoint-dir", metavar="DIR", help="keep the run's state here, chunk by chunk (ecdh)")
+    p.add_argument("--checkpoint-dir", metavar="DIR", help="keep the run's state here, chunk by chunk")
     p.add_argument("--resume", action="store_true", help="continue a killed run from --checkpoint-dir")
 
 
@@ -92,8 +92,6 @@ def run_psi(args: argparse.Namespace) -> int:
 def _check_inputs(args: argparse.Namespace) -> "RowFile":
     if args.resume and not args.checkpoint_dir:
         raise ConfigError("--resume needs --checkpoint-dir")
-    if args.protocol == "fnp" and args.checkpoint_dir:
-        raise ConfigError("checkpoints are kept by --protocol ecdh only")
     if args.cardinality_only and args.output:
         raise ConfigError("--cardinality-only reveals no rows: drop --output")
     if args.payload_bytes < 0 or args.payload_bytes and (args.protocol != "fnp" or args.to == "both"
@@ -288,7 +286,9 @@ class _Progress:
             self.bar.stop()
 
     def __call__(self, event: dict) -> None:
-        if event.get("event") == "resume":
+        if event.get("event") == "resume" and "blocks" in event:
+            print(f"resuming the killed run: {event['blocks']} blocks of bins were already evaluated", flush=True)
+        elif event.get("event") == "resume":
             print(f"resuming the killed run: {event['own_chunks']} chunks of this side's doubly blinded ids and "
                   f"{event['peer_chunks']} of the peer's were done", flush=True)
         if self.bar is None or event.get("event") != "psi":

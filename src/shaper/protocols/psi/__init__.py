@@ -49,8 +49,8 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     tells the other its rows); with ``payload_bytes`` > 0 it is labelled PSI: the other
     party passes ``payloads`` (bytes per id, at most ``payload_bytes`` each) and the client finds
     the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
-    ``checkpoint_dir`` / ``resume`` (ECDH): keep the run's state on disk chunk by chunk, and
-    continue a killed run where it stopped (both parties pass them).
+    ``checkpoint_dir`` / ``resume``: keep the run's state on disk chunk by chunk (ECDH) or block by
+    block (FNP), and continue a killed run where it stopped (both parties pass them).
     Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -72,15 +72,14 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         both = to == "both"
         if both and payload_bytes:
             raise ConfigError("labelled FNP gives the payloads to one party: pass to=<the party that learns>")
-        if checkpoint_dir is not None:
-            raise ConfigError("checkpoints are kept by ECDH PSI only (FNP restarts)")
         mode = "cardinality" if cardinality_only else "labelled" if payload_bytes else "intersection"
         if payloads is not None and keep is not None:
             payloads = [payloads[i] for i in keep]
         client = min(session.index, session.parties.index(session.peer_name(peer))) if both else to
         result = fnp.intersect(session, peer, packed, client=client, both=both, mode=mode,
                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,
-                               key_bits=key_bits, scheme=scheme, progress=progress, settings=settings)
+                               key_bits=key_bits, scheme=scheme, progress=progress, settings=settings,
+                               checkpoint_dir=checkpoint_dir, resume=resume)
     if result.indices is not None:
         at = result.indices
         if order == "id":

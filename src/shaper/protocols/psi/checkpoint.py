@@ -117,15 +117,16 @@ class PsiCheckpoint:
 
 
 def open_run(session: Any, other: int, hello: dict, items: Any, checkpoint_dir: str | None, resume: bool,
-             protocol: str) -> tuple[dict, PsiCheckpoint | None, dict | None]:
+             protocol: str, extra: str = "") -> tuple[dict, PsiCheckpoint | None, dict | None]:
     """Exchange the hellos, with the id of the run this party could resume. Returns (the peer's
     hello, the checkpoint or None, the saved state when both parties resume the same run, else
-    None: then call :func:`start_run`)."""
+    None: then call :func:`start_run`). ``extra``: more of this party's inputs the saved work
+    depends on (a digest of FNP's payloads)."""
     from .common import check_hello
 
     ckpt = state = None
     if checkpoint_dir is not None:
-        digest = PsiCheckpoint.digest_of(items.data, items.offsets, json.dumps(hello, sort_keys=True))
+        digest = PsiCheckpoint.digest_of(items.data, items.offsets, json.dumps(hello, sort_keys=True) + extra)
         ckpt = PsiCheckpoint(checkpoint_dir, session.name, digest, protocol)
         state = ckpt.load() if resume else None
     theirs = session.exchange(other, {**hello, "run": None if state is None else state["run"]}, "psi-hello")

@@ -32,6 +32,7 @@ with a full-length exponent and one re-randomisation.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from typing import Any, Callable
@@ -40,7 +41,8 @@ import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes, object_array
 from ...errors import ConfigError, FrameError
-from .common import PsiResult, check_hello, permutation, recv_rows, recv_size, traffic_stats
+from .checkpoint import PsiCheckpoint, open_run, start_run
+from .common import PsiResult, permutation, recv_rows, recv_size, traffic_stats
 from .items import PackedItems
 
 VERSION = "shaper-psi/fnp/1"  # the scheme travels in the hello
@@ -105,13 +107,15 @@ def plaintext_bits(scheme: str, key_bits: int) -> int:
 
 def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both: bool = False, mode: str = "intersection",
               payloads: list[bytes] | None = None, payload_bytes: int = 0, key_bits: int = 2048,
-              scheme: str = "paillier",
-              progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
+              scheme: str = "paillier", progress: Callable[[dict], None] | None = None, settings: str = "",
+              checkpoint_dir: str | None = None, resume: bool = False) -> PsiResult:
     """FNP between this party and ``peer``; ``client`` (name or index) learns. ``mode``:
     "intersection", "cardinality" or "labelled" (the server passes ``payloads``, one bytes
     value per item of at most ``payload_bytes``; the client gets them in ``stats["payloads"]``).
     ``both``: the client then tells the server its rows of the intersection (their positions in
-    the server's shuffled results) or its size, so both parties hold the result in one order."""
+    the server's shuffled results) or its size, so both parties hold the result in one order.
+    ``checkpoint_dir`` / ``resume``: the client keeps its key pair and the server its evaluations,
+    block by block, so a killed run continues where the server stopped (:mod:`.checkpoint`)."""
     if scheme not in ("paillier", "ou"):
         raise ConfigError(f"scheme must be 'paillier' or 'ou', got {scheme!r}")
     if mode not in ("intersection", "cardinality", "labelled"):
@@ -125,8 +129,10 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both:
     hello = {"version": VERSION, "to": "both" if both else session.parties[c], "cardinality_only": mode == "cardinality",
              "n": len(items), "chunk": BINS_PER_MESSAGE, "settings": f"{settings}, client={session.parties[c]}, mode={mode}, "
              f"payload_bytes={payload_bytes}, key_bits={key_bits}, scheme={scheme}"}
-    theirs = session.exchange(other, hello, "psi-hello")
-    check_hello(hello, theirs)
+    extra = "" if payloads is None else hashlib.sha256(b"".join(len(p).to_bytes(4, "little") + p
+                                                                for p in payloads)).hexdigest()
+    theirs, ckpt, state = open_run(session, other, hello, items, checkpoint_dir, resume, "fnp", extra)
+    saved = _Saved(ckpt, state)
     n_peer = int(theirs["n"])
     report = progress or (lambda event: None)
     bits = hash_bits(len(items), n_peer)
@@ -135,25 +141,31 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both:
         raise ConfigError(f"a {payload_bytes}-byte payload and a {bits}-bit hash do not fit a {key_bits}-bit "
                           f"{scheme} plaintext: at most {(room - bits) // 8} payload bytes")
     if me == c:
-        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, both, report, started,
-                       sent0, recv0)
+        return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, both, saved, report,
+                       started, sent0, recv0)
     if mode == "labelled":
         if payloads is None or len(payloads) != len(items):
             raise ConfigError("labelled PSI: the server passes one payload per item")
         if any(len(p) > payload_bytes for p in payloads):
             raise ConfigError(f"a payload is longer than payload_bytes={payload_bytes}")
-    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, both, report,
-                   started, sent0, recv0)
+    return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, both, saved,
+                   report, started, sent0, recv0)
 
 
 def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: str, payload_bytes: int,
-            key_bits: int, scheme: str, both: bool, report: Callable, started: float, sent0: int,
+            key_bits: int, scheme: str, both: bool, saved: "_Saved", report: Callable, started: float, sent0: int,
             recv0: int) -> PsiResult:
     from ...crypto import ou, paillier
+    from ...crypto.serialization import key_from_bytes, key_to_bytes
 
     n = len(items)
     bits, bins = hash_bits(n, n_server), bin_count(n)
-    pk, sk = (paillier if scheme == "paillier" else ou).keygen(key_bits)
+    if saved.state is not None:
+        sk = key_from_bytes(saved.ckpt.secret(saved.state, "secret_key"))
+        pk = sk.public_key
+    else:
+        pk, sk = (paillier if scheme == "paillier" else ou).keygen(key_bits)
+        start_run(session, other, saved.ckpt, {"secret_key": key_to_bytes(sk)}, ())
     modulus = int(pk.n) if scheme == "paillier" else int(sk.p)  # plaintexts live mod n, or mod OU's secret p
     hashes, where = digests(items, bits, bins)
     loads = np.bincount(where, minlength=bins)
@@ -180,7 +192,14 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         report({"event": "psi", "stage": "encrypt", "done": min(start + BINS_PER_MESSAGE, bins), "total": bins})
         return out
 
-    session.send_pipelined(other, range(0, bins, BINS_PER_MESSAGE), encrypt, tag="fnp-coef")
+    blocks = -(-bins // BINS_PER_MESSAGE)
+    msg = session.recv_meta(other, "psi-progress")
+    done = msg.get("done") if isinstance(msg, dict) else None
+    if not isinstance(done, int) or isinstance(done, bool) or not 0 <= done <= blocks or done and saved.state is None:
+        raise FrameError(f"the server announced an impossible resume point {msg!r}")
+    if saved.state is not None:
+        report({"event": "resume", "blocks": done})
+    session.send_pipelined(other, range(done * BINS_PER_MESSAGE, bins, BINS_PER_MESSAGE), encrypt, tag="fnp-coef")
     values: list[int] = []
     while len(values) < n_server:
         cts = ints_from_bytes(session.recv_bytes(other, "fnp-result"))
@@ -194,6 +213,7 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         size = sum(1 for v in values if v == 0)
         if both:
             session.send(other, {"size": size}, "psi-size")
+        saved.clear()
         return PsiResult(None, size, n_server, _client_stats(session, started, sent0, recv0, spent, bins, degree, bits))
     mask = (1 << bits) - 1
     row_of = {h: i for i, h in enumerate(hashes)}
@@ -202,6 +222,7 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     rows = np.array([r for r, _, _ in matched], dtype=np.int64)
     if both:  # the matches' positions in the server's shuffled results, in the client's row order
         session.send(other, np.array([j for _, _, j in matched], dtype=np.int64), "psi-rows")
+    saved.clear()
     stats = _client_stats(session, started, sent0, recv0, spent, bins, degree, bits)
     if mode == "labelled":
         stats["payloads"] = [p.to_bytes(payload_bytes, "little") for _, p, _ in matched]
@@ -226,12 +247,14 @@ def _encrypt_residues(pk: Any, sk: Any, residues: list, modulus: int, scheme: st
 
 
 def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: str, payloads: list[bytes] | None,
-            payload_bytes: int, key_bits: int, scheme: str, both: bool, report: Callable, started: float, sent0: int,
-            recv0: int) -> PsiResult:
+            payload_bytes: int, key_bits: int, scheme: str, both: bool, saved: "_Saved", report: Callable,
+            started: float, sent0: int, recv0: int) -> PsiResult:
     from ...crypto.ou import OUPublicKey
     from ...crypto.paillier import PaillierPublicKey
     from ...kernels import get_kernel
 
+    if saved.state is None:
+        start_run(session, other, saved.ckpt, {}, ("results.bin",))
     msg = session.recv_meta(other, "fnp-key")
     key_class = PaillierPublicKey if scheme == "paillier" else OUPublicKey
     try:
@@ -252,8 +275,18 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
     bounds = np.searchsorted(where[by_bin], np.arange(0, bins + BINS_PER_MESSAGE, BINS_PER_MESSAGE))
     kernel = get_kernel()
     results = np.empty(len(items), dtype=object)
+    width = (modulus.bit_length() + 7) // 8  # a saved result's bytes
+    done = 0
+    if saved.state is not None:  # the blocks evaluated before the kill, under the client's saved key
+        sizes = np.diff(bounds).astype(np.int64) * width
+        done, data = saved.ckpt.read_blocks("results.bin", sizes.tolist())
+        at = by_bin[:bounds[done]]
+        results[at] = object_array([int.from_bytes(data[i:i + width], "little") for i in range(0, len(data), width)])
+        pk.validate_ciphertexts(results[at].tolist())
+        report({"event": "resume", "blocks": done})
+    session.send(other, {"done": done}, "psi-progress")
     evaluate = 0.0
-    for k, start in enumerate(range(0, bins, BINS_PER_MESSAGE)):
+    for k, start in enumerate(range(done * BINS_PER_MESSAGE, bins, BINS_PER_MESSAGE), start=done):
         count = min(BINS_PER_MESSAGE, bins - start)
         flat = ints_from_bytes(session.recv_bytes(other, "fnp-coef"))
         t0 = time.perf_counter()
@@ -273,6 +306,8 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         if mode != "cardinality":
             acc = pk.raw_add_plain(acc, [plain[i] for i in sel])
         results[sel] = object_array(pk.raw_rerandomize(acc))
+        if saved.ckpt is not None:
+            saved.ckpt.append("results.bin", b"".join(int(v).to_bytes(width, "little") for v in results[sel]))
         evaluate += time.perf_counter() - t0
         report({"event": "psi", "stage": "evaluate", "done": int(bounds[k + 1]), "total": len(items)})
     order = permutation(len(items))
@@ -281,10 +316,23 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
     stats = {**traffic_stats(session, started, sent0, recv0), "evaluate_seconds": round(evaluate, 3)}
-    if not both:
-        return PsiResult(None, None, n_client, stats)
+    result = PsiResult(None, None, n_client, stats)
     limit = min(n_client, len(items))
-    if mode == "cardinality":
-        return PsiResult(None, recv_size(session, other, limit), n_client, stats)
-    rows = recv_rows(session, other, order, limit)
-    return PsiResult(rows, len(rows), n_client, stats)
+    if both and mode == "cardinality":
+        result = PsiResult(None, recv_size(session, other, limit), n_client, stats)
+    elif both:
+        rows = recv_rows(session, other, order, limit)
+        result = PsiResult(rows, len(rows), n_client, stats)
+    saved.clear()
+    return result
+
+
+class _Saved:
+    """This party's checkpoint of an FNP run, if any, and its saved state when resuming."""
+
+    def __init__(self, ckpt: PsiCheckpoint | None, state: dict | None) -> None:
+        self.ckpt, self.state = ckpt, state
+
+    def clear(self) -> None:
+        if self.ckpt is not None:
+            self.ckpt.clear()
