@@ -173,8 +173,11 @@ def test_a_run_that_diverges_stops_with_the_cause_and_auto_converges(layout):
     Xd = _duplicated(X)
     lam = stability.curvature(sp.csr_matrix(Xd[:, J.HOST_COLS:]), np.ones(J.HOST_COLS))
     rate = 1.95 / (0.25 * lam)  # passes the up-front check (< 2), diverges: the blocks double lambda_max
+    # a fixed seed: with fresh seeds the first epoch's loss ranges over 0.33-3.1 (25 runs), and a
+    # rare shuffle kept it under the 1.1 x 0.25 threshold (one CI failure); this one reaches 0.348
+    seeded = {**SMALL, "learning_rate": rate, "layout": layout, "seed": b"\x05" * 32}
     with pytest.raises(PartyError, match=r"training diverged in epoch 1.*learning_rate='auto'"):
-        run_in_memory(2, J.divergence_job, Xd, y, {**SMALL, "learning_rate": rate, "layout": layout})
+        run_in_memory(2, J.divergence_job, Xd, y, seeded)
     host, guest = run_in_memory(2, J.divergence_job, Xd, y, {**SMALL, "layout": layout})
     assert guest["lr"] < rate / 2 and not guest["backoffs"] and guest["lr"] == host["lr"]
     assert guest["history"][-1]["train_loss"] < 0.25 and _auc(y, guest["proba"]) > 0.9
