@@ -14,8 +14,9 @@ from shaper.net import launch, run_in_memory
 from shaper.protocols import psi
 from shaper.protocols.psi import ecdh
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
-                                reason="ECDH PSI runs in the native extension only (no Python curve arithmetic)")
+# ECDH runs in the native extension only; FNP, id packing and matching also run without it
+NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
+                                  reason="ECDH PSI runs in the native extension only (no Python curve arithmetic)")
 
 
 def _run(a, b, **options):
@@ -45,12 +46,14 @@ CASES = {
 }
 
 
+@NEEDS_NATIVE
 @pytest.mark.parametrize("case", list(CASES))
 def test_both_parties_learn_the_intersection_in_one_order(case):
     a, b = CASES[case]
     _check_both(a, b, *_run(a, b))
 
 
+@NEEDS_NATIVE
 def test_one_party_learns_and_the_other_learns_nothing():
     a, b = CASES["random"]
     for learner in (0, "party1"):
@@ -61,6 +64,7 @@ def test_one_party_learns_and_the_other_learns_nothing():
         assert other.indices is None and other.size is None and other.peer_size == len(mine)
 
 
+@NEEDS_NATIVE
 def test_cardinality_only():
     a, b = CASES["random"]
     ra, rb = _run(a, b, cardinality_only=True)
@@ -69,6 +73,7 @@ def test_cardinality_only():
     assert ra.size is None and rb.size == len(set(a) & set(b)) and rb.indices is None
 
 
+@NEEDS_NATIVE
 def test_numeric_ids_match_their_text():
     a = [7, np.int64(8), 9.0, "10", 11]
     b = ["7", "8", "9", 10, 12]
@@ -80,6 +85,7 @@ def test_numeric_ids_match_their_text():
         _run([True], ["1"])
 
 
+@NEEDS_NATIVE
 def test_normalisation_options_and_agreement():
     a, b = ["  Alice", "BOB ", "carol"], ["alice", "bob", "dave"]
     ra, _ = _run(a, b)
@@ -92,6 +98,7 @@ def test_normalisation_options_and_agreement():
         run_in_memory(2, lambda s: psi.intersect(s, a, to=s.index))
 
 
+@NEEDS_NATIVE
 def test_duplicates_are_refused_by_name_or_kept_first():
     with pytest.raises(PartyError, match=r"id 'bob' appears more than once \(rows 1 and 3\)"):
         _run(["al", "bob", "cy", "bob"], ["bob"])
@@ -165,6 +172,7 @@ def test_matching_is_exact_when_leading_bytes_collide():
     assert [bytes(own[i])[:8] for i in mine] == sorted(v[:8] for v in expected)  # by the first 8 bytes
 
 
+@NEEDS_NATIVE
 def test_multi_column_keys_and_align():
     frame_a = {"first": ["ann", "bo", "cy", "ann"], "last": ["lee", "li", "x", "li"], "v": [1, 2, 3, 4]}
     frame_b = {"first": ["ann", "ann", "cy", "an"], "last": ["li", "lee", "y", "nli"], "w": [5, 6, 7, 8]}
@@ -181,6 +189,7 @@ def test_multi_column_keys_and_align():
         run_in_memory(2, lambda s: psi.align(s, frame_a, id_columns="id"))
 
 
+@NEEDS_NATIVE
 def test_align_a_dataframe_and_a_table():
     pd = pytest.importorskip("pandas")
     from shaper.ml.data import Table
@@ -196,6 +205,7 @@ def test_align_a_dataframe_and_a_table():
     assert (out_a["x"].to_numpy() * 10 == out_b.X[:, 0]).all() and out_b.y.tolist() == [1, 1]
 
 
+@NEEDS_NATIVE
 def test_align_by_fnp_equals_align_by_ecdh():
     frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": list(range(20))},
               {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": list(range(14))})
@@ -209,6 +219,7 @@ def test_align_by_fnp_equals_align_by_ecdh():
     assert by_fnp[0]["id"].tolist() == sorted(f"p{i}" for i in range(0, 40, 6))
 
 
+@NEEDS_NATIVE
 def test_many_items_across_chunks(monkeypatch):
     monkeypatch.setattr(ecdh, "CHUNK", 1000)  # several messages per direction and a ragged last chunk
     rng = random.Random(3)
@@ -219,6 +230,7 @@ def test_many_items_across_chunks(monkeypatch):
     assert ra.size == len(set(a) & set(b))
 
 
+@NEEDS_NATIVE
 def test_chunks_are_interleaved_so_receive_queues_stay_short(monkeypatch):
     """Each party sends its next chunk and then blinds the peer's next one, so however many chunks
     there are, no receive queue holds more than a few (bounded memory at any set size)."""
@@ -239,6 +251,7 @@ def test_chunks_are_interleaved_so_receive_queues_stay_short(monkeypatch):
     assert deepest[0] <= 6  # of 60 + 50 chunks in flight over the run
 
 
+@NEEDS_NATIVE
 def test_a_hundred_thousand_items():
     a = [str(i) for i in range(100_000)]
     b = [str(i) for i in range(50_000, 150_000)]
@@ -248,6 +261,7 @@ def test_a_hundred_thousand_items():
     assert ra.stats["bytes_sent"] < 70 * 100_000 and rb.stats["bytes_sent"] < 70 * 100_000
 
 
+@NEEDS_NATIVE
 def test_invalid_points_from_the_peer_are_refused():
     def job(session):
         if session.index == 0:
@@ -267,6 +281,7 @@ def test_invalid_points_from_the_peer_are_refused():
         run_in_memory(2, job)
 
 
+@NEEDS_NATIVE
 def test_a_wrong_length_and_a_dead_peer_end_in_clear_errors():
     def short(session):
         if session.index == 0:
@@ -296,6 +311,7 @@ def _process_job(session, ids):
     return [ids[session.index][i] for i in result.indices]
 
 
+@NEEDS_NATIVE
 def test_two_processes_over_tls():
     ids = ([f"m{i}" for i in range(0, 3000, 3)], [f"m{i}" for i in range(0, 3000, 2)])
     a, b = launch(2, _process_job, ids, timeout=120)
@@ -378,6 +394,7 @@ def test_fnp_bins_beyond_the_poisson_bound_still_match(monkeypatch):
     assert {a[i] for i in ra.indices} == set(a) & set(b)
 
 
+@NEEDS_NATIVE
 def test_fnp_bounds_and_refusals():
     from shaper.protocols.psi import fnp
 
@@ -451,6 +468,7 @@ def test_fnp_coefficients_have_the_roots():
         assert (pow(4, 3) + sum(int(c) * 4 ** k for k, c in enumerate(coef[b]))) % 1_000_003 != 0
 
 
+@NEEDS_NATIVE
 def test_a_killed_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(ecdh, "CHUNK", 500)
     a = [f"r{i}" for i in range(3000)]
