@@ -45,8 +45,10 @@ class Checkpointer:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(mode=0o700)
-        write_private(tmp / "key.bin", key_to_bytes(private_key))
-        write_private(tmp / "peer.bin", key_to_bytes(peer_key))
+        if private_key is not None:  # jobs whose keys live in their blobs (or nowhere) pass None
+            write_private(tmp / "key.bin", key_to_bytes(private_key))
+        if peer_key is not None:
+            write_private(tmp / "peer.bin", key_to_bytes(peer_key))
         for name, data in blobs.items():
             write_private(tmp / f"{name}.bin", data)
         write_private(tmp / "state.json", json.dumps({**state, "epoch": epoch}, sort_keys=True).encode())
@@ -68,5 +70,6 @@ class Checkpointer:
             raise ConfigError(f"no checkpoint for epoch {epoch} in {self.dir}")
         state = json.loads((path / "state.json").read_text())
         blobs = {p.stem: p.read_bytes() for p in path.glob("*.bin") if p.stem not in ("key", "peer")}
-        return state, blobs, key_from_bytes((path / "key.bin").read_bytes()), \
-            key_from_bytes((path / "peer.bin").read_bytes())
+        keys = [key_from_bytes((path / f"{name}.bin").read_bytes()) if (path / f"{name}.bin").is_file() else None
+                for name in ("key", "peer")]
+        return state, blobs, keys[0], keys[1]

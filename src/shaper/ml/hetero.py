@@ -1,0 +1,446 @@
+"""Coordinated vertical logistic and linear regression: guest, hosts and an arbiter (Hardy et al.
+2017; the workflow of FATE's HeteroLR / HeteroLinR with an arbiter).
+
+    model = HeteroLinearModel("logistic", max_iter=10, batch_size=None, learning_rate=0.15)
+    model.fit(session, X, y, role="guest")     # the guest: its features and the labels
+    model.fit(session, X, role="host")         # each host: its features of the same rows
+    model.fit(session, None, role="arbiter")   # the arbiter: the Paillier key, no data
+
+The messages of a step and what each role learns are in :mod:`shaper.protocols.fl.hetero`; this
+module runs the job: parameters and their agreement, the arbiter's key, mini-batches in a shared
+order, the learning-rate schedule (``lr / (1 + decay t)`` or ``lr / sqrt(1 + decay t)``), L2,
+convergence (the arbiter compares the epoch losses, ``tol``), divergence (non-finite or exploding
+loss: every party stops with :class:`~shaper.errors.DivergenceError`), per-epoch validation
+(the guest learns the scores of the validation rows, nobody else does), checkpoints after every
+epoch and resume, progress events and the time of every step split into encryption, decryption,
+homomorphic work and waiting (:mod:`shaper.protocols.fl.timing`).
+
+Logistic regression trains on the second-order Taylor expansion of the log-loss at 0 (as Hardy et
+al. and FATE do): gradient ``(z/4 - y/2) x`` with y in {-1, +1}. Linear regression trains on
+``(z - y)^2 / 2``. Both are exact apart from fixed-point rounding (scale 2^frac_bits), so the
+secure run follows the plaintext run of the same algorithm to about 2^-frac_bits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ..crypto import counters
+from ..errors import ConfigError, DivergenceError, PeerError
+from ..protocols.fl import hetero as proto
+from ..protocols.fl.backend import BACKENDS, make_backend
+from ..protocols.fl.timing import Timer, summarise
+from .checkpoint import Checkpointer
+from .logreg.features import ColumnScaler
+
+MODELS = proto.MODELS
+
+
+@dataclass(frozen=True)
+class HeteroParams:
+    model: str = "logistic"
+    max_iter: int = 10            # epochs (passes over the rows)
+    batch_size: int | None = None  # None: the whole data set in one batch (FATE's batch_size=-1)
+    learning_rate: float = 0.15
+    decay: float = 0.0
+    decay_sqrt: bool = False
+    l2: float = 0.0
+    tol: float = 1e-4
+    fit_intercept: bool = True
+    standardize: bool = True
+    frac_bits: int = 20
+    key_bits: int = 2048
+    backend: str = "shaper"
+    checkpoint_dir: str | None = None
+    resume: bool = False
+    shuffle_seed: int | None = None  # reproducible batch order (tests); otherwise drawn by the guest
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"model must be one of {MODELS}, got {self.model!r}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.max_iter < 1:
+            raise ConfigError(f"max_iter must be at least 1, got {self.max_iter}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ConfigError(f"batch_size must be positive (or None for the whole data set), got {self.batch_size}")
+        if not self.learning_rate > 0 or self.decay < 0 or self.l2 < 0 or self.tol < 0:
+            raise ConfigError("learning_rate must be positive; decay, l2 and tol non-negative")
+        if not 8 <= self.frac_bits <= 30:
+            raise ConfigError(f"frac_bits must be in [8, 30], got {self.frac_bits}")
+        if self.key_bits < 1024 and self.backend == "phe":
+            raise ConfigError("python-paillier keys below 1024 bits are not supported here")
+
+    def shared(self) -> dict:
+        """The settings every party must agree on."""
+        out = asdict(self)
+        for k in ("checkpoint_dir", "resume"):
+            out.pop(k)
+        return out
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.shared(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+class HeteroLinearModel:
+    """One party's side of a coordinated vertical linear model (see the module docstring)."""
+
+    def __init__(self, model: str = "logistic", **params: Any) -> None:
+        self.params = HeteroParams(model=model, **params)
+        self.coef_: np.ndarray | None = None        # this party's weights, in its original units
+        self.intercept_: float | None = None        # the guest's
+        self.history_: list[dict] = []              # one record per epoch
+        self.iterations_: list[dict] = []           # one record per step: loss and the time split
+        self.stats_: dict = {}
+        self.role_: str | None = None
+        self.resumed_from_: int | None = None
+        self._job: _Job | None = None
+
+    def set_params(self, **params: Any) -> "HeteroLinearModel":
+        self.params = replace(self.params, **params)
+        return self
+
+    def fit(self, session: Any, X: Any, y: Any = None, *, role: str, validation: tuple | None = None,
+            progress: Callable[[dict], None] | None = None) -> "HeteroLinearModel":
+        """Train. ``X``: this party's features (None at the arbiter); ``y``: the labels (guest
+        only: 0/1 for logistic, real for linear); ``validation``: (X_val, y_val) at the guest,
+        (X_val, None) at the hosts, monitored every epoch."""
+        self._job = _Job(self, session, role, X, y, validation, progress)
+        self._job.train()
+        return self
+
+    def decision_function(self, session: Any, X: Any = None) -> np.ndarray | None:
+        """Scores z = x.w of new rows (all parties take part; the guest gets them, others None)."""
+        if self._job is None:
+            raise ConfigError("the model is not fitted")
+        self._job.p.session = session
+        return self._job.scores(X, tag="fl-predict")
+
+    def predict(self, session: Any, X: Any = None) -> np.ndarray | None:
+        """Probabilities (logistic) or predictions (linear) at the guest; None elsewhere."""
+        z = self.decision_function(session, X)
+        if z is None:
+            return None
+        return 1.0 / (1.0 + np.exp(-z)) if self.params.model == "logistic" else z
+
+
+class _Job:
+    """The training loop of one party."""
+
+    def __init__(self, model: HeteroLinearModel, session: Any, role: str, X: Any, y: Any, validation: Any,
+                 progress: Callable[[dict], None] | None) -> None:
+        self.model, self.params, self.progress = model, model.params, progress or (lambda event: None)
+        if role not in proto.ROLES:
+            raise ConfigError(f"role must be one of {proto.ROLES}, got {role!r}")
+        self.role = role
+        self.timer = Timer(session)
+        self.backend = make_backend(self.params.backend, self.timer)
+        self._check_inputs(X, y, validation)
+        self.p = proto.Party(session, self.backend, role, "", [], "", frac_bits=self.params.frac_bits)
+
+    # -- inputs ---------------------------------------------------------------------------------------
+    def _check_inputs(self, X: Any, y: Any, validation: Any) -> None:
+        params = self.params
+        self.X = self.y = self.scaler = None
+        self.val = None
+        if self.role == "arbiter":
+            if X is not None or y is not None:
+                raise ConfigError("the arbiter holds no data: pass X=None")
+            return
+        if self.role == "host" and y is not None:
+            raise ConfigError("a host has no labels: pass y=None")
+        if self.role == "guest" and y is None:
+            raise ConfigError("the guest holds the labels: pass y")
+        X = self._dense(X, "X")
+        if params.standardize:
+            self.scaler = ColumnScaler.fit(X)
+            X = self._dense(self.scaler.transform(X), "X")
+        if self.role == "guest":
+            y = np.asarray(y, dtype=float).ravel()
+            if y.shape[0] != X.shape[0]:
+                raise ConfigError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+            if not np.all(np.isfinite(y)):
+                raise ConfigError("y holds NaN or infinite values")
+            if params.model == "logistic" and not np.all((y == 0) | (y == 1)):
+                raise ConfigError("logistic regression needs 0/1 labels")
+            if params.fit_intercept:
+                X = np.hstack([X, np.ones((X.shape[0], 1))])
+            self.y = y
+        self.X = X
+        if validation is not None:
+            Xv, yv = validation
+            Xv = self._dense(Xv, "validation X")
+            if self.scaler is not None:
+                Xv = self._dense(self.scaler.transform(Xv), "validation X")
+            if self.role == "guest" and params.fit_intercept:
+                Xv = np.hstack([Xv, np.ones((Xv.shape[0], 1))])
+            if Xv.shape[1] != X.shape[1]:
+                raise ConfigError(f"validation X has {Xv.shape[1]} columns, training X {X.shape[1]}")
+            self.val = (Xv, None if yv is None else np.asarray(yv, dtype=float).ravel())
+
+    @staticmethod
+    def _dense(X: Any, what: str) -> np.ndarray:
+        if hasattr(X, "toarray"):
+            X = X.toarray()
+        arr = np.asarray(X, dtype=float)
+        if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+            raise ConfigError(f"{what} must be a non-empty 2-D array, got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ConfigError(f"{what} holds NaN or infinite values")
+        return arr
+
+    # -- set-up ----------------------------------------------------------------------------------------
+    def _hello(self) -> dict:
+        rows = None
+        if self.X is not None:
+            rows = [int(self.X.shape[0]), None, None if self.val is None else int(self.val[0].shape[0])]
+        return {"shared": self.params.shared(), "rows": rows}
+
+    def _setup(self) -> None:
+        p, params, s = self.p, self.params, self.p.session
+        p.guest, p.hosts, p.arbiter, hellos = proto.assign_roles(s, self.role, self._hello())
+        vrows = {hellos[name]["rows"][2] for name in p.data_parties}
+        if len(vrows) != 1:
+            raise ConfigError("the guest and every host must pass validation rows (the same number), or none of them")
+        self.val_rows = vrows.pop()
+        self.rows = hellos[p.guest]["rows"][0]
+        self.ckpt = Checkpointer(params.checkpoint_dir, s.name) if params.checkpoint_dir else None
+        start, state = self._resume_point()
+        if self.role == "arbiter":
+            if state is not None:
+                p.private_key = self.backend.private_from_bytes(state[1]["key"])
+            else:
+                p.public_key, p.private_key = self.backend.keygen(params.key_bits)
+            p.public_key = self.backend.public_of(p.private_key)
+        proto.share_public_key(p)
+        self.start_epoch, self.steps = start, 0
+        self.weights = np.zeros(self.X.shape[1]) if self.X is not None else None
+        if state is not None:
+            st = state[0]
+            self.steps = int(st["steps"])
+            self.model.history_ = list(st["history"])
+            if self.weights is not None:
+                w = np.asarray(st["weights"], dtype=float)
+                if w.shape != self.weights.shape:
+                    raise ConfigError(f"the checkpoint holds {w.size} weights, this data has {self.weights.size} columns")
+                self.weights = w
+            self.model.resumed_from_ = start
+        # the batch order: a seed from the guest (or the parameters), the same at every data party
+        if self.role == "guest":
+            seed = params.shuffle_seed if params.shuffle_seed is not None else int.from_bytes(s.prg.random_bytes(8), "little")
+            for h in p.hosts:
+                s.send(h, {"seed": seed}, "fl-seed")
+            self.seed = seed
+        elif self.role == "host":
+            self.seed = int(s.recv_meta(p.guest, "fl-seed")["seed"])
+
+    def _resume_point(self) -> tuple[int, Any]:
+        """(first epoch to run, (state, blobs) of the checkpoint resumed or None), agreed by all."""
+        p, s = self.p, self.p.session
+        mine = self.ckpt.epochs() if (self.ckpt is not None and self.params.resume) else []
+        s.broadcast(mine, "fl-resume")
+        theirs = s.gather("fl-resume")
+        common = set(mine)
+        for name, eps in theirs.items():
+            common &= set(int(e) for e in (eps or []))
+        if not common:
+            if self.ckpt is not None:
+                self.ckpt.discard()
+            return 0, None
+        epoch = max(common)
+        state, blobs, _, _ = self.ckpt.load(epoch)
+        if state.get("digest") != self.params.digest():
+            raise ConfigError(f"the checkpoint of epoch {epoch} in {self.ckpt.dir} was written with other settings")
+        self.progress({"event": "resume", "epoch": epoch, "epochs": self.params.max_iter})
+        return epoch, (state, blobs)
+
+    def _save(self, epoch: int) -> None:
+        if self.ckpt is None:
+            return
+        state = {"digest": self.params.digest(), "steps": self.steps, "history": self.model.history_,
+                 "weights": None if self.weights is None else self.weights.tolist()}
+        blobs = {"key": self.backend.private_to_bytes(self.p.private_key)} if self.role == "arbiter" else {}
+        self.ckpt.save(epoch, state, blobs, None, None)
+
+    # -- training ---------------------------------------------------------------------------------------
+    def _batches(self, epoch: int) -> list[np.ndarray]:
+        rows, size = self.rows, self.params.batch_size
+        if size is None or size >= rows:
+            return [np.arange(rows)]
+        order = np.random.default_rng([self.seed, epoch]).permutation(rows)  # public order, not a secret
+        return [order[i:i + size] for i in range(0, rows, size)]
+
+    def _learning_rate(self) -> float:
+        params, t = self.params, self.steps
+        factor = math.sqrt(1 + params.decay * t) if params.decay_sqrt else 1 + params.decay * t
+        return params.learning_rate / factor
+
+    def train(self) -> None:
+        started = time.perf_counter()
+        ops0 = counters.snapshot()
+        sent0, recv0 = self.p.session.stats.bytes_sent, self.p.session.stats.bytes_received
+        self._setup()
+        params, p = self.params, self.p
+        epochs = params.max_iter
+        batches_per_epoch = len(self._batches(0)) if self.role != "arbiter" else -(-self.rows // (params.batch_size or self.rows))
+        previous = self.model.history_[-1]["train_loss"] if self.model.history_ else None
+        first = self.model.history_[0]["train_loss"] if self.model.history_ else None
+        converged = False
+        self.timer.lap()
+        for epoch in range(self.start_epoch, epochs):
+            t_epoch = time.perf_counter()
+            order = self._batches(epoch) if self.role != "arbiter" else [None] * batches_per_epoch
+            losses, sizes = [], []
+            for i, rows in enumerate(order):
+                tag = f"fl-{epoch}-{i}"
+                status = self._step(rows, tag, first, previous, last=(i == len(order) - 1), losses=losses, sizes=sizes,
+                                    epoch=epoch)
+                lap = self.timer.lap()
+                self.model.iterations_.append({"epoch": epoch + 1, "iteration": i + 1, "loss": status["loss"], **lap})
+                self.progress({"event": "iteration", "epoch": epoch + 1, "epochs": epochs, "iteration": i + 1,
+                               "iterations": len(order), "loss": status["loss"], "times": lap})
+                if status.get("error"):
+                    raise DivergenceError(status["error"])
+            epoch_loss = status["epoch_loss"]
+            first = epoch_loss if first is None else first
+            previous = epoch_loss
+            record = {"epoch": epoch + 1, "train_loss": epoch_loss, "seconds": time.perf_counter() - t_epoch,
+                      "learning_rate": self._learning_rate()}
+            if self.val_rows:
+                record.update(self._validate(f"fl-val-{epoch}"))
+            self.model.history_.append(record)
+            self._save(epoch + 1)
+            self.progress({"event": "epoch", "epochs": epochs, **record})
+            if status.get("stop"):
+                converged = True
+                break
+        self._finish(started, ops0, sent0, recv0, converged)
+
+    def _step(self, rows: Any, tag: str, first: float | None, previous: float | None, *, last: bool,
+              losses: list, sizes: list, epoch: int) -> dict:
+        p, params = self.p, self.params
+        f = params.frac_bits
+        if self.role == "arbiter":
+            d, r = proto.arbiter_step(p, tag)
+            size = self._batch_size(epoch, len(sizes))
+            scale = float(1 << (2 * f))
+            if params.model == "logistic":
+                loss = math.log(2) - 0.5 + d / (8 * size * scale) + r / scale
+            else:
+                loss = d / (2 * size * scale) + r / scale
+            losses.append(loss)
+            sizes.append(size)
+            status: dict = {"loss": loss}
+            if last:
+                epoch_loss = float(np.average(losses, weights=sizes))
+                status["epoch_loss"] = epoch_loss
+                if not math.isfinite(epoch_loss) or (first is not None and epoch_loss > 10 * max(first, 1e-3)):
+                    status["error"] = (f"training diverged at epoch {epoch + 1}: the loss went from {first:.4g} to "
+                                       f"{epoch_loss:.4g}; lower the learning rate (now {self._learning_rate():.3g})")
+                elif previous is not None and abs(previous - epoch_loss) < params.tol:
+                    status["stop"] = True
+            proto.announce(p, status, tag)
+            self.steps += 1
+            return status
+        Xb = self.X[rows]
+        U = proto.encode(Xb @ self.weights, f)
+        w_reg = self.weights[:-1] if (self.role == "guest" and params.fit_intercept) else self.weights
+        reg = int(round(float(params.l2) / 2 * float(w_reg @ w_reg) * (1 << (2 * f))))
+        if self.role == "guest":
+            yb = self.y[rows]
+            T = proto.encode(2 * (2 * yb - 1) if params.model == "logistic" else yb, f)
+            enc_e = proto.guest_forward(p, U, T, reg, tag)
+        else:
+            enc_e = proto.host_forward(p, U, reg, tag)
+        G = proto.gradient(p, proto.encode(Xb, f), enc_e, tag)
+        c = 0.25 if params.model == "logistic" else 1.0
+        grad = c * np.array([float(v) for v in G.tolist()]) / (len(rows) * float(1 << (2 * f)))
+        grad += params.l2 * (np.concatenate([w_reg, [0.0]]) if w_reg is not self.weights else self.weights)
+        self.weights = self.weights - self._learning_rate() * grad
+        self.steps += 1
+        status = proto.receive_status(p, tag)
+        if not np.all(np.isfinite(self.weights)):
+            raise DivergenceError(f"{p.me}: the weights became non-finite at epoch {epoch + 1}")
+        return status
+
+    def _batch_size(self, epoch: int, index: int) -> int:
+        size = self.params.batch_size
+        if size is None or size >= self.rows:
+            return self.rows
+        return min(size, self.rows - index * size)
+
+    # -- validation and scores -------------------------------------------------------------------------
+    def scores(self, X: Any, tag: str) -> np.ndarray | None:
+        p, f = self.p, self.params.frac_bits
+        if self.role == "arbiter":
+            proto.predict_arbiter(p, tag)
+            return None
+        if X is not None and not isinstance(X, np.ndarray) or (isinstance(X, np.ndarray) and X is not self.X):
+            X = self._dense(X, "X")
+            if self.scaler is not None:
+                X = self._dense(self.scaler.transform(X), "X")
+            if self.role == "guest" and self.params.fit_intercept and X.shape[1] == self.weights.size - 1:
+                X = np.hstack([X, np.ones((X.shape[0], 1))])
+        U = proto.encode(X @ self.weights, f)
+        if self.role == "host":
+            proto.predict_host(p, U, tag)
+            return None
+        Z = proto.predict_guest(p, U, tag)
+        return np.array([float(v) for v in Z.tolist()]) / float(1 << f)
+
+    def _validate(self, tag: str) -> dict:
+        p = self.p
+        if self.role == "arbiter":
+            proto.predict_arbiter(p, tag)
+            return {}
+        Xv, yv = self.val
+        U = proto.encode(Xv @ self.weights, p.frac_bits)
+        if self.role == "host":
+            proto.predict_host(p, U, tag)
+            return {}
+        z = np.array([float(v) for v in proto.predict_guest(p, U, tag).tolist()]) / float(1 << p.frac_bits)
+        return validation_metrics(self.params.model, z, yv)
+
+    def _finish(self, started: float, ops0: dict, sent0: int, recv0: int, converged: bool) -> None:
+        m, s = self.model, self.p.session
+        m.role_ = self.role
+        if self.weights is not None:
+            w = self.weights
+            intercept = 0.0
+            if self.role == "guest" and self.params.fit_intercept:
+                w, intercept = w[:-1], float(w[-1])
+            if self.scaler is not None:
+                w, shift = self.scaler.to_original(w)
+                intercept += shift
+            m.coef_ = w
+            m.intercept_ = intercept if self.role == "guest" else None
+        steps = [it for it in m.iterations_]
+        m.stats_ = {"seconds": time.perf_counter() - started, "epochs_run": len(m.history_), "converged": converged,
+                    "steps": len(steps), "per_iteration": summarise(steps and [
+                        {k: it[k] for k in ("seconds", "encrypt", "decrypt", "homomorphic", "wait", "other")}
+                        for it in steps]),
+                    "bytes_sent": s.stats.bytes_sent - sent0, "bytes_received": s.stats.bytes_received - recv0,
+                    "crypto": counters.diff(ops0), "backend": self.params.backend, "key_bits": self.params.key_bits}
+
+
+def validation_metrics(model: str, z: np.ndarray, y: np.ndarray | None) -> dict:
+    """Validation loss (exact log-loss / half MSE) and AUC (logistic) or R^2 (linear)."""
+    if y is None:
+        return {}
+    if model == "logistic":
+        from sklearn.metrics import roc_auc_score
+
+        loss = float(np.mean(np.logaddexp(0, z) - y * z))
+        auc = float(roc_auc_score(y, z)) if 0 < y.sum() < y.size else None
+        return {"loss": loss, "auc": auc}
+    resid = z - y
+    var = float(np.var(y))
+    return {"loss": float(0.5 * np.mean(resid ** 2)), "r2": 1 - float(np.mean(resid ** 2)) / var if var > 0 else None}
