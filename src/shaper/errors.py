@@ -57,6 +57,11 @@ class PeerTimeout(NetError, TimeoutError):
     """Nothing arrived from a peer (or a send did not drain) within the configured timeout."""
 
 
+class QuorumError(NetError):
+    """A federated round lost more clients than its quorum allows (names them), or a client
+    needed to finish the round left it."""
+
+
 class FrameError(NetError):
     """A peer sent a malformed, oversized or unexpected frame."""
 

@@ -155,6 +155,28 @@ def pack(encrypted: EncryptedArray, value_bits: int, *, signed: bool = True,
     return PackedArray(pk, object_array(acc), count, lay, encrypted.frac_bits)
 
 
+def pack_plain(values: np.ndarray, slot_bits: int, slots: int) -> list[int]:
+    """Pack non-negative integers below 2^slot_bits into plaintexts of ``slots`` slots (value
+    ``g * slots + j`` at bit offset ``slot_bits * j`` of plaintext g): the inverse of
+    :func:`split_slots`, done on bit arrays so a million values take milliseconds. Packing the
+    plaintexts *before* encrypting (one encryption per ``slots`` values) is the cheap way for the
+    owner of the values; :func:`pack` packs ciphertexts somebody else encrypted."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise PackingError(f"pack_plain takes a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    if not 1 <= slot_bits <= 63 or slots < 1:
+        raise PackingError(f"slot_bits must be in [1, 63] and slots >= 1, got {slot_bits} and {slots}")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >> slot_bits):
+        i = int(np.flatnonzero((arr < 0) | (arr >= (1 << slot_bits)))[0])
+        raise PackingError(f"value {i} ({int(arr[i])}) does not fit a {slot_bits}-bit slot")
+    groups = -(-arr.size // slots)
+    padded = np.zeros(groups * slots, dtype=np.uint64)
+    padded[:arr.size] = arr
+    bits = np.unpackbits(padded.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :slot_bits]
+    raw = np.packbits(bits.reshape(groups, slots * slot_bits), axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in raw]
+
+
 def split_slots(residues: list, lay: PackingLayout) -> np.ndarray:
     """Packed plaintexts (non-negative ints) to their slot contents, in value order.
 
