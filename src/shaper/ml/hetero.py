@@ -216,7 +216,7 @@ class _Job:
         start, state = self._resume_point()
         if self.role == "arbiter":
             if state is not None:
-                p.private_key = self.backend.private_from_bytes(state[1]["key"])
+                p.private_key = self.backend.private_from_bytes(state[1]["paillier"])
             else:
                 p.public_key, p.private_key = self.backend.keygen(params.key_bits)
             p.public_key = self.backend.public_of(p.private_key)
@@ -267,7 +267,7 @@ class _Job:
             return
         state = {"digest": self.params.digest(), "steps": self.steps, "history": self.model.history_,
                  "weights": None if self.weights is None else self.weights.tolist()}
-        blobs = {"key": self.backend.private_to_bytes(self.p.private_key)} if self.role == "arbiter" else {}
+        blobs = {"paillier": self.backend.private_to_bytes(self.p.private_key)} if self.role == "arbiter" else {}
         self.ckpt.save(epoch, state, blobs, None, None)
 
     # -- training ---------------------------------------------------------------------------------------

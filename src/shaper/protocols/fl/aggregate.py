@@ -8,7 +8,7 @@ weight a_i = n_i / N.
 
 A round. Client i holds an update v_i (a float vector of P values, |v| < 2^int_bits):
 
-1. It encodes a_i v_i and, in one extra slot, a_i, at scale 2^frac_bits, adds the offset
+1. It encodes a_i v_i at scale 2^frac_bits, adds the offset
    2^(int_bits+frac_bits) to every value (so slots hold non-negative numbers), **packs** k values
    per plaintext (slot width W = int_bits + frac_bits + ceil(log2(clients + 1)) + 1: room for the
    sum of every client's slot without a carry into the next), encrypts (with the private key's CRT
@@ -21,9 +21,9 @@ A round. Client i holds an update v_i (a float vector of P values, |v| < 2^int_b
 3. The included clients split the decryption: client j of m decrypts the j-th m-th of the
    ciphertexts and sends the plaintexts to the others (directly, never through the coordinator).
    A client lost in this phase ends the round with an error naming it.
-4. Each client unpacks, removes the m offsets and divides the weighted sum by the summed weights
-   (which re-normalises the average when clients dropped out): the weighted mean of the updates
-   of the included clients.
+4. Each client unpacks, removes the m offsets and divides the weighted sum by the weights of the
+   included clients (1 unless clients dropped out, which re-normalises the average): the weighted
+   mean of the updates of the included clients.
 
 What each party learns: the coordinator only ciphertexts, their count and who delivered; each
 client the weighted mean of the round (which FedAvg gives every client anyway) and the row counts
@@ -32,7 +32,7 @@ coordinator does not collude with a client (a client holds the key, so it could 
 single update the coordinator showed it). An update outside ±2^int_bits raises at its client
 before anything is sent, so a packed slot never carries into its neighbour.
 
-Cost per round and client: ceil((P + 1) / k) encryptions and 1/m of that many decryptions; the
+Cost per round and client: ceil(P / k) encryptions and 1/m of that many decryptions; the
 coordinator (m - 1) ciphertext products per ciphertext.
 """
 
@@ -87,6 +87,7 @@ class Federation:
         self.active = list(clients)   # clients not dropped so far
         self.public_key = self.private_key = None
         self.weight = 0.0
+        self.weights: dict[str, float] = {}
         self.last: dict = {}
 
     # -- set-up ------------------------------------------------------------------------------------
@@ -114,7 +115,9 @@ class Federation:
         counts = {s.name: int(rows), **{c: int(s.recv_meta(c, "agg-rows")["rows"]) for c in others}}
         if any(v < 1 for v in counts.values()):
             raise ConfigError(f"every client needs training rows; got {counts}")
-        self.weight = counts[s.name] / sum(counts.values())
+        total = sum(counts.values())
+        self.weights = {c: v / total for c, v in counts.items()}
+        self.weight = self.weights[s.name]
 
     def layout(self, count: int) -> PackingLayout:
         p = self.params
@@ -140,10 +143,10 @@ class Federation:
             raise PlaintextOverflowError(
                 f"{s.name}: update value {i} of round {rnd} is {vec[i]:.4g}, outside ±2^{p.int_bits}; the packed "
                 f"slots would overflow (raise int_bits, or lower the learning rate)")
-        lay = self.layout(vec.size + 1)
+        lay = self.layout(vec.size)
         scale = float(1 << p.frac_bits)
         offset = 1 << lay.value_bits
-        encoded = np.rint(np.append(vec * self.weight, self.weight) * scale).astype(np.int64) + offset
+        encoded = np.rint(vec * self.weight * scale).astype(np.int64) + offset
         plain = pack_plain(encoded, lay.slot_bits, lay.slots)
         tag = f"agg-{rnd}"
         s.send(self.coordinator, {"count": int(encoded.size), "ciphertexts": len(plain)}, tag)
@@ -164,12 +167,10 @@ class Federation:
             raise NetError(f"the coordinator sent {b.size(total)} summed ciphertexts, expected {len(plain)}")
         residues = self._decrypt_split(total, included, tag)
         slots = split_slots(residues, lay)[:encoded.size]
-        sums = np.array([int(v) - len(included) * offset for v in slots.tolist()], dtype=np.float64) / scale
-        weight = sums[-1]
-        if not weight > 0:
-            raise PlaintextOverflowError(f"round {rnd}: the summed weights are {weight}; the aggregate is corrupt")
+        sums = (slots - len(included) * offset).astype(np.int64).astype(np.float64) / scale
+        weight = sum(self.weights[c] for c in included)
         self.last = {"included": included, "ciphertexts": len(plain), "slots": lay.slots, "slot_bits": lay.slot_bits}
-        return (sums[:-1] / weight).reshape(np.shape(update))
+        return (sums / weight).reshape(np.shape(update))
 
     def _decrypt_split(self, total: Any, included: list[str], tag: str) -> list[int]:
         """Decrypt this client's share of the ciphertexts and swap plaintexts with the others."""
