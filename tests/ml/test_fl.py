@@ -96,6 +96,7 @@ def test_vertical_matches_the_plaintext_algorithm_with_two_hosts(kind):
     w_ref, losses = _plain_reference(kind, OPTS)
     guest = res["guest"]
     got = np.concatenate([guest["coef"], [guest["intercept"]], res["host-a"]["coef"], res["host-b"]["coef"]])
+    assert res["host-a"]["intercept"] == 0.0  # standardize=False: no constant at a host
     losses_secure = [it["loss"] for it in res["arbiter"]["iterations"]]
     assert len(losses_secure) == len(losses) == 3 * -(-len(_split(kind)[2]) // 100)
     np.testing.assert_allclose(got, w_ref, atol=1e-6, rtol=0)  # fixed point 2^-20: far inside 1e-6

@@ -49,22 +49,22 @@ class Table:
 
 
 def read_table(path: str | Path, *, id_column: str = "id", label_column: str | None = None,
-               format: str | None = None, sparse: bool | None = None) -> Table:
+               format: str | None = None, sparse: bool | None = None, labels: str = "binary") -> Table:
     """Read a party's data. ``format`` is guessed from the suffix (.csv, .parquet, .svm/.libsvm).
 
     Raises :class:`ConfigError` naming the file and the problem: no such file, no id or label
-    column, labels other than 0/1, a non-numeric feature column, missing or infinite feature
+    column, labels other than 0/1 (``labels="real"`` accepts any finite number), a non-numeric feature column, missing or infinite feature
     values; :class:`ImportError` for Parquet without pandas and pyarrow."""
     path = Path(path)
     fmt = (format or path.suffix.lstrip(".")).lower()
     if fmt in ("svm", "libsvm", "svmlight"):
-        return _read_libsvm(path, label_column is not None)
+        return _read_libsvm(path, label_column is not None, labels)
     if fmt not in ("csv", "parquet", "pq"):
         raise ConfigError(f"cannot read {path}: unknown format {fmt!r} (use csv, parquet or libsvm)")
     if not path.is_file():
         raise ConfigError(f"data file {path} does not exist")
     columns = _csv_columns(path) if fmt == "csv" else _parquet_columns(path)
-    return _table(path, columns, id_column, label_column, sparse)
+    return _table(path, columns, id_column, label_column, sparse, labels)
 
 
 # Cells pandas reads as missing (its default ``na_values``); the standard-library reader agrees.
@@ -177,7 +177,7 @@ def _frame_columns(frame: Any) -> dict[str, np.ndarray]:
 
 
 def _table(path: Path, columns: dict[str, np.ndarray], id_column: str, label_column: str | None,
-           sparse: bool | None) -> Table:
+           sparse: bool | None, labels: str = "binary") -> Table:
     """The checks every tabular reader shares, and the :class:`Table`."""
     names = list(columns)
     if id_column not in columns:
@@ -190,7 +190,7 @@ def _table(path: Path, columns: dict[str, np.ndarray], id_column: str, label_col
         if label_column not in columns:
             raise ConfigError(f"{path} has no label column {label_column!r} (columns: {names[:10]})")
         y = columns.pop(label_column)
-        _check_labels(y, path)
+        _check_labels(y, path, labels)
     text = {name: column for name, column in columns.items() if column.dtype.kind not in "biuf"}
     if text:
         examples = ", ".join(f"{name!r} (e.g. {_first_text(column)!r})" for name, column in list(text.items())[:5])
@@ -214,7 +214,7 @@ def _first_text(column: np.ndarray) -> Any:
     return next((v for v in cells if isinstance(v, str)), next((v for v in cells if v == v), cells[0] if cells else None))
 
 
-def _read_libsvm(path: Path, with_labels: bool) -> Table:
+def _read_libsvm(path: Path, with_labels: bool, labels: str = "binary") -> Table:
     from sklearn.datasets import load_svmlight_file
 
     if not path.is_file():
@@ -225,11 +225,16 @@ def _read_libsvm(path: Path, with_labels: bool) -> Table:
     X, y = loaded[0], loaded[1]
     ids = loaded[2] if has_qid else np.arange(X.shape[0])
     if with_labels:
-        _check_labels(y, path)
+        _check_labels(y, path, labels)
     return Table(np.asarray(ids), X.tocsr(), y if with_labels else None, None)
 
 
-def _check_labels(y: np.ndarray, where: Any) -> None:
+def _check_labels(y: np.ndarray, where: Any, kind: str = "binary") -> None:
+    if kind == "real":
+        arr = np.asarray(y)
+        if arr.dtype.kind not in "biuf" or not np.all(np.isfinite(arr.astype(float))):
+            raise ConfigError(f"{where}: labels must be finite numbers")
+        return
     values = set(np.asarray(y).tolist())  # (not np.unique: text and NaN do not sort together)
     if not values <= {0, 1, 0.0, 1.0, True, False}:
         raise ConfigError(f"{where}: labels must be 0/1, found {sorted(values, key=str)[:5]}")

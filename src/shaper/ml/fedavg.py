@@ -130,9 +130,9 @@ class FederatedAveraging:
         ckpt = Checkpointer(params.checkpoint_dir, session.name) if params.checkpoint_dir else None
         start = self._resume(session, ckpt, role)
         if start:
-            state = ckpt.load(start)[0]
-            self.history_ = list(state["history"])
-            if role == "client":
+            if role == "client":  # the coordinator keeps no model; it just runs the remaining rounds
+                state = ckpt.load(start)[0]
+                self.history_ = list(state["history"])
                 glob = np.asarray(state["params"], dtype=float)
             self.resumed_from_ = start
             progress({"event": "resume", "epoch": start, "epochs": params.rounds})

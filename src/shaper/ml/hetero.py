@@ -96,7 +96,7 @@ class HeteroLinearModel:
     def __init__(self, model: str = "logistic", **params: Any) -> None:
         self.params = HeteroParams(model=model, **params)
         self.coef_: np.ndarray | None = None        # this party's weights, in its original units
-        self.intercept_: float | None = None        # the guest's
+        self.intercept_: float | None = None        # its constant: z = sum over parties of x_p.coef_p + intercept_p
         self.history_: list[dict] = []              # one record per epoch
         self.iterations_: list[dict] = []           # one record per step: loss and the time split
         self.stats_: dict = {}
@@ -236,6 +236,8 @@ class _Job:
         # the batch order: a seed from the guest (or the parameters), the same at every data party
         if self.role == "guest":
             seed = params.shuffle_seed if params.shuffle_seed is not None else int.from_bytes(s.prg.random_bytes(8), "little")
+            if state is not None and state[0].get("seed") is not None:
+                seed = int(state[0]["seed"])  # a resumed job keeps its batch order
             for h in p.hosts:
                 s.send(h, {"seed": seed}, "fl-seed")
             self.seed = seed
@@ -266,6 +268,7 @@ class _Job:
         if self.ckpt is None:
             return
         state = {"digest": self.params.digest(), "steps": self.steps, "history": self.model.history_,
+                 "seed": getattr(self, "seed", None),
                  "weights": None if self.weights is None else self.weights.tolist()}
         blobs = {"paillier": self.backend.private_to_bytes(self.p.private_key)} if self.role == "arbiter" else {}
         self.ckpt.save(epoch, state, blobs, None, None)
@@ -421,7 +424,7 @@ class _Job:
                 w, shift = self.scaler.to_original(w)
                 intercept += shift
             m.coef_ = w
-            m.intercept_ = intercept if self.role == "guest" else None
+            m.intercept_ = intercept  # a host's: the constant its standardisation adds to x.w
         steps = [it for it in m.iterations_]
         m.stats_ = {"seconds": time.perf_counter() - started, "epochs_run": len(m.history_), "converged": converged,
                     "steps": len(steps), "per_iteration": summarise(steps and [
