@@ -41,15 +41,6 @@ def slot_layout(backend: Backend, pk: Any, value_bits: int, sigma: int = SIGMA) 
     return PackingLayout(value_bits, sigma, width, slots, False)
 
 
-def random_ints(session: Any, count: int, bits: int) -> list[int]:
-    """``count`` uniform integers in [0, 2^bits) from the session's CSPRNG."""
-    if count == 0:
-        return []
-    raw = session.prg.exponent_bytes(count, bits)
-    blob, width = raw.tobytes(), raw.shape[1]
-    return [int.from_bytes(blob[i * width:(i + 1) * width], "little") for i in range(count)]
-
-
 def pack_ciphertexts(backend: Backend, pk: Any, ct: Any, lay: PackingLayout) -> Any:
     """Horner's rule over slot columns: group g holds values g*k .. g*k+k-1, value g*k+j at
     bit offset W*j. Missing values in the last group are trivial encryptions of 0."""
@@ -72,7 +63,7 @@ def send_blinded(session: Any, backend: Backend, pk: Any, ct: Any, value_bits: i
     """The holder's first half: send Enc(v + s), packed; returns the masks s."""
     count = backend.size(ct)
     lay = slot_layout(backend, pk, value_bits, sigma)
-    s = [r + (1 << value_bits) for r in random_ints(session, count, value_bits + sigma)]
+    s = [r + (1 << value_bits) for r in session.prg.randbits(value_bits + sigma, count)]
     packed, k = pack_ciphertexts(backend, pk, ct, lay)
     w = lay.slot_bits
     packed_masks = [sum(m << (w * j) for j, m in enumerate(s[g * k:(g + 1) * k])) for g in range(backend.size(packed))]
