@@ -81,3 +81,26 @@ def test_shape_errors(paillier_keys):
         sp.csr_matrix(np.ones((2, 3), dtype=int)) @ pk.encrypt([1, 2])
     with pytest.raises(ValueError, match="1-D"):
         matvec(np.ones((2, 2), dtype=int), pk.encrypt([[1, 2], [3, 4]]))
+
+
+@pytest.mark.parametrize("shape,density", [((40, 30), 1.0), ((60, 25), 0.5), ((8, 16), 1.0)])
+def test_shared_base_multiexponentiation_matches_exact_products(scheme_keys, shape, density, monkeypatch):
+    """Many rows over the same bases with long signed exponents take Straus' path (checked by
+    counting its calls): exact against Python integers, including empty rows and extreme values."""
+    import shaper.crypto.ahe as ahe
+
+    calls = []
+    real = ahe._multiexp_rows
+    monkeypatch.setattr(ahe, "_multiexp_rows", lambda *a: calls.append(1) or real(*a))
+    pk, sk = scheme_keys
+    rows, cols = shape
+    prg = Prg(seed=bytes([shape[0]]) * 32)
+    raw = (prg.uint64(rows * cols).astype(np.int64) >> 38).reshape(rows, cols)  # signed, up to 2^25
+    keep = (prg.uint64(rows * cols) % 100 < density * 100).reshape(rows, cols)
+    X = np.where(keep, raw, 0)
+    X[3] = 0  # an empty row
+    X[0, 0], X[1, 1] = (1 << 25) - 1, -(1 << 25)
+    x = np.arange(cols) - cols // 2
+    out = sk.decrypt(matvec(sp.csr_matrix(X) if density < 1 else X, pk.encrypt(x)))
+    np.testing.assert_array_equal(np.array(out, dtype=object), X.astype(object) @ x.astype(object))
+    assert calls == [1]

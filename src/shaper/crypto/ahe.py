@@ -735,8 +735,11 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
     else:
         k_frac = 0
     scalars = encoding.encode(data, k_frac, pk.max_int).tolist()
-    negative = np.fromiter((k < 0 for k in scalars), dtype=bool, count=len(scalars))
     row_of = np.repeat(np.arange(rows), np.diff(indptr))
+    if _shared_bases_pay(scalars, cols, csr.shape[1], pk):
+        out = _multiexp_rows(kernel, cts, indices, indptr, row_of, np.array(scalars, dtype=np.int64), modulus)
+        return EncryptedArray(pk, object_array(out), vector.frac_bits + k_frac)
+    negative = np.fromiter((k < 0 for k in scalars), dtype=bool, count=len(scalars))
 
     def signed_part(mask: np.ndarray) -> list:
         sel = np.flatnonzero(mask)
@@ -761,6 +764,56 @@ def matvec(matrix: Any, vector: EncryptedArray, *, frac_bits: int | None = None)
         for r, v in zip(neg_rows.tolist(), sub):
             result[r] = v
     return EncryptedArray(pk, object_array(result), vector.frac_bits + k_frac)
+
+
+_WINDOW = 4  # bits per digit of the shared-base multi-exponentiation (a table of 15 powers per base)
+_TABLE_BYTES = 256 << 20  # memory the tables of one call may take
+
+
+def _shared_bases_pay(scalars: list, nnz_cols: int, cols: int, pk: AHEPublicKey) -> bool:
+    """Straus' shared-base method pays when every base is used by several rows with exponents
+    of more than a few bits, and its tables fit in memory."""
+    count = len(scalars)
+    if count < 64 or cols == 0 or count < 4 * cols:
+        return False
+    lo, hi = min(scalars), max(scalars)
+    if hi - min(lo, 0) >= 1 << 62:
+        return False
+    width = (int(pk.ciphertext_modulus).bit_length() + 7) // 8
+    return max(abs(lo), abs(hi)).bit_length() >= 8 and 15 * cols * width <= _TABLE_BYTES
+
+
+def _multiexp_rows(kernel: Any, cts: list, indices: np.ndarray, indptr: np.ndarray, row_of: np.ndarray,
+                   scalars: np.ndarray, modulus: Any) -> list:
+    """``out[r] = prod_k cts[indices[k]] ** scalars[k]`` over row r's entries, for many rows
+    sharing their bases (Straus / the windowed multi-exponentiation): each base's powers 1..15
+    are made once (14 products per base); then every 4-bit digit of every exponent costs one
+    product, and each row 4 squarings per digit position, against about 1.5 products per bit of
+    each exponent when every entry is exponentiated on its own. Negative exponents: all are
+    shifted by ``off`` = -min, and each row is divided by (its product of bases)^off."""
+    d = len(cts)
+    m = len(indptr) - 1
+    off = max(0, -int(scalars.min()))
+    e = scalars + off
+    bits = int(e.max()).bit_length()
+    table = [cts]
+    for _ in range(2, 1 << _WINDOW):
+        table.append(kernel.mulmod(table[-1], cts, modulus))
+    flat = [x for power in table for x in power]
+    acc = None
+    mask = (1 << _WINDOW) - 1
+    for w in reversed(range(-(-bits // _WINDOW))):
+        digits = (e >> (w * _WINDOW)) & mask
+        nz = np.flatnonzero(digits)
+        idx = (digits[nz] - 1) * d + indices[nz]
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[nz], minlength=m))]).astype(np.int64)
+        part = kernel.prod_rows(flat, idx.astype(np.int64), ptr, modulus)
+        acc = part if acc is None else kernel.mulmod(
+            kernel.powmod_same_exponent(acc, 1 << _WINDOW, modulus), part, modulus)
+    if off:
+        support = kernel.prod_rows(cts, indices, indptr, modulus)
+        acc = kernel.mulmod(acc, kernel.invert(kernel.powmod_same_exponent(support, off, modulus), modulus), modulus)
+    return list(acc)
 
 
 def vecmat(vector: EncryptedArray, matrix: Any, *, frac_bits: int | None = None) -> EncryptedArray:
