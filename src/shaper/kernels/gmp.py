@@ -8,9 +8,12 @@ exponentiation for secret exponents) address that.
 
 Fixed-base tables (the "precomputation" of the SHAPER paper, Table 2): for a base b, modulus m
 and window w, ``T[i][d] = b^(d * 2^(w*i)) mod m``. An exponent with digits d_i then costs one
-modular product per non-zero digit. The window is the largest that keeps a table within the
-memory budget (``SHAPER_TABLE_MIB``, default 64 MiB per table); windows are built lazily, so a
-table for plaintext-sized exponents only grows as far as the exponents used.
+modular product per non-zero digit. A table is built only once it pays: the kernel counts the
+exponentiations asked of each base, exponentiates directly (GMP's ``powmod``) while a table would
+cost more than it saves, and otherwise picks the window that minimises the table's cost plus four
+times the uses so far (capped by the memory budget, ``SHAPER_TABLE_MIB``, default 64 MiB per
+table), rebuilding with a wider window when the uses outgrow the plan. Windows are built lazily,
+so a table for plaintext-sized exponents only grows as far as the exponents used.
 """
 
 from __future__ import annotations
@@ -65,6 +68,21 @@ def choose_window(exponent_bits: int, modulus_bits: int, budget_bytes: int | Non
     return best
 
 
+def best_window(exponent_bits: int, uses: int, cap: int) -> int:
+    """The window (2..cap) minimising a table's products plus ``uses`` exponentiations with it."""
+    def cost(w: int) -> int:
+        windows = -(-exponent_bits // w)
+        return uses * windows + windows * ((1 << w) - 1)
+    return min(range(2, max(2, cap) + 1), key=cost)
+
+
+def table_pays(exponent_bits: int, uses: int, window: int) -> bool:
+    """Whether ``uses`` exponentiations are cheaper with a window-``window`` table (built now)
+    than with GMP's powmod (about 1.2 products per exponent bit)."""
+    windows = -(-exponent_bits // window)
+    return uses * windows + windows * ((1 << window) - 1) < uses * 1.2 * exponent_bits
+
+
 class FixedBaseTable:
     """Comb table of one base; windows are appended on demand."""
 
@@ -102,11 +120,38 @@ class GmpKernel:
     def __init__(self, table_budget_bytes: int | None = None) -> None:
         self._budget = table_budget_bytes
         self._tables: OrderedDict[bytes, FixedBaseTable] = OrderedDict()
+        self._uses: dict[bytes, int] = {}     # exponentiations asked of each base so far
+        self._planned: dict[bytes, int] = {}  # the uses each table's window was chosen for
         self._combined: OrderedDict[tuple, list] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- tables -----------------------------------------------------------------------------
+    def _planned_tables(self, specs: Sequence[FixedBaseSpec], count: int) -> list | None:
+        """The tables for a call of ``count`` exponentiations, or None when exponentiating each
+        value directly is cheaper (few uses of these bases so far)."""
+        with self._lock:
+            out = []
+            for spec in specs:
+                uses = self._uses.get(spec.key, 0) + count
+                self._uses[spec.key] = uses
+                cap = choose_window(spec.exponent_bits, int(spec.modulus).bit_length(), self._budget)
+                want = best_window(spec.exponent_bits, 4 * uses, cap)
+                table = self._tables.get(spec.key)
+                if table is None and not table_pays(spec.exponent_bits, 4 * uses, want):
+                    out = None
+                    continue
+                if table is None or (uses > self._planned.get(spec.key, 0) and want > table.window):
+                    table = FixedBaseTable(spec.base, spec.modulus, want)
+                    self._tables[spec.key] = table
+                    self._planned[spec.key] = 4 * uses
+                    while len(self._tables) > _TABLE_CACHE_SIZE:
+                        self._tables.popitem(last=False)
+                if out is not None:
+                    out.append(table)
+            return out
+
     def table(self, spec: FixedBaseSpec) -> FixedBaseTable:
+        """The table of ``spec`` (made at the widest window the budget allows if there is none)."""
         with self._lock:
             table = self._tables.get(spec.key)
             if table is None:
@@ -260,7 +305,16 @@ class GmpKernel:
         if count == 0:
             return []
 
-        tables = [self.table(s) for s in specs]
+        tables = self._planned_tables(specs, count)
+        if tables is None:  # too few uses of these bases yet for a table to pay: GMP's powmod
+            values = [[mpz(int.from_bytes(row.tobytes(), "little")) for row in exps] for exps in exponents]
+            out = []
+            for i in range(count):
+                acc = ONE if multipliers is None else mpz(multipliers[i]) % m
+                for spec, column in zip(specs, values):
+                    acc = acc * gmpy2.powmod(spec.base, column[i], m) % m
+                out.append(acc)
+            return out
         flat_parts = []
         nonzero_parts = []
         offset = 0
