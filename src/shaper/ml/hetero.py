@@ -386,7 +386,9 @@ class _Job:
         if self.role == "arbiter":
             proto.predict_arbiter(p, tag)
             return None
-        if X is not None and not isinstance(X, np.ndarray) or (isinstance(X, np.ndarray) and X is not self.X):
+        if X is None:
+            raise ConfigError(f"the {self.role} scores its own columns of the new rows: pass X")
+        if X is not self.X:
             X = self._dense(X, "X")
             if self.scaler is not None:
                 X = self._dense(self.scaler.transform(X), "X")
