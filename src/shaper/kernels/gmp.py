@@ -12,7 +12,8 @@ modular product per non-zero digit. A table is built only once it pays: the kern
 exponentiations asked of each base, exponentiates directly (GMP's ``powmod``) while a table would
 cost more than it saves, and otherwise picks the window that minimises the table's cost plus four
 times the uses so far (capped by the memory budget, ``SHAPER_TABLE_MIB``, default 64 MiB per
-table), rebuilding with a wider window when the uses outgrow the plan. Windows are built lazily,
+table), rebuilding with a wider window when the uses outgrow the plan and the wider table would
+pay for itself over as many uses again. Windows are built lazily,
 so a table for plaintext-sized exponents only grows as far as the exponents used.
 """
 
@@ -83,6 +84,12 @@ def table_pays(exponent_bits: int, uses: int, window: int) -> bool:
     return uses * windows + windows * ((1 << window) - 1) < uses * 1.2 * exponent_bits
 
 
+def _rebuild_pays(exponent_bits: int, uses: int, old: int, new: int) -> bool:
+    """Whether a wider table saves more than it costs over as many uses again as so far."""
+    saved = uses * (-(-exponent_bits // old) - -(-exponent_bits // new))
+    return saved > -(-exponent_bits // new) * ((1 << new) - 1)
+
+
 class FixedBaseTable:
     """Comb table of one base; windows are appended on demand."""
 
@@ -140,7 +147,8 @@ class GmpKernel:
                 if table is None and not table_pays(spec.exponent_bits, 4 * uses, want):
                     out = None
                     continue
-                if table is None or (uses > self._planned.get(spec.key, 0) and want > table.window):
+                if table is None or (uses > self._planned.get(spec.key, 0) and want > table.window
+                                     and _rebuild_pays(spec.exponent_bits, uses, table.window, want)):
                     table = FixedBaseTable(spec.base, spec.modulus, want)
                     self._tables[spec.key] = table
                     self._planned[spec.key] = 4 * uses
