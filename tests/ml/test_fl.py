@@ -72,8 +72,9 @@ def _plain_reference(kind, opts):
     losses = []
     for epoch in range(opts["max_iter"]):
         order = np.random.default_rng([opts["shuffle_seed"], epoch]).permutation(len(ytr))
-        for i in range(0, len(ytr), size):
-            b = order[i:i + size]
+        starts = list(range(0, len(ytr) - len(ytr) % size, size))  # the short remainder joins the last batch
+        for i in starts:
+            b = order[i:i + size] if i != starts[-1] else order[i:]
             z = X[b] @ w
             if kind == "logistic":
                 ys = 2 * ytr[b] - 1
@@ -98,7 +99,7 @@ def test_vertical_matches_the_plaintext_algorithm_with_two_hosts(kind):
     got = np.concatenate([guest["coef"], [guest["intercept"]], res["host-a"]["coef"], res["host-b"]["coef"]])
     assert res["host-a"]["intercept"] == 0.0  # standardize=False: no constant at a host
     losses_secure = [it["loss"] for it in res["arbiter"]["iterations"]]
-    assert len(losses_secure) == len(losses) == 3 * -(-len(_split(kind)[2]) // 100)
+    assert len(losses_secure) == len(losses) == 3 * (len(_split(kind)[2]) // 100)
     np.testing.assert_allclose(got, w_ref, atol=1e-6, rtol=0)  # fixed point 2^-20: far inside 1e-6
     np.testing.assert_allclose(losses_secure, losses, atol=1e-6, rtol=0)
     Xtr, Xte, ytr, yte = _split(kind)
@@ -159,6 +160,12 @@ def test_a_killed_host_ends_the_vertical_job_with_an_error_naming_it():
     with pytest.raises(PartyError) as info:
         launch(VERTICAL, _host_dies, timeout=120)
     assert "host-a" in str(info.value)
+
+
+def test_batches_too_small_for_a_partys_columns_are_refused():
+    """X_p^T E over a batch with no more rows than p's columns would give p the residuals."""
+    with pytest.raises(PartyError, match="host-b: batches of 15 rows and 23 columns"):
+        launch(VERTICAL, _vertical_party, "logistic", {**OPTS, "batch_size": 15, "max_iter": 1})
 
 
 def test_vertical_roles_and_settings_are_checked():

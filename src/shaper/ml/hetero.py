@@ -212,6 +212,12 @@ class _Job:
             raise ConfigError("the guest and every host must pass validation rows (the same number), or none of them")
         self.val_rows = vrows.pop()
         self.rows = hellos[p.guest]["rows"][0]
+        if self.X is not None and min(batch_sizes(self.rows, params.batch_size)) <= self.X.shape[1]:
+            raise ConfigError(
+                f"{s.name}: batches of {min(batch_sizes(self.rows, params.batch_size))} rows and {self.X.shape[1]} "
+                "columns here: a party learns X^T E of each batch, which determines the batch's residuals (and at "
+                "the first step its labels) when a batch has no more rows than the party has columns; use "
+                "batch_size > the largest column count of any party")
         self.ckpt = Checkpointer(params.checkpoint_dir, s.name) if params.checkpoint_dir else None
         start, state = self._resume_point()
         if self.role == "arbiter":
@@ -275,11 +281,11 @@ class _Job:
 
     # -- training ---------------------------------------------------------------------------------------
     def _batches(self, epoch: int) -> list[np.ndarray]:
-        rows, size = self.rows, self.params.batch_size
-        if size is None or size >= rows:
-            return [np.arange(rows)]
-        order = np.random.default_rng([self.seed, epoch]).permutation(rows)  # public order, not a secret
-        return [order[i:i + size] for i in range(0, rows, size)]
+        bounds = np.cumsum([0, *batch_sizes(self.rows, self.params.batch_size)])
+        if len(bounds) == 2:
+            return [np.arange(self.rows)]
+        order = np.random.default_rng([self.seed, epoch]).permutation(self.rows)  # public order, not a secret
+        return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _learning_rate(self) -> float:
         params, t = self.params, self.steps
@@ -293,7 +299,7 @@ class _Job:
         self._setup()
         params, p = self.params, self.p
         epochs = params.max_iter
-        batches_per_epoch = len(self._batches(0)) if self.role != "arbiter" else -(-self.rows // (params.batch_size or self.rows))
+        batches_per_epoch = len(batch_sizes(self.rows, params.batch_size))
         previous = self.model.history_[-1]["train_loss"] if self.model.history_ else None
         first = self.model.history_[0]["train_loss"] if self.model.history_ else None
         converged = False
@@ -375,10 +381,7 @@ class _Job:
         return status
 
     def _batch_size(self, epoch: int, index: int) -> int:
-        size = self.params.batch_size
-        if size is None or size >= self.rows:
-            return self.rows
-        return min(size, self.rows - index * size)
+        return batch_sizes(self.rows, self.params.batch_size)[index]
 
     # -- validation and scores -------------------------------------------------------------------------
     def scores(self, X: Any, tag: str) -> np.ndarray | None:
@@ -434,6 +437,17 @@ class _Job:
                         for it in steps]),
                     "bytes_sent": s.stats.bytes_sent - sent0, "bytes_received": s.stats.bytes_received - recv0,
                     "crypto": counters.diff(ops0), "backend": self.params.backend, "key_bits": self.params.key_bits}
+
+
+def batch_sizes(rows: int, batch_size: int | None) -> list[int]:
+    """The sizes of an epoch's batches: ``batch_size`` each, the remainder merged into the last
+    batch (a short last batch would tell each party more about its rows' residuals)."""
+    if batch_size is None or batch_size >= rows:
+        return [rows]
+    full, rest = divmod(rows, batch_size)
+    sizes = [batch_size] * full
+    sizes[-1] += rest
+    return sizes
 
 
 def validation_metrics(model: str, z: np.ndarray, y: np.ndarray | None) -> dict:
