@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from shaper.errors import ConfigError, PartyError, PlaintextOverflowError, QuorumError
+from shaper.errors import ConfigError, PartyError
 from shaper.ml.fedavg import FederatedAveraging, plaintext_fedavg
 from shaper.ml.hetero import HeteroLinearModel
 from shaper.net import launch, run_in_memory

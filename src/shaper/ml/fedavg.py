@@ -18,10 +18,9 @@ it to the fixed-point precision of the aggregation (2^-frac_bits per value and r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -31,14 +30,14 @@ from ..errors import ConfigError
 from ..protocols.fl.aggregate import AggregationParams, Federation
 from ..protocols.fl.backend import BACKENDS, make_backend
 from ..protocols.fl.timing import Timer, summarise
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, JobSettings
 from .local_models import MODELS, make_model
 
 ROLES = ("client", "coordinator")
 
 
 @dataclass(frozen=True)
-class FedAvgParams:
+class FedAvgParams(JobSettings):
     model: str = "logistic"
     rounds: int = 10
     local_epochs: int = 1
@@ -71,15 +70,6 @@ class FedAvgParams:
     def aggregation(self) -> AggregationParams:
         return AggregationParams(frac_bits=self.frac_bits, int_bits=self.int_bits, quorum=self.quorum,
                                  round_timeout=self.round_timeout)
-
-    def shared(self) -> dict:
-        out = asdict(self)
-        for k in ("checkpoint_dir", "resume"):
-            out.pop(k)
-        return out
-
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.shared(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class FederatedAveraging:

@@ -23,29 +23,26 @@ secure run follows the plaintext run of the same algorithm to about 2^-frac_bits
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..crypto import counters
-from ..errors import ConfigError, DivergenceError, PeerError
+from ..errors import ConfigError, DivergenceError
 from ..protocols.fl import hetero as proto
 from ..protocols.fl.backend import BACKENDS, make_backend
 from ..protocols.fl.timing import Timer, summarise
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, JobSettings
 from .logreg.features import ColumnScaler
 
 MODELS = proto.MODELS
 
 
 @dataclass(frozen=True)
-class HeteroParams:
+class HeteroParams(JobSettings):
     model: str = "logistic"
     max_iter: int = 10            # epochs (passes over the rows)
     batch_size: int | None = None  # None: the whole data set in one batch (FATE's batch_size=-1)
@@ -78,16 +75,6 @@ class HeteroParams:
             raise ConfigError(f"frac_bits must be in [8, 30], got {self.frac_bits}")
         if self.key_bits < 1024 and self.backend == "phe":
             raise ConfigError("python-paillier keys below 1024 bits are not supported here")
-
-    def shared(self) -> dict:
-        """The settings every party must agree on."""
-        out = asdict(self)
-        for k in ("checkpoint_dir", "resume"):
-            out.pop(k)
-        return out
-
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.shared(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class HeteroLinearModel:
@@ -252,7 +239,7 @@ class _Job:
 
     def _resume_point(self) -> tuple[int, Any]:
         """(first epoch to run, (state, blobs) of the checkpoint resumed or None), agreed by all."""
-        p, s = self.p, self.p.session
+        s = self.p.session
         mine = self.ckpt.epochs() if (self.ckpt is not None and self.params.resume) else []
         s.broadcast(mine, "fl-resume")
         theirs = s.gather("fl-resume")
@@ -297,7 +284,7 @@ class _Job:
         ops0 = counters.snapshot()
         sent0, recv0 = self.p.session.stats.bytes_sent, self.p.session.stats.bytes_received
         self._setup()
-        params, p = self.params, self.p
+        params = self.params
         epochs = params.max_iter
         batches_per_epoch = len(batch_sizes(self.rows, params.batch_size))
         previous = self.model.history_[-1]["train_loss"] if self.model.history_ else None
