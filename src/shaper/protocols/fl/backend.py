@@ -24,6 +24,7 @@ A ciphertext vector (``Ct``) is an :class:`EncryptedArray` (shaper) or a numpy o
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 import numpy as np
@@ -53,7 +54,7 @@ def centered(residues: Sequence[int], n: int) -> list[int]:
     return [int(r) - n if r > half else int(r) for r in residues]
 
 
-class Backend:
+class Backend(ABC):
     """Batched Paillier operations on integer plaintexts mod n (see the module docstring)."""
 
     name = ""
@@ -62,81 +63,94 @@ class Backend:
         self.timer = timer or Timer()
 
     # keys -----------------------------------------------------------------------------------
+    @abstractmethod
     def keygen(self, bits: int) -> tuple[Any, Any]:
-        raise NotImplementedError
+        """A fresh (public, private) key pair with a ``bits``-bit modulus."""
 
+    @abstractmethod
     def modulus(self, pk: Any) -> int:
-        raise NotImplementedError
+        """n."""
 
     def capacity_bits(self, pk: Any) -> int:
         """Bits of plaintext a packed value may use: values below 2^capacity stay below n/3."""
         return int(self.modulus(pk)).bit_length() - 3
 
+    @abstractmethod
     def public_to_bytes(self, pk: Any) -> bytes:
-        raise NotImplementedError
+        """The public key for the wire."""
 
+    @abstractmethod
     def public_from_bytes(self, data: bytes) -> Any:
-        raise NotImplementedError
+        """A public key received from a peer, validated."""
 
+    @abstractmethod
     def private_to_bytes(self, sk: Any) -> bytes:
-        raise NotImplementedError
+        """The private key (for the other clients of a horizontal job, and checkpoints)."""
 
+    @abstractmethod
     def private_from_bytes(self, data: bytes) -> Any:
-        raise NotImplementedError
+        """A private key from :meth:`private_to_bytes`, validated."""
 
+    @abstractmethod
     def public_of(self, sk: Any) -> Any:
-        raise NotImplementedError
+        """The public key of a private key."""
 
     # operations -----------------------------------------------------------------------------
+    @abstractmethod
     def encrypt(self, pk: Any, values: Sequence[int]) -> Any:
-        raise NotImplementedError
+        """Fresh encryptions of signed integers (|v| <= n/3)."""
 
     def encrypt_owner(self, sk: Any, values: Sequence[int]) -> Any:
         """Encryption by a holder of the private key (the same ciphertexts; shaper uses CRT,
         about a third of the public-key cost; python-paillier has no such path)."""
         return self.encrypt(self.public_of(sk), values)
 
+    @abstractmethod
     def decrypt(self, sk: Any, ct: Any) -> list[int]:
         """Residues in [0, n) (:func:`centered` gives the signed values)."""
-        raise NotImplementedError
 
     def decrypt_signed(self, sk: Any, ct: Any) -> list[int]:
         return centered(self.decrypt(sk, ct), self.modulus(self.public_of(sk)))
 
+    @abstractmethod
     def add(self, a: Any, b: Any) -> Any:
-        raise NotImplementedError
+        """Enc(x), Enc(y) -> Enc(x + y), element by element."""
 
+    @abstractmethod
     def add_plain(self, a: Any, values: Sequence[int]) -> Any:
-        raise NotImplementedError
+        """Enc(x) -> Enc(x + v)."""
 
+    @abstractmethod
     def mul_plain(self, a: Any, values: Sequence[int]) -> Any:
-        raise NotImplementedError
+        """Enc(x) -> Enc(k x) for signed integers k."""
 
+    @abstractmethod
     def dot(self, matrix: np.ndarray, ct: Any) -> Any:
         """``matrix @ ct`` for an integer (r, c) matrix and c ciphertexts."""
-        raise NotImplementedError
 
+    @abstractmethod
     def total(self, ct: Any) -> Any:
         """The sum of the vector, as a vector of one ciphertext."""
-        raise NotImplementedError
 
+    @abstractmethod
     def concat(self, parts: Sequence[Any]) -> Any:
-        raise NotImplementedError
+        """One vector of the ciphertexts of ``parts``, in order."""
 
+    @abstractmethod
     def trivial_zeros(self, pk: Any, count: int) -> Any:
         """``count`` ciphertexts 1 = Enc(0; r=1): padding, to be re-randomised before it leaves."""
-        raise NotImplementedError
 
     def size(self, ct: Any) -> int:
         return len(ct)
 
     # wire -----------------------------------------------------------------------------------
+    @abstractmethod
     def dumps(self, ct: Any) -> bytes:
-        raise NotImplementedError
+        """Ciphertexts as validated fixed-width bytes (:mod:`shaper.crypto.wire`)."""
 
+    @abstractmethod
     def loads(self, pk: Any, data: bytes) -> Any:
         """Parse and validate ciphertexts received from a peer (each in [1, n^2), a unit)."""
-        raise NotImplementedError
 
 
 class ShaperBackend(Backend):
