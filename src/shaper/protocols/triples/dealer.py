@@ -1,6 +1,6 @@
 """An insecure triple dealer for tests and online-phase benchmarks.
 
-Both parties derive every triple from a seed they share (``session.shared_prg``), so *each
+Every party derives every triple from a seed they all share (``session.shared_prg``), so *each
 party knows every triple in full*: a trusted dealer without the trust. It exists so that tests
 and benchmarks of the online phase need no Paillier work; never use it on real data (it warns).
 """
@@ -15,30 +15,47 @@ import numpy as np
 from ...crypto.prg import Prg
 from .source import Triple, TripleSource
 
-__all__ = ["InsecureDealer", "dealer_matrix_triple_insecure", "dealer_triples_insecure"]
+__all__ = ["InsecureDealer", "dealer_matrix_triple_insecure", "dealer_triples_insecure",
+           "dealer_truncation_pairs_insecure"]
 
 
-def dealer_triples_insecure(shared: Prg, party: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Element-wise triple shares from a PRG both parties hold (INSECURE: both know all)."""
+def _split_insecure(shared: Prg, party: int, parties: int, values: list[np.ndarray]) -> list[np.ndarray]:
+    """This party's additive shares of ``values`` (INSECURE: every party can compute all of
+    them): parties 0..n-2 take PRG draws (party by party, value by value), the last the rest."""
+    shares = [[shared.uint64(v.shape) for v in values] for _ in range(parties - 1)]
+    if party < parties - 1:
+        return shares[party]
+    rest = [v.copy() for v in values]
+    for mine in shares:
+        for r, s in zip(rest, mine):
+            r -= s
+    return rest
+
+
+def dealer_triples_insecure(shared: Prg, party: int, count: int, parties: int = 2
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Element-wise triple shares from a PRG every party holds (INSECURE: all know all)."""
     warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
-    a, b, a0, b0, c0 = (shared.uint64(count) for _ in range(5))
-    c = a * b
-    if party == 0:
-        return a0, b0, c0
-    return a - a0, b - b0, c - c0
+    a, b = shared.uint64(count), shared.uint64(count)
+    return tuple(_split_insecure(shared, party, parties, [a, b, a * b]))  # type: ignore[return-value]
 
 
-def dealer_matrix_triple_insecure(shared: Prg, party: int, m: int, k: int, n: int
+def dealer_matrix_triple_insecure(shared: Prg, party: int, m: int, k: int, n: int, parties: int = 2
                                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A matrix triple from a shared PRG (INSECURE: for tests only)."""
     warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
-    a, a0 = shared.uint64((m, k)), shared.uint64((m, k))
-    b, b0 = shared.uint64((k, n)), shared.uint64((k, n))
-    c0 = shared.uint64((m, n))
-    c = np.matmul(a, b)
-    if party == 0:
-        return a0, b0, c0
-    return a - a0, b - b0, c - c0
+    a, b = shared.uint64((m, k)), shared.uint64((k, n))
+    return tuple(_split_insecure(shared, party, parties, [a, b, np.matmul(a, b)]))  # type: ignore[return-value]
+
+
+def dealer_truncation_pairs_insecure(shared: Prg, party: int, count: int, bits: int, parties: int = 2
+                                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Shares of r uniform in Z_2^64 and of r' = r >> bits read as signed (arithmetic shift):
+    the pairs of probabilistic truncation (INSECURE: for tests only)."""
+    warnings.warn("dealer truncation pairs: every party knows every pair; use for tests only", stacklevel=2)
+    r = shared.uint64(count)
+    r_shift = (r.view(np.int64) >> np.int64(bits)).view(np.uint64)
+    return tuple(_split_insecure(shared, party, parties, [r, r_shift]))  # type: ignore[return-value]
 
 
 class InsecureDealer(TripleSource):
@@ -55,7 +72,10 @@ class InsecureDealer(TripleSource):
         return self._prg
 
     def elementwise(self, engine: Any, count: int) -> Triple:
-        return dealer_triples_insecure(self._shared(engine), engine.me, count)
+        return dealer_triples_insecure(self._shared(engine), engine.me, count, engine.parties)
 
     def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
-        return dealer_matrix_triple_insecure(self._shared(engine), engine.me, m, k, n)
+        return dealer_matrix_triple_insecure(self._shared(engine), engine.me, m, k, n, engine.parties)
+
+    def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        return dealer_truncation_pairs_insecure(self._shared(engine), engine.me, count, bits, engine.parties)

@@ -38,6 +38,13 @@ class TripleSource(ABC):
     def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
         """One matrix triple: shares of A (m, k), B (k, n) and C = A @ B mod 2^64."""
 
+    def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """Shares of r (uniform in Z_2^64) and of r >> bits (arithmetic): what an engine of more
+        than two parties truncates with. Sources that make none say so."""
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"the {self.name} triple source makes no truncation pairs")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

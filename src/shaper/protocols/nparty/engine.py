@@ -1,0 +1,136 @@
+"""Additive sharing among any n >= 2 parties over Z_2^64, with Beaver multiplication.
+
+x = x_0 + x_1 + ... + x_{n-1} mod 2^64; each party holds one uint64 array per value.
+
+* **share** (owner o): o draws n-1 uniform shares from its CSPRNG, sends one to each other party
+  and keeps v minus their sum. One message to each party, 8 bytes per element.
+* **reveal** to one party (the others send their shares) or to all (everyone broadcasts).
+* **mul / matmul**: Beaver with a fresh (matrix) triple. Every party broadcasts its shares of
+  e = x - a and f = y - b, all sum them, then z = c + e b + a f, with e f added by party 0.
+  One round; (n - 1) (|e| + |f|) x 8 bytes sent per party.
+* **truncate** by d bits: a fresh pair (r uniform in Z_2^64, r' = r >> d arithmetic) from the
+  triple source. The parties open c = x + r and take floor(c / 2^d) (signed) at party 0, minus
+  r'. The result is floor(x / 2^d) or one more, unless x + r crosses the signed wrap-around:
+  probability about 2^(l + 1 - 64) for |x| < 2^l (2^-23 for a 40-bit product at scale 2^32).
+  SecureML's local truncation works only for two parties.
+
+What each party learns: the opened values e, f (uniform, because a and b are), c = x + r
+(uniform), and what is revealed to it. Security model: semi-honest, any n - 1 parties may
+collude (dishonest majority); a triple or truncation pair must never be used twice, since a
+reused one reveals differences of secrets. Preprocessing comes from a
+:class:`~shaper.protocols.triples.TripleSource`. Only the insecure test dealer makes n-party
+triples and truncation pairs so far; the OT-based source is the rest of issue 16.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...crypto import encoding
+from ...errors import ConfigError, FrameError
+from ..additive.shares import AdditiveEngine, SharedArray
+from ..api import Shared
+from ..triples.source import TripleSource
+
+
+class AdditiveNPC(AdditiveEngine):
+    """One party's side of n-party additive sharing over Z_2^64 (see the module notes)."""
+
+    conversions: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, session: Any, *, triple_source: TripleSource, frac_bits: int = 16) -> None:
+        if session.n < 2:
+            raise ConfigError(f"AdditiveNPC needs at least two parties, the session has {session.n}")
+        self.session = session
+        self.me = session.index
+        self.parties = session.n
+        self.frac_bits = frac_bits
+        self.triple_source = triple_source
+        self.prg = session.prg
+        self._step = 0
+
+    def _tag(self, what: str) -> str:
+        self._step += 1
+        return f"npc-{what}-{self._step}"
+
+    def _check(self, arr: Any, shape: tuple, frm: str, tag: str) -> np.ndarray:
+        if not isinstance(arr, np.ndarray) or arr.shape != shape or arr.dtype != np.uint64:
+            got = getattr(arr, "shape", type(arr).__name__)
+            raise FrameError(f"party {frm!r} sent {got} under {tag!r}; expected uint64 of shape {shape}")
+        return arr
+
+    # -- sharing ------------------------------------------------------------------------------
+    def share(self, values: Any, *, owner: int, frac_bits: int | None = None) -> SharedArray:
+        f = self.frac_bits if frac_bits is None else frac_bits
+        tag = self._tag("share")
+        if self.me == owner:
+            v = encoding.ring_encode(values, f)
+            mine = v.copy()
+            for peer in range(self.parties):
+                if peer != owner:
+                    r = self.prg.uint64(v.shape)
+                    self.session.send(peer, r, tag)
+                    mine -= r
+            return SharedArray(self, mine, f)
+        return SharedArray(self, self.session.recv_array(owner, tag, dtype=np.uint64), f)
+
+    def _open(self, shares: np.ndarray, tag: str) -> np.ndarray:
+        """Sum of every party's ``shares`` (uint64), at every party."""
+        self.session.broadcast(shares, tag)
+        total = shares.copy()
+        for peer in self.session.peers:
+            total += self._check(self.session.recv(peer, tag), shares.shape, peer, tag)
+        return total
+
+    def reveal_ring(self, x: Shared, to: int | None = None, **options: Any) -> np.ndarray | None:
+        assert isinstance(x, SharedArray)
+        tag = self._tag("reveal")
+        if to is None:
+            return self._open(x.share, tag)
+        if to != self.me:
+            self.session.send(to, x.share, tag)
+            return None
+        total = x.share.copy()
+        for peer in self.session.peers:
+            total += self._check(self.session.recv(peer, tag), x.shape, peer, tag)
+        return total
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    def mul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        xs, ys = (np.ascontiguousarray(np.broadcast_to(v.share, shape)) for v in (x, y))
+        count = int(np.prod(shape))
+        a, b, c = (t.reshape(shape) for t in self.triple_source.elementwise(self, count))
+        opened = self._open(np.stack([xs - a, ys - b]), self._tag("beaver"))
+        e, f = opened[0], opened[1]
+        z = c + e * b + a * f
+        if self.me == 0:
+            z += e * f
+        out = SharedArray(self, z, x.frac_bits + y.frac_bits)
+        return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
+
+    def matmul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
+        m, k, n = self.check_matmul(x, y)
+        a, b, c = self.triple_source.matrix(self, m, k, n)
+        flat = np.concatenate([(x.share - a).ravel(), (y.share - b).ravel()])
+        opened = self._open(flat, self._tag("beaver-mm"))
+        e, f = opened[:m * k].reshape(m, k), opened[m * k:].reshape(k, n)
+        z = c + np.matmul(e, b) + np.matmul(a, f)
+        if self.me == 0:
+            z += np.matmul(e, f)
+        out = SharedArray(self, z, x.frac_bits + y.frac_bits)
+        return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
+
+    def truncate(self, x: SharedArray, bits: int) -> SharedArray:
+        if bits == 0:
+            return x
+        if not 0 < bits < 64:
+            raise ValueError(f"truncation bits must be in 1..63, got {bits}")
+        r, r_shift = (t.reshape(x.shape) for t in self.triple_source.truncation_pairs(self, x.size, bits))
+        c = self._open(x.share + r, self._tag("trunc"))
+        share = np.uint64(0) - r_shift
+        if self.me == 0:
+            share += (c.view(np.int64) >> np.int64(bits)).view(np.uint64)
+        return SharedArray(self, share, x.frac_bits - bits)
