@@ -26,6 +26,8 @@ Inputs are validated at the public methods and a :class:`ValueError` names the p
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 from scipy.special import expit, logsumexp
 
@@ -36,7 +38,7 @@ MODELS = ("logistic", "linear", "mlp")
 __all__ = ["MODELS", "LinearModel", "LocalModel", "LogisticModel", "MLPModel", "make_model"]
 
 
-class LocalModel:
+class LocalModel(ABC):
     """A model architecture whose parameters live in one flat ``float64`` vector.
 
     Subclasses implement :meth:`init_params`, :meth:`predict`, :meth:`score` and the private
@@ -55,10 +57,10 @@ class LocalModel:
 
     # -- public API ---------------------------------------------------------------------------
 
+    @abstractmethod
     def init_params(self, seed: int) -> np.ndarray:
         """Initial parameters, a fresh ``float64`` vector of length :attr:`n_params`,
         deterministic in ``seed`` (model initialisation is public, so numpy's generator is fine)."""
-        raise NotImplementedError
 
     def loss(self, params: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
         """Mean loss over the rows of ``X`` (n, d) with labels ``y`` (n,), plus
@@ -73,13 +75,13 @@ class LocalModel:
         X, y = self._check_data(X, y)
         return self._loss_and_gradient(params, X, y)[1]
 
+    @abstractmethod
     def predict(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Model output for the rows of ``X`` (see the subclass for its meaning and shape)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def score(self, params: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
         """Evaluation metrics on ``(X, y)`` as a dict of floats (keys depend on the kind)."""
-        raise NotImplementedError
 
     def fit_local(self, params: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: int,
                   batch_size: int, learning_rate: float, seed: int) -> np.ndarray:
@@ -125,14 +127,14 @@ class LocalModel:
     def _loss(self, params: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
         return self._loss_and_gradient(params, X, y)[0]
 
+    @abstractmethod
     def _loss_and_gradient(self, params: np.ndarray, X: np.ndarray,
                            y: np.ndarray) -> tuple[float, np.ndarray]:
         """Loss and its gradient on already-validated data (one shared forward pass)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _check_labels(self, y: np.ndarray) -> np.ndarray:
         """Validate labels for this kind; returns them in the dtype the maths uses."""
-        raise NotImplementedError
 
     def _learning_rate_hint(self, X: np.ndarray, learning_rate: float) -> str:
         return f"try a learning rate of {learning_rate / 10:g} or less"
