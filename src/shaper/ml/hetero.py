@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..arrays import chunk_slices
 from ..crypto import counters
 from ..errors import ConfigError, DivergenceError
 from ..protocols.fl import hetero as proto
@@ -162,6 +163,10 @@ class _Job:
                 X = np.hstack([X, np.ones((X.shape[0], 1))])
             self.y = y
         self.X = X
+        # the features at scale S as int64 (|x| < 2^62 checked), encoded once for every step, in row chunks
+        self.X_int = np.empty(X.shape, dtype=np.int64)
+        for sl in chunk_slices(X.shape[0], 1 << 14):
+            self.X_int[sl] = proto.encode(X[sl], params.frac_bits).astype(np.int64)
         if validation is not None:
             Xv, yv = validation
             Xv = self._dense(Xv, "validation X")
@@ -356,7 +361,7 @@ class _Job:
             enc_e = proto.guest_forward(p, U, T, reg, tag)
         else:
             enc_e = proto.host_forward(p, U, reg, tag)
-        G = proto.gradient(p, proto.encode(Xb, f), enc_e, tag)
+        G = proto.gradient(p, self.X_int[rows], enc_e, tag)
         c = 0.25 if params.model == "logistic" else 1.0
         grad = c * np.array([float(v) for v in G.tolist()]) / (len(rows) * float(1 << (2 * f)))
         grad += params.l2 * (np.concatenate([w_reg, [0.0]]) if w_reg is not self.weights else self.weights)

@@ -194,7 +194,7 @@ def gradient_bits(p: Party, rows: int, x_bits: int) -> int:
 
 def gradient(p: Party, X_int: np.ndarray, enc_e: Any, tag: str) -> np.ndarray:
     """This data party's G_p = X_int^T E, through blind decryption at the arbiter."""
-    x_bits = max(1, int(max((abs(int(v)) for v in X_int.ravel().tolist()), default=1)).bit_length())
+    x_bits = max(1, int(np.abs(X_int).max()).bit_length()) if X_int.size else 1
     bits = gradient_bits(p, X_int.shape[0], x_bits)
     enc_g = p.backend.dot(X_int.T, enc_e)
     masks = send_blinded(p.session, p.backend, p.public_key, enc_g, bits, p.arbiter, tag + "-g")
