@@ -82,3 +82,8 @@ def test_vertical_job_on_three_hosts_with_a_parties_file(tmp_path):
     assert np.load(tmp_path / "guest.npz")["coef"].shape == (5,)
     assert np.load(tmp_path / "host.npz")["coef"].shape == (10,)
     assert not (tmp_path / "arbiter.npz").exists()  # the arbiter holds no model
+
+
+def test_local_needs_two_data_parties(capsys):
+    assert main(["fl", "train", "--mode", "vertical", "--local", "1", "--data", "x.csv", "--label-column", "y"]) == 2
+    assert "--local takes 2..16 data parties" in capsys.readouterr().err

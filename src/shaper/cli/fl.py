@@ -117,8 +117,9 @@ def _read(args: argparse.Namespace, path: str, labels: bool) -> Any:
 def _check(args: argparse.Namespace) -> None:
     roles = VERTICAL_ROLES if args.mode == "vertical" else HORIZONTAL_ROLES
     if args.local is not None:
-        if args.local < (1 + (args.mode == "horizontal")) or args.local > 16:
-            raise ConfigError(f"--local takes 2..16 data parties (1..16 vertical), got {args.local}")
+        if not 2 <= args.local <= 16:
+            raise ConfigError(f"--local takes 2..16 data parties (a guest and at least one host, or at least two "
+                              f"clients), got {args.local}")
         if not args.data or not args.label_column:
             raise ConfigError("--local needs --data and --label-column")
         return
@@ -216,7 +217,7 @@ def _run_local(args: argparse.Namespace) -> int:
     n = args.local
     classes = int(table.y.max()) + 1 if args.model == "mlp" else None
     if args.mode == "vertical":
-        if n + 0 > X.shape[1]:
+        if n > X.shape[1]:
             raise ConfigError(f"{X.shape[1]} columns cannot be split among {n} data parties")
         names = ["guest", *[f"host-{i}" for i in range(1, n)], "arbiter"]
         cols = np.array_split(np.arange(X.shape[1]), n)
