@@ -96,6 +96,25 @@ class Prg:
         count = int(np.prod(shape))
         return np.frombuffer(self.random_bytes(8 * count), dtype="<u8").reshape(shape).copy()
 
+    def below(self, bound: int, shape: int | tuple[int, ...]) -> np.ndarray:
+        """Uniform uint64 array in [0, bound) for 2 <= bound <= 2^64, by rejection (no modulo
+        bias): words masked to bound's bit length, those >= bound drawn again."""
+        if not 2 <= bound <= 1 << 64:
+            raise ValueError(f"bound must be in 2..2^64, got {bound}")
+        count = int(np.prod(shape))
+        if bound == 1 << 64:
+            return self.uint64(shape)
+        mask = np.uint64((1 << (bound - 1).bit_length()) - 1)
+        out = np.empty(count, dtype=np.uint64)
+        filled = 0
+        while filled < count:
+            need = count - filled
+            draw = self.uint64(need + need // 2 + 16) & mask  # acceptance >= 1/2
+            keep = draw[draw < np.uint64(bound)][:need]
+            out[filled:filled + len(keep)] = keep
+            filled += len(keep)
+        return out.reshape(shape)
+
     def exponent_bytes(self, count: int, bits: int) -> np.ndarray:
         """``count`` uniform integers in [0, 2^bits) as a (count, ceil(bits/8)) uint8 array of
         little-endian bytes: the form the kernels take exponents in."""

@@ -16,8 +16,8 @@ from .api import Engine, Shared, UnsupportedConversion
 from .hybrid import Hybrid2PC
 from .reference import Reference
 from .replicated import BitShares, Replicated3PC, RingShares, evaluate
-from .triples import InsecureDealer, StoreOnly, TriGen, TripleSource, TripleStore, TriplesExhausted
+from .triples import InsecureDealer, OtTriples, StoreOnly, TriGen, TripleSource, TripleStore, TriplesExhausted
 
-__all__ = ["BitShares", "Engine", "Hybrid2PC", "InsecureDealer", "IntegerShares", "Reference", "Replicated3PC",
+__all__ = ["BitShares", "Engine", "Hybrid2PC", "InsecureDealer", "IntegerShares", "OtTriples", "Reference", "Replicated3PC",
            "RingShares", "Shared", "SharedArray", "StoreOnly", "TriGen", "TripleSource", "TripleStore",
            "TriplesExhausted", "UnsupportedConversion", "evaluate"]

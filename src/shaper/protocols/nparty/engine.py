@@ -1,6 +1,11 @@
-"""Additive sharing among any n >= 2 parties over Z_2^64, with Beaver multiplication.
+"""Additive sharing among any n >= 2 parties over Z_2^64, prime fields / RNS bases and Z_2, with
+Beaver multiplication (GMPFHE's MPC engine).
 
-x = x_0 + x_1 + ... + x_{n-1} mod 2^64; each party holds one uint64 array per value.
+x = x_0 + x_1 + ... + x_{n-1} mod 2^64; each party holds one uint64 array per value. The same
+engine holds shares over odd moduli and bit-sliced XOR shares (:mod:`.domains`), converts
+between them (:mod:`.convert`) and samples (:mod:`.sampling`); with
+:class:`~shaper.protocols.triples.OtTriples` every triple is made by the parties themselves
+with OT extension (:mod:`.ot`).
 
 * **share** (owner o): o draws n-1 uniform shares from its CSPRNG, sends one to each other party
   and keeps v minus their sum. One message to each party, 8 bytes per element.
@@ -18,8 +23,8 @@ What each party learns: the opened values e, f (uniform, because a and b are), c
 (uniform), and what is revealed to it. Security model: semi-honest, any n - 1 parties may
 collude (dishonest majority); a triple or truncation pair must never be used twice, since a
 reused one reveals differences of secrets. Preprocessing comes from a
-:class:`~shaper.protocols.triples.TripleSource`. Only the insecure test dealer makes n-party
-triples and truncation pairs so far; the OT-based source is the rest of issue 16.
+:class:`~shaper.protocols.triples.TripleSource`: :class:`~shaper.protocols.triples.OtTriples`
+(OT extension among the parties) or the insecure test dealer.
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ from ...errors import ConfigError, FrameError
 from ..additive.shares import AdditiveEngine, SharedArray
 from ..api import Shared
 from ..triples.source import TripleSource
+from . import convert, sampling
+from .domains import XorShares, FieldOps, ModShares
 
 
-class AdditiveNPC(AdditiveEngine):
-    """One party's side of n-party additive sharing over Z_2^64 (see the module notes)."""
+class AdditiveNPC(FieldOps, AdditiveEngine):
+    """One party's side of n-party additive sharing (see the module notes)."""
 
     conversions: ClassVar[frozenset[str]] = frozenset()
 
@@ -134,3 +141,39 @@ class AdditiveNPC(AdditiveEngine):
         if self.me == 0:
             share += (c.view(np.int64) >> np.int64(bits)).view(np.uint64)
         return SharedArray(self, share, x.frac_bits - bits)
+
+    # -- conversions and sampling (see :mod:`.convert`, :mod:`.sampling`) ---------------------------
+    def bits_to_mod(self, x: XorShares, moduli: Any) -> ModShares:
+        """Z_2 -> Z_q for every modulus of the basis at once."""
+        return convert.bits_to_mod(self, x, moduli)
+
+    def trits_to_mod(self, t: ModShares, moduli: Any, *, balanced: bool = True) -> ModShares:
+        """Z_3 -> Z_q ({0, 1, 2} read as {0, 1, -1} when ``balanced``)."""
+        return convert.trits_to_mod(self, t, moduli, balanced=balanced)
+
+    def mod_to_bits(self, x: ModShares) -> XorShares:
+        """Z_q -> Z_2: bit planes (bitlen(q), ...) of the residue."""
+        return convert.mod_to_bits(self, x)
+
+    def dabits(self, count: int, moduli: Any) -> tuple[XorShares, ModShares]:
+        """Random bits shared in Z_2 and in every modulus (daBits)."""
+        r = self.random_bits((), count)
+        return r, convert.bits_to_mod(self, r, moduli)
+
+    def edabits(self, count: int, bits: int, moduli: Any) -> tuple[XorShares, ModShares]:
+        """Random r < 2^bits as bit planes (bits, ...) and as shares over the basis (edaBits)."""
+        r = self.random_bits((bits,), count)
+        planes = convert.bits_to_mod(self, r, moduli)
+        total = planes[0]
+        for j in range(1, bits):
+            total = total + planes[j] * (1 << j)
+        return r, total
+
+    def uniform(self, shape: Any, moduli: Any) -> ModShares:
+        return sampling.uniform(self, shape, moduli)
+
+    def ternary(self, shape: Any, moduli: Any) -> ModShares:
+        return sampling.ternary(self, shape, moduli)
+
+    def gaussian(self, count: int, moduli: Any, **kw: Any) -> ModShares:
+        return sampling.gaussian(self, count, moduli, **kw)

@@ -79,3 +79,45 @@ class InsecureDealer(TripleSource):
 
     def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
         return dealer_truncation_pairs_insecure(self._shared(engine), engine.me, count, bits, engine.parties)
+
+    def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
+        from ..nparty.domains import mul_mod, sub_mod
+
+        warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+        shared, qs = self._shared(engine), np.asarray(moduli, dtype=np.uint64)
+        a, b = (np.stack([shared.below(q, count) for q in moduli], axis=-1) for _ in range(2))
+        values = [a, b, mul_mod(a, b, moduli)]
+        shares = [[np.stack([shared.below(q, count) for q in moduli], axis=-1) for _ in values]
+                  for _ in range(engine.parties - 1)]
+        if engine.me < engine.parties - 1:
+            return tuple(shares[engine.me])  # type: ignore[return-value]
+        for mine in shares:
+            values = [sub_mod(v, s, qs) for v, s in zip(values, mine)]
+        return tuple(values)  # type: ignore[return-value]
+
+    def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
+        from ... import _native
+        from ..nparty.domains import sub_mod
+
+        warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+        shared, q = self._shared(engine), int(modulus)
+        a, b = shared.below(q, (m, k)), shared.below(q, (k, n))
+        values = [a, b, _native.mod_matmul(a, b, q)]
+        shares = [[shared.below(q, v.shape) for v in values] for _ in range(engine.parties - 1)]
+        if engine.me < engine.parties - 1:
+            return tuple(shares[engine.me])  # type: ignore[return-value]
+        for mine in shares:
+            values = [sub_mod(v, s, np.uint64(q)) for v, s in zip(values, mine)]
+        return tuple(values)  # type: ignore[return-value]
+
+    def bit_triples(self, engine: Any, words: int) -> Triple:
+        warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+        shared = self._shared(engine)
+        a, b = shared.uint64(words), shared.uint64(words)
+        values = [a, b, a & b]
+        shares = [[shared.uint64(words) for _ in values] for _ in range(engine.parties - 1)]
+        if engine.me < engine.parties - 1:
+            return tuple(shares[engine.me])  # type: ignore[return-value]
+        for mine in shares:
+            values = [v ^ s for v, s in zip(values, mine)]
+        return tuple(values)  # type: ignore[return-value]

@@ -45,6 +45,25 @@ class TripleSource(ABC):
 
         raise UnsupportedConversion(f"the {self.name} triple source makes no truncation pairs")
 
+    def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
+        """``count`` triples over a basis of odd moduli: shares (count, L) of a, b and a * b
+        mod each q_c (the n-party engine's prime-field and RNS products)."""
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field triples")
+
+    def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
+        """One matrix triple mod an odd modulus: shares of A (m, k), B (k, n), C = A @ B mod q."""
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field matrix triples")
+
+    def bit_triples(self, engine: Any, words: int) -> Triple:
+        """``64 * words`` bit triples, packed: XOR shares (words,) of a, b and a AND b."""
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"the {self.name} triple source makes no bit triples")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

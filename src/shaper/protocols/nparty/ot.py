@@ -1,0 +1,253 @@
+"""One party's oblivious-transfer links to every peer, over the session's TLS channels.
+
+The cryptography is in the Rust core, sans I/O (``shaper._native``: base OT, IKNP extension,
+the tweaked correlation-robust hash and the correlated-OT kernels; see ``native/src/ot``); this
+module only moves its bytes and keeps the per-pair state.
+
+**Links.** For every ordered pair (s, r) there is one extension in which s sends and r receives,
+so each party is sender on n - 1 links and receiver on n - 1. A link is set up once, lazily, on
+first use, with both directions in the same three messages:
+
+1. both parties send 16 random bytes; the link id of direction s -> r is
+   SHA-256(label, s, r, nonce_s, nonce_r): its first 16 bytes key the base OTs' hashes and its
+   next 8 bytes (low byte cleared) are the *domain* in every extended OT's hash tweak, so no two
+   pairs or directions ever hash under the same tweak;
+2. as base-OT sender (for the direction in which it will *receive* extended OTs) a party sends
+   A = a G;
+3. as base-OT receiver (for the direction in which it will *send*) it answers with 128 points
+   chosen by the bits of its fresh secret Delta.
+
+Then the extension runs forever on the same base keys (PRG streams continue), each extended OT
+with its own index in the hash tweak: an OT is used for one purpose, once.
+
+**Correlated OT** (:meth:`OtLinks.cot`): the receiver r has values b (``bits`` bits each), the
+sender s has ``k`` offsets a per value, each in its own modulus. One extended OT per bit of b;
+the sender derives pads from both OT messages and sends ``pad0 - pad1 + a 2^i`` per bit and
+offset; the outputs are additive shares of a * b in every modulus (Gilboa's OLE; with one bit it
+is "private bit times value"). Two messages per pair: r -> s the IKNP matrix (16 bytes per OT),
+s -> r the corrections (8 k bytes per OT).
+
+**Bit products** (:meth:`OtLinks.bit_cross`): random OTs with one-bit messages give XOR shares of
+a_s AND b_r, with one correction bit per OT so that a_s is the sender's own bit.
+
+Security: semi-honest, against any coalition of the other parties; the sender learns nothing
+about the receiver's choices (the IKNP matrix is masked by PRG streams the sender cannot
+compute), the receiver learns one of two pads per OT and nothing of the offsets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...errors import FrameError, KernelError
+
+__all__ = ["CHUNK_OTS", "OtLinks", "links_for"]
+
+LABEL = b"shaper/nparty/ot-link/v1"
+BASE = 128            # base OTs per direction (the IKNP security parameter)
+CHUNK_OTS = 1 << 20   # extended OTs per message (16 MiB of IKNP matrix)
+
+
+def _native() -> Any:
+    try:
+        from ... import _native
+    except ImportError:
+        raise KernelError("OT-based MPC needs shaper's native extension, which is not built here (pip install . "
+                          "builds it with Rust and maturin)") from None
+    return _native
+
+
+@dataclass
+class _Link:
+    """The extension state towards one peer: ``tx`` where this party sends, ``rx`` where it
+    receives, and the hash domains of both directions."""
+
+    tx: Any
+    rx: Any
+    delta: bytes
+    domain_tx: int
+    domain_rx: int
+
+
+def _direction_id(sender: str, receiver: str, nonce_s: bytes, nonce_r: bytes) -> tuple[bytes, int]:
+    digest = hashlib.sha256(b"\0".join([LABEL, sender.encode(), receiver.encode(), nonce_s, nonce_r])).digest()
+    return digest[:16], int.from_bytes(digest[16:24], "little") & ~0xFF
+
+
+class OtLinks:
+    """This party's OT extension towards every peer (set up lazily, per peer, on first use)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.me = session.index
+        self.native = _native()
+        self._links: dict[int, _Link] = {}
+        self._steps: dict[int, int] = {}
+        self.ots = 0  # extended OTs this party took part in (both roles)
+
+    def _tag(self, peer: int, what: str) -> str:
+        """Tags count per peer: parties that sit out an operation stay in step with the rest."""
+        self._steps[peer] = self._steps.get(peer, 0) + 1
+        return f"ot-{what}-{self._steps[peer]}"
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def ensure(self, peers: Sequence[int]) -> None:
+        """Set up the links to ``peers`` that do not exist yet (both directions, all at once)."""
+        new = sorted(p for p in set(peers) if p not in self._links and p != self.me)
+        if not new:
+            return
+        ses, nat, names = self.session, self.native, self.session.parties
+        tags = {p: self._tag(p, "setup") for p in new}
+        nonce = os.urandom(16)
+        for p in new:
+            ses.send(p, nonce, tags[p] + "n")
+        theirs = {p: self._recv_bytes(p, tags[p] + "n", 16) for p in new}
+        senders, receivers, deltas, ids = {}, {}, {}, {}
+        for p in new:
+            # p -> me: I receive extended OTs, so I am the base-OT sender
+            sid_rx, dom_rx = _direction_id(names[p], names[self.me], theirs[p], nonce)
+            sid_tx, dom_tx = _direction_id(names[self.me], names[p], nonce, theirs[p])
+            ids[p] = (dom_tx, dom_rx)
+            senders[p] = nat.BaseOtSender(BASE, os.urandom(64), sid_rx)
+            ses.send(p, senders[p].message(), tags[p] + "A")
+            deltas[p] = os.urandom(16)
+            receivers[p] = (nat.BaseOtReceiver(deltas[p], BASE, os.urandom(64 * BASE), sid_tx))
+        for p in new:
+            ses.send(p, self._call(p, receivers[p].reply, self._recv_bytes(p, tags[p] + "A", 32)), tags[p] + "B")
+        for p in new:
+            k0, k1 = self._call(p, senders[p].keys, self._recv_bytes(p, tags[p] + "B", 32 * BASE))
+            rx = nat.IknpReceiver(k0, k1)
+            tx = nat.IknpSender(receivers[p].keys(), deltas[p])
+            self._links[p] = _Link(tx, rx, deltas[p], *ids[p])
+
+    def _recv_bytes(self, peer: int, tag: str, size: int) -> bytes:
+        data = self.session.recv_bytes(peer, tag)
+        if len(data) != size:
+            raise FrameError(f"party {self.session.parties[peer]!r} sent {len(data)} bytes under {tag!r}; "
+                             f"expected {size}")
+        return data
+
+    def _call(self, peer: int, fn: Any, *args: Any) -> Any:
+        """A native step on a peer's message: its ValueError names the peer."""
+        try:
+            return fn(*args)
+        except ValueError as exc:
+            raise FrameError(f"bad OT message from party {self.session.parties[peer]!r}: {exc}") from None
+
+    # -- correlated OT / OLE ----------------------------------------------------------------------
+    def cot(self, receive: Mapping[int, np.ndarray], send: Mapping[int, np.ndarray], moduli: Sequence[int],
+            bits: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """Shares of ``a_s * b_r`` in every modulus, for every pair in one call.
+
+        ``receive[p]``: this party's values b (uint64 (e,), each below 2^bits) for the OLE in
+        which p sends; ``send[p]``: this party's offsets a (uint64 (e, k), a[:, c] below
+        moduli[c]) for the OLE in which p receives. ``moduli``: k moduli (0 = 2^64; otherwise odd,
+        below 2^62). Returns (shares as receiver, shares as sender) by peer, uint64 (e, k) each;
+        for every pair, the receiver's and the sender's shares add up to a * b mod moduli[c]."""
+        mods = np.asarray(moduli, dtype=np.uint64)
+        k = len(mods)
+        self.ensure(list(receive) + list(send))
+        tags = {p: self._tag(p, "cot") for p in sorted(set(receive) | set(send))}
+        # the receiver's IKNP matrix first (every peer at once), then the senders' corrections
+        pending = {}
+        for p, b in receive.items():
+            link = self._links[p]
+            b = np.ascontiguousarray(b, dtype=np.uint64)
+            chunks = []
+            step = max(1, CHUNK_OTS // bits)
+            for lo in range(0, len(b), step):
+                part = b[lo:lo + step]
+                start = link.rx.index
+                u, t = link.rx.extend(self.native.pack_choice_bits(part, bits), len(part) * bits)
+                self.session.send(p, u, tags[p] + "u")
+                chunks.append((part, start, t))
+            pending[p] = chunks
+        as_sender = {}
+        for p, a in send.items():
+            link = self._links[p]
+            a = np.ascontiguousarray(a, dtype=np.uint64).reshape(len(a), k)
+            step = max(1, CHUNK_OTS // bits)
+            shares = []
+            for lo in range(0, len(a), step):
+                part = a[lo:lo + step]
+                start = link.tx.index
+                u = self.session.recv_bytes(p, tags[p] + "u")
+                q = self._call(p, link.tx.extend, u, len(part) * bits)
+                corr, share = self.native.cot_send(q, link.delta, link.domain_tx, start, part, mods, bits)
+                self.session.send(p, corr, tags[p] + "c")
+                shares.append(share)
+            as_sender[p] = np.concatenate(shares) if shares else np.zeros((0, k), np.uint64)
+            self.ots += len(a) * bits
+        as_receiver = {}
+        for p, chunks in pending.items():
+            link = self._links[p]
+            shares = []
+            for part, start, t in chunks:
+                corr = self.session.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(part), bits, k))
+                shares.append(self.native.cot_recv(t, link.domain_rx, start, part, corr, mods, bits))
+            as_receiver[p] = np.concatenate(shares) if shares else np.zeros((0, k), np.uint64)
+            self.ots += sum(len(c[0]) for c in chunks) * bits
+        return as_receiver, as_sender
+
+    # -- bit products ----------------------------------------------------------------------------
+    def bit_cross(self, a: np.ndarray, b: np.ndarray, peers: Sequence[int] | None = None) -> np.ndarray:
+        """XOR shares of sum over pairs of a_s AND b_r (packed uint64 words, 64 bits each).
+
+        Every party passes its own a and b (same length); for each ordered pair (s, r) among
+        ``peers`` and this party, s's a and r's b enter one random OT per bit. Returns this
+        party's share of the XOR over all pairs of (a_s AND b_r), s != r."""
+        a = np.ascontiguousarray(a, dtype=np.uint64)
+        b = np.ascontiguousarray(b, dtype=np.uint64)
+        if a.shape != b.shape or a.ndim != 1:
+            raise ValueError(f"bit_cross needs two packed word vectors of one length, got {a.shape} and {b.shape}")
+        others = [p for p in (range(self.session.n) if peers is None else peers) if p != self.me]
+        self.ensure(others)
+        tags = {p: self._tag(p, "bits") for p in others}
+        nbits = 64 * len(a)
+        step = CHUNK_OTS // 64  # words per message
+        out = np.zeros_like(a)
+        pending = {}
+        for p in others:
+            link = self._links[p]
+            chunks = []
+            for lo in range(0, len(b), step):
+                part = b[lo:lo + step]
+                start = link.rx.index
+                u, t = link.rx.extend(part.view(np.uint8), 64 * len(part))
+                self.session.send(p, u, tags[p] + "u")
+                chunks.append((lo, part, start, t))
+            pending[p] = chunks
+        for p in others:
+            link = self._links[p]
+            for lo in range(0, len(a), step):
+                part = a[lo:lo + step]
+                start = link.tx.index
+                q = self._call(p, link.tx.extend, self.session.recv_bytes(p, tags[p] + "u"), 64 * len(part))
+                m0, m1 = self.native.ot_bits(q, link.domain_tx, start, link.delta)
+                self.session.send(p, m0 ^ m1 ^ part, tags[p] + "d")
+                out[lo:lo + len(part)] ^= m0
+        for p, chunks in pending.items():
+            link = self._links[p]
+            for lo, part, start, t in chunks:
+                d = self.session.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=part.shape)
+                out[lo:lo + len(part)] ^= self.native.ot_bits(t, link.domain_rx, start) ^ (part & d)
+        self.ots += 2 * nbits * len(others)
+        return out
+
+
+_BY_SESSION: "weakref.WeakKeyDictionary[Any, OtLinks]" = weakref.WeakKeyDictionary()
+
+
+def links_for(session: Any) -> OtLinks:
+    """The one :class:`OtLinks` of a session (every user of OT on it shares the links, so their
+    per-peer message tags and extension indices stay in step)."""
+    links = _BY_SESSION.get(session)
+    if links is None:
+        links = _BY_SESSION[session] = OtLinks(session)
+    return links

@@ -1,0 +1,133 @@
+"""Beaver triples from oblivious transfer, for any number of parties (SecureML / MP-SPDZ's Semi
+style, passive): no dealer, no third party, no Paillier.
+
+Every party draws its own shares a_i, b_i; c = a b = sum_i a_i b_i + sum_{i != j} a_i b_j, and
+each cross term a_i b_j is one OLE between i (sender, offsets a_i) and j (receiver, choice bits
+= the bits of b_j): Gilboa's product, one correlated OT per bit of b_j
+(:meth:`~shaper.protocols.nparty.ot.OtLinks.cot`). All ordered pairs run at once: two messages
+per pair, whatever n.
+
+==========================  ===================================  ==================================
+triple                      OTs per triple per ordered pair      bytes sent per pair and direction
+==========================  ===================================  ==================================
+Z_2^64 (``elementwise``)    64                                   64 x (16 + 8)
+mod q (``mod_triples``)     bitlen(q) per limb                   bitlen(q) x (16 + 8) per limb
+matrix (m, k) @ (k, n)      64 k n (mod q: bitlen(q) k n), with  k n 64 (16 + 8 m)
+                            m offsets per choice bit
+bits (``bit_triples``)      1 random OT per AND                  16 bytes + 1 bit per AND
+truncation pair             64 bit conversions (see below)       64 x (16 + 8) per pair of parties
+==========================  ===================================  ==================================
+
+Truncation pairs (r, r >> d) come from 64 random shared bits converted to Z_2^64 (the B2A
+chain of :mod:`~shaper.protocols.nparty.convert`): r = sum 2^j r_j and r >> d =
+sum_{j >= d} 2^(j - d) r_j - 2^(63 - d) r_63 (the arithmetic shift).
+
+Security: semi-honest, any n - 1 parties colluding (each OLE hides b_j from the sender by OT
+and a_i from the receiver by the pads). Triples are single-use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .source import Triple, TripleSource
+
+__all__ = ["OtTriples"]
+
+MAX_OFFSETS = 256  # offsets per choice bit in one call (the hash tweak's column byte)
+
+
+def _links(engine: Any) -> Any:
+    from ..nparty.ot import links_for
+
+    return links_for(engine.session)
+
+
+def _cross(engine: Any, offsets: np.ndarray, values: np.ndarray, moduli: list[int], bits: int) -> np.ndarray:
+    """This party's share of sum over ordered pairs (s != r) of offsets_s * values_r, per modulus:
+    offsets (e, k) as sender to every peer, values (e,) as receiver from every peer."""
+    peers = [p for p in range(engine.parties) if p != engine.me]
+    recv, sent = _links(engine).cot({p: values for p in peers}, {p: offsets for p in peers}, moduli, bits)
+    total = np.zeros(offsets.shape, dtype=np.uint64)
+    for part in list(recv.values()) + list(sent.values()):
+        total = _add(total, part, moduli)
+    return total
+
+
+def _add(x: np.ndarray, y: np.ndarray, moduli: list[int]) -> np.ndarray:
+    if all(q == 0 for q in moduli):
+        return x + y
+    qs = np.asarray(moduli, dtype=np.uint64)
+    s = x + y
+    return np.where(s >= qs, s - qs, s)
+
+
+class OtTriples(TripleSource):
+    """Triples, bit triples and truncation pairs made by the parties themselves with OT
+    extension (any n >= 2; the two-party case serves :class:`~shaper.protocols.hybrid.Hybrid2PC`)."""
+
+    name = "ot"
+
+    def elementwise(self, engine: Any, count: int) -> Triple:
+        a, b = engine.prg.uint64(count), engine.prg.uint64(count)
+        c = a * b + _cross(engine, a[:, None], b, [0], 64)[:, 0]
+        return a, b, c
+
+    def matrix(self, engine: Any, m: int, k: int, n: int) -> Triple:
+        a, b = engine.prg.uint64((m, k)), engine.prg.uint64((k, n))
+        c = np.matmul(a, b) + self._matrix_cross(engine, a, b, 0)
+        return a, b, c
+
+    def _matrix_cross(self, engine: Any, a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
+        """Share of sum over pairs of A_s @ B_r: choice values B_r[t, j] (k n of them), each
+        carrying the column A_s[:, t] as m offsets (in chunks of MAX_OFFSETS rows)."""
+        (m, k), n = a.shape, b.shape[1]
+        bits = 64 if q == 0 else q.bit_length()
+        values = np.ascontiguousarray(b).ravel()  # index t n + j
+        out = np.zeros((m, n), dtype=np.uint64)
+        for lo in range(0, m, MAX_OFFSETS):
+            rows = a[lo:lo + MAX_OFFSETS]  # (r, k)
+            offsets = np.ascontiguousarray(np.repeat(rows.T, n, axis=0))  # row t n + j = A[:, t]
+            cross = _cross(engine, offsets, values, [q] * len(rows), bits).reshape(k, n, len(rows))
+            acc = np.zeros((n, len(rows)), dtype=np.uint64)
+            for t in range(k):
+                acc = _add(acc, cross[t], [q] * len(rows))
+            out[lo:lo + len(rows)] = acc.T
+        return out
+
+    def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        from ..nparty.convert import bits_to_ring
+
+        r_bits = engine.random_bits((64,), count)
+        ring = bits_to_ring(engine, r_bits, 0)[..., 0]  # (64, count) over Z_2^64
+        weights = np.array([1 << j for j in range(64)], dtype=np.uint64)[:, None]
+        r = (weights * ring).sum(axis=0, dtype=np.uint64)
+        shifted = np.array([(1 << (j - bits)) if j >= bits else 0 for j in range(63)]
+                           + [(-(1 << (63 - bits))) % (1 << 64)], dtype=np.uint64)[:, None]
+        return r, (shifted * ring).sum(axis=0, dtype=np.uint64)
+
+    def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
+        from ..nparty.domains import add_mod, mul_mod
+
+        cols = []
+        for q in moduli:
+            a, b = engine.prg.below(q, count), engine.prg.below(q, count)
+            cross = _cross(engine, a[:, None], b, [q], q.bit_length())
+            c = add_mod(mul_mod(a[:, None], b[:, None], (q,)), cross, np.asarray([q], np.uint64))
+            cols.append((a, b, c[:, 0]))
+        return tuple(np.stack([col[i] for col in cols], axis=-1) for i in range(3))  # type: ignore[return-value]
+
+    def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
+        from ... import _native
+        from ..nparty.domains import add_mod
+
+        q = int(modulus)
+        a, b = engine.prg.below(q, (m, k)), engine.prg.below(q, (k, n))
+        c = add_mod(_native.mod_matmul(a, b, q), self._matrix_cross(engine, a, b, q), np.uint64(q))
+        return a, b, c
+
+    def bit_triples(self, engine: Any, words: int) -> Triple:
+        a, b = engine.prg.uint64(words), engine.prg.uint64(words)
+        return a, b, (a & b) ^ _links(engine).bit_cross(a, b)
