@@ -6,7 +6,8 @@
 //!   and input checks;
 //! - [`rss`]: bit-sliced boolean gates of replicated sharing;
 //! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings;
-//! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection.
+//! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection;
+//! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa).
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
 //! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`) and `psi`
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 #[cfg(target_arch = "x86_64")]
 mod aes;
 pub mod bigint;
+pub mod ot;
 pub mod prf;
 pub mod psi;
 mod py;

@@ -1,0 +1,45 @@
+//! Oblivious transfer, sans I/O: every step takes the peer's bytes and returns the bytes to send;
+//! Python carries them over its own (TLS) channels and supplies all randomness (`os.urandom`).
+//! Nothing here draws random numbers.
+//!
+//! Security model: semi-honest (passive) parties, like the rest of the n-party engine; a
+//! deviating party can make the outputs wrong and can learn choice bits (no KOS/SoftSpoken
+//! consistency check). Research background: `shared/research/mpc-ot.md` §4, §5, §7.
+//!
+//! # Protocols
+//! 1. [`base`]: 128 base OTs, Chou–Orlandi "simplest OT" on Ristretto255, keys =
+//!    SHA-256(domain, session, i, A, B_i, point) truncated to 16 bytes.
+//! 2. [`iknp`]: IKNP extension. The extension receiver was the base-OT sender (k0_i, k1_i); the
+//!    extension sender was the base-OT receiver with choice bits Δ (k_{Δ_i}). Column PRGs are
+//!    AES-128-CTR under each key, continuing across calls; one call covers `count` rounded up to
+//!    a multiple of 128 (`index` counts rounded rows; both sides agree). Output: rows t_j
+//!    (receiver) and q_j = t_j ⊕ b_j·Δ (sender). The message u is 16 bytes per rounded row.
+//! 3. [`transpose`]: the 128 × 128 bit-matrix transpose (AVX2, SSE2, portable; the AVX-512
+//!    variant is not written since it cannot be tested on the development machine).
+//! 4. [`tccr`]: the tweakable correlation-robust hash H(x, τ) = π(π(x) ⊕ τ) ⊕ π(x) of
+//!    Guo–Katz–Wang–Yu, π = AES-128 under the fixed public key SHA-256("shaper/ot/tccr/v1")[..16].
+//!    Tweak τ(j, c): low 64 bits the OT index j, high 64 bits `domain ⊕ c`, c < 256 the output
+//!    column, `domain` chosen by the caller per purpose, pair and direction with its low byte 0.
+//!    Random OT: the receiver gets H(t_j, τ), the sender H(q_j, τ) and H(q_j ⊕ Δ, τ).
+//! 5. [`cot`]: correlated OT / Gilboa products mod q (odd, < 2^62) or 2^64 with several offsets
+//!    per choice bit; pads are the full 128-bit hash reduced mod q (bias < 2^-66).
+//!
+//! # Bit layouts
+//! Packed bits are LSB-first: bit j of a byte array is `(a[j >> 3] >> (j & 7)) & 1` (numpy
+//! `packbits(bitorder="little")`); of a u64 array, `(w[j >> 6] >> (j & 63)) & 1`. A 16-byte row is
+//! read as a little-endian u128, so row bit i (LSB-first) is bit i of the integer; bit i of Δ is
+//! base choice i. For Gilboa, row e·ℓ + i carries bit i of the receiver's value e.
+//!
+//! # Single use
+//! Base OT: one reply per receiver, one key derivation per sender (a second reply to a new A
+//! would reveal the choices). IKNP rows are fresh per call (the streams continue). Each
+//! (OT index, column, domain) may be hashed for one purpose only: a random-OT pad used twice,
+//! or a Gilboa correction sent twice for one pad, leaks. Δ is fixed per IKNP sender, so rows of
+//! one extension must not be exposed raw (only their hashes).
+
+pub mod base;
+pub mod block;
+pub mod cot;
+pub mod iknp;
+pub mod tccr;
+pub mod transpose;
