@@ -1,0 +1,83 @@
+"""``shaper mpc run``: the n-party MPC engine's preprocessing, sampling and conversions, with
+every party its own process (``--local N``, 2..16 on this machine) or one party of a job over a
+parties file; prints each operation's rate and bytes per item (docs/mpc.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import ConfigError
+from .common import HelpFormatter, command
+
+
+def add_parser(subparsers: Any) -> None:
+    from ..demos.mpc import OPS
+
+    mpc = subparsers.add_parser("mpc", help="n-party MPC with OT preprocessing: triples, sampling, conversions",
+                                formatter_class=HelpFormatter,
+                                description="n-party additive secret sharing with OT-based preprocessing "
+                                            "(docs/mpc.md).")
+    mpc.set_defaults(prog=mpc.prog)
+    sub = mpc.add_subparsers(dest="mpc_command", required=True, metavar="COMMAND")
+    run = command(sub, "run", run_mpc, "make triples, sample and convert; report rates",
+                  "Every party makes Beaver triples with OT extension, samples ternary and discrete-Gaussian "
+                  "values over an RNS key basis and converts between share domains; prints items per second "
+                  "and bytes sent per item for each operation.")
+    run.add_argument("--local", type=int, metavar="N", help="run N parties here as processes over loopback TLS (2..16)")
+    run.add_argument("--parties", metavar="FILE", help="parties file (TOML), see docs/net.md")
+    run.add_argument("--me", metavar="NAME", help="this party's name in the parties file")
+    run.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
+    run.add_argument("--ops", default=",".join(OPS), help=f"comma-separated operations among: {', '.join(OPS)}")
+    run.add_argument("--count", type=int, default=100_000,
+                     help="items per operation (triples and conversions to Z_2: a quarter of it; OT: 16 times)")
+    run.add_argument("--moduli", metavar="Q,...",
+                     help="basis of odd moduli < 2^62 (default: nine primes of a degree-2^14 CKKS key, 435 bits)")
+
+
+def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
+    from ..demos.mpc import CKKS_14, OPS
+    from ..protocols.nparty.domains import basis
+
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    bad = [o for o in ops if o not in OPS]
+    if bad or not ops:
+        raise ConfigError(f"unknown operation(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(OPS)}")
+    if args.count < 64:
+        raise ConfigError(f"--count must be at least 64, got {args.count}")
+    try:
+        mods = basis([int(q) for q in args.moduli.split(",")]) if args.moduli else CKKS_14
+    except ValueError as exc:
+        raise ConfigError(f"--moduli: {exc}") from None
+    return ops, mods
+
+
+def _print(name: str, results: dict) -> None:
+    for op, r in results.items():
+        extra = f", sample std {r['std']:.3f}" if "std" in r else ""
+        print(f"{name}: {op:12s} {r['rate']:14,.0f} /s  {r['bytes_per_item']:10.1f} B sent per item  "
+              f"({r['items']:,} in {r['seconds']:.2f} s{extra})", flush=True)
+
+
+def run_mpc(args: argparse.Namespace) -> int:
+    from ..demos.mpc import mpc_job
+
+    ops, mods = _args(args)
+    if args.local is not None:
+        from ..net import launch
+
+        if not 2 <= args.local <= 16:
+            raise ConfigError(f"--local takes 2..16 parties, got {args.local}")
+        print(f"{args.local} parties as local processes over TLS; basis of {len(mods)} moduli "
+              f"({sum(q.bit_length() for q in mods)} bits)", flush=True)
+        results = launch(args.local, mpc_job, ops, args.count, mods)
+        _print("party0", results[0])
+        return 0
+    if not args.parties or not args.me:
+        raise ConfigError("pass --parties FILE and --me NAME (or --local N)")
+    from ..net import Session
+
+    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        _print(args.me, mpc_job(session, ops, args.count, mods))
+        print(session.stats.table(f"traffic of {args.me}"))
+    return 0

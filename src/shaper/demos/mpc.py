@@ -1,0 +1,118 @@
+"""The n-party MPC job behind ``shaper mpc run`` and ``benchmarks/mpc.py``: every party makes
+preprocessing with OT extension and samples and converts over an RNS key basis, timing each
+operation; revealed samples are checked against their support.
+
+The default basis is one a threshold-CKKS key of ring degree 2^14 would use: nine NTT-friendly
+primes (q = 1 mod 2^15): q_0 of 60 bits, seven of 45 bits and a 60-bit special prime, 435 bits
+in all (within the 438 bits of 128-bit security at degree 2^14).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = ["CKKS_14", "OPS", "P61", "mpc_job"]
+
+CKKS_14 = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 35184370155521,
+           35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
+P61 = (1 << 61) - 1
+OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a", "t2a", "a2b")
+
+
+def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
+    """Run fn between two barriers; seconds, items/s and bytes this party sent per item."""
+    session.barrier("mpc-op-start")
+    sent = session.stats.bytes_sent
+    start = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - start
+    session.barrier("mpc-op-end")
+    return {"seconds": seconds, "items": items, "rate": items / seconds if seconds else float("inf"),
+            "bytes_per_item": (session.stats.bytes_sent - sent) / max(items, 1), "result": out}
+
+
+def _random_ots(engine: Any, count: int) -> int:
+    """Random OT extension to the next party and from the previous one (ring): ``count`` OTs in
+    each role, messages hashed to 128-bit keys (what ``ot`` rates count)."""
+    from ..protocols.nparty.ot import CHUNK_OTS, links_for
+
+    links = links_for(engine.session)
+    nat = links.native
+    me, n = engine.me, engine.parties
+    nxt, prev = (me + 1) % n, (me - 1) % n
+    links.ensure([nxt, prev])
+    tx, rx = links._links[nxt], links._links[prev]
+    done = 0
+    while done < count:
+        m = min(CHUNK_OTS, count - done)
+        choices = engine.prg.uint64((m + 63) // 64).view(np.uint8)
+        start_rx = rx.rx.index
+        u, t = rx.rx.extend(choices, m)
+        engine.session.send(prev, u, "mpc-rot")
+        nat.ot_hash(t, rx.domain_rx, start_rx)
+        start_tx = tx.tx.index
+        q = tx.tx.extend(engine.session.recv_bytes(nxt, "mpc-rot"), m)
+        nat.ot_hash(q, tx.domain_tx, start_tx, tx.delta)
+        done += m
+    return done
+
+
+def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli: Sequence[int] = CKKS_14,
+            check: bool = True) -> dict:
+    """Every party's side of the job: {op: timing} (see the module notes)."""
+    from ..protocols.nparty import AdditiveNPC
+    from ..protocols.nparty.sampling import TAIL
+    from ..protocols.triples import OtTriples
+
+    engine = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    src = engine.triple_source
+    engine.random_mod(1, P61)  # nothing; keeps the PRG warm
+    from ..protocols.nparty.ot import links_for
+
+    links_for(session).ensure([p for p in range(session.n) if p != session.index])  # base OTs outside timings
+    out: dict[str, dict] = {}
+    words = (count + 63) // 64
+    for op in ops:
+        if op == "ot":
+            res = _timed(session, lambda: _random_ots(engine, 16 * count), 16 * count)
+        elif op == "triples-61":
+            res = _timed(session, lambda: src.mod_triples(engine, count // 4, (P61,)), count // 4)
+        elif op == "triples-64":
+            res = _timed(session, lambda: src.elementwise(engine, count // 4), count // 4)
+        elif op == "bit-triples":
+            res = _timed(session, lambda: src.bit_triples(engine, 16 * words), 64 * 16 * words)
+        elif op == "gaussian":
+            res = _timed(session, lambda: engine.gaussian(count // 4, moduli), count // 4)
+            if check:
+                vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
+                if np.abs(vals).max() > TAIL:
+                    raise AssertionError(f"a Gaussian sample left the support: {np.abs(vals).max()}")
+                res["std"] = float(vals.std())
+        elif op == "ternary":
+            res = _timed(session, lambda: engine.ternary(count, moduli), count)
+            if check:
+                vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
+                if np.abs(vals).max() > 1:
+                    raise AssertionError("a ternary sample left {-1, 0, 1}")
+        elif op == "b2a":
+            bits = engine.random_bits((), count)
+            res = _timed(session, lambda: engine.bits_to_mod(bits, moduli), count)
+        elif op == "t2a":
+            trits = engine.random_mod(count, (3,))
+            res = _timed(session, lambda: engine.trits_to_mod(trits, moduli), count)
+        elif op == "a2b":
+            x = engine.random_mod(count // 4, moduli[0])
+            res = _timed(session, lambda: engine.mod_to_bits(x), count // 4)
+        else:
+            raise ValueError(f"unknown operation {op!r}; choose from {', '.join(OPS)}")
+        res.pop("result", None)
+        out[op] = res
+    return out
+
+
+def _centered(values: np.ndarray, q: int) -> np.ndarray:
+    v = values.astype(np.int64) if q < (1 << 63) else values
+    return np.where(v > q // 2, v - q, v)
