@@ -10,8 +10,9 @@
 //! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa).
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
-//! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`) and `psi`
-//! (`RistrettoKey`), each adding its names to the one flat module.
+//! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`), `psi`
+//! (`RistrettoKey`) and `ot` (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its
+//! names to the one flat module.
 
 use pyo3::prelude::*;
 
@@ -30,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::bigint::register(m)?;
     py::rss::register(m)?;
     py::psi::register(m)?;
+    py::ot::register(m)?;
     Ok(())
 }

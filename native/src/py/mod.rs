@@ -1,9 +1,10 @@
 //! The Python bindings, one file per area, each with a `register` that adds its names to the
 //! flat module `shaper._native`. Bindings check arguments and convert arrays; the arithmetic
-//! lives in the Python-free modules (`bigint`, `rss`, `prf`, `psi`).
+//! lives in the Python-free modules (`bigint`, `rss`, `prf`, `psi`, `ot`).
 
 pub mod bigint;
 pub mod boundary;
+pub mod ot;
 pub mod pool;
 pub mod psi;
 pub mod rss;

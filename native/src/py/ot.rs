@@ -1,0 +1,327 @@
+//! Bindings of oblivious transfer (`crate::ot`): `BaseOtSender`/`BaseOtReceiver` (Chou–Orlandi),
+//! `IknpReceiver`/`IknpSender` (IKNP extension), `ot_hash`/`ot_bits` (random OT by the TCCR hash),
+//! `cot_send`/`cot_recv` (correlated OT and Gilboa products mod q) and `pack_choice_bits`.
+//!
+//! Sans I/O: bytes and arrays in, bytes and arrays out; randomness comes from the caller. Each
+//! kernel runs on the calling thread with the GIL released (one core per party: the protocol
+//! runs the parties' roles side by side, so the rayon pool would only contend with the peer).
+//! Rows are (m, 16) uint8 C-contiguous arrays; packed bits are LSB-first (see `crate::ot`).
+
+use numpy::ndarray::{Array1, Array2, Array3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+            PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::boundary::{check_size, contiguous};
+use crate::ot::block::BLOCK;
+use crate::ot::{base, cot, iknp, tccr};
+
+fn value_error(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+/// The rows of an (m, 16) uint8 array.
+fn rows<'a>(arr: &'a PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<&'a [u8]> {
+    if arr.shape()[1] != BLOCK {
+        return Err(PyValueError::new_err(format!("{what} must have shape (m, {BLOCK}), got {:?}", arr.shape())));
+    }
+    contiguous(arr, what)
+}
+
+fn delta_block(delta: &[u8]) -> PyResult<u128> {
+    let d: [u8; BLOCK] = delta.try_into()
+        .map_err(|_| PyValueError::new_err(format!("delta must be {BLOCK} bytes, got {}", delta.len())))?;
+    Ok(u128::from_le_bytes(d))
+}
+
+fn row_array(py: Python<'_>, data: Vec<u8>) -> Bound<'_, PyArray2<u8>> {
+    let m = data.len() / BLOCK;
+    Array2::from_shape_vec((m, BLOCK), data).expect("whole rows").into_pyarray(py)
+}
+
+/// The base-OT sender (Chou–Orlandi on Ristretto255): ``count`` OTs from one message.
+#[pyclass(module = "shaper._native")]
+struct BaseOtSender {
+    inner: base::BaseSender,
+}
+
+#[pymethods]
+impl BaseOtSender {
+    /// ``seed``: 64 random bytes (the secret scalar); ``session``: 16 bytes mixed into every key.
+    #[new]
+    fn new(count: usize, seed: &[u8], session: &[u8]) -> PyResult<Self> {
+        Ok(Self { inner: base::BaseSender::new(count, seed, session).map_err(value_error)? })
+    }
+
+    /// A (32 bytes), to the receiver.
+    fn message<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.message())
+    }
+
+    /// (k0, k1), ``count`` × 16 bytes each, from the receiver's reply (``count`` × 32 bytes).
+    /// Once only.
+    fn keys<'py>(&mut self, py: Python<'py>, reply: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let inner = &mut self.inner;
+        let (k0, k1) = py.detach(|| inner.keys(reply)).map_err(value_error)?;
+        Ok((PyBytes::new(py, &k0), PyBytes::new(py, &k1)))
+    }
+}
+
+/// The base-OT receiver: one choice bit per OT.
+#[pyclass(module = "shaper._native")]
+struct BaseOtReceiver {
+    inner: base::BaseReceiver,
+}
+
+#[pymethods]
+impl BaseOtReceiver {
+    /// ``choices``: ``ceil(count / 8)`` bytes of packed bits; ``seed``: ``count`` × 64 random
+    /// bytes; ``session``: 16 bytes (the sender's).
+    #[new]
+    fn new(choices: &[u8], count: usize, seed: &[u8], session: &[u8]) -> PyResult<Self> {
+        Ok(Self { inner: base::BaseReceiver::new(choices, count, seed, session).map_err(value_error)? })
+    }
+
+    /// The reply to the sender's message A: ``count`` × 32 bytes. Once only.
+    fn reply<'py>(&mut self, py: Python<'py>, message: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &mut self.inner;
+        let out = py.detach(|| inner.reply(message)).map_err(value_error)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The chosen keys, ``count`` × 16 bytes; only after :meth:`reply`.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let k = py.detach(|| inner.keys()).map_err(value_error)?;
+        Ok(PyBytes::new(py, &k))
+    }
+}
+
+/// The IKNP extension receiver (the base-OT sender: holds k0 and k1).
+#[pyclass(module = "shaper._native")]
+struct IknpReceiver {
+    inner: iknp::IknpReceiver,
+}
+
+#[pymethods]
+impl IknpReceiver {
+    /// ``k0``, ``k1``: the base-OT sender's keys, 128 × 16 bytes each.
+    #[new]
+    fn new(k0: &[u8], k1: &[u8]) -> PyResult<Self> {
+        Ok(Self { inner: iknp::IknpReceiver::new(k0, k1).map_err(value_error)? })
+    }
+
+    /// ``count`` more OTs with choice bits ``choices`` (uint8 packed, at least ``ceil(count / 8)``
+    /// bytes): returns (u, t), u the message to the sender (16 bytes per row of ``count`` rounded
+    /// up to 128), t the (count, 16) rows.
+    fn extend<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize)
+                   -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+        let choices = contiguous(&choices, "choices")?;
+        check_size(iknp::message_len(count) / 8 + count * 2, "the extension")?;
+        if choices.len() < count.div_ceil(8) {
+            return Err(PyValueError::new_err(format!(
+                "{count} OTs need {} bytes of packed choice bits, got {}", count.div_ceil(8), choices.len())));
+        }
+        let mut t = vec![0u8; count * BLOCK];
+        let inner = &mut self.inner;
+        // u is written straight into the bytes object, which no Python code can see yet
+        let u = PyBytes::new_with(py, iknp::message_len(count), |u| {
+            py.detach(|| inner.extend(choices, count, u, &mut t)).map_err(value_error)
+        })?;
+        Ok((u, row_array(py, t)))
+    }
+
+    /// OTs extended so far (the sum of the rounded counts; the sender's is the same).
+    #[getter]
+    fn index(&self) -> u64 {
+        self.inner.index()
+    }
+}
+
+/// The IKNP extension sender (the base-OT receiver with choice bits Δ: holds k_{Δ_i}).
+#[pyclass(module = "shaper._native")]
+struct IknpSender {
+    inner: iknp::IknpSender,
+}
+
+#[pymethods]
+impl IknpSender {
+    /// ``keys``: the base-OT receiver's keys (128 × 16 bytes); ``delta``: its 16 bytes of choice
+    /// bits (bit i, LSB-first, is base choice i).
+    #[new]
+    fn new(keys: &[u8], delta: &[u8]) -> PyResult<Self> {
+        Ok(Self { inner: iknp::IknpSender::new(keys, delta).map_err(value_error)? })
+    }
+
+    /// ``count`` more OTs from the receiver's message ``u``: the (count, 16) rows
+    /// q_j = t_j ⊕ b_j·Δ.
+    fn extend<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        check_size(count * 2, "the extension")?;
+        if u.len() != iknp::message_len(count) {
+            return Err(PyValueError::new_err(format!(
+                "the IKNP message for {count} OTs must be {} bytes, got {}", iknp::message_len(count), u.len())));
+        }
+        let mut q = vec![0u8; count * BLOCK];
+        let inner = &mut self.inner;
+        py.detach(|| inner.extend(u, count, &mut q)).map_err(value_error)?;
+        Ok(row_array(py, q))
+    }
+
+    #[getter]
+    fn index(&self) -> u64 {
+        self.inner.index()
+    }
+
+    /// Δ (16 bytes).
+    #[getter]
+    fn delta<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.delta())
+    }
+}
+
+/// Random OT messages from IKNP rows by the TCCR hash, tweak τ(start + j, 0) under ``domain``
+/// (low 8 bits zero): receiver (``delta`` None) the (m, 16) array H(t_j, τ); sender the pair
+/// (H(q_j, τ), H(q_j ⊕ Δ, τ)).
+#[pyfunction]
+#[pyo3(signature = (rows, domain, start, delta=None))]
+fn ot_hash<'py>(py: Python<'py>, rows: PyReadonlyArray2<'_, u8>, domain: u64, start: u64, delta: Option<&[u8]>)
+                -> PyResult<Bound<'py, PyAny>> {
+    let x = self::rows(&rows, "rows")?;
+    let m = x.len() / BLOCK;
+    tccr::check_domain(domain).map_err(value_error)?;
+    tccr::check_indices(start, m).map_err(value_error)?;
+    check_size(4 * m, "the hashes")?;
+    match delta {
+        None => {
+            let mut out = vec![0u8; x.len()];
+            py.detach(|| tccr::hash(x, domain, start, &mut out));
+            Ok(row_array(py, out).into_any())
+        }
+        Some(d) => {
+            let d = delta_block(d)?;
+            let (mut h0, mut h1) = (vec![0u8; x.len()], vec![0u8; x.len()]);
+            py.detach(|| tccr::hash_pair(x, d, domain, start, &mut h0, &mut h1));
+            Ok((row_array(py, h0), row_array(py, h1)).into_pyobject(py)?.into_any())
+        }
+    }
+}
+
+/// As :func:`ot_hash`, but only the lowest bit of each hash, packed into uint64 words
+/// (``ceil(m / 64)``; bit j at ``w[j >> 6] >> (j & 63)``; pad bits zero).
+#[pyfunction]
+#[pyo3(signature = (rows, domain, start, delta=None))]
+fn ot_bits<'py>(py: Python<'py>, rows: PyReadonlyArray2<'_, u8>, domain: u64, start: u64, delta: Option<&[u8]>)
+                -> PyResult<Bound<'py, PyAny>> {
+    let x = self::rows(&rows, "rows")?;
+    let m = x.len() / BLOCK;
+    tccr::check_domain(domain).map_err(value_error)?;
+    tccr::check_indices(start, m).map_err(value_error)?;
+    let words = tccr::bit_words(m);
+    match delta {
+        None => {
+            let mut out = vec![0u64; words];
+            py.detach(|| tccr::bits(x, domain, start, &mut out));
+            Ok(out.into_pyarray(py).into_any())
+        }
+        Some(d) => {
+            let d = delta_block(d)?;
+            let (mut b0, mut b1) = (vec![0u64; words], vec![0u64; words]);
+            py.detach(|| tccr::bits_pair(x, d, domain, start, &mut b0, &mut b1));
+            Ok((b0.into_pyarray(py), b1.into_pyarray(py)).into_pyobject(py)?.into_any())
+        }
+    }
+}
+
+/// Checks what both COT halves share: bits, moduli, rows = entries × bits, domain and indices.
+fn cot_shape(rows: &[u8], entries: usize, moduli: &PyReadonlyArray1<'_, u64>, bits: usize, domain: u64, start: u64)
+             -> PyResult<Vec<cot::Modulus>> {
+    cot::check_bits(bits).map_err(value_error)?;
+    let m = cot::moduli(contiguous(moduli, "moduli")?).map_err(value_error)?;
+    tccr::check_domain(domain).map_err(value_error)?;
+    let want = entries.checked_mul(bits).ok_or_else(|| PyValueError::new_err("too many entries"))?;
+    if rows.len() / BLOCK != want {
+        return Err(PyValueError::new_err(format!(
+            "{entries} entries of {bits} bits need {want} OT rows, got {}", rows.len() / BLOCK)));
+    }
+    tccr::check_indices(start, want).map_err(value_error)?;
+    check_size(want * m.len(), "the corrections")?;
+    Ok(m)
+}
+
+/// Sender half of correlated OT mod q: from IKNP rows ``q`` (e·ℓ, 16), Δ, the offsets uint64
+/// (e, k) and the column moduli uint64 (k,) (0 = 2^64, else odd in [3, 2^62)), returns
+/// (corrections uint64 (e, ℓ, k), to the receiver; share uint64 (e, k)), with
+/// share + receiver's share = offsets[e, c]·x_e mod q_c.
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn cot_send<'py>(py: Python<'py>, q: PyReadonlyArray2<'_, u8>, delta: &[u8], domain: u64, start: u64,
+                 offsets: PyReadonlyArray2<'_, u64>, moduli: PyReadonlyArray1<'_, u64>, bits: usize)
+                 -> PyResult<(Bound<'py, PyArray3<u64>>, Bound<'py, PyArray2<u64>>)> {
+    let x = rows(&q, "q")?;
+    let d = delta_block(delta)?;
+    let entries = offsets.shape()[0];
+    let m = cot_shape(x, entries, &moduli, bits, domain, start)?;
+    let k = m.len();
+    if offsets.shape()[1] != k {
+        return Err(PyValueError::new_err(format!("offsets must have shape (e, {k}), got {:?}", offsets.shape())));
+    }
+    let offs = contiguous(&offsets, "offsets")?;
+    cot::check_residues(offs, &m, "offsets").map_err(value_error)?;
+    let mut corrections = vec![0u64; entries * bits * k];
+    let mut share = vec![0u64; entries * k];
+    py.detach(|| cot::send(x, d, domain, start, offs, &m, bits, &mut corrections, &mut share));
+    let corrections = Array3::from_shape_vec((entries, bits, k), corrections).expect("shape").into_pyarray(py);
+    let share = Array2::from_shape_vec((entries, k), share).expect("shape").into_pyarray(py);
+    Ok((corrections, share))
+}
+
+/// Receiver half: from IKNP rows ``t`` (e·ℓ, 16), its values ``choices`` uint64 (e,) (each below
+/// 2^ℓ; their bits were the IKNP choice bits, see :func:`pack_choice_bits`) and the sender's
+/// ``corrections`` uint64 (e, ℓ, k), returns its share uint64 (e, k).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cot_recv<'py>(py: Python<'py>, t: PyReadonlyArray2<'_, u8>, domain: u64, start: u64, choices: PyReadonlyArray1<'_, u64>,
+                 corrections: PyReadonlyArray3<'_, u64>, moduli: PyReadonlyArray1<'_, u64>, bits: usize)
+                 -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let x = rows(&t, "t")?;
+    let values = contiguous(&choices, "choices")?;
+    let entries = values.len();
+    let m = cot_shape(x, entries, &moduli, bits, domain, start)?;
+    let k = m.len();
+    if corrections.shape() != [entries, bits, k] {
+        return Err(PyValueError::new_err(format!(
+            "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
+    }
+    cot::check_values(values, bits).map_err(value_error)?;
+    let corr = contiguous(&corrections, "corrections")?;
+    cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
+    let mut share = vec![0u64; entries * k];
+    py.detach(|| cot::recv(x, domain, start, values, corr, &m, bits, &mut share));
+    Ok(Array2::from_shape_vec((entries, k), share).expect("shape").into_pyarray(py))
+}
+
+/// The receiver's IKNP choice bits for :func:`cot_recv`: bit e·ℓ + i is bit i of ``values[e]``
+/// (uint64, each below 2^ℓ), packed LSB-first into uint8 (``ceil(e·ℓ / 8)`` bytes).
+#[pyfunction]
+fn pack_choice_bits<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>, bits: usize) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    cot::check_bits(bits).map_err(value_error)?;
+    let v = contiguous(&values, "values")?;
+    cot::check_values(v, bits).map_err(value_error)?;
+    let out = py.detach(|| cot::pack_choice_bits(v, bits));
+    Ok(Array1::from_vec(out).into_pyarray(py))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BaseOtSender>()?;
+    m.add_class::<BaseOtReceiver>()?;
+    m.add_class::<IknpReceiver>()?;
+    m.add_class::<IknpSender>()?;
+    m.add_function(wrap_pyfunction!(ot_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(ot_bits, m)?)?;
+    m.add_function(wrap_pyfunction!(cot_send, m)?)?;
+    m.add_function(wrap_pyfunction!(cot_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(pack_choice_bits, m)?)?;
+    Ok(())
+}
