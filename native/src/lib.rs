@@ -7,6 +7,7 @@
 //! - [`rss`]: bit-sliced boolean gates of replicated sharing;
 //! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings;
 //! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection;
+//! - [`modq`]: products modulo odd word-size moduli (prime-field and RNS shares);
 //! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa).
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 #[cfg(target_arch = "x86_64")]
 mod aes;
 pub mod bigint;
+pub mod modq;
 pub mod ot;
 pub mod prf;
 pub mod psi;
@@ -32,5 +34,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::rss::register(m)?;
     py::psi::register(m)?;
     py::ot::register(m)?;
+    py::modq::register(m)?;
     Ok(())
 }

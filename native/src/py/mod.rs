@@ -1,9 +1,10 @@
 //! The Python bindings, one file per area, each with a `register` that adds its names to the
 //! flat module `shaper._native`. Bindings check arguments and convert arrays; the arithmetic
-//! lives in the Python-free modules (`bigint`, `rss`, `prf`, `psi`, `ot`).
+//! lives in the Python-free modules (`bigint`, `rss`, `prf`, `psi`, `ot`, `modq`).
 
 pub mod bigint;
 pub mod boundary;
+pub mod modq;
 pub mod ot;
 pub mod pool;
 pub mod psi;
