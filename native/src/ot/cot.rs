@@ -34,7 +34,7 @@ impl Modulus {
         if q == 0 {
             return Ok(Modulus { q, mu_hi: 0, mu_lo: 0 });
         }
-        if q < 3 || q % 2 == 0 || q >= 1 << 62 {
+        if q < 3 || q.is_multiple_of(2) || q >= 1 << 62 {
             return Err(format!("a modulus must be 0 (for 2^64) or odd in [3, 2^62), got {q}"));
         }
         let mu = u128::MAX / q as u128; // = floor(2^128 / q): q is odd, so it does not divide 2^128
@@ -121,24 +121,23 @@ pub fn check_residues(table: &[u64], m: &[Modulus], what: &str) -> Result<(), St
 }
 
 /// The receiver's IKNP choice bits: bit e·ℓ + i is bit i of `values[e]` (packed LSB-first,
-/// `ceil(E·ℓ / 8)` bytes). Values must fit in ℓ bits ([`check_values`]).
-pub fn pack_choice_bits(values: &[u64], bits: usize) -> Vec<u8> {
-    let total = values.len() * bits;
-    let mut out = Vec::with_capacity(total.div_ceil(8));
-    let (mut acc, mut held) = (0u128, 0usize);
+/// `out`: `ceil(E·ℓ / 8)` bytes). Values must fit in ℓ bits ([`check_values`]).
+pub fn pack_choice_bits(values: &[u64], bits: usize, out: &mut [u8]) {
+    assert_eq!(out.len(), (values.len() * bits).div_ceil(8));
+    let (mut acc, mut held, mut pos) = (0u128, 0usize, 0usize);
     for &v in values {
         acc |= (v as u128) << held;
         held += bits;
         while held >= 8 {
-            out.push(acc as u8);
+            out[pos] = acc as u8;
+            pos += 1;
             acc >>= 8;
             held -= 8;
         }
     }
     if held > 0 {
-        out.push(acc as u8);
+        out[pos] = acc as u8;
     }
-    out
 }
 
 /// Walks rows r = e·ℓ + i of one batch: yields (e, i) from `first` on.
@@ -154,7 +153,7 @@ pub fn send(q: &[u8], delta: u128, domain: u64, start: u64, offsets: &[u64], m: 
             corrections: &mut [u64], share: &mut [u64]) {
     let k = m.len();
     let rows = q.len() / BLOCK;
-    debug_assert!(rows % bits == 0 && offsets.len() == rows / bits * k && corrections.len() == rows * k);
+    debug_assert!(rows.is_multiple_of(bits) && offsets.len() == rows / bits * k && corrections.len() == rows * k);
     share.fill(0);
     // a·2^i mod q for the current row of each column, doubled row by row
     let mut shifted = vec![0u64; k];
@@ -195,7 +194,7 @@ pub fn recv(t: &[u8], domain: u64, start: u64, choices: &[u64], corrections: &[u
             share: &mut [u64]) {
     let k = m.len();
     let rows = t.len() / BLOCK;
-    debug_assert!(rows % bits == 0 && choices.len() == rows / bits && corrections.len() == rows * k);
+    debug_assert!(rows.is_multiple_of(bits) && choices.len() == rows / bits && corrections.len() == rows * k);
     share.fill(0);
     let mut px = [0u8; BATCH * BLOCK];
     let mut h = [0u8; BATCH * BLOCK];
@@ -270,8 +269,8 @@ mod tests {
     #[test]
     fn pack_choice_bits_layout() {
         let (values, bits) = (words(37, 4).into_iter().map(|v| v >> (64 - 13)).collect::<Vec<_>>(), 13);
-        let packed = pack_choice_bits(&values, bits);
-        assert_eq!(packed.len(), (37 * 13usize).div_ceil(8));
+        let mut packed = vec![0u8; (37 * 13usize).div_ceil(8)];
+        pack_choice_bits(&values, bits, &mut packed);
         for (e, v) in values.iter().enumerate() {
             for i in 0..bits {
                 let r = e * bits + i;
@@ -279,7 +278,8 @@ mod tests {
             }
         }
         let full = words(5, 5);
-        let packed = pack_choice_bits(&full, 64);
+        let mut packed = vec![0u8; 40];
+        pack_choice_bits(&full, 64, &mut packed);
         let back: Vec<u64> = packed.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(back, full);
         assert!(check_values(&[8], 3).is_err());
@@ -300,7 +300,8 @@ mod tests {
         }).collect();
         let (mut recv, mut send) = (IknpReceiver::new(&k0, &k1).unwrap(), IknpSender::new(&chosen, &delta).unwrap());
         let rows = entries * bits;
-        let choice_bits = pack_choice_bits(&values, bits);
+        let mut choice_bits = vec![0u8; rows.div_ceil(8)];
+        pack_choice_bits(&values, bits, &mut choice_bits);
         let mut u = vec![0u8; message_len(rows)];
         let (mut t, mut q) = (vec![0u8; rows * 16], vec![0u8; rows * 16]);
         recv.extend(&choice_bits, rows, &mut u, &mut t).unwrap();

@@ -15,13 +15,14 @@
 //! Rows are computed in chunks of [`CHUNK`] rows: per chunk the 128 column streams (a few KB
 //! each, encrypted in batches) and then 128 × 128 tile transposes into the output rows.
 
-use super::block::{xor_into, Cipher, BLOCK};
+use super::block::{load, store, xor_into, Cipher, BLOCK};
 use super::transpose::{self, TILE};
 
 /// Base OTs (and bits per row).
 pub const KAPPA: usize = 128;
-/// Rows per chunk: 60 PRG blocks per column (a multiple of the 30-block VAES batch).
-pub const CHUNK: usize = 60 * 128;
+/// Rows per chunk: 64 PRG blocks per column per AES call (a multiple of the 8-block AES-NI batch,
+/// so no block is encrypted alone), 128 KiB of columns.
+pub const CHUNK: usize = 64 * 128;
 /// Most rows one call may extend (a bound on allocations: 2^32 rows = 64 GiB of u).
 pub const MAX_COUNT: usize = 1 << 32;
 
@@ -99,7 +100,7 @@ impl IknpReceiver {
         // r, zero-padded to M bits
         let mut r = vec![0u8; col_len];
         r[..count.div_ceil(8)].copy_from_slice(&choices[..count.div_ceil(8)]);
-        if count % 8 != 0 {
+        if !count.is_multiple_of(8) {
             r[count / 8] &= (1u8 << (count % 8)) - 1;
         }
         let mut cols = vec![0u8; CHUNK / 8 * KAPPA];
@@ -116,8 +117,10 @@ impl IknpReceiver {
                 let pad = &mut pad[..bytes];
                 self.g1[i].ctr(counter, pad);
                 let u_col = &mut u[i * col_len + off..i * col_len + off + bytes];
-                for ((o, a), (b, c)) in u_col.iter_mut().zip(t_col.iter()).zip(pad.iter().zip(&r[off..off + bytes])) {
-                    *o = a ^ b ^ c;
+                let r = &r[off..off + bytes];
+                for (((o, a), b), c) in u_col.chunks_exact_mut(BLOCK).zip(t_col.chunks_exact(BLOCK))
+                    .zip(pad.chunks_exact(BLOCK)).zip(r.chunks_exact(BLOCK)) {
+                    store(o, load(a) ^ load(b) ^ load(c));
                 }
             }
             let live = rows.min(count.saturating_sub(start));
@@ -228,7 +231,7 @@ mod tests {
             for j in 0..count {
                 let b = (choices[j >> 3] >> (j & 7)) & 1;
                 for k in 0..16 {
-                    assert_eq!(q[j * 16 + k], t[j * 16 + k] ^ (b * 0xff & delta[k]), "row {j} of {count}");
+                    assert_eq!(q[j * 16 + k], t[j * 16 + k] ^ ((b * 0xff) & delta[k]), "row {j} of {count}");
                 }
             }
             all_t.extend_from_slice(&t);
@@ -248,7 +251,7 @@ mod tests {
         let count = 300;
         let mut u = vec![0u8; message_len(count)];
         let mut t = vec![0u8; count * 16];
-        recv.extend(&vec![0u8; 38], count, &mut u, &mut t).unwrap();
+        recv.extend(&[0u8; 38], count, &mut u, &mut t).unwrap();
         for i in [0usize, 77, 127] {
             let mut col = vec![0u8; rounded(count) / 8];
             Cipher::new(k0[i * 16..(i + 1) * 16].try_into().unwrap()).ctr(0, &mut col);

@@ -78,14 +78,13 @@ pub fn hash(rows: &[u8], domain: u64, start: u64, out: &mut [u8]) {
 /// Sender: `out0[j] = H(rows[j], τ)`, `out1[j] = H(rows[j] ⊕ Δ, τ)`, τ = τ(start + j, 0).
 pub fn hash_pair(rows: &[u8], delta: u128, domain: u64, start: u64, out0: &mut [u8], out1: &mut [u8]) {
     let mut px = [0u8; 2 * BATCH * BLOCK];
-    let mut h = [0u8; 2 * BATCH * BLOCK];
     for (b, ((chunk, o0), o1)) in rows.chunks(BATCH * BLOCK).zip(out0.chunks_mut(BATCH * BLOCK))
         .zip(out1.chunks_mut(BATCH * BLOCK)).enumerate() {
         let n = chunk.len();
+        let first = start + (b * BATCH) as u64;
         permute(chunk, Some(delta), &mut px[..2 * n]);
-        finish(&px[..2 * n], n / BLOCK, domain, start + (b * BATCH) as u64, 0, &mut h[..2 * n]);
-        o0.copy_from_slice(&h[..n]);
-        o1.copy_from_slice(&h[n..2 * n]);
+        finish(&px[..n], n / BLOCK, domain, first, 0, o0);
+        finish(&px[n..2 * n], n / BLOCK, domain, first, 0, o1);
     }
 }
 

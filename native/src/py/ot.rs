@@ -7,9 +7,9 @@
 //! runs the parties' roles side by side, so the rayon pool would only contend with the peer).
 //! Rows are (m, 16) uint8 C-contiguous arrays; packed bits are LSB-first (see `crate::ot`).
 
-use numpy::ndarray::{Array1, Array2, Array3};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
-            PyUntypedArrayMethods};
+use numpy::ndarray::Dimension;
+use numpy::{Element, PyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+            PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -36,9 +36,63 @@ fn delta_block(delta: &[u8]) -> PyResult<u128> {
     Ok(u128::from_le_bytes(d))
 }
 
-fn row_array(py: Python<'_>, data: Vec<u8>) -> Bound<'_, PyArray2<u8>> {
-    let m = data.len() / BLOCK;
-    Array2::from_shape_vec((m, BLOCK), data).expect("whole rows").into_pyarray(py)
+/// A zeroed array from numpy's allocator, filled by `fill` with the GIL released. numpy asks the
+/// kernel for huge pages on large arrays: first-touch page faults on a fresh 64 MiB Vec cost
+/// several times the hashing itself.
+fn filled<'py, T: Element, D: Dimension, R: Send>(py: Python<'py>, dims: D, fill: impl FnOnce(&mut [T]) -> R + Send)
+                                                  -> (Bound<'py, PyArray<T, D>>, R) {
+    let arr = PyArray::<T, D>::zeros(py, dims, false);
+    let r = {
+        let mut rw = arr.readwrite();
+        let out = rw.as_slice_mut().expect("a new array is contiguous");
+        py.detach(|| fill(out))
+    };
+    (arr, r)
+}
+
+/// (m, 16) rows filled with the GIL released.
+fn rows_out<'py>(py: Python<'py>, m: usize, fill: impl FnOnce(&mut [u8]) + Send) -> Bound<'py, PyArray2<u8>> {
+    filled(py, numpy::ndarray::Ix2(m, BLOCK), fill).0
+}
+
+/// Asks Linux for transparent huge pages under a large, not yet touched buffer, as numpy does for
+/// its arrays (`MADV_HUGEPAGE`; a hint: errors are ignored). With 4 KiB pages, the first-touch
+/// faults of a fresh 64 MiB message cost more than computing it.
+fn hint_huge_pages(buf: &mut [u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        const MIN: usize = 4 << 20;
+        const PAGE: usize = 4096;
+        const MADV_HUGEPAGE: std::os::raw::c_int = 14;
+        extern "C" {
+            fn madvise(addr: *mut std::os::raw::c_void, len: usize, advice: std::os::raw::c_int) -> std::os::raw::c_int;
+        }
+        if buf.len() >= MIN {
+            let skip = buf.as_ptr().align_offset(PAGE);
+            // SAFETY: the range lies inside `buf` and is page-aligned; MADV_HUGEPAGE changes no
+            // contents, only how the kernel backs the pages.
+            unsafe { madvise(buf.as_mut_ptr().add(skip).cast(), buf.len() - skip, MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+/// A bytes object of `len` bytes written by `fill` (which must write every byte) with the GIL
+/// released; `fill`'s error, if any, becomes a ValueError.
+fn bytes_out<'py>(py: Python<'py>, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<(), String> + Send)
+                  -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: PyBytes_FromStringAndSize(NULL, n) returns a new, uninitialised bytes object (or
+    // NULL with an exception set), which no other code can see until we return it; `fill` writes
+    // all of it before that. This skips `PyBytes::new_with`'s memset of tens of MiB under the GIL.
+    unsafe {
+        let obj = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
+        let bytes = Bound::from_owned_ptr_or_err(py, obj)?.cast_into_unchecked::<PyBytes>();
+        let data = std::slice::from_raw_parts_mut(pyo3::ffi::PyBytes_AsString(bytes.as_ptr()) as *mut u8, len);
+        hint_huge_pages(data);
+        py.detach(|| fill(data)).map_err(value_error)?;
+        Ok(bytes)
+    }
 }
 
 /// The base-OT sender (Chou–Orlandi on Ristretto255): ``count`` OTs from one message.
@@ -124,13 +178,15 @@ impl IknpReceiver {
             return Err(PyValueError::new_err(format!(
                 "{count} OTs need {} bytes of packed choice bits, got {}", count.div_ceil(8), choices.len())));
         }
-        let mut t = vec![0u8; count * BLOCK];
-        let inner = &mut self.inner;
-        // u is written straight into the bytes object, which no Python code can see yet
-        let u = PyBytes::new_with(py, iknp::message_len(count), |u| {
-            py.detach(|| inner.extend(choices, count, u, &mut t)).map_err(value_error)
-        })?;
-        Ok((u, row_array(py, t)))
+        let t = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
+        let u = {
+            let mut rw = t.readwrite();
+            let rows = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            // every byte of u is written (all 128 columns of the rounded count)
+            bytes_out(py, iknp::message_len(count), |u| inner.extend(choices, count, u, rows))?
+        };
+        Ok((u, t))
     }
 
     /// OTs extended so far (the sum of the rounded counts; the sender's is the same).
@@ -163,10 +219,11 @@ impl IknpSender {
             return Err(PyValueError::new_err(format!(
                 "the IKNP message for {count} OTs must be {} bytes, got {}", iknp::message_len(count), u.len())));
         }
-        let mut q = vec![0u8; count * BLOCK];
         let inner = &mut self.inner;
-        py.detach(|| inner.extend(u, count, &mut q)).map_err(value_error)?;
-        Ok(row_array(py, q))
+        let mut result = Ok(());
+        let q = rows_out(py, count, |q| result = inner.extend(u, count, q));
+        result.map_err(value_error)?;
+        Ok(q)
     }
 
     #[getter]
@@ -194,16 +251,16 @@ fn ot_hash<'py>(py: Python<'py>, rows: PyReadonlyArray2<'_, u8>, domain: u64, st
     tccr::check_indices(start, m).map_err(value_error)?;
     check_size(4 * m, "the hashes")?;
     match delta {
-        None => {
-            let mut out = vec![0u8; x.len()];
-            py.detach(|| tccr::hash(x, domain, start, &mut out));
-            Ok(row_array(py, out).into_any())
-        }
+        None => Ok(rows_out(py, m, |out| tccr::hash(x, domain, start, out)).into_any()),
         Some(d) => {
             let d = delta_block(d)?;
-            let (mut h0, mut h1) = (vec![0u8; x.len()], vec![0u8; x.len()]);
-            py.detach(|| tccr::hash_pair(x, d, domain, start, &mut h0, &mut h1));
-            Ok((row_array(py, h0), row_array(py, h1)).into_pyobject(py)?.into_any())
+            let h1 = PyArray2::<u8>::zeros(py, [m, BLOCK], false);
+            let h0 = {
+                let mut rw = h1.readwrite();
+                let out1 = rw.as_slice_mut().expect("a new array is contiguous");
+                rows_out(py, m, |out0| tccr::hash_pair(x, d, domain, start, out0, out1))
+            };
+            Ok((h0, h1).into_pyobject(py)?.into_any())
         }
     }
 }
@@ -220,16 +277,16 @@ fn ot_bits<'py>(py: Python<'py>, rows: PyReadonlyArray2<'_, u8>, domain: u64, st
     tccr::check_indices(start, m).map_err(value_error)?;
     let words = tccr::bit_words(m);
     match delta {
-        None => {
-            let mut out = vec![0u64; words];
-            py.detach(|| tccr::bits(x, domain, start, &mut out));
-            Ok(out.into_pyarray(py).into_any())
-        }
+        None => Ok(filled(py, numpy::ndarray::Ix1(words), |out| tccr::bits(x, domain, start, out)).0.into_any()),
         Some(d) => {
             let d = delta_block(d)?;
-            let (mut b0, mut b1) = (vec![0u64; words], vec![0u64; words]);
-            py.detach(|| tccr::bits_pair(x, d, domain, start, &mut b0, &mut b1));
-            Ok((b0.into_pyarray(py), b1.into_pyarray(py)).into_pyobject(py)?.into_any())
+            let b1 = PyArray1::<u64>::zeros(py, words, false);
+            let b0 = {
+                let mut rw = b1.readwrite();
+                let out1 = rw.as_slice_mut().expect("a new array is contiguous");
+                filled(py, numpy::ndarray::Ix1(words), |out0| tccr::bits_pair(x, d, domain, start, out0, out1)).0
+            };
+            Ok((b0, b1).into_pyobject(py)?.into_any())
         }
     }
 }
@@ -269,11 +326,12 @@ fn cot_send<'py>(py: Python<'py>, q: PyReadonlyArray2<'_, u8>, delta: &[u8], dom
     }
     let offs = contiguous(&offsets, "offsets")?;
     cot::check_residues(offs, &m, "offsets").map_err(value_error)?;
-    let mut corrections = vec![0u64; entries * bits * k];
-    let mut share = vec![0u64; entries * k];
-    py.detach(|| cot::send(x, d, domain, start, offs, &m, bits, &mut corrections, &mut share));
-    let corrections = Array3::from_shape_vec((entries, bits, k), corrections).expect("shape").into_pyarray(py);
-    let share = Array2::from_shape_vec((entries, k), share).expect("shape").into_pyarray(py);
+    let share = PyArray2::<u64>::zeros(py, [entries, k], false);
+    let corrections = {
+        let mut rw = share.readwrite();
+        let share = rw.as_slice_mut().expect("a new array is contiguous");
+        filled(py, numpy::ndarray::Ix3(entries, bits, k), |corr| cot::send(x, d, domain, start, offs, &m, bits, corr, share)).0
+    };
     Ok((corrections, share))
 }
 
@@ -297,9 +355,7 @@ fn cot_recv<'py>(py: Python<'py>, t: PyReadonlyArray2<'_, u8>, domain: u64, star
     cot::check_values(values, bits).map_err(value_error)?;
     let corr = contiguous(&corrections, "corrections")?;
     cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
-    let mut share = vec![0u64; entries * k];
-    py.detach(|| cot::recv(x, domain, start, values, corr, &m, bits, &mut share));
-    Ok(Array2::from_shape_vec((entries, k), share).expect("shape").into_pyarray(py))
+    Ok(filled(py, numpy::ndarray::Ix2(entries, k), |share| cot::recv(x, domain, start, values, corr, &m, bits, share)).0)
 }
 
 /// The receiver's IKNP choice bits for :func:`cot_recv`: bit e·ℓ + i is bit i of ``values[e]``
@@ -309,8 +365,8 @@ fn pack_choice_bits<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>, bit
     cot::check_bits(bits).map_err(value_error)?;
     let v = contiguous(&values, "values")?;
     cot::check_values(v, bits).map_err(value_error)?;
-    let out = py.detach(|| cot::pack_choice_bits(v, bits));
-    Ok(Array1::from_vec(out).into_pyarray(py))
+    let len = (v.len() * bits).div_ceil(8);
+    Ok(filled(py, numpy::ndarray::Ix1(len), |out| cot::pack_choice_bits(v, bits, out)).0)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
