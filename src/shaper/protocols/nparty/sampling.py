@@ -37,7 +37,8 @@ import numpy as np
 from .convert import _const, bits_to_mod, ripple_add, trits_to_mod
 from .domains import XorShares, ModShares, basis
 
-__all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "ternary", "uniform"]
+__all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
+           "uniform"]
 
 SIGMA = 3.2
 TAIL = 23          # support [-TAIL, TAIL]
@@ -136,3 +137,77 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
         out = out + values[j] * weights[j]
     return out
 
+
+
+def _rotate_by_private(engine: Any, v: np.ndarray, q: int, amounts: np.ndarray) -> np.ndarray:
+    """Rotate every row of a shared (B, M) matrix mod q cyclically by sum_k r_k mod M, where
+    r_k (``amounts`` at party k) is private to party k: per party k >= 1 and bit b of r_k one
+    rotation by 2^b conditioned on that bit (correlated OTs with the row's M offsets, in chunks
+    of 256 per OT); party 0 rotates its start vector itself."""
+    from .ot import links_for
+
+    B, M = v.shape
+    chunk = 256
+    chunks = -(-M // chunk)
+    links = links_for(engine.session)
+    ring_q = np.uint64(q)
+    for k in range(1, engine.parties):
+        for b in range(max(1, (M - 1).bit_length())):
+            shift = (1 << b) % M
+            delta = np.roll(v, shift, axis=1)
+            delta = np.where(delta >= v, delta - v, delta + (ring_q - v))
+            padded = np.zeros((B, chunks * chunk), np.uint64)
+            padded[:, :M] = delta
+            flat = padded.reshape(B * chunks, chunk)
+            if engine.me == k:
+                beta = np.repeat((amounts >> np.uint64(b)) & np.uint64(1), chunks)
+                recv, _ = links.cot({m: beta for m in range(k)}, {}, [q] * chunk, 1)
+                add = np.where(beta[:, None].astype(bool), flat, np.uint64(0))
+                for part in recv.values():
+                    add = (add + part) % ring_q
+                v = (v + add.reshape(B, -1)[:, :M]) % ring_q
+            elif engine.me < k:
+                _, sent = links.cot({}, {k: flat}, [q] * chunk, 1)
+                v = (v + sent[k].reshape(B, -1)[:, :M]) % ring_q
+    return v
+
+
+def hamming_weight(engine: Any, count: int, length: int, weight: int, moduli: int | Sequence[int]) -> ModShares:
+    """Shares over the basis of ``count`` vectors of ``length`` entries in {-1, 0, 1} with exactly
+    ``weight`` nonzero entries, uniformly placed, each sign uniform (GMPFHE's Fig. 3 procedure,
+    batched over the vectors).
+
+    In Z_3: v starts as (s_1 .. s_h, 0 ... 0) with random signs; for i < h a uniform j in
+    [i, length) swaps v_i and v_j obliviously: the one-hot vector of j comes from party 0's
+    private start position rotated by every other party's private amount (:func:`_rotate_by_private`),
+    then v_j = <f, v> and v <- v + f (v_i - v_j), v_i <- v_j with Beaver products mod 3. The
+    result is converted to the basis once (Z_3 -> Z_q). Exact: statistical distance 0."""
+    mods = basis(moduli)
+    if not 0 < weight <= length:
+        raise ValueError(f"weight must be in 1..length ({length}), got {weight}")
+    three = (3,)
+    signs = engine.bits_to_mod(engine.random_bits((), count), three)  # 0/1 in Z_3
+    v = np.zeros((count, length), np.uint64)
+    sign_vals = (signs + 1).share[..., 0]  # 1 or 2 (= -1) as Z_3 shares; party 0 added the 1
+    v[:, 0] = sign_vals
+    if weight > 1:
+        more = engine.bits_to_mod(engine.random_bits((weight - 1,), count), three) + 1
+        v[:, 1:weight] = more.share[..., 0].T
+    for i in range(weight):
+        m = length - i
+        start = engine.prg.below(m, count) if engine.me == 0 else None
+        onehot = np.zeros((count, m), np.uint64)
+        if engine.me == 0:
+            onehot[np.arange(count), start.astype(np.int64)] = 1
+        amounts = engine.prg.below(m, count) if m > 1 else np.zeros(count, np.uint64)
+        f = _rotate_by_private(engine, onehot, 3, amounts) if m > 1 else onehot
+        fs = ModShares(engine, f[..., None], three)
+        tail = ModShares(engine, v[:, i:, None].copy(), three)
+        vj = fs * tail  # (count, m)
+        vj_sum = vj.share[..., 0].sum(axis=1) % np.uint64(3)
+        d = ModShares(engine, ((v[:, i] + np.uint64(3) - vj_sum) % np.uint64(3))[:, None, None], three)
+        upd = fs * ModShares(engine, np.broadcast_to(d.share, (count, m, 1)).copy(), three)
+        v[:, i:] = (v[:, i:] + upd.share[..., 0]) % np.uint64(3)
+        v[:, i] = vj_sum
+    trits = ModShares(engine, v[..., None], three)
+    return engine.trits_to_mod(trits, mods, balanced=True)

@@ -1,0 +1,121 @@
+"""Secure samplers of the n-party engine against their exact laws: chi-square on >= 10^6 revealed
+samples (two parties), support checks, and the same samplers at three parties on fewer."""
+
+import importlib.util
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shaper.net import run_in_memory
+from shaper.protocols import OtTriples
+from shaper.protocols.nparty import AdditiveNPC
+from shaper.protocols.nparty.sampling import TAIL, gaussian_law, gaussian_thresholds, hamming_weight
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
+                                reason="OT extension runs in the native extension only")
+
+P61 = (1 << 61) - 1
+MILLION = 1 << 20
+P_FLOOR = 1e-6  # a correct sampler fails this once in a million runs
+
+
+def _centered(values, q):
+    v = values.astype(np.int64)
+    return np.where(v > q // 2, v - q, v)
+
+
+def _chi2(counts, expected):
+    """p-value of counts against expected counts, bins with expectation < 5 merged."""
+    counts, expected = np.asarray(counts, float), np.asarray(expected, float)
+    order = np.argsort(expected)
+    c, e = counts[order], expected[order]
+    small = np.cumsum(e) < 5 * 3  # merge the rarest bins into one
+    merged_c = np.concatenate([[c[small].sum()], c[~small]]) if small.any() else c
+    merged_e = np.concatenate([[e[small].sum()], e[~small]]) if small.any() else e
+    return stats.chisquare(merged_c, merged_e * merged_c.sum() / merged_e.sum()).pvalue
+
+
+def _sample_job(session, what, count, moduli):
+    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    if what == "gaussian":
+        x = e.gaussian(count, moduli)
+    elif what == "ternary":
+        x = e.ternary(count, moduli)
+    else:
+        x = e.uniform(count, moduli)
+    return x.reveal(to=0)
+
+
+def test_gaussian_table_is_the_folded_law_to_40_bits():
+    t = gaussian_thresholds()
+    law = gaussian_law()
+    assert len(t) == TAIL and all(a < b for a, b in zip(t, t[1:])) and t[-1] < 1 << 40
+    probs = np.diff([0, *t, 1 << 40]) / float(1 << 40)
+    assert np.abs(probs - law).max() < 2 ** -40
+    assert abs(law.sum() - 1) < 1e-12
+
+
+def test_gaussian_samples_follow_the_discrete_gaussian():
+    vals = run_in_memory(2, _sample_job, "gaussian", MILLION, (P61, 17), timeout=900)[0]
+    x = _centered(vals[:, 0], P61)
+    assert np.abs(x).max() <= TAIL  # never outside the documented support
+    np.testing.assert_array_equal(_centered(vals[:, 1], 17), _centered(x % 17, 17))
+    law = gaussian_law()
+    # the signed law: P(0) = law[0], P(+-i) = law[i] / 2
+    support = np.arange(-TAIL, TAIL + 1)
+    expected = np.array([law[abs(i)] / (1 if i == 0 else 2) for i in support]) * len(x)
+    counts = np.array([(x == i).sum() for i in support])
+    assert _chi2(counts, expected) > P_FLOOR
+    assert abs(x.std() - 3.2) < 0.01
+
+
+def test_ternary_and_uniform_samples_are_uniform():
+    vals = run_in_memory(2, _sample_job, "ternary", MILLION, (P61, 17), timeout=600)[0]
+    x = _centered(vals[:, 0], P61)
+    assert set(np.unique(x)) <= {-1, 0, 1}
+    np.testing.assert_array_equal(_centered(vals[:, 1], 17), x)
+    assert _chi2([(x == v).sum() for v in (-1, 0, 1)], [len(x) / 3] * 3) > P_FLOOR
+    q = 1009  # small prime: every residue is a bin
+    u = run_in_memory(2, _sample_job, "uniform", MILLION, q, timeout=600)[0][:, 0]
+    assert _chi2(np.bincount(u.astype(np.int64), minlength=q), [len(u) / q] * q) > P_FLOOR
+
+
+def _hw_job(session, count, length, weight):
+    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    return hamming_weight(e, count, length, weight, P61).reveal(to=0)
+
+
+def test_fixed_hamming_weight_vectors_are_uniform():
+    length, weight = 8, 3
+    count = MILLION // length  # 2^17 vectors, 2^20 coefficients
+    vals = run_in_memory(2, _hw_job, count, length, weight, timeout=900)[0]
+    x = _centered(vals[..., 0], P61)
+    assert set(np.unique(x)) <= {-1, 0, 1}
+    assert ((x != 0).sum(axis=1) == weight).all()
+    # every (positions, signs) pattern equally likely: C(8, 3) 2^3 = 448 of them
+    patterns = {}
+    for pos in combinations(range(length), weight):
+        for signs in range(1 << weight):
+            patterns[(pos, signs)] = len(patterns)
+    nz = np.sort(np.argsort(x == 0, axis=1, kind="stable")[:, :weight], axis=1)
+    sign_bits = (np.take_along_axis(x, nz, axis=1) < 0).astype(np.int64) @ (1 << np.arange(weight))
+    keys = np.array([patterns[(tuple(p), s)] for p, s in zip(nz.tolist(), sign_bits.tolist())])
+    total = math.comb(length, weight) << weight
+    assert _chi2(np.bincount(keys, minlength=total), [count / total] * total) > P_FLOOR
+
+
+def _three_job(session):
+    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    return (e.gaussian(5000, P61).reveal(), e.ternary(5000, P61).reveal(),
+            hamming_weight(e, 200, 16, 4, P61).reveal())
+
+
+def test_samplers_at_three_parties_stay_in_support():
+    for g, t, h in run_in_memory(3, _three_job, timeout=600):
+        g, t, h = (_centered(v[..., 0], P61) for v in (g, t, h))
+        assert np.abs(g).max() <= TAIL and abs(g.std() - 3.2) < 0.2
+        assert set(np.unique(t)) == {-1, 0, 1}
+        assert ((h != 0).sum(axis=1) == 4).all() and np.abs(h).max() == 1
