@@ -1,0 +1,331 @@
+"""Oblivious transfer in the native core, end to end through Python: Chou–Orlandi base OT, IKNP
+extension, the TCCR hash (random OT), and correlated OT / Gilboa products mod q. numpy, Python
+integers and the ``cryptography`` library's AES are the oracles; the two parties run in one
+process, exchanging the bytes the real protocol would send."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+if importlib.util.find_spec("shaper._native") is None:  # pragma: no cover - the extension is part of every install
+    pytest.skip("shaper._native is not built", allow_module_level=True)
+
+from shaper import _native
+
+P61 = (1 << 61) - 1
+Q62 = (1 << 62) - 57  # odd, just below the 2^62 bound
+DOMAIN = 0x5EED_0000_0000_0100  # low byte zero: the column byte of the tweak
+
+
+def _bits(packed: np.ndarray | bytes, count: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(bytes(packed), np.uint8), bitorder="little")[:count]
+
+
+def _base_ot(choices: bytes, count: int = 128, session: bytes = b"s" * 16):
+    """(k0, k1) of the base-OT sender and the receiver's keys."""
+    sender = _native.BaseOtSender(count, os.urandom(64), session)
+    receiver = _native.BaseOtReceiver(choices, count, os.urandom(64 * count), session)
+    reply = receiver.reply(sender.message())
+    k0, k1 = sender.keys(reply)
+    return k0, k1, receiver.keys()
+
+
+def _iknp_pair():
+    """A connected (IknpReceiver, IknpSender), set up by a real base OT in the other direction."""
+    delta = os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    return _native.IknpReceiver(k0, k1), _native.IknpSender(chosen, delta)
+
+
+def _extend(recv, send, choice_bits: np.ndarray, count: int):
+    u, t = recv.extend(choice_bits, count)
+    return t, send.extend(u, count)
+
+
+def _random_choices(count: int) -> np.ndarray:
+    return np.frombuffer(os.urandom(max(1, -(-count // 8))), np.uint8)
+
+
+def _aes_ecb(key: bytes, data: bytes) -> bytes:
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    return enc.update(data) + enc.finalize()
+
+
+# --- base OT ---------------------------------------------------------------------------------
+
+def test_base_ot_receiver_gets_exactly_the_chosen_key():
+    choices = os.urandom(16)
+    k0, k1, k = _base_ot(choices)
+    def rows(keys: bytes) -> np.ndarray:
+        return np.frombuffer(keys, np.uint8).reshape(128, 16)
+
+    c = _bits(choices, 128).astype(bool)
+    chosen = np.where(c[:, None], rows(k1), rows(k0))
+    other = np.where(c[:, None], rows(k0), rows(k1))
+    assert (rows(k) == chosen).all()
+    assert (rows(k) != other).any(axis=1).all()
+
+
+def test_base_ot_rejects_bad_input():
+    session = b"s" * 16
+    with pytest.raises(ValueError, match="64 bytes"):
+        _native.BaseOtSender(128, os.urandom(32), session)
+    with pytest.raises(ValueError, match="session"):
+        _native.BaseOtSender(128, os.urandom(64), b"short")
+    with pytest.raises(ValueError, match="bytes"):
+        _native.BaseOtReceiver(os.urandom(15), 128, os.urandom(64 * 128), session)
+    receiver = _native.BaseOtReceiver(os.urandom(16), 128, os.urandom(64 * 128), session)
+    with pytest.raises(ValueError, match="before reply"):
+        receiver.keys()
+    with pytest.raises(ValueError, match="identity"):
+        receiver.reply(bytes(32))
+    with pytest.raises(ValueError, match="not a valid"):
+        receiver.reply(b"\xff" * 32)
+    with pytest.raises(ValueError, match="32 bytes"):
+        receiver.reply(b"\x01" * 33)
+    sender = _native.BaseOtSender(128, os.urandom(64), session)
+    reply = receiver.reply(sender.message())
+    with pytest.raises(ValueError, match="already replied"):
+        receiver.reply(sender.message())
+    with pytest.raises(ValueError, match="4096 bytes"):
+        sender.keys(reply[:-32])
+    bad = bytearray(reply)
+    bad[32 * 7:32 * 8] = b"\xff" * 32
+    with pytest.raises(ValueError, match="point 7"):
+        sender.keys(bytes(bad))
+    sender.keys(reply)
+    with pytest.raises(ValueError, match="single use"):
+        sender.keys(reply)
+
+
+# --- IKNP ------------------------------------------------------------------------------------
+
+def test_iknp_rows_satisfy_q_equals_t_xor_choice_times_delta():
+    recv, send = _iknp_pair()
+    delta = np.frombuffer(send.delta, np.uint8)
+    for count in (1, 127, 128, 1000, 4097):
+        choices = _random_choices(count)
+        before = recv.index
+        t, q = _extend(recv, send, choices, count)
+        assert t.shape == q.shape == (count, 16) and t.dtype == q.dtype == np.uint8
+        b = _bits(choices, count)
+        assert (q == t ^ (b[:, None] * delta)).all()
+        assert recv.index == send.index == before + -(-count // 128) * 128
+
+
+def test_iknp_columns_are_aes_ctr_streams_continued_across_calls():
+    """Outside oracle: column i of t is AES-128 under k0_i of the counters 0, 1, ... (128-bit,
+    little-endian), the stream going on from one extend() to the next."""
+    k0, k1 = os.urandom(2048), os.urandom(2048)
+    recv = _native.IknpReceiver(k0, k1)
+    first, second = 200, 300  # 256 + 384 rounded rows
+    _, t1 = recv.extend(np.zeros(25, np.uint8), first)
+    _, t2 = recv.extend(np.zeros(38, np.uint8), second)
+    rows = np.concatenate([t1, np.zeros((56, 16), np.uint8), t2])  # 56 padding rows never returned
+    bits = np.unpackbits(rows, axis=1, bitorder="little")  # (rows, 128): bit i of row j
+    counters = b"".join(n.to_bytes(16, "little") for n in range(5))
+    for i in (0, 5, 127):
+        stream = _aes_ecb(k0[16 * i:16 * i + 16], counters)
+        column = _bits(stream, 640)
+        assert (bits[:first, i] == column[:first]).all()
+        assert (bits[256:256 + second, i] == column[256:256 + second]).all()
+
+
+def test_iknp_outputs_look_uniform():
+    recv, send = _iknp_pair()
+    count = 1 << 16
+    u, _ = recv.extend(_random_choices(count), count)
+    q = send.extend(u, count)
+    n_bits = count * 128
+    for name, data in (("q", q.tobytes()), ("u", u)):
+        ones = int(np.unpackbits(np.frombuffer(data, np.uint8)).sum())
+        assert abs(ones - n_bits / 2) < 5 * np.sqrt(n_bits / 4), name
+    # every bit position of q is balanced on its own as well
+    per_column = np.unpackbits(q, axis=1, bitorder="little").sum(axis=0)
+    assert (np.abs(per_column - count / 2) < 5 * np.sqrt(count / 4)).all()
+
+
+def test_iknp_rejects_a_wrong_message():
+    recv, send = _iknp_pair()
+    u, _ = recv.extend(_random_choices(1000), 1000)
+    assert len(u) == 1024 * 16
+    for bad in (u[:-1], u + b"\0", u[:len(u) // 2]):
+        with pytest.raises(ValueError, match="IKNP message"):
+            send.extend(bad, 1000)
+    with pytest.raises(ValueError, match="choice bits"):
+        recv.extend(np.zeros(10, np.uint8), 1000)
+    with pytest.raises(ValueError, match="2048 bytes"):
+        _native.IknpReceiver(os.urandom(2047), os.urandom(2048))
+    with pytest.raises(ValueError, match="delta"):
+        _native.IknpSender(os.urandom(2048), os.urandom(15))
+    assert send.index == 0  # the failed calls consumed nothing
+    send.extend(u, 1000)
+    assert send.index == recv.index == 1024
+
+
+# --- random OT by the TCCR hash ------------------------------------------------------------
+
+def _tccr_oracle(rows: np.ndarray, domain: int, start: int, column: int = 0) -> np.ndarray:
+    """H(x, τ) = π(π(x) ⊕ τ) ⊕ π(x) with π = AES-128 under SHA-256("shaper/ot/tccr/v1")[:16]."""
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(b"shaper/ot/tccr/v1")
+    key = digest.finalize()[:16]
+    px = np.frombuffer(_aes_ecb(key, rows.tobytes()), np.uint8).reshape(-1, 16)
+    tau = np.zeros_like(px)
+    j = np.arange(start, start + len(rows), dtype=np.uint64)
+    tau[:, :8] = j.view(np.uint8).reshape(-1, 8)
+    tau[:, 8:] = np.frombuffer((domain ^ column).to_bytes(8, "little"), np.uint8)
+    return np.frombuffer(_aes_ecb(key, (px ^ tau).tobytes()), np.uint8).reshape(-1, 16) ^ px
+
+
+def test_ot_hash_gives_random_ot_and_matches_the_formula():
+    recv, send = _iknp_pair()
+    count, start = 3000, recv.index
+    choices = _random_choices(count)
+    t, q = _extend(recv, send, choices, count)
+    mine = _native.ot_hash(t, DOMAIN, start)
+    m0, m1 = _native.ot_hash(q, DOMAIN, start, send.delta)
+    b = _bits(choices, count).astype(bool)
+    assert (mine == np.where(b[:, None], m1, m0)).all()
+    assert (mine != np.where(b[:, None], m0, m1)).any(axis=1).all()
+    assert (m0 == _tccr_oracle(q, DOMAIN, start)).all()
+    delta = np.frombuffer(send.delta, np.uint8)
+    assert (m1 == _tccr_oracle(q ^ delta, DOMAIN, start)).all()
+    # another domain or start gives unrelated pads
+    assert (_native.ot_hash(t, DOMAIN ^ 0x100, start) != mine).any(axis=1).all()
+    assert (_native.ot_hash(t, DOMAIN, start + 1) != mine).any(axis=1).all()
+
+
+def test_ot_bits_are_the_lowest_hash_bits():
+    recv, send = _iknp_pair()
+    for count in (1, 64, 65, 1000):
+        t, q = _extend(recv, send, _random_choices(count), count)
+        words = _native.ot_bits(t, DOMAIN, 7)
+        assert words.dtype == np.uint64 and words.shape == (-(-count // 64),)
+        as_bits = _bits(words.view(np.uint8), 64 * len(words))
+        assert (as_bits[:count] == _native.ot_hash(t, DOMAIN, 7)[:, 0] & 1).all()
+        assert not as_bits[count:].any()  # padding is zero
+        w0, w1 = _native.ot_bits(q, DOMAIN, 7, send.delta)
+        h0, h1 = _native.ot_hash(q, DOMAIN, 7, send.delta)
+        assert (_bits(w0.view(np.uint8), count) == h0[:, 0] & 1).all()
+        assert (_bits(w1.view(np.uint8), count) == h1[:, 0] & 1).all()
+
+
+def test_hash_rejects_bad_arguments():
+    rows = np.zeros((4, 16), np.uint8)
+    with pytest.raises(ValueError, match="low 8 bits"):
+        _native.ot_hash(rows, DOMAIN | 1, 0)
+    with pytest.raises(ValueError, match="delta"):
+        _native.ot_bits(rows, DOMAIN, 0, b"short")
+    with pytest.raises(ValueError, match="overflow"):
+        _native.ot_hash(rows, DOMAIN, (1 << 64) - 2)
+    with pytest.raises(ValueError, match=r"shape \(m, 16\)"):
+        _native.ot_hash(np.zeros((4, 8), np.uint8), DOMAIN, 0)
+    with pytest.raises(ValueError, match="contiguous"):
+        _native.ot_hash(np.zeros((4, 32), np.uint8)[:, ::2], DOMAIN, 0)
+
+
+# --- correlated OT and Gilboa products -----------------------------------------------------
+
+def _residues(n: int, q: int) -> np.ndarray:
+    modulus = q or 1 << 64
+    return np.array([int.from_bytes(os.urandom(16), "little") % modulus for _ in range(n)], np.uint64)
+
+
+def _cot(recv, send, values: np.ndarray, offsets: np.ndarray, moduli: np.ndarray, bits: int, domain: int = DOMAIN):
+    """One batch of COTs: (sender share, receiver share, corrections)."""
+    rows = len(values) * bits
+    start = recv.index
+    choice_bits = _native.pack_choice_bits(values, bits)
+    t, q = _extend(recv, send, choice_bits, rows)
+    corrections, s_send = _native.cot_send(q, send.delta, domain, start, offsets, moduli, bits)
+    s_recv = _native.cot_recv(t, domain, start, values, corrections, moduli, bits)
+    return s_send, s_recv, corrections
+
+
+@pytest.mark.parametrize("moduli", [[0], [P61], [Q62], [0, P61, Q62]])
+@pytest.mark.parametrize("bits", [1, 61])
+def test_cot_shares_add_up_to_offset_times_value(moduli, bits):
+    recv, send = _iknp_pair()
+    moduli = np.array(moduli, np.uint64)
+    entries, k = 100, len(moduli)
+    values = _residues(entries, 1 << bits)
+    offsets = np.stack([_residues(entries, int(q)) for q in moduli], axis=1)
+    s_send, s_recv, corrections = _cot(recv, send, values, offsets, moduli, bits)
+    assert s_send.shape == s_recv.shape == (entries, k) and corrections.shape == (entries, bits, k)
+    for c, q in enumerate(int(m) for m in moduli):
+        modulus = q or 1 << 64
+        for e in range(entries):
+            want = int(offsets[e, c]) * int(values[e]) % modulus
+            assert (int(s_send[e, c]) + int(s_recv[e, c])) % modulus == want
+            assert all(int(x) < modulus for x in corrections[e, :, c])
+
+
+def test_gilboa_beaver_triples_mod_a_61_bit_prime():
+    """Two parties with additive shares of a and b get shares of c = a·b mod q: the cross terms
+    a0·b1 and a1·b0 by one Gilboa OLE in each direction (each party a sender once)."""
+    q, bits, n = P61, 61, 64
+    moduli = np.array([q], np.uint64)
+    a0, a1, b0, b1 = (_residues(n, q) for _ in range(4))
+    r01, s01 = _iknp_pair()  # party 0 receives extended OTs from party 1
+    r10, s10 = _iknp_pair()  # and the other way round
+    # a0·b1: party 1 holds b1 as choice values, party 0 sends offsets a0
+    x_send, x_recv, _ = _cot(r10, s10, b1, a0.reshape(n, 1), moduli, bits, domain=0x1000)
+    # a1·b0: party 0 holds b0 as choice values, party 1 sends offsets a1
+    y_send, y_recv, _ = _cot(r01, s01, b0, a1.reshape(n, 1), moduli, bits, domain=0x2000)
+    for i in range(n):
+        c0 = (int(a0[i]) * int(b0[i]) + int(x_send[i, 0]) + int(y_recv[i, 0])) % q
+        c1 = (int(a1[i]) * int(b1[i]) + int(x_recv[i, 0]) + int(y_send[i, 0])) % q
+        a, b = (int(a0[i]) + int(a1[i])) % q, (int(b0[i]) + int(b1[i])) % q
+        assert (c0 + c1) % q == a * b % q
+
+
+def test_private_bit_times_value_over_2_64():
+    recv, send = _iknp_pair()
+    bits_values = np.frombuffer(os.urandom(500), np.uint8).astype(np.uint64) & np.uint64(1)
+    values = np.frombuffer(os.urandom(8 * 500), np.uint64).reshape(500, 1)
+    s_send, s_recv, _ = _cot(recv, send, bits_values, values, np.array([0], np.uint64), 1)
+    assert ((s_send + s_recv)[:, 0] == bits_values * values[:, 0]).all()  # uint64 wraps mod 2^64
+
+
+def test_pack_choice_bits_layout():
+    for bits in (1, 7, 61, 64):
+        values = _residues(37, 1 << bits)
+        packed = _native.pack_choice_bits(values, bits)
+        assert packed.dtype == np.uint8 and len(packed) == -(-37 * bits // 8)
+        want = [(int(v) >> i) & 1 for v in values for i in range(bits)]
+        assert (_bits(packed, 37 * bits) == want).all()
+
+
+def test_cot_rejects_bad_arguments():
+    recv, send = _iknp_pair()
+    values = np.array([5, 6], np.uint64)
+    t, q = _extend(recv, send, _native.pack_choice_bits(values, 3), 6)
+    offsets, moduli = np.array([[1], [2]], np.uint64), np.array([P61], np.uint64)
+    with pytest.raises(ValueError, match="odd"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, offsets, np.array([1 << 40], np.uint64), 3)
+    with pytest.raises(ValueError, match="odd"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, offsets, np.array([1 << 62 | 1], np.uint64), 3)
+    with pytest.raises(ValueError, match="not below its modulus"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, np.array([[1], [P61]], np.uint64), moduli, 3)
+    with pytest.raises(ValueError, match="OT rows"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, offsets, moduli, 2)
+    with pytest.raises(ValueError, match="bits"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, offsets, moduli, 65)
+    with pytest.raises(ValueError, match="shape"):
+        _native.cot_send(q, send.delta, DOMAIN, 0, np.ones((2, 2), np.uint64), moduli, 3)
+    with pytest.raises(ValueError, match="low 8 bits"):
+        _native.cot_send(q, send.delta, DOMAIN | 3, 0, offsets, moduli, 3)
+    corrections, _ = _native.cot_send(q, send.delta, DOMAIN, 0, offsets, moduli, 3)
+    with pytest.raises(ValueError, match="does not fit in 3 bits"):
+        _native.cot_recv(t, DOMAIN, 0, np.array([5, 8], np.uint64), corrections, moduli, 3)
+    with pytest.raises(ValueError, match="not below its modulus"):
+        _native.cot_recv(t, DOMAIN, 0, values, np.full((2, 3, 1), P61, np.uint64), moduli, 3)
+    with pytest.raises(ValueError, match="corrections must have shape"):
+        _native.cot_recv(t, DOMAIN, 0, values, corrections[:, :2], moduli, 3)
+    with pytest.raises(ValueError, match="does not fit"):
+        _native.pack_choice_bits(np.array([4], np.uint64), 2)
