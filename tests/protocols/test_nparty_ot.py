@@ -201,3 +201,33 @@ def test_hybrid_two_party_engine_runs_on_ot_triples():
     for prod, mm in run_in_memory(2, _hybrid_job, xv, yv, timeout=120):
         np.testing.assert_allclose(prod, xv * yv, atol=1e-3)
         np.testing.assert_allclose(mm, xv.reshape(2, 3) @ yv.reshape(3, 2), atol=1e-3)
+
+
+def _traffic_job(session, op, count, moduli):
+    e = _engine(session)
+    src = e.triple_source
+    from shaper.protocols.nparty.ot import links_for
+
+    links_for(session).ensure([p for p in range(session.n) if p != session.index])
+    bits = e.random_bits((), count)
+    trits = e.random_mod(count, (3,))
+    session.barrier()
+    before = session.stats.bytes_sent
+    {"ring-triple": lambda: src.elementwise(e, count), "mod-triple": lambda: src.mod_triples(e, count, moduli),
+     "bit-triple": lambda: src.bit_triples(e, count // 64), "b2a": lambda: e.bits_to_mod(bits, moduli),
+     "t2a": lambda: e.trits_to_mod(trits, moduli)}[op]()
+    return session.stats.bytes_sent - before
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("op", ["ring-triple", "mod-triple", "bit-triple", "b2a", "t2a"])
+def test_declared_costs_match_the_traffic(n, op):
+    """What docs/mpc.md prints (shaper.protocols.nparty.costs) is what a run sends, +-2 %."""
+    from shaper.protocols.nparty.costs import COSTS
+
+    count, moduli = 1 << 13, (P61, (1 << 31) - 1)
+    sent = run_in_memory(n, _traffic_job, op, count, moduli, timeout=120)
+    w = 61 if op != "mod-triple" else (61 + 31) / 2  # mod-triple: the mean bit length over the limbs
+    declared = COSTS[op].bytes(n, len(moduli), w)
+    per_item = sum(sent) / n / count
+    assert per_item == pytest.approx(declared, rel=0.02), (op, n, per_item, declared)
