@@ -36,6 +36,14 @@
 //! (OT index, column, domain) may be hashed for one purpose only: a random-OT pad used twice,
 //! or a Gilboa correction sent twice for one pad, leaks. Δ is fixed per IKNP sender, so rows of
 //! one extension must not be exposed raw (only their hashes).
+//!
+//! # Speed
+//! AES comes from RustCrypto's `aes` 0.9, always in batches (64 counter blocks per column, 240
+//! rows per hash batch). Its VAES-256 backend is only chosen where the OS enables AVX-512 state
+//! (`cpufeatures` 0.3 checks ZMM for "vaes"), so AVX2-only CPUs run its 8-way AES-NI code. The
+//! bindings allocate outputs through numpy (huge pages) and write them with the GIL released:
+//! for large batches page faults otherwise cost more than the cryptography. Secrets are not
+//! zeroised on drop.
 
 pub mod base;
 pub mod block;
