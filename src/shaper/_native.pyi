@@ -115,3 +115,63 @@ class RistrettoKey:
 
 def item_digests(prefix: bytes, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], width: int) -> bytes:
     """The first ``width`` (<= 32) bytes of SHA-256(prefix || item) per packed item."""
+
+# -- oblivious transfer (native/src/ot; used by shaper.protocols.nparty.ot) ---------------------------
+class BaseOtSender:
+    """Chou-Orlandi base OTs on Ristretto255, sender side (the party that will receive extended OTs)."""
+
+    def __init__(self, count: int, seed: bytes, session: bytes) -> None: ...  # seed: 64 random bytes
+    def message(self) -> bytes:
+        """A = a G (32 bytes)."""
+    def keys(self, reply: bytes) -> tuple[bytes, bytes]:
+        """(k0, k1), ``count`` 16-byte keys each, from the receiver's ``count`` points (once)."""
+
+class BaseOtReceiver:
+    """Chou-Orlandi base OTs, receiver side, with packed choice bits (LSB first)."""
+
+    def __init__(self, choices: bytes, count: int, seed: bytes, session: bytes) -> None: ...  # count*64 bytes
+    def reply(self, message: bytes) -> bytes:
+        """The points B_i (32 bytes each), once."""
+    def keys(self) -> bytes:
+        """The chosen keys, 16 bytes each (after ``reply``)."""
+
+class IknpReceiver:
+    """IKNP extension, receiver side (was the base-OT sender with k0, k1)."""
+
+    def __init__(self, k0: bytes, k1: bytes) -> None: ...
+    def extend(self, choices: npt.NDArray[np.uint8], count: int) -> tuple[bytes, npt.NDArray[np.uint8]]:
+        """(u for the sender, rows t (count, 16)); ``count`` rounded up to 128 in ``index``."""
+    @property
+    def index(self) -> int: ...
+
+class IknpSender:
+    """IKNP extension, sender side (was the base-OT receiver with choice bits ``delta``)."""
+
+    def __init__(self, keys: bytes, delta: bytes) -> None: ...
+    def extend(self, u: bytes, count: int) -> npt.NDArray[np.uint8]:
+        """Rows q (count, 16), q_j = t_j XOR b_j delta; ValueError if ``u`` has the wrong length."""
+    @property
+    def index(self) -> int: ...
+    @property
+    def delta(self) -> bytes: ...
+
+def ot_hash(rows: npt.NDArray[np.uint8], domain: int, start: int, delta: bytes | None = None
+            ) -> npt.NDArray[np.uint8] | tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """Random-OT messages H(row, tweak(start + j)): the receiver's, or the sender's pair."""
+def ot_bits(rows: npt.NDArray[np.uint8], domain: int, start: int, delta: bytes | None = None
+            ) -> U64 | tuple[U64, U64]:
+    """As ``ot_hash``, the lowest bit of each hash only, packed 64 per word."""
+def cot_send(q: npt.NDArray[np.uint8], delta: bytes, domain: int, start: int, offsets: U64, moduli: U64,
+             bits: int) -> tuple[U64, U64]:
+    """Gilboa / correlated OT, sender: (corrections (e, bits, k), share (e, k))."""
+def cot_recv(t: npt.NDArray[np.uint8], domain: int, start: int, choices: U64, corrections: U64, moduli: U64,
+             bits: int) -> U64:
+    """Gilboa / correlated OT, receiver: share (e, k); sender + receiver = offsets * choices mod q."""
+def pack_choice_bits(values: U64, bits: int) -> npt.NDArray[np.uint8]:
+    """Row e*bits + i = bit i of values[e], packed LSB first."""
+
+# -- word-size modular arithmetic (native/src/modq.rs) ----------------------------------------------
+def mod_mul(a: U64, b: U64, moduli: U64) -> U64:
+    """a * b element-wise for (n, L) arrays, column c mod moduli[c] (odd, < 2^62; inputs reduced)."""
+def mod_matmul(a: U64, b: U64, modulus: int) -> U64:
+    """a @ b mod one odd modulus < 2^62."""
