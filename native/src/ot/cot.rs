@@ -151,38 +151,73 @@ fn split(first: usize, bits: usize) -> (usize, usize) {
 #[allow(clippy::too_many_arguments)]
 pub fn send(q: &[u8], delta: u128, domain: u64, start: u64, offsets: &[u64], m: &[Modulus], bits: usize,
             corrections: &mut [u64], share: &mut [u64]) {
-    let k = m.len();
-    let rows = q.len() / BLOCK;
-    debug_assert!(rows.is_multiple_of(bits) && offsets.len() == rows / bits * k && corrections.len() == rows * k);
-    share.fill(0);
-    // a·2^i mod q for the current row of each column, doubled row by row
-    let mut shifted = vec![0u64; k];
-    let mut px = [0u8; 2 * BATCH * BLOCK];
-    let mut h = [0u8; 2 * BATCH * BLOCK];
-    for (b, chunk) in q.chunks(BATCH * BLOCK).enumerate() {
-        let n = chunk.len() / BLOCK;
-        let first = b * BATCH;
-        permute(chunk, Some(delta), &mut px[..2 * n * BLOCK]);
-        for (c, md) in m.iter().enumerate() {
-            finish(&px[..2 * n * BLOCK], n, domain, start + first as u64, c as u64, &mut h[..2 * n * BLOCK]);
-            let (mut e, mut i) = split(first, bits);
-            for r in 0..n {
-                let p0 = md.reduce(load(&h[r * BLOCK..]));
-                let p1 = md.reduce(load(&h[(n + r) * BLOCK..]));
-                let s = &mut shifted[c];
-                *s = if i == 0 { offsets[e * k + c] } else { md.add(*s, *s) };
-                corrections[(first + r) * k + c] = md.add(md.sub(p0, p1), *s);
-                share[e * k + c] = md.add(share[e * k + c], p0);
-                i += 1;
-                if i == bits {
-                    i = 0;
-                    e += 1;
+    debug_assert!((q.len() / BLOCK).is_multiple_of(bits) && corrections.len() == q.len() / BLOCK * m.len());
+    let mut s = Sender::new(delta, domain, start, offsets, m, bits, corrections, share);
+    s.rows(0, q);
+    s.finish();
+}
+
+/// The sender's half fed rows in order, a run at a time: what lets IKNP hand over each chunk of
+/// q while it is still in cache ([`super::iknp::IknpSender::extend_cot`]) instead of writing all
+/// of q out first. Runs may split an entry's ℓ rows; the doubling offset a·2^i carries over.
+pub struct Sender<'a> {
+    delta: u128,
+    domain: u64,
+    start: u64,
+    offsets: &'a [u64],
+    m: &'a [Modulus],
+    bits: usize,
+    corrections: &'a mut [u64],
+    share: &'a mut [u64],
+    /// a·2^i mod q for the current row of each column, doubled row by row
+    shifted: Vec<u64>,
+}
+
+impl<'a> Sender<'a> {
+    /// Outputs as for [`send`]; `share` is zeroed here.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(delta: u128, domain: u64, start: u64, offsets: &'a [u64], m: &'a [Modulus], bits: usize,
+               corrections: &'a mut [u64], share: &'a mut [u64]) -> Self {
+        debug_assert!(offsets.len() == share.len() && share.len() * bits == corrections.len());
+        share.fill(0);
+        Sender { delta, domain, start, offsets, m, bits, corrections, share, shifted: vec![0; m.len()] }
+    }
+
+    /// Rows `first..first + q.len() / 16` (of the whole E·ℓ), in order after the previous run.
+    pub fn rows(&mut self, first: usize, q: &[u8]) {
+        let (k, bits) = (self.m.len(), self.bits);
+        let mut px = [0u8; 2 * BATCH * BLOCK];
+        let mut h = [0u8; 2 * BATCH * BLOCK];
+        for (b, chunk) in q.chunks(BATCH * BLOCK).enumerate() {
+            let n = chunk.len() / BLOCK;
+            let first = first + b * BATCH;
+            permute(chunk, Some(self.delta), &mut px[..2 * n * BLOCK]);
+            for (c, md) in self.m.iter().enumerate() {
+                finish(&px[..2 * n * BLOCK], n, self.domain, self.start + first as u64, c as u64, &mut h[..2 * n * BLOCK]);
+                let (mut e, mut i) = split(first, bits);
+                let s = &mut self.shifted[c];
+                for r in 0..n {
+                    let p0 = md.reduce(load(&h[r * BLOCK..]));
+                    let p1 = md.reduce(load(&h[(n + r) * BLOCK..]));
+                    *s = if i == 0 { self.offsets[e * k + c] } else { md.add(*s, *s) };
+                    self.corrections[(first + r) * k + c] = md.add(md.sub(p0, p1), *s);
+                    self.share[e * k + c] = md.add(self.share[e * k + c], p0);
+                    i += 1;
+                    if i == bits {
+                        i = 0;
+                        e += 1;
+                    }
                 }
             }
         }
     }
-    for (n, s) in share.iter_mut().enumerate() {
-        *s = m[n % k].sub(0, *s);
+
+    /// After the last row: the share is minus the sum of the p0 pads.
+    pub fn finish(self) {
+        let k = self.m.len();
+        for (n, s) in self.share.iter_mut().enumerate() {
+            *s = self.m[n % k].sub(0, *s);
+        }
     }
 }
 

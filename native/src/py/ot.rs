@@ -1,5 +1,7 @@
 //! Bindings of oblivious transfer (`crate::ot`): `BaseOtSender`/`BaseOtReceiver` (Chou–Orlandi),
-//! `IknpReceiver`/`IknpSender` (IKNP extension), `ot_hash`/`ot_bits` (random OT by the TCCR hash),
+//! `IknpReceiver`/`IknpSender` (IKNP extension; `extend_hash`, `extend_bits` and the sender's
+//! `extend_cot` fuse it with the kernel that consumes the rows), `ot_hash`/`ot_bits` (random OT
+//! by the TCCR hash),
 //! `cot_send`/`cot_recv` (correlated OT and Gilboa products mod q) and `pack_choice_bits`.
 //!
 //! Sans I/O: bytes and arrays in, bytes and arrays out; randomness comes from the caller. Each
@@ -93,6 +95,31 @@ fn bytes_out<'py>(py: Python<'py>, len: usize, fill: impl FnOnce(&mut [u8]) -> R
         py.detach(|| fill(data)).map_err(value_error)?;
         Ok(bytes)
     }
+}
+
+/// The receiver's fused calls: choice bits, hash domain, OT indices and output size; returns
+/// `start`. Checked before anything is allocated or the PRG streams move.
+fn fused_checks(choices: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
+    check_size(iknp::message_len(count) / 8 + count * 2, "the extension")?;
+    if choices.len() < count.div_ceil(8) {
+        return Err(PyValueError::new_err(format!(
+            "{count} OTs need {} bytes of packed choice bits, got {}", count.div_ceil(8), choices.len())));
+    }
+    tccr::check_domain(domain).map_err(value_error)?;
+    tccr::check_indices(start, count).map_err(value_error)?;
+    Ok(start)
+}
+
+/// The sender's fused calls: message length, hash domain, OT indices and output size.
+fn sender_checks(u: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
+    check_size(count * 4, "the extension")?;
+    if u.len() != iknp::message_len(count) {
+        return Err(PyValueError::new_err(format!(
+            "the IKNP message for {count} OTs must be {} bytes, got {}", iknp::message_len(count), u.len())));
+    }
+    tccr::check_domain(domain).map_err(value_error)?;
+    tccr::check_indices(start, count).map_err(value_error)?;
+    Ok(start)
 }
 
 /// The base-OT sender (Chou–Orlandi on Ristretto255): ``count`` OTs from one message.
@@ -189,6 +216,42 @@ impl IknpReceiver {
         Ok((u, t))
     }
 
+    /// :meth:`extend` and :func:`ot_hash` in one pass: returns (u, hashes), hashes the (count, 16)
+    /// H(t_j, τ(start + j, 0)) under ``domain``, ``start`` by default :attr:`index` before the
+    /// call (what the two-step path passes). Equal to the two steps bit for bit; faster, since
+    /// each chunk of t is hashed while in cache and t is never written out.
+    #[pyo3(signature = (choices, count, domain, start=None))]
+    fn extend_hash<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
+                        start: Option<u64>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+        let choices = contiguous(&choices, "choices")?;
+        let start = fused_checks(choices, count, domain, start.unwrap_or(self.inner.index()))?;
+        let h = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
+        let u = {
+            let mut rw = h.readwrite();
+            let out = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            bytes_out(py, iknp::message_len(count), |u| inner.extend_hash(choices, count, domain, start, u, out))?
+        };
+        Ok((u, h))
+    }
+
+    /// :meth:`extend` and :func:`ot_bits` in one pass: returns (u, bits), bits uint64
+    /// ``ceil(count / 64)`` words; ``start`` as for :meth:`extend_hash`.
+    #[pyo3(signature = (choices, count, domain, start=None))]
+    fn extend_bits<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
+                        start: Option<u64>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)> {
+        let choices = contiguous(&choices, "choices")?;
+        let start = fused_checks(choices, count, domain, start.unwrap_or(self.inner.index()))?;
+        let b = PyArray1::<u64>::zeros(py, tccr::bit_words(count), false);
+        let u = {
+            let mut rw = b.readwrite();
+            let out = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            bytes_out(py, iknp::message_len(count), |u| inner.extend_bits(choices, count, domain, start, u, out))?
+        };
+        Ok((u, b))
+    }
+
     /// OTs extended so far (the sum of the rounded counts; the sender's is the same).
     #[getter]
     fn index(&self) -> u64 {
@@ -224,6 +287,78 @@ impl IknpSender {
         let q = rows_out(py, count, |q| result = inner.extend(u, count, q));
         result.map_err(value_error)?;
         Ok(q)
+    }
+
+    /// :meth:`extend` and :func:`ot_hash` (with Δ) in one pass: returns (h0, h1), the (count, 16)
+    /// H(q_j, τ) and H(q_j ⊕ Δ, τ), τ = τ(start + j, 0) under ``domain``, ``start`` by default
+    /// :attr:`index` before the call. Equal to the two steps bit for bit.
+    #[pyo3(signature = (u, count, domain, start=None))]
+    fn extend_hash<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>)
+                        -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
+        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        let h1 = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
+        let mut result = Ok(());
+        let h0 = {
+            let mut rw = h1.readwrite();
+            let out1 = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            rows_out(py, count, |out0| result = inner.extend_hash(u, count, domain, start, out0, out1))
+        };
+        result.map_err(value_error)?;
+        Ok((h0, h1))
+    }
+
+    /// :meth:`extend` and :func:`ot_bits` (with Δ) in one pass: returns (m0, m1), uint64
+    /// ``ceil(count / 64)`` words each; ``start`` as for :meth:`extend_hash`.
+    #[pyo3(signature = (u, count, domain, start=None))]
+    fn extend_bits<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>)
+                        -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        let words = tccr::bit_words(count);
+        let b1 = PyArray1::<u64>::zeros(py, words, false);
+        let (b0, result) = {
+            let mut rw = b1.readwrite();
+            let out1 = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            filled(py, numpy::ndarray::Ix1(words), |out0| inner.extend_bits(u, count, domain, start, out0, out1))
+        };
+        result.map_err(value_error)?;
+        Ok((b0, b1))
+    }
+
+    /// :meth:`extend` and :func:`cot_send` in one pass: from the receiver's message ``u`` for
+    /// ``count`` = e·ℓ OTs, the offsets uint64 (e, k) and moduli uint64 (k,), returns
+    /// (corrections uint64 (e, ℓ, k), share uint64 (e, k)) exactly as ``cot_send(extend(u, count),
+    /// Δ, domain, start, offsets, moduli, bits)``; ``start`` as for :meth:`extend_hash`.
+    #[pyo3(signature = (u, count, domain, offsets, moduli, bits, start=None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn extend_cot<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, offsets: PyReadonlyArray2<'_, u64>,
+                       moduli: PyReadonlyArray1<'_, u64>, bits: usize, start: Option<u64>)
+                       -> PyResult<(Bound<'py, PyArray3<u64>>, Bound<'py, PyArray2<u64>>)> {
+        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        cot::check_bits(bits).map_err(value_error)?;
+        let m = cot::moduli(contiguous(&moduli, "moduli")?).map_err(value_error)?;
+        let (entries, k) = (offsets.shape()[0], m.len());
+        if offsets.shape()[1] != k {
+            return Err(PyValueError::new_err(format!("offsets must have shape (e, {k}), got {:?}", offsets.shape())));
+        }
+        if entries.checked_mul(bits) != Some(count) {
+            return Err(PyValueError::new_err(format!("{entries} entries of {bits} bits need {} OTs, got {count}",
+                                                     entries.saturating_mul(bits))));
+        }
+        check_size(count * k, "the corrections")?;
+        let offs = contiguous(&offsets, "offsets")?;
+        cot::check_residues(offs, &m, "offsets").map_err(value_error)?;
+        let share = PyArray2::<u64>::zeros(py, [entries, k], false);
+        let (corrections, result) = {
+            let mut rw = share.readwrite();
+            let share = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            filled(py, numpy::ndarray::Ix3(entries, bits, k),
+                   |corr| inner.extend_cot(u, count, domain, start, offs, &m, bits, corr, share))
+        };
+        result.map_err(value_error)?;
+        Ok((corrections, share))
     }
 
     #[getter]
