@@ -329,3 +329,86 @@ def test_cot_rejects_bad_arguments():
         _native.cot_recv(t, DOMAIN, 0, values, corrections[:, :2], moduli, 3)
     with pytest.raises(ValueError, match="does not fit"):
         _native.pack_choice_bits(np.array([4], np.uint64), 2)
+
+
+# --- fused extension + kernel ------------------------------------------------------------------
+
+def _twin_pairs():
+    """Two IKNP pairs in the same state (same base keys and Δ), to run both paths side by side."""
+    delta = os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    return ((_native.IknpReceiver(k0, k1), _native.IknpSender(chosen, delta)),
+            (_native.IknpReceiver(k0, k1), _native.IknpSender(chosen, delta)), delta)
+
+
+@pytest.mark.parametrize("count", [1, 200, 8192 * 2 + 77])
+def test_fused_calls_equal_extend_then_kernel(count):
+    (r1, s1), (r2, s2), delta = _twin_pairs()
+    warm = _random_choices(300)
+    _extend(r1, s1, warm, 300), _extend(r2, s2, warm, 300)  # a non-zero start
+    choices = _random_choices(count)
+    # random OT: hashes, given out= buffers on the second call
+    start = r1.index
+    t, q = _extend(r1, s1, choices, count)
+    u, h = r2.extend_hash(choices, count, DOMAIN)
+    h0, h1 = s2.extend_hash(u, count, DOMAIN)
+    assert (h == _native.ot_hash(t, DOMAIN, start)).all()
+    want0, want1 = _native.ot_hash(q, DOMAIN, start, delta)
+    assert (h0 == want0).all() and (h1 == want1).all()
+    start = r1.index
+    t, q = _extend(r1, s1, choices, count)
+    bufs = np.empty((count, 16), np.uint8), np.empty((count, 16), np.uint8), np.empty((count, 16), np.uint8)
+    u, h = r2.extend_hash(choices, count, DOMAIN, out=bufs[0])
+    pair = s2.extend_hash(u, count, DOMAIN, out=(bufs[1], bufs[2]))
+    assert h is bufs[0] and pair[0] is bufs[1] and pair[1] is bufs[2]
+    assert (h == _native.ot_hash(t, DOMAIN, start)).all()
+    want0, want1 = _native.ot_hash(q, DOMAIN, start, delta)
+    assert (bufs[1] == want0).all() and (bufs[2] == want1).all()
+    # random OT: bits
+    start = r1.index
+    t, q = _extend(r1, s1, choices, count)
+    u, b = r2.extend_bits(choices, count, DOMAIN)
+    b0, b1 = s2.extend_bits(u, count, DOMAIN)
+    assert (b == _native.ot_bits(t, DOMAIN, start)).all()
+    want0, want1 = _native.ot_bits(q, DOMAIN, start, delta)
+    assert (b0 == want0).all() and (b1 == want1).all()
+    # correlated OT (Gilboa, two moduli), then the receiver's half on the fused sender's output
+    bits, moduli = 61, np.array([P61, 0], np.uint64)
+    e = max(1, count // bits)
+    values = np.frombuffer(os.urandom(8 * e), np.uint64) >> np.uint64(3)
+    offsets = np.stack([np.frombuffer(os.urandom(8 * e), np.uint64) % np.uint64(P61),
+                        np.frombuffer(os.urandom(8 * e), np.uint64)], axis=1)
+    cb = _native.pack_choice_bits(values, bits)
+    start = r1.index
+    t, q = _extend(r1, s1, cb, e * bits)
+    corr, share = _native.cot_send(q, delta, DOMAIN, start, offsets, moduli, bits)
+    u, t2 = r2.extend(cb, e * bits)
+    corr2, share2 = s2.extend_cot(u, e * bits, DOMAIN, offsets, moduli, bits)
+    assert (corr == corr2).all() and (share == share2).all()
+    mine = _native.cot_recv(t2, DOMAIN, start, values, corr2, moduli, bits)
+    prod = [(int(a) * int(x)) % P61 for a, x in zip(offsets[:, 0], values)]
+    assert [(int(s) + int(m)) % P61 for s, m in zip(share2[:, 0], mine[:, 0])] == prod
+    assert ((share2[:, 1] + mine[:, 1]) == offsets[:, 1] * values).all()
+    assert (r1.index, s1.index) == (r2.index, s2.index)
+
+
+def test_fused_calls_reject_bad_input():
+    (r, s), _, _ = _twin_pairs()
+    with pytest.raises(ValueError, match="low 8 bits"):
+        r.extend_hash(_random_choices(128), 128, DOMAIN | 1)
+    with pytest.raises(ValueError, match="packed choice bits"):
+        r.extend_bits(_random_choices(8), 128, DOMAIN)
+    with pytest.raises(ValueError, match="uint8 array"):
+        r.extend_hash(_random_choices(128), 128, DOMAIN, out=np.empty((127, 16), np.uint8))
+    assert r.index == 0  # nothing moved
+    u, _ = r.extend(_random_choices(128), 128)
+    with pytest.raises(ValueError, match="must be"):
+        s.extend_hash(u[:-1], 128, DOMAIN)
+    buf = np.empty((128, 16), np.uint8)
+    with pytest.raises(ValueError, match="different"):
+        s.extend_hash(u, 128, DOMAIN, out=(buf, buf))
+    with pytest.raises(ValueError, match="entries"):
+        s.extend_cot(u, 128, DOMAIN, np.zeros((3, 1), np.uint64), np.array([P61], np.uint64), 61)
+    assert s.index == 0
+    h0, h1 = s.extend_hash(u, 128, DOMAIN)
+    assert s.index == 128

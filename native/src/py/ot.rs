@@ -97,6 +97,21 @@ fn bytes_out<'py>(py: Python<'py>, len: usize, fill: impl FnOnce(&mut [u8]) -> R
     }
 }
 
+/// The caller's (count, 16) uint8 output array, checked, or a new one.
+fn rows_target<'py>(py: Python<'py>, out: Option<Bound<'py, PyArray2<u8>>>, count: usize, what: &str)
+                    -> PyResult<Bound<'py, PyArray2<u8>>> {
+    match out {
+        None => Ok(PyArray2::<u8>::zeros(py, [count, BLOCK], false)),
+        Some(a) => {
+            if a.shape() != [count, BLOCK] || !a.is_c_contiguous() {
+                return Err(PyValueError::new_err(format!(
+                    "{what} must be a C-contiguous ({count}, {BLOCK}) uint8 array, got shape {:?}", a.shape())));
+            }
+            Ok(a)
+        }
+    }
+}
+
 /// The receiver's fused calls: choice bits, hash domain, OT indices and output size; returns
 /// `start`. Checked before anything is allocated or the PRG streams move.
 fn fused_checks(choices: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
@@ -220,15 +235,20 @@ impl IknpReceiver {
     /// H(t_j, τ(start + j, 0)) under ``domain``, ``start`` by default :attr:`index` before the
     /// call (what the two-step path passes). Equal to the two steps bit for bit; faster, since
     /// each chunk of t is hashed while in cache and t is never written out.
-    #[pyo3(signature = (choices, count, domain, start=None))]
+    ///
+    /// ``out``: an optional (count, 16) uint8 C-contiguous array to write the hashes into (and
+    /// return); reusing one across calls spares the page faults of a fresh 16 MiB per 2^20 OTs,
+    /// which cost a sizeable part of the hashing itself.
+    #[pyo3(signature = (choices, count, domain, start=None, out=None))]
     fn extend_hash<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
-                        start: Option<u64>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+                        start: Option<u64>, out: Option<Bound<'py, PyArray2<u8>>>)
+                        -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let choices = contiguous(&choices, "choices")?;
         let start = fused_checks(choices, count, domain, start.unwrap_or(self.inner.index()))?;
-        let h = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
+        let h = rows_target(py, out, count, "out")?;
         let u = {
-            let mut rw = h.readwrite();
-            let out = rw.as_slice_mut().expect("a new array is contiguous");
+            let mut rw = h.try_readwrite()?;
+            let out = rw.as_slice_mut().expect("checked contiguous");
             let inner = &mut self.inner;
             bytes_out(py, iknp::message_len(count), |u| inner.extend_hash(choices, count, domain, start, u, out))?
         };
@@ -292,19 +312,25 @@ impl IknpSender {
     /// :meth:`extend` and :func:`ot_hash` (with Δ) in one pass: returns (h0, h1), the (count, 16)
     /// H(q_j, τ) and H(q_j ⊕ Δ, τ), τ = τ(start + j, 0) under ``domain``, ``start`` by default
     /// :attr:`index` before the call. Equal to the two steps bit for bit.
-    #[pyo3(signature = (u, count, domain, start=None))]
-    fn extend_hash<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>)
+    /// ``out``: an optional pair of (count, 16) uint8 arrays to fill and return (see
+    /// :meth:`IknpReceiver.extend_hash`).
+    #[pyo3(signature = (u, count, domain, start=None, out=None))]
+    #[allow(clippy::type_complexity)]
+    fn extend_hash<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>,
+                        out: Option<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)>)
                         -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
-        let h1 = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
-        let mut result = Ok(());
-        let h0 = {
-            let mut rw = h1.readwrite();
-            let out1 = rw.as_slice_mut().expect("a new array is contiguous");
+        let (o0, o1) = out.unzip();
+        let (h0, h1) = (rows_target(py, o0, count, "out[0]")?, rows_target(py, o1, count, "out[1]")?);
+        if h0.is(&h1) {
+            return Err(PyValueError::new_err("out must be two different arrays"));
+        }
+        {
+            let (mut w0, mut w1) = (h0.try_readwrite()?, h1.try_readwrite()?);
+            let (out0, out1) = (w0.as_slice_mut().expect("checked contiguous"), w1.as_slice_mut().expect("checked contiguous"));
             let inner = &mut self.inner;
-            rows_out(py, count, |out0| result = inner.extend_hash(u, count, domain, start, out0, out1))
-        };
-        result.map_err(value_error)?;
+            py.detach(|| inner.extend_hash(u, count, domain, start, out0, out1)).map_err(value_error)?;
+        }
         Ok((h0, h1))
     }
 
