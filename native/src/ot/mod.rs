@@ -38,12 +38,19 @@
 //! one extension must not be exposed raw (only their hashes).
 //!
 //! # Speed
-//! AES comes from RustCrypto's `aes` 0.9, always in batches (64 counter blocks per column, 240
-//! rows per hash batch). Its VAES-256 backend is only chosen where the OS enables AVX-512 state
-//! (`cpufeatures` 0.3 checks ZMM for "vaes"), so AVX2-only CPUs run its 8-way AES-NI code. The
-//! bindings allocate outputs through numpy (huge pages) and write them with the GIL released:
-//! for large batches page faults otherwise cost more than the cryptography. Secrets are not
-//! zeroised on drop.
+//! AES runs in batches (64 counter blocks per column, 240 rows per hash batch). On CPUs with VAES
+//! and AVX2 but no AVX-512 (Zen 3) [`block`] uses its own 256-bit VAES code: RustCrypto's `aes`
+//! 0.9 only picks VAES where the OS enables AVX-512 state (`cpufeatures` checks ZMM), and would
+//! run 8-way AES-NI at about half the rate; elsewhere RustCrypto's backends run.
+//!
+//! The extension and its consumer can run fused ([`iknp::IknpReceiver::extend_hash`],
+//! `extend_bits`, [`iknp::IknpSender::extend_cot`], ...): each 8192-row chunk of t or q is
+//! transposed into a scratch buffer kept in the extension object and hashed while still in L2,
+//! so the rows are never written out; outputs are bit-identical to extend-then-kernel (tested).
+//! The bindings allocate outputs through numpy (huge pages) and write them with the GIL
+//! released, and the fused random-OT calls take `out=` arrays: for large batches the page faults
+//! of fresh outputs otherwise cost a good part of the cryptography. Secrets are not zeroised on
+//! drop.
 
 pub mod base;
 pub mod block;
