@@ -1,6 +1,6 @@
 //! AES-128 for OT: the counter-mode PRG of IKNP's columns and the fixed-key permutation π of the
 //! correlation-robust hash. Where the CPU has VAES and AVX2 our own 256-bit code runs (see
-//! [`vaes`]); elsewhere RustCrypto's `aes` picks VAES (AVX-512 machines), AES-NI or
+//! `vaes`); elsewhere RustCrypto's `aes` picks VAES (AVX-512 machines), AES-NI or
 //! constant-time software at run time. Every call hands over many blocks at once so the rounds
 //! are pipelined.
 
@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 pub const BLOCK: usize = 16;
 
 /// An AES-128 encryption key schedule: RustCrypto's, and on x86-64 with AES-NI also the round
-/// keys for [`vaes`], which is used when the CPU has VAES and AVX2.
+/// keys for `vaes`, which is used when the CPU has VAES and AVX2.
 #[derive(Clone)]
 pub struct Cipher {
     soft: Aes128Enc,
