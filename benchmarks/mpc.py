@@ -2,7 +2,7 @@
 
 Parties run as processes over loopback TLS 1.3 (``shaper.net.launch``), each pinned to one core
 (4 parties share this machine's 2 cores: two per core), with the job of ``shaper mpc run``
-(``shaper.demos.mpc.mpc_job``): random OT extension, 61-bit and Z_2^64 Beaver triples, Z_2
+(``shaper.protocols.nparty.job.mpc_job``): random OT extension, 61-bit and Z_2^64 Beaver triples, Z_2
 triples, discrete-Gaussian and ternary samples over all nine limbs of a degree-2^14 CKKS key
 basis, and the conversions Z_2 -> Z_q, Z_3 -> Z_q (nine limbs) and Z_q -> Z_2 (one 60-bit limb).
 Revealed Gaussian and ternary samples are checked against their support. A shaped row runs two
@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any
 
-from shaper.demos.mpc import CKKS_14, OPS, mpc_job
+from shaper.protocols.nparty.job import CKKS_14, OPS, mpc_job
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 
 PAPER = {  # items/s from the paper's per-item times (LAN)

@@ -12,7 +12,7 @@ from .common import HelpFormatter, command
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..demos.mpc import OPS
+    from ..protocols.nparty.job import OPS
 
     mpc = subparsers.add_parser("mpc", help="n-party MPC with OT preprocessing: triples, sampling, conversions",
                                 formatter_class=HelpFormatter,
@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
-    from ..demos.mpc import CKKS_14, OPS
+    from ..protocols.nparty.job import CKKS_14, OPS
     from ..protocols.nparty.domains import basis
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
@@ -60,7 +60,7 @@ def _print(name: str, results: dict) -> None:
 
 
 def run_mpc(args: argparse.Namespace) -> int:
-    from ..demos.mpc import mpc_job
+    from ..protocols.nparty.job import mpc_job
 
     ops, mods = _args(args)
     if args.local is not None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .domains import XorShares, ModShares, basis, pack_bits, unpack_bits
 
-__all__ = ["bits_to_mod", "bits_to_ring", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
+__all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
 
 
 class _Ring:
@@ -147,7 +147,7 @@ def _planes(engine: Any, values: np.ndarray | None, owner: int, width: int, coun
     return XorShares(engine, pack_bits(bits), count)
 
 
-def _const(engine: Any, bit: int, words: int, count: int) -> XorShares:
+def const_bits(engine: Any, bit: int, words: int, count: int) -> XorShares:
     """A public bit in every lane as shares (party 0 holds it)."""
     fill = np.uint64(0xFFFFFFFFFFFFFFFF if bit and engine.me == 0 else 0)
     return XorShares(engine, np.full(words, fill, np.uint64), count)
@@ -157,7 +157,7 @@ def ripple_add(engine: Any, u: XorShares, v: XorShares, carry_in: XorShares | No
     """u + v on bit planes (w, W) each: w + 1 planes, w AND layers (ripple carry)."""
     w = u.words.shape[0]
     words = u.words.shape[1]
-    c = carry_in if carry_in is not None else _const(engine, 0, words, u.bits)
+    c = carry_in if carry_in is not None else const_bits(engine, 0, words, u.bits)
     out = []
     for j in range(w):
         out.append((u[j] ^ v[j] ^ c).words)
@@ -172,7 +172,7 @@ def ripple_add(engine: Any, u: XorShares, v: XorShares, carry_in: XorShares | No
 def add_public(engine: Any, s: XorShares, constant: int) -> tuple[XorShares, XorShares]:
     """s + constant on bit planes (w, W) modulo 2^w: (sum planes, carry out); one AND per bit."""
     w, words = s.words.shape
-    c = _const(engine, 0, words, s.bits)
+    c = const_bits(engine, 0, words, s.bits)
     out = []
     for j in range(w):
         t = (constant >> j) & 1
@@ -180,7 +180,7 @@ def add_public(engine: Any, s: XorShares, constant: int) -> tuple[XorShares, Xor
         if t:  # majority(s, 1, c) = s OR c
             c = ~((~s[j]) & (~c))
         else:  # majority(s, 0, c) = s AND c
-            c = s[j] & c if j else _const(engine, 0, words, s.bits)
+            c = s[j] & c if j else const_bits(engine, 0, words, s.bits)
     return XorShares(engine, np.stack(out), s.bits), c
 
 

@@ -176,10 +176,9 @@ class OtLinks:
             shares = []
             for lo in range(0, len(a), step):
                 part = a[lo:lo + step]
-                start = link.tx.index
                 u = self.session.recv_bytes(p, tags[p] + "u")
-                q = self._call(p, link.tx.extend, u, len(part) * bits)
-                corr, share = self.native.cot_send(q, link.delta, link.domain_tx, start, part, mods, bits)
+                # extension and Gilboa corrections fused, block by block (q never leaves the core)
+                corr, share = self._call(p, link.tx.extend_cot, u, len(part) * bits, link.domain_tx, part, mods, bits)
                 self.session.send(p, corr, tags[p] + "c")
                 shares.append(share)
             as_sender[p] = np.concatenate(shares) if shares else np.zeros((0, k), np.uint64)
@@ -218,25 +217,23 @@ class OtLinks:
             chunks = []
             for lo in range(0, len(b), step):
                 part = b[lo:lo + step]
-                start = link.rx.index
-                u, t = link.rx.extend(part.view(np.uint8), 64 * len(part))
+                u, mine = link.rx.extend_bits(part.view(np.uint8), 64 * len(part), link.domain_rx)
                 self.session.send(p, u, tags[p] + "u")
-                chunks.append((lo, part, start, t))
+                chunks.append((lo, part, mine))
             pending[p] = chunks
         for p in others:
             link = self._links[p]
             for lo in range(0, len(a), step):
                 part = a[lo:lo + step]
-                start = link.tx.index
-                q = self._call(p, link.tx.extend, self.session.recv_bytes(p, tags[p] + "u"), 64 * len(part))
-                m0, m1 = self.native.ot_bits(q, link.domain_tx, start, link.delta)
+                m0, m1 = self._call(p, link.tx.extend_bits, self.session.recv_bytes(p, tags[p] + "u"), 64 * len(part),
+                                    link.domain_tx)
                 self.session.send(p, m0 ^ m1 ^ part, tags[p] + "d")
                 out[lo:lo + len(part)] ^= m0
         for p, chunks in pending.items():
             link = self._links[p]
-            for lo, part, start, t in chunks:
+            for lo, part, mine in chunks:
                 d = self.session.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=part.shape)
-                out[lo:lo + len(part)] ^= self.native.ot_bits(t, link.domain_rx, start) ^ (part & d)
+                out[lo:lo + len(part)] ^= mine ^ (part & d)
         self.ots += 2 * nbits * len(others)
         return out
 

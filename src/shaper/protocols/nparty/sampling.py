@@ -34,8 +34,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .convert import _const, bits_to_mod, ripple_add, trits_to_mod
-from .domains import XorShares, ModShares, basis
+from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
+from .domains import ModShares, XorShares, basis
 
 __all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
            "uniform"]
@@ -80,7 +80,7 @@ def ternary(engine: Any, shape: int | tuple[int, ...], moduli: int | Sequence[in
 def _compare_ge(engine: Any, x: XorShares, t: XorShares) -> XorShares:
     """[x >= t] for bit planes (w, W) each: the carry out of x + NOT t + 1 (w AND layers)."""
     words = x.words.shape[1]
-    c = _const(engine, 1, words, x.bits)
+    c = const_bits(engine, 1, words, x.bits)
     for j in range(x.words.shape[0]):
         nt = ~t[j]
         c = c ^ ((x[j] ^ c) & (nt ^ c))
@@ -106,7 +106,7 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
         return thresholds[index - 1] if 1 <= index <= tail else never
 
     magnitude: list[XorShares] = []  # bits of |X|, high to low
-    decoder = [_const(engine, 1, words, count)]  # one-hot over the prefix found so far
+    decoder = [const_bits(engine, 1, words, count)]  # one-hot over the prefix found so far
     for level in range(levels - 1, -1, -1):
         # the threshold for each prefix p: T[p 2^(level + 1) + 2^level]
         planes = []

@@ -37,25 +37,23 @@ def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
 def _random_ots(engine: Any, count: int) -> int:
     """Random OT extension to the next party and from the previous one (ring): ``count`` OTs in
     each role, messages hashed to 128-bit keys (what ``ot`` rates count)."""
-    from ..protocols.nparty.ot import CHUNK_OTS, links_for
+    from .ot import CHUNK_OTS, links_for
 
     links = links_for(engine.session)
-    nat = links.native
     me, n = engine.me, engine.parties
     nxt, prev = (me + 1) % n, (me - 1) % n
     links.ensure([nxt, prev])
     tx, rx = links._links[nxt], links._links[prev]
     done = 0
+    # output buffers reused chunk after chunk (fresh pages cost more than the hashing)
+    keys = np.empty((CHUNK_OTS, 16), np.uint8)
+    pair = (np.empty((CHUNK_OTS, 16), np.uint8), np.empty((CHUNK_OTS, 16), np.uint8))
     while done < count:
         m = min(CHUNK_OTS, count - done)
         choices = engine.prg.uint64((m + 63) // 64).view(np.uint8)
-        start_rx = rx.rx.index
-        u, t = rx.rx.extend(choices, m)
+        u, _ = rx.rx.extend_hash(choices, m, rx.domain_rx, out=keys[:m])
         engine.session.send(prev, u, "mpc-rot")
-        nat.ot_hash(t, rx.domain_rx, start_rx)
-        start_tx = tx.tx.index
-        q = tx.tx.extend(engine.session.recv_bytes(nxt, "mpc-rot"), m)
-        nat.ot_hash(q, tx.domain_tx, start_tx, tx.delta)
+        tx.tx.extend_hash(engine.session.recv_bytes(nxt, "mpc-rot"), m, tx.domain_tx, out=(pair[0][:m], pair[1][:m]))
         done += m
     return done
 
@@ -63,14 +61,14 @@ def _random_ots(engine: Any, count: int) -> int:
 def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli: Sequence[int] = CKKS_14,
             check: bool = True) -> dict:
     """Every party's side of the job: {op: timing} (see the module notes)."""
-    from ..protocols.nparty import AdditiveNPC
-    from ..protocols.nparty.sampling import TAIL
-    from ..protocols.triples import OtTriples
+    from .engine import AdditiveNPC
+    from .sampling import TAIL
+    from ..triples import OtTriples
 
     engine = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
     src = engine.triple_source
     engine.random_mod(1, P61)  # nothing; keeps the PRG warm
-    from ..protocols.nparty.ot import links_for
+    from .ot import links_for
 
     links_for(session).ensure([p for p in range(session.n) if p != session.index])  # base OTs outside timings
     out: dict[str, dict] = {}
