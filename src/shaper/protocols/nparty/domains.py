@@ -29,7 +29,7 @@ layer. Security: semi-honest, any n - 1 parties colluding; a party learns only t
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -263,9 +263,7 @@ class FieldOps:
     parties: int
     prg: Any
     triple_source: Any
-
-    def _tag(self, what: str) -> str:  # pragma: no cover - provided by the engine
-        raise NotImplementedError
+    _tag: Callable[[str], str]  # the engine's message tags
 
     # -- prime fields and RNS -----------------------------------------------------------------------
     def share_mod(self, values: Any, *, owner: int, moduli: int | Sequence[int]) -> ModShares:
