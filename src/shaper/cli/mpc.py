@@ -36,8 +36,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
-    from ..protocols.nparty.job import CKKS_14, OPS
     from ..protocols.nparty.domains import basis
+    from ..protocols.nparty.job import CKKS_14, OPS
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     bad = [o for o in ops if o not in OPS]

@@ -7,7 +7,7 @@ extension in the Rust core), converts between the domains and samples uniform, t
 discrete-Gaussian values. See ``docs/mpc.md``.
 """
 
-from .domains import XorShares, ModShares
+from .domains import ModShares, XorShares
 from .engine import AdditiveNPC
 
-__all__ = ["AdditiveNPC", "XorShares", "ModShares"]
+__all__ = ["AdditiveNPC", "ModShares", "XorShares"]

@@ -33,40 +33,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .domains import XorShares, ModShares, basis, pack_bits, unpack_bits
+from .domains import ModShares, Ring, XorShares, basis, pack_bits, unpack_bits
 
 __all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
 
 
-class _Ring:
-    """Add/sub/neg/scale for uint64 (..., L) residues where modulus 0 means 2^64."""
-
-    def __init__(self, moduli: Sequence[int]) -> None:
-        self.moduli = list(moduli)
-        self.wrap = all(q == 0 for q in self.moduli)
-        if not self.wrap and any(q == 0 for q in self.moduli):
-            raise ValueError("a basis cannot mix 2^64 with odd moduli")
-        self.qs = np.asarray(self.moduli, dtype=np.uint64)
-
-    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        s = x + y
-        return s if self.wrap else np.where(s >= self.qs, s - self.qs, s)
-
-    def neg(self, x: np.ndarray) -> np.ndarray:
-        return np.uint64(0) - x if self.wrap else np.where(x == 0, x, self.qs - x)
-
-    def sub(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return self.add(x, self.neg(y))
-
-    def double(self, x: np.ndarray) -> np.ndarray:
-        return self.add(x, x)
-
-    def lift_bits(self, bits: np.ndarray) -> np.ndarray:
-        """0/1 values (...,) as residues (..., L)."""
-        return np.broadcast_to(bits.astype(np.uint64)[..., None], bits.shape + (len(self.moduli),)).copy()
-
-
-def _chain_step(engine: Any, ring: _Ring, acc: np.ndarray, k: int, choice: np.ndarray, delta: np.ndarray) -> np.ndarray:
+def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """acc + beta_k * D for a private bit beta_k of party k and a shared D (this party's share
     ``delta``, (e, L')): party k's term is local, each m < k sends one correlated OT."""
     from .ot import links_for
@@ -96,7 +68,7 @@ def _own_bits(x: XorShares) -> np.ndarray:
 def bits_to_ring(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> np.ndarray:
     """Shares (..., N, L) of the bits of ``x`` as integers 0/1 in every modulus (0 = 2^64)."""
     mods = [0] if moduli == 0 else list(basis(moduli))
-    ring = _Ring(mods)
+    ring = Ring(mods)
     mine = _own_bits(x)
     acc = ring.lift_bits(mine) if engine.me == 0 else np.zeros((len(mine), len(mods)), np.uint64)
     for k in range(1, engine.parties):
@@ -120,7 +92,7 @@ def trits_to_mod(engine: Any, t: ModShares, moduli: int | Sequence[int], *, bala
     if t.moduli != (3,):
         raise ValueError(f"trits_to_mod takes shares over (3,), got the basis {t.moduli}")
     mods = basis(moduli)
-    ring, L = _Ring(mods), len(mods)
+    ring, L = Ring(mods), len(mods)
     trit = t.share[..., 0].ravel()
     e = len(trit)
     onehot = np.zeros((e, 3, L), np.uint64)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...errors import ConfigError, FrameError
 
-__all__ = ["XorShares", "FieldOps", "ModShares", "basis", "lift_public"]
+__all__ = ["FieldOps", "ModShares", "Ring", "XorShares", "basis", "lift_public"]
 
 
 def basis(moduli: int | Sequence[int]) -> tuple[int, ...]:
@@ -86,6 +86,34 @@ def neg_mod(x: np.ndarray, qs: np.ndarray) -> np.ndarray:
     return np.where(x == 0, x, qs - x)
 
 
+class Ring:
+    """Add / subtract / negate residues uint64 (..., L) over a basis in which modulus 0 means
+    2^64 (wrapping uint64 arithmetic); odd moduli use :func:`add_mod` and :func:`neg_mod`."""
+
+    def __init__(self, moduli: Sequence[int]) -> None:
+        self.moduli = list(moduli)
+        self.wrap = all(q == 0 for q in self.moduli)
+        if not self.wrap and any(q == 0 for q in self.moduli):
+            raise ValueError("a basis cannot mix 2^64 with odd moduli")
+        self.qs = np.asarray(self.moduli, dtype=np.uint64)
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return x + y if self.wrap else add_mod(x, y, self.qs)
+
+    def neg(self, x: np.ndarray) -> np.ndarray:
+        return np.uint64(0) - x if self.wrap else neg_mod(x, self.qs)
+
+    def sub(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self.add(x, self.neg(y))
+
+    def double(self, x: np.ndarray) -> np.ndarray:
+        return self.add(x, x)
+
+    def lift_bits(self, bits: np.ndarray) -> np.ndarray:
+        """0/1 values (...,) as residues (..., L)."""
+        return np.broadcast_to(bits.astype(np.uint64)[..., None], bits.shape + (len(self.moduli),)).copy()
+
+
 def mul_mod(x: np.ndarray, y: np.ndarray, mods: Sequence[int]) -> np.ndarray:
     """x * y element-wise mod the basis (native Montgomery kernel)."""
     from ... import _native
@@ -100,7 +128,7 @@ def mul_mod(x: np.ndarray, y: np.ndarray, mods: Sequence[int]) -> np.ndarray:
 class ModShares:
     """This party's additive shares over a basis of moduli: uint64 (..., L)."""
 
-    __slots__ = ("engine", "share", "moduli")
+    __slots__ = ("engine", "moduli", "share")
     __array_ufunc__ = None
 
     def __init__(self, engine: Any, share: np.ndarray, moduli: Sequence[int]) -> None:
@@ -183,7 +211,7 @@ class XorShares:
     """This party's XOR shares of bit arrays, bit-sliced: uint64 words (..., W) holding ``bits``
     bits along the last axis."""
 
-    __slots__ = ("engine", "words", "bits")
+    __slots__ = ("bits", "engine", "words")
     __array_ufunc__ = None
 
     def __init__(self, engine: Any, words: np.ndarray, bits: int) -> None:
@@ -296,9 +324,9 @@ class FieldOps:
         mods = basis(moduli)
         return ModShares(self, self.uniform_mod(shape, mods), mods)
 
-    def _open_mod(self, share: np.ndarray, mods: Sequence[int], tag: str) -> np.ndarray:
+    def _sum_mod(self, share: np.ndarray, mods: Sequence[int], tag: str) -> np.ndarray:
+        """This party's share plus every peer's (checked to be reduced) under ``tag``."""
         qs = _qs(mods)
-        self.session.broadcast(share, tag)
         total = share.copy()
         for peer in self.session.peers:
             got = self.session.recv_array(peer, tag, dtype=np.uint64, shape=share.shape)
@@ -306,6 +334,10 @@ class FieldOps:
                 raise FrameError(f"party {peer!r} sent residues out of range under {tag!r}")
             total = add_mod(total, got, qs)
         return total
+
+    def _open_mod(self, share: np.ndarray, mods: Sequence[int], tag: str) -> np.ndarray:
+        self.session.broadcast(share, tag)
+        return self._sum_mod(share, mods, tag)
 
     def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
         """The residues (..., L) at ``to`` (None: every party)."""
@@ -315,13 +347,7 @@ class FieldOps:
         if to != self.me:
             self.session.send(to, x.share, tag)
             return None
-        total, qs = x.share.copy(), _qs(x.moduli)
-        for peer in self.session.peers:
-            got = self.session.recv_array(peer, tag, dtype=np.uint64, shape=x.share.shape)
-            if np.any(got >= qs):
-                raise FrameError(f"party {peer!r} sent residues out of range under {tag!r}")
-            total = add_mod(total, got, qs)
-        return total
+        return self._sum_mod(x.share, x.moduli, tag)
 
     def add_public_mod(self, x: ModShares, values: Any) -> ModShares:
         if self.me != 0:
@@ -403,12 +429,16 @@ class FieldOps:
             return XorShares(self, x.words.copy(), x.bits)
         return XorShares(self, x.words ^ _public_mask(value), x.bits)
 
-    def _open_bits(self, words: np.ndarray, tag: str) -> np.ndarray:
-        self.session.broadcast(words, tag)
+    def _xor_bits(self, words: np.ndarray, tag: str) -> np.ndarray:
+        """This party's words XOR every peer's under ``tag``."""
         total = words.copy()
         for peer in self.session.peers:
             total ^= self.session.recv_array(peer, tag, dtype=np.uint64, shape=words.shape)
         return total
+
+    def _open_bits(self, words: np.ndarray, tag: str) -> np.ndarray:
+        self.session.broadcast(words, tag)
+        return self._xor_bits(words, tag)
 
     def reveal_bits(self, x: XorShares, to: int | None = None) -> np.ndarray | None:
         """The bits (bool (..., N)) at ``to`` (None: every party)."""
@@ -418,10 +448,7 @@ class FieldOps:
         if to != self.me:
             self.session.send(to, x.words, tag)
             return None
-        total = x.words.copy()
-        for peer in self.session.peers:
-            total ^= self.session.recv_array(peer, tag, dtype=np.uint64, shape=x.words.shape)
-        return unpack_bits(total, x.bits)
+        return unpack_bits(self._xor_bits(x.words, tag), x.bits)
 
     def reserve_bit_triples(self, words: int) -> None:
         """Make ``words`` x 64 bit triples now, in one batch (an AND layer then takes from the

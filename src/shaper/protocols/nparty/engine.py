@@ -39,7 +39,7 @@ from ..additive.shares import AdditiveEngine, SharedArray
 from ..api import Shared
 from ..triples.source import TripleSource
 from . import convert, sampling
-from .domains import XorShares, FieldOps, ModShares
+from .domains import FieldOps, ModShares, XorShares
 
 
 class AdditiveNPC(FieldOps, AdditiveEngine):

@@ -61,9 +61,9 @@ def _random_ots(engine: Any, count: int) -> int:
 def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli: Sequence[int] = CKKS_14,
             check: bool = True) -> dict:
     """Every party's side of the job: {op: timing} (see the module notes)."""
+    from ..triples import OtTriples
     from .engine import AdditiveNPC
     from .sampling import TAIL
-    from ..triples import OtTriples
 
     engine = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
     src = engine.triple_source

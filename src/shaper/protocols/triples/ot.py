@@ -39,7 +39,7 @@ __all__ = ["OtTriples"]
 MAX_OFFSETS = 256  # offsets per choice bit in one call (the hash tweak's column byte)
 
 
-def _links(engine: Any) -> Any:
+def _links(engine: Any) -> Any:  # (nparty imports triples: import lazily)
     from ..nparty.ot import links_for
 
     return links_for(engine.session)
@@ -48,20 +48,14 @@ def _links(engine: Any) -> Any:
 def _cross(engine: Any, offsets: np.ndarray, values: np.ndarray, moduli: list[int], bits: int) -> np.ndarray:
     """This party's share of sum over ordered pairs (s != r) of offsets_s * values_r, per modulus:
     offsets (e, k) as sender to every peer, values (e,) as receiver from every peer."""
+    from ..nparty.domains import Ring
+
     peers = [p for p in range(engine.parties) if p != engine.me]
     recv, sent = _links(engine).cot({p: values for p in peers}, {p: offsets for p in peers}, moduli, bits)
-    total = np.zeros(offsets.shape, dtype=np.uint64)
+    ring, total = Ring(moduli), np.zeros(offsets.shape, dtype=np.uint64)
     for part in list(recv.values()) + list(sent.values()):
-        total = _add(total, part, moduli)
+        total = ring.add(total, part)
     return total
-
-
-def _add(x: np.ndarray, y: np.ndarray, moduli: list[int]) -> np.ndarray:
-    if all(q == 0 for q in moduli):
-        return x + y
-    qs = np.asarray(moduli, dtype=np.uint64)
-    s = x + y
-    return np.where(s >= qs, s - qs, s)
 
 
 class OtTriples(TripleSource):
@@ -83,6 +77,8 @@ class OtTriples(TripleSource):
     def _matrix_cross(self, engine: Any, a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
         """Share of sum over pairs of A_s @ B_r: choice values B_r[t, j] (k n of them), each
         carrying the column A_s[:, t] as m offsets (in chunks of MAX_OFFSETS rows)."""
+        from ..nparty.domains import Ring
+
         (m, k), n = a.shape, b.shape[1]
         bits = 64 if q == 0 else q.bit_length()
         values = np.ascontiguousarray(b).ravel()  # index t n + j
@@ -91,9 +87,9 @@ class OtTriples(TripleSource):
             rows = a[lo:lo + MAX_OFFSETS]  # (r, k)
             offsets = np.ascontiguousarray(np.repeat(rows.T, n, axis=0))  # row t n + j = A[:, t]
             cross = _cross(engine, offsets, values, [q] * len(rows), bits).reshape(k, n, len(rows))
-            acc = np.zeros((n, len(rows)), dtype=np.uint64)
+            ring, acc = Ring([q] * len(rows)), np.zeros((n, len(rows)), dtype=np.uint64)
             for t in range(k):
-                acc = _add(acc, cross[t], [q] * len(rows))
+                acc = ring.add(acc, cross[t])
             out[lo:lo + len(rows)] = acc.T
         return out
 
