@@ -67,7 +67,6 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
 
     engine = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
     src = engine.triple_source
-    engine.random_mod(1, P61)  # nothing; keeps the PRG warm
     from .ot import links_for
 
     links_for(session).ensure([p for p in range(session.n) if p != session.index])  # base OTs outside timings
