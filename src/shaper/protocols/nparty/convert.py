@@ -48,9 +48,7 @@ def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.nda
     mods = list(ring.moduli) * (flat.shape[1] // len(ring.moduli))
     if me == k:
         recv, _ = links.cot({m: choice for m in range(k)}, {}, mods, 1)
-        out = acc + 0  # copy
-        mine = np.where(choice[:, None].astype(bool), flat, np.uint64(0)).reshape(acc.shape)
-        out = ring.add(out, mine)
+        out = ring.add(acc, (flat * choice[:, None]).reshape(acc.shape))  # choice is 0/1
         for part in recv.values():
             out = ring.add(out, part.reshape(acc.shape))
         return out

@@ -74,12 +74,14 @@ def lift_public(values: Any, mods: Sequence[int]) -> np.ndarray:
 
 
 def add_mod(x: np.ndarray, y: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    s = x + y  # both < q < 2^62: no wrap
-    return np.where(s >= qs, s - qs, s)
+    s = np.asarray(x + y)  # both < q < 2^62: no wrap
+    # s - q wraps to above 2^63 exactly when s < q, so the minimum is the reduced sum
+    return np.minimum(s, s - qs, out=s)
 
 
 def sub_mod(x: np.ndarray, y: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    return np.where(x >= y, x - y, x + (qs - y))
+    d = np.asarray(x - y)  # wraps to above 2^63 exactly when x < y; then d + q wraps back below q
+    return np.minimum(d, d + qs, out=d)
 
 
 def neg_mod(x: np.ndarray, qs: np.ndarray) -> np.ndarray:

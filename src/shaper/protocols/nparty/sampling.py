@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
-from .domains import ModShares, XorShares, basis
+from .domains import ModShares, XorShares, basis, sub_mod
 
 __all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
            "uniform"]
@@ -154,8 +154,7 @@ def _rotate_by_private(engine: Any, v: np.ndarray, q: int, amounts: np.ndarray) 
     for k in range(1, engine.parties):
         for b in range(max(1, (M - 1).bit_length())):
             shift = (1 << b) % M
-            delta = np.roll(v, shift, axis=1)
-            delta = np.where(delta >= v, delta - v, delta + (ring_q - v))
+            delta = sub_mod(np.roll(v, shift, axis=1), v, ring_q)
             padded = np.zeros((B, chunks * chunk), np.uint64)
             padded[:, :M] = delta
             flat = padded.reshape(B * chunks, chunk)
