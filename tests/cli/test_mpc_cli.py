@@ -22,7 +22,7 @@ def test_local_run_prints_every_operation(capsys):
     code = main(["mpc", "run", "--local", "3", "--count", "2000", "--moduli", "2305843009213693951,17"])
     out = capsys.readouterr().out
     assert code == 0
-    for op in ("ot", "triples-61", "bit-triples", "gaussian", "ternary", "b2a", "t2a", "a2b"):
+    for op in ("ot", "triples-61", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b"):
         assert re.search(rf"party0: {op}\s+[0-9,]+ /s", out), op
     assert "sample std" in out
 

@@ -19,7 +19,7 @@ __all__ = ["CKKS_14", "OPS", "P61", "mpc_job"]
 CKKS_14 = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 35184370155521,
            35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
 P61 = (1 << 61) - 1
-OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a", "t2a", "a2b")
+OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b")
 
 
 def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
@@ -94,9 +94,10 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
                 vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
                 if np.abs(vals).max() > 1:
                     raise AssertionError("a ternary sample left {-1, 0, 1}")
-        elif op == "b2a":
+        elif op in ("b2a", "b2a-61"):
             bits = engine.random_bits((), count)
-            res = _timed(session, lambda: engine.bits_to_mod(bits, moduli), count)
+            target = (P61,) if op == "b2a-61" else moduli
+            res = _timed(session, lambda: engine.bits_to_mod(bits, target), count)
         elif op == "t2a":
             trits = engine.random_mod(count, (3,))
             res = _timed(session, lambda: engine.trits_to_mod(trits, moduli), count)
