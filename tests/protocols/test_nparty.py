@@ -73,3 +73,20 @@ def test_a_killed_party_ends_the_others_with_an_error_naming_it():
     with pytest.raises(PartyError) as info:
         launch(4, _dies, timeout=120)
     assert "party 'party2' failed" in str(info.value)  # the root cause, not the others' disconnects
+
+
+def test_dealer_power_tuples_are_powers_and_store_only_has_none():
+    def job(session):
+        warnings.simplefilter("ignore")
+        e = AdditiveNPC(session, triple_source=InsecureDealer(), frac_bits=0)
+        return [p.reveal() for p in e.powers(50, (1 << 61) - 1, 3)]
+
+    a, a2, a3 = (v[:, 0].astype(object) for v in run_in_memory(3, job)[0])
+    q = (1 << 61) - 1
+    assert list(a2) == [x * x % q for x in a] and list(a3) == [x * x * x % q for x in a]
+
+    def store(session):
+        AdditiveNPC(session, triple_source=StoreOnly(), frac_bits=0).square_pairs(3, 17)
+
+    with pytest.raises(PartyError, match="the store triple source makes no power tuples"):
+        run_in_memory(2, store)

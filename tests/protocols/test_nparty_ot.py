@@ -115,6 +115,31 @@ def test_ot_triples_satisfy_their_relations(n):
     np.testing.assert_array_equal((r.view(np.int64) >> 13).view(np.uint64), shifted)
 
 
+def _powers_job(session):
+    e = _engine(session)
+    four, (a, a2) = e.powers(150, BASIS), e.square_pairs(100, (P50,))
+    return {"four": [p.share for p in four], "five": OtTriples().powers(e, 40, (P61,), 5),
+            "square": (a.share, a2.share)}
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_power_tuples_and_square_pairs_are_powers_of_one_uniform_value(n):
+    res = run_in_memory(n, _powers_job, timeout=120)
+    four = [sum(r["four"][e].astype(object) for r in res) for e in range(4)]
+    for col, q in enumerate(BASIS):
+        a = four[0][:, col] % q
+        for e in range(1, 4):
+            assert [int(v) for v in four[e][:, col] % q] == [pow(int(x), e + 1, q) for x in a], (q, e + 1)
+        if q > 3:
+            assert len(set(a)) == len(a)  # 150 distinct draws: not a constant
+    five = sum(r["five"].astype(object) for r in res) % P61
+    assert all(int(five[e, i, 0]) == pow(int(five[0, i, 0]), e + 1, P61) for e in range(5) for i in range(40))
+    a, a2 = (sum(r["square"][i].astype(object) for r in res) % P50 for i in range(2))
+    assert [int(x) for x in a2[:, 0]] == [int(x) * int(x) % P50 for x in a[:, 0]]
+    # no party's own share is the value (each is masked by the others')
+    assert not any((r["square"][0] % P50 == a).all() for r in res)
+
+
 EDGE = {P61: [0, 1, 2, P61 - 1, P61 - 2, (1 << 60), (1 << 60) - 1, 1 << 32],
         17: [0, 1, 15, 16], 3: [0, 1, 2]}
 
@@ -215,19 +240,21 @@ def _traffic_job(session, op, count, moduli):
     before = session.stats.bytes_sent
     {"ring-triple": lambda: src.elementwise(e, count), "mod-triple": lambda: src.mod_triples(e, count, moduli),
      "bit-triple": lambda: src.bit_triples(e, count // 64), "b2a": lambda: e.bits_to_mod(bits, moduli),
-     "t2a": lambda: e.trits_to_mod(trits, moduli)}[op]()
+     "t2a": lambda: e.trits_to_mod(trits, moduli), "square": lambda: e.square_pairs(count, moduli),
+     "power-4": lambda: e.powers(count, moduli, 4)}[op]()
     return session.stats.bytes_sent - before
 
 
 @pytest.mark.parametrize("n", [2, 3])
-@pytest.mark.parametrize("op", ["ring-triple", "mod-triple", "bit-triple", "b2a", "t2a"])
+@pytest.mark.parametrize("op", ["ring-triple", "mod-triple", "bit-triple", "b2a", "t2a", "square", "power-4"])
 def test_declared_costs_match_the_traffic(n, op):
     """What docs/mpc.md prints (shaper.protocols.nparty.costs) is what a run sends, +-2 %."""
     from shaper.protocols.nparty.costs import COSTS
 
     count, moduli = 1 << 13, (P61, (1 << 31) - 1)
     sent = run_in_memory(n, _traffic_job, op, count, moduli, timeout=120)
-    w = 61 if op != "mod-triple" else (61 + 31) / 2  # mod-triple: the mean bit length over the limbs
+    # per-limb OT counts: the mean bit length over the limbs
+    w = (61 + 31) / 2 if op in ("mod-triple", "square", "power-4") else 61
     declared = COSTS[op].bytes(n, len(moduli), w)
     per_item = sum(sent) / n / count
     assert per_item == pytest.approx(declared, rel=0.02), (op, n, per_item, declared)

@@ -22,7 +22,7 @@ WORD = 8      # bytes per residue / ring element
 class Cost:
     what: str
     rounds: Callable[[int, int, int], int]
-    bytes: Callable[[int, int, int], float]  # average bytes sent per party per item
+    bytes: Callable[[int, int, float], float]  # average bytes sent per party per item
     note: str = ""
 
 
@@ -30,11 +30,19 @@ def _b2a_total(n: int, L: int) -> float:
     return n * (n - 1) / 2 * (OT + WORD * L)
 
 
+def _powers_total(n: int, L: int, w: float, d: int) -> float:
+    return n * (n - 1) / 2 * L * (d - 1) * w * (OT + WORD * (d - 1))
+
+
 COSTS: dict[str, Cost] = {
     "ring-triple": Cost("Z_2^64 Beaver triple (Gilboa, 64 OTs per ordered pair)",
                         lambda n, L, w: 2, lambda n, L, w: (n - 1) * 64 * (OT + WORD)),
     "mod-triple": Cost("triple mod q (w OTs per ordered pair and limb)",
                        lambda n, L, w: 2, lambda n, L, w: (n - 1) * L * w * (OT + WORD)),
+    "square": Cost("square pair (a, a^2) mod q (the power chain: w OTs per unordered pair and limb)",
+                   lambda n, L, w: 2 * (n - 1), lambda n, L, w: _powers_total(n, L, w, 2) / n),
+    "power-4": Cost("power tuple (a, a^2, a^3, a^4) mod q (3w OTs per unordered pair and limb, 3 offsets)",
+                    lambda n, L, w: 2 * (n - 1), lambda n, L, w: _powers_total(n, L, w, 4) / n),
     "bit-triple": Cost("Z_2 triple (one random OT per ordered pair, one correction bit)",
                        lambda n, L, w: 2, lambda n, L, w: (n - 1) * (OT + 1 / 8)),
     "mul-ring": Cost("Z_2^64 multiplication (open x - a, y - b)", lambda n, L, w: 1,

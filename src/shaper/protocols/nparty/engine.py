@@ -39,7 +39,7 @@ from ..additive.shares import AdditiveEngine, SharedArray
 from ..api import Shared
 from ..triples.source import TripleSource
 from . import convert, sampling
-from .domains import FieldOps, ModShares, XorShares
+from .domains import FieldOps, ModShares, XorShares, basis
 
 
 class AdditiveNPC(FieldOps, AdditiveEngine):
@@ -168,6 +168,18 @@ class AdditiveNPC(FieldOps, AdditiveEngine):
         for j in range(1, bits):
             total = total + planes[j] * (1 << j)
         return r, total
+
+    def powers(self, count: int, moduli: Any, degree: int = 4) -> list[ModShares]:
+        """Random power tuples: shares of a, a^2, ..., a^degree over the basis, a uniform (per
+        limb) and unknown to every party (see :meth:`OtTriples.powers`)."""
+        mods = basis(moduli)
+        shares = self.triple_source.powers(self, count, mods, degree)
+        return [ModShares(self, shares[e], mods) for e in range(degree)]
+
+    def square_pairs(self, count: int, moduli: Any) -> tuple[ModShares, ModShares]:
+        """Random (a, a^2) over the basis: half the OTs of a triple."""
+        a, a2 = self.powers(count, moduli, 2)
+        return a, a2
 
     def uniform(self, shape: Any, moduli: Any) -> ModShares:
         return sampling.uniform(self, shape, moduli)

@@ -95,6 +95,24 @@ class InsecureDealer(TripleSource):
             values = [sub_mod(v, s, qs) for v, s in zip(values, mine)]
         return tuple(values)  # type: ignore[return-value]
 
+    def powers(self, engine: Any, count: int, moduli: tuple[int, ...], degree: int) -> np.ndarray:
+        from ..nparty.domains import mul_mod, sub_mod
+
+        warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
+        shared, qs = self._shared(engine), np.asarray(moduli, dtype=np.uint64)
+        a = np.stack([shared.below(q, count) for q in moduli], axis=-1)
+        values = [a]
+        for _ in range(degree - 1):
+            values.append(mul_mod(values[-1], a, moduli))
+        shares = [np.stack([np.stack([shared.below(q, count) for q in moduli], axis=-1) for _ in values])
+                  for _ in range(engine.parties - 1)]
+        if engine.me < engine.parties - 1:
+            return shares[engine.me]
+        out = np.stack(values)
+        for mine in shares:
+            out = sub_mod(out, mine, qs)
+        return out
+
     def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
         from ... import _native
         from ..nparty.domains import sub_mod

@@ -58,6 +58,13 @@ class TripleSource(ABC):
 
         raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field matrix triples")
 
+    def powers(self, engine: Any, count: int, moduli: tuple[int, ...], degree: int) -> np.ndarray:
+        """``count`` power tuples over a basis of odd moduli: shares (degree, count, L) of a, a^2,
+        ..., a^degree mod each q_c for a uniform a (degree 2: square pairs)."""
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"the {self.name} triple source makes no power tuples")
+
     def bit_triples(self, engine: Any, words: int) -> Triple:
         """``64 * words`` bit triples, packed: XOR shares (words,) of a, b and a AND b."""
         from ..api import UnsupportedConversion
