@@ -41,7 +41,7 @@ import hashlib
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -140,6 +140,23 @@ class OtLinks:
         except ValueError as exc:
             raise FrameError(f"bad OT message from party {self.session.parties[peer]!r}: {exc}") from None
 
+    # -- streaming ---------------------------------------------------------------------------------
+    @staticmethod
+    def _stream(chunks: int, start: Callable[[int], Any], serve: Callable[[int], None],
+                finish: Callable[[int, Any], None]) -> None:
+        """Run an OT exchange chunk by chunk, one chunk ahead: ``start(c)`` extends and sends this
+        party's receiver messages of chunk c, ``serve(c)`` answers the peers' chunk c as sender,
+        ``finish(c, state)`` completes this party's chunk c with the peers' answers. Every party
+        sends chunk c + 1's matrix before waiting for chunk c's answers, so the link stays busy;
+        at most two chunks are held (bounded memory, whatever the batch)."""
+        held = None
+        for c in range(chunks + 1):
+            ahead = start(c) if c < chunks else None
+            if c:
+                serve(c - 1)
+                finish(c - 1, held)
+            held = ahead
+
     # -- correlated OT / OLE ----------------------------------------------------------------------
     def cot(self, receive: Mapping[int, np.ndarray], send: Mapping[int, np.ndarray], moduli: Sequence[int],
             bits: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
@@ -151,47 +168,50 @@ class OtLinks:
         below 2^62). Returns (shares as receiver, shares as sender) by peer, uint64 (e, k) each;
         for every pair, the receiver's and the sender's shares add up to a * b mod moduli[c]."""
         mods = np.asarray(moduli, dtype=np.uint64)
-        k = len(mods)
+        k, ses, nat = len(mods), self.session, self.native
         self.ensure(list(receive) + list(send))
         tags = {p: self._tag(p, "cot") for p in sorted(set(receive) | set(send))}
-        # the receiver's IKNP matrix first (every peer at once), then the senders' corrections
-        pending = {}
-        for p, b in receive.items():
-            link = self._links[p]
-            b = np.ascontiguousarray(b, dtype=np.uint64)
-            chunks = []
-            step = max(1, CHUNK_OTS // bits)
-            for lo in range(0, len(b), step):
-                part = b[lo:lo + step]
-                start = link.rx.index
-                u, t = link.rx.extend(self.native.pack_choice_bits(part, bits), len(part) * bits)
-                self.session.send(p, u, tags[p] + "u")
-                chunks.append((part, start, t))
-            pending[p] = chunks
-        as_sender = {}
-        for p, a in send.items():
-            link = self._links[p]
-            a = np.ascontiguousarray(a, dtype=np.uint64).reshape(len(a), k)
-            step = max(1, CHUNK_OTS // bits)
-            shares = []
-            for lo in range(0, len(a), step):
-                part = a[lo:lo + step]
-                u = self.session.recv_bytes(p, tags[p] + "u")
-                # extension and Gilboa corrections fused, block by block (q never leaves the core)
-                corr, share = self._call(p, link.tx.extend_cot, u, len(part) * bits, link.domain_tx, part, mods, bits)
-                self.session.send(p, corr, tags[p] + "c")
-                shares.append(share)
-            as_sender[p] = np.concatenate(shares) if shares else np.zeros((0, k), np.uint64)
-            self.ots += len(a) * bits
-        as_receiver = {}
-        for p, chunks in pending.items():
-            link = self._links[p]
-            shares = []
-            for part, start, t in chunks:
-                corr = self.session.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(part), bits, k))
-                shares.append(self.native.cot_recv(t, link.domain_rx, start, part, corr, mods, bits))
-            as_receiver[p] = np.concatenate(shares) if shares else np.zeros((0, k), np.uint64)
-            self.ots += sum(len(c[0]) for c in chunks) * bits
+        values = {p: np.ascontiguousarray(b, dtype=np.uint64) for p, b in receive.items()}
+        offsets = {p: np.ascontiguousarray(a, dtype=np.uint64).reshape(len(a), k) for p, a in send.items()}
+        as_receiver = {p: np.empty((len(b), k), np.uint64) for p, b in values.items()}
+        as_sender = {p: np.empty((len(a), k), np.uint64) for p, a in offsets.items()}
+        step = max(1, CHUNK_OTS // bits)
+        lengths = [len(v) for v in values.values()] + [len(a) for a in offsets.values()]
+        chunks = -(-max(lengths, default=0) // step)
+
+        def start(c: int) -> dict:
+            held = {}
+            for p, b in values.items():
+                part = b[c * step:(c + 1) * step]
+                if len(part):
+                    link = self._links[p]
+                    first = link.rx.index
+                    u, t = link.rx.extend(nat.pack_choice_bits(part, bits), len(part) * bits)
+                    ses.send(p, u, tags[p] + "u")
+                    held[p] = (first, t)
+            return held
+
+        def serve(c: int) -> None:
+            for p, a in offsets.items():
+                part = a[c * step:(c + 1) * step]
+                if len(part):
+                    link = self._links[p]
+                    u = ses.recv_bytes(p, tags[p] + "u")
+                    # extension and Gilboa corrections fused, block by block (q never leaves the core)
+                    corr, share = self._call(p, link.tx.extend_cot, u, len(part) * bits, link.domain_tx, part,
+                                             mods, bits)
+                    ses.send(p, corr, tags[p] + "c")
+                    as_sender[p][c * step:c * step + len(part)] = share
+
+        def finish(c: int, held: dict) -> None:
+            for p, (first, t) in held.items():
+                part = values[p][c * step:(c + 1) * step]
+                corr = ses.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(part), bits, k))
+                as_receiver[p][c * step:c * step + len(part)] = nat.cot_recv(
+                    t, self._links[p].domain_rx, first, part, corr, mods, bits)
+
+        self._stream(chunks, start, serve, finish)
+        self.ots += bits * (sum(len(v) for v in values.values()) + sum(len(a) for a in offsets.values()))
         return as_receiver, as_sender
 
     # -- bit products ----------------------------------------------------------------------------
@@ -207,34 +227,36 @@ class OtLinks:
             raise ValueError(f"bit_cross needs two packed word vectors of one length, got {a.shape} and {b.shape}")
         others = [p for p in (range(self.session.n) if peers is None else peers) if p != self.me]
         self.ensure(others)
+        ses = self.session
         tags = {p: self._tag(p, "bits") for p in others}
-        nbits = 64 * len(a)
         step = CHUNK_OTS // 64  # words per message
         out = np.zeros_like(a)
-        pending = {}
-        for p in others:
-            link = self._links[p]
-            chunks = []
-            for lo in range(0, len(b), step):
-                part = b[lo:lo + step]
-                u, mine = link.rx.extend_bits(part.view(np.uint8), 64 * len(part), link.domain_rx)
-                self.session.send(p, u, tags[p] + "u")
-                chunks.append((lo, part, mine))
-            pending[p] = chunks
-        for p in others:
-            link = self._links[p]
-            for lo in range(0, len(a), step):
-                part = a[lo:lo + step]
-                m0, m1 = self._call(p, link.tx.extend_bits, self.session.recv_bytes(p, tags[p] + "u"), 64 * len(part),
+
+        def start(c: int) -> dict:
+            part, held = b[c * step:(c + 1) * step], {}
+            for p in others:
+                link = self._links[p]
+                u, held[p] = link.rx.extend_bits(part.view(np.uint8), 64 * len(part), link.domain_rx)
+                ses.send(p, u, tags[p] + "u")
+            return held
+
+        def serve(c: int) -> None:
+            part = a[c * step:(c + 1) * step]
+            for p in others:
+                link = self._links[p]
+                m0, m1 = self._call(p, link.tx.extend_bits, ses.recv_bytes(p, tags[p] + "u"), 64 * len(part),
                                     link.domain_tx)
-                self.session.send(p, m0 ^ m1 ^ part, tags[p] + "d")
-                out[lo:lo + len(part)] ^= m0
-        for p, chunks in pending.items():
-            link = self._links[p]
-            for lo, part, mine in chunks:
-                d = self.session.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=part.shape)
-                out[lo:lo + len(part)] ^= mine ^ (part & d)
-        self.ots += 2 * nbits * len(others)
+                ses.send(p, m0 ^ m1 ^ part, tags[p] + "d")
+                out[c * step:c * step + len(part)] ^= m0
+
+        def finish(c: int, held: dict) -> None:
+            part = b[c * step:(c + 1) * step]
+            for p, mine in held.items():
+                d = ses.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=part.shape)
+                out[c * step:c * step + len(part)] ^= mine ^ (part & d)
+
+        self._stream(-(-len(a) // step), start, serve, finish)
+        self.ots += 2 * 64 * len(a) * len(others)
         return out
 
 
