@@ -337,7 +337,7 @@ mod tests {
         let rows = entries * bits;
         let mut choice_bits = vec![0u8; rows.div_ceil(8)];
         pack_choice_bits(&values, bits, &mut choice_bits);
-        let mut u = vec![0u8; message_len(rows)];
+        let mut u = vec![0u8; message_len(rows, 1)];
         let (mut t, mut q) = (vec![0u8; rows * 16], vec![0u8; rows * 16]);
         recv.extend(&choice_bits, rows, &mut u, &mut t).unwrap();
         send.extend(&u, rows, &mut q).unwrap();

@@ -1,47 +1,90 @@
-//! IKNP OT extension (semi-honest): 128 base OTs in the opposite direction become any number of
-//! correlated OTs q_j = t_j ⊕ b_j·Δ.
+//! OT extension (semi-honest): 128 base OTs in the opposite direction become any number of
+//! correlated OTs q_j = t_j ⊕ b_j·Δ. IKNP, and SoftSpoken (Roy, CRYPTO 2022) with the repetition
+//! code, small-field VOLE over GF(2^k) for k = 2, 4, of which IKNP is the case k = 1: the same
+//! rows, Δ and consumers, with a message of 128/k instead of 128 bits per OT.
 //!
 //! Roles: the extension receiver was the base-OT sender and holds (k0_i, k1_i); the extension
-//! sender was the base-OT receiver with choice bits Δ and holds k_{Δ_i}. Each key seeds a PRG G,
-//! AES-128 in counter mode under that key (block n of the stream is AES_k(n), n a little-endian
-//! 128-bit counter), and the stream continues across calls: both sides keep a counter.
+//! sender was the base-OT receiver with choice bits Δ and holds k_{Δ_i}. Both sides hold *leaf*
+//! seeds, each keying a PRG G, AES-128 in counter mode under that seed (block n of the stream is
+//! AES_s(n), n a little-endian 128-bit counter); the streams continue across calls: both sides
+//! keep a counter.
+//!
+//! The 128 columns fall into 128/k groups of k (column i = g·k + c, c < k). Group g has 2^k
+//! leaves s_x, x ∈ {0,1}^k (x_c = bit c of x); the receiver knows them all, the sender all but
+//! s_α, α_c = Δ_{g·k+c}. For k = 1 the leaves are the base keys, s_x = k_{1-x,i} (so the sender's
+//! one leaf s_{¬Δ_i} is k_{Δ_i}); for k ≥ 2 they are the GGM trees of [`pprf`], set up once by its
+//! setup message (receiver → sender, [`pprf::SETUP_LEN`] bytes).
 //!
 //! One `extend(count)` covers M = `count` rounded up to a multiple of 128 rows; the receiver's
-//! choice bits r are zero-padded to M. Column i (M bits) of the receiver: t^i = G(k0_i),
-//! u^i = t^i ⊕ G(k1_i) ⊕ r; of the sender: q^i = G(k_{Δ_i}) ⊕ Δ_i·u^i = t^i ⊕ Δ_i·r. Row j of the
-//! 128 × M matrices, bit i = column i's bit j, is t_j and q_j = t_j ⊕ r_j·Δ. The message u is the
-//! columns one after another, u^0 || u^1 || ... || u^127, M/8 bytes each (16·M bytes).
+//! choice bits r are zero-padded to M. Per group, on M-bit columns:
+//! - receiver: u_g = ⊕_x G(s_x), column c of t: v_c = ⊕_{x: x_c = 1} G(s_x); it sends u_g ⊕ r;
+//! - sender: w_c = ⊕_{x ≠ α: (x ⊕ α)_c = 1} G(s_x), which is v_c if α_c = 0 and, if α_c = 1, the
+//!   sum over x_c = 0, u_g ⊕ v_c (x = α never counts); so w_c = v_c ⊕ α_c·u_g, and column c of q
+//!   is w_c ⊕ α_c·(u_g ⊕ r) = v_c ⊕ Δ_{g·k+c}·r.
 //!
-//! Rows are computed in chunks of [`CHUNK`] rows: per chunk the 128 column streams (a few KB
-//! each, encrypted in batches) and then 128 × 128 tile transposes into the output rows.
+//! Hence column i of q is t^i ⊕ Δ_i·r, and row j of the 128 × M matrices (bit i = column i's
+//! bit j) gives t_j and q_j = t_j ⊕ r_j·Δ. For k = 1 this is IKNP exactly: t^i = G(k0_i),
+//! u^i = G(k0_i) ⊕ G(k1_i) ⊕ r, q^i = G(k_{Δ_i}) ⊕ Δ_i·u^i. The message is the groups' columns
+//! one after another, u_0 || u_1 || ... || u_{128/k - 1}, M/8 bytes each (16·M/k bytes).
+//!
+//! Rows are computed in chunks of [`CHUNK`] rows: per chunk and group the 2^k leaf streams (a few
+//! KB each, encrypted in batches), folded into the group's k columns and message column in one
+//! pass ([`fold`]: 2^k − 1 + Σ 2^c XORs per lane, in AVX2 registers where present), then
+//! 128 × 128 tile transposes into the output rows. The PRG work per OT is 2^k/k AES blocks for
+//! the receiver ((2^k − 1)/k for the sender): 2, 2, 4 (1, 1.5, 3.75) for k = 1, 2, 4.
 
-use super::block::{load, store, xor_into, Cipher, BLOCK};
+use super::block::{load, Cipher, BLOCK};
 use super::transpose::{self, TILE};
-use super::{cot, tccr};
+use super::{cot, pprf, tccr};
 
 /// Base OTs (and bits per row).
 pub const KAPPA: usize = 128;
-/// Rows per chunk: 64 PRG blocks per column per AES call (a multiple of the 8-block AES-NI batch,
-/// so no block is encrypted alone), 128 KiB of columns.
+/// Rows per chunk: 64 PRG blocks per leaf stream per AES call (a multiple of the 8-block AES-NI
+/// batch, so no block is encrypted alone), 128 KiB of columns.
 pub const CHUNK: usize = 64 * 128;
-/// Most rows one call may extend (a bound on allocations: 2^32 rows = 64 GiB of u).
+/// Most rows one call may extend (a bound on allocations: 2^32 rows = 64 GiB of IKNP message).
 pub const MAX_COUNT: usize = 1 << 32;
+/// The k supported: base OTs per group (1 = IKNP).
+pub const KS: [usize; 3] = [1, 2, 4];
 
 /// `count` rounded up to the 128-row granularity of the extension.
 pub fn rounded(count: usize) -> usize {
     count.div_ceil(KAPPA) * KAPPA
 }
 
-/// Bytes of the message u for `count` OTs.
-pub fn message_len(count: usize) -> usize {
-    rounded(count) / 8 * KAPPA
+/// Bytes of the message for `count` OTs with groups of `k`: 128/k columns of `rounded(count)`
+/// bits (128/k bits per OT).
+pub fn message_len(count: usize, k: usize) -> usize {
+    rounded(count) / 8 * (KAPPA / k)
 }
 
-fn ciphers(keys: &[u8], what: &str) -> Result<Vec<Cipher>, String> {
+/// `k` is one of [`KS`].
+pub fn check_k(k: usize) -> Result<(), String> {
+    if KS.contains(&k) {
+        return Ok(());
+    }
+    let why = if k == 0 || !KAPPA.is_multiple_of(k) {
+        format!("k must divide the {KAPPA} base OTs, which {k} does not")
+    } else {
+        format!("k = {k} divides {KAPPA} but is not implemented (2^k leaf streams per {k} columns)")
+    };
+    Err(format!("k must be 1 (IKNP), 2 or 4 (SoftSpoken), got {k}: {why}"))
+}
+
+/// What the messages of this extension are called in errors.
+fn protocol(k: usize) -> String {
+    if k == 1 { "IKNP".into() } else { format!("SoftSpoken (k = {k})") }
+}
+
+fn check_keys(keys: &[u8], what: &str) -> Result<(), String> {
     if keys.len() != KAPPA * BLOCK {
         return Err(format!("{what} must be {} bytes ({KAPPA} keys of {BLOCK}), got {}", KAPPA * BLOCK, keys.len()));
     }
-    Ok(keys.chunks_exact(BLOCK).map(|k| Cipher::new(k.try_into().unwrap())).collect())
+    Ok(())
+}
+
+fn ciphers<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<Cipher> {
+    keys.into_iter().map(|k| Cipher::new(k.try_into().unwrap())).collect()
 }
 
 fn check_count(count: usize) -> Result<(), String> {
@@ -68,22 +111,23 @@ fn transpose_chunk(cols: &[u8], rows: usize, out: &mut [u8]) {
     }
 }
 
-/// Per-extension working memory, kept between calls: the chunk's columns (128 KiB), one pad
-/// column and the transposed rows of a fused call. Allocating them per call costs page faults
-/// (glibc hands out blocks this large with mmap, fresh each time); the fused calls exist
-/// precisely so that rows never leave the cache, so their buffer must not be a new one either.
+/// Per-extension working memory, kept between calls: the chunk's columns (128 KiB), one group's
+/// leaf streams (2^k × 1 KiB) and the transposed rows of a fused call. Allocating them per call
+/// costs page faults (glibc hands out blocks this large with mmap, fresh each time); the fused
+/// calls exist precisely so that rows never leave the cache, so their buffer must not be a new
+/// one either.
 #[derive(Default)]
 struct Scratch {
     cols: Vec<u8>,
-    pad: Vec<u8>,
+    streams: Vec<u8>,
     rows: Vec<u8>,
 }
 
 impl Scratch {
-    fn ready(&mut self) {
+    fn ready(&mut self, k: usize) {
         if self.cols.is_empty() {
             self.cols = vec![0u8; CHUNK / 8 * KAPPA];
-            self.pad = vec![0u8; CHUNK / 8];
+            self.streams = vec![0u8; (1 << k) * CHUNK / 8];
             self.rows = vec![0u8; CHUNK * BLOCK];
         }
     }
@@ -113,19 +157,214 @@ impl<F: FnMut(usize, &[u8])> Sink<'_, F> {
     }
 }
 
-/// The extension receiver (holds both base keys of every column).
+/// One group's leaf streams folded into its k columns: the XOR accumulation of the module doc,
+/// lane by lane (32 bytes in AVX2 registers, else 16 in a `u128`), reading each stream once.
+///
+/// Streams are `bytes` apart in `streams` (2^k of them), columns `bytes` apart in `cols`
+/// (k of them). Per lane the columns are summed by halving: v_{k-1} is the sum of the upper
+/// half of the streams, which is then folded onto the lower half (s_y ⊕= s_{y + 2^{k-1}}, the
+/// lower bits of y unchanged), and so on down to v_0; what is left in s_0 is the sum of all.
+/// For k = 4: 26 XORs per lane instead of 15 + 4·7.
+///
+/// For k = 1 (IKNP) the one column *is* stream 1, which the caller generates straight into it
+/// (`cols`) instead of slot 1 of `streams`: the receiver then only forms u, and the sender only
+/// XORs in the message where Δ_i is set, as plain IKNP does.
+pub mod fold {
+    /// Receiver: column c = ⊕_{x: x_c = 1} stream x; `u` = (⊕_x stream x) ⊕ `r`.
+    pub fn receiver(k: usize, streams: &[u8], bytes: usize, r: &[u8], cols: &mut [u8], u: &mut [u8]) {
+        assert!(streams.len() >= bytes << k && r.len() >= bytes && cols.len() == k * bytes && u.len() == bytes);
+        let p = Lanes::new(streams, bytes, r, 0, cols, Some(u));
+        match k {
+            1 => go::<1, true, true>(&p),
+            2 => go::<2, true, true>(&p),
+            4 => go::<4, true, true>(&p),
+            _ => unreachable!("k checked at construction"),
+        }
+    }
+
+    /// Sender: streams indexed by y = x ⊕ α, slot 0 (the unknown leaf) never read; column c =
+    /// (⊕_{y: y_c = 1} stream y) ⊕ (bit c of `mask`)·`msg`.
+    pub fn sender(k: usize, streams: &[u8], bytes: usize, msg: &[u8], mask: u32, cols: &mut [u8]) {
+        assert!(streams.len() >= bytes << k && msg.len() >= bytes && cols.len() == k * bytes);
+        if k == 1 && mask == 0 {
+            return; // the column is stream 1 already
+        }
+        let p = Lanes::new(streams, bytes, msg, mask, cols, None);
+        match (k, mask != 0) {
+            (1, true) => go::<1, false, true>(&p),
+            (2, false) => go::<2, false, false>(&p),
+            (2, true) => go::<2, false, true>(&p),
+            (4, false) => go::<4, false, false>(&p),
+            (4, true) => go::<4, false, true>(&p),
+            _ => unreachable!("k checked at construction"),
+        }
+    }
+
+    /// The checked buffers: `streams` 2^k × `bytes`, `extra` (r or the message) and `u`
+    /// `bytes`, `cols` k × `bytes`; `bytes` a multiple of 16.
+    pub(super) struct Lanes {
+        streams: *const u8,
+        bytes: usize,
+        extra: *const u8,
+        mask: u32,
+        cols: *mut u8,
+        u: *mut u8,
+    }
+
+    impl Lanes {
+        pub(super) fn new(streams: &[u8], bytes: usize, extra: &[u8], mask: u32, cols: &mut [u8], u: Option<&mut [u8]>) -> Self {
+            let u = u.map_or(core::ptr::null_mut(), |u| u.as_mut_ptr());
+            Lanes { streams: streams.as_ptr(), bytes, extra: extra.as_ptr(), mask, cols: cols.as_mut_ptr(), u }
+        }
+
+        /// Where stream y is (at lane offset 0).
+        #[inline(always)]
+        fn stream<const K: usize>(&self, y: usize) -> *const u8 {
+            if K == 1 && y == 1 { self.cols } else { self.streams.wrapping_add(y * self.bytes) }
+        }
+    }
+
+    /// `RECV`: the receiver (reads slot 0, writes u); `EXTRA`: reads `extra` (the sender skips its
+    /// message column when no column of the group takes it).
+    fn go<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes) {
+        debug_assert!(p.bytes.is_multiple_of(16));
+        #[allow(unused_mut)]
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            done = p.bytes & !31;
+            // SAFETY: AVX2 is present; the lanes lie inside the buffers (checked by the callers).
+            unsafe { avx2::<K, RECV, EXTRA>(p, done) };
+        }
+        // SAFETY: as above.
+        unsafe { portable::<K, RECV, EXTRA>(p, done) };
+    }
+
+    // Index loops, not iterator adapters: these must unroll into registers, and adapters are not
+    // always inlined into a `target_feature` function.
+    /// Lanes `from..bytes`, 16 bytes at a time.
+    #[allow(clippy::needless_range_loop)]
+    pub(super) unsafe fn portable<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes, from: usize) {
+        let rd = |q: *const u8| u128::from_le_bytes(unsafe { q.cast::<[u8; 16]>().read_unaligned() });
+        let wr = |q: *mut u8, v: u128| unsafe { q.cast::<[u8; 16]>().write_unaligned(v.to_le_bytes()) };
+        let take: [u128; 4] = core::array::from_fn(|c| if (p.mask >> c) & 1 == 1 { !0 } else { 0 });
+        let mut off = from;
+        while off < p.bytes {
+            let mut s = [0u128; 16];
+            for y in usize::from(!RECV)..1 << K {
+                s[y] = rd(unsafe { p.stream::<K>(y).add(off) });
+            }
+            let mut v = [0u128; 4];
+            let mut m = 1 << K;
+            for c in (0..K).rev() {
+                let h = m / 2;
+                v[c] = s[h];
+                for y in h + 1..m {
+                    v[c] ^= s[y];
+                }
+                for y in 0..h {
+                    s[y] ^= s[y + h];
+                }
+                m = h;
+            }
+            let e = if EXTRA { rd(unsafe { p.extra.add(off) }) } else { 0 };
+            for c in 0..K {
+                if !(RECV && K == 1) {
+                    wr(unsafe { p.cols.add(c * p.bytes + off) }, if RECV { v[c] } else { v[c] ^ (e & take[c]) });
+                }
+            }
+            if RECV {
+                wr(unsafe { p.u.add(off) }, s[0] ^ e);
+            }
+            off += 16;
+        }
+    }
+
+    /// Lanes `0..to` (a multiple of 32), 32 bytes at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::needless_range_loop)]
+    unsafe fn avx2<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes, to: usize) {
+        use core::arch::x86_64::*;
+        let rd = |q: *const u8| unsafe { _mm256_loadu_si256(q.cast()) };
+        let wr = |q: *mut u8, v: __m256i| unsafe { _mm256_storeu_si256(q.cast(), v) };
+        let zero = _mm256_setzero_si256();
+        let take: [__m256i; 4] = core::array::from_fn(|c| if (p.mask >> c) & 1 == 1 { _mm256_set1_epi8(-1) } else { zero });
+        let mut off = 0;
+        while off < to {
+            let mut s = [zero; 16];
+            for y in usize::from(!RECV)..1 << K {
+                s[y] = rd(unsafe { p.stream::<K>(y).add(off) });
+            }
+            let mut v = [zero; 4];
+            let mut m = 1 << K;
+            for c in (0..K).rev() {
+                let h = m / 2;
+                v[c] = s[h];
+                for y in h + 1..m {
+                    v[c] = _mm256_xor_si256(v[c], s[y]);
+                }
+                for y in 0..h {
+                    s[y] = _mm256_xor_si256(s[y], s[y + h]);
+                }
+                m = h;
+            }
+            let e = if EXTRA { rd(unsafe { p.extra.add(off) }) } else { zero };
+            for c in 0..K {
+                if !(RECV && K == 1) {
+                    let x = if RECV { v[c] } else { _mm256_xor_si256(v[c], _mm256_and_si256(e, take[c])) };
+                    wr(unsafe { p.cols.add(c * p.bytes + off) }, x);
+                }
+            }
+            if RECV {
+                wr(unsafe { p.u.add(off) }, _mm256_xor_si256(s[0], e));
+            }
+            off += 32;
+        }
+    }
+}
+
+/// The extension receiver (knows every leaf).
 pub struct IknpReceiver {
-    g0: Vec<Cipher>,
-    g1: Vec<Cipher>,
-    /// PRG blocks used per column so far (= index / 128).
+    k: usize,
+    /// (128/k) groups × 2^k leaves, group g's leaf x at g·2^k + x.
+    leaves: Vec<Cipher>,
+    /// PRG blocks used per leaf stream so far (= index / 128).
     blocks: u128,
     scratch: Scratch,
 }
 
 impl IknpReceiver {
-    /// `k0`, `k1`: the base-OT sender's keys, 128 × 16 bytes each.
+    /// IKNP. `k0`, `k1`: the base-OT sender's keys, 128 × 16 bytes each.
     pub fn new(k0: &[u8], k1: &[u8]) -> Result<Self, String> {
-        Ok(IknpReceiver { g0: ciphers(k0, "k0")?, g1: ciphers(k1, "k1")?, blocks: 0, scratch: Scratch::default() })
+        check_keys(k0, "k0")?;
+        check_keys(k1, "k1")?;
+        let leaves = ciphers(k1.chunks_exact(BLOCK).zip(k0.chunks_exact(BLOCK)).flat_map(|(a, b)| [a, b]));
+        Ok(IknpReceiver { k: 1, leaves, blocks: 0, scratch: Scratch::default() })
+    }
+
+    /// SoftSpoken with groups of `k` (1 = IKNP, `seed` then unused): the receiver and the setup
+    /// message for the sender (empty for k = 1). `seed`: 16 random bytes, the trees' roots.
+    pub fn soft(k0: &[u8], k1: &[u8], k: usize, seed: &[u8]) -> Result<(Self, Vec<u8>), String> {
+        check_k(k)?;
+        let seed: &pprf::Seed = seed.try_into().map_err(|_| format!("seed must be {BLOCK} random bytes, got {}", seed.len()))?;
+        if k == 1 {
+            return Ok((Self::new(k0, k1)?, Vec::new()));
+        }
+        check_keys(k0, "k0")?;
+        check_keys(k1, "k1")?;
+        let (leaves, setup) = pprf::expand(k0, k1, k, seed);
+        Ok((IknpReceiver { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), blocks: 0, scratch: Scratch::default() }, setup))
+    }
+
+    /// Base OTs per group (1 = IKNP).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Bytes of the message for `count` OTs.
+    pub fn message_len(&self, count: usize) -> usize {
+        message_len(count, self.k)
     }
 
     /// OTs extended so far (rounded counts).
@@ -168,11 +407,12 @@ impl IknpReceiver {
         if choices.len() < have {
             return Err(format!("{count} OTs need {have} bytes of packed choice bits, got {}", choices.len()));
         }
-        assert!(u.len() == message_len(count));
-        let m = rounded(count);
+        let k = self.k;
+        assert!(u.len() == message_len(count, k));
+        let (m, n) = (rounded(count), 1usize << k);
         let col_len = m / 8;
-        self.scratch.ready();
-        let Scratch { cols, pad, rows: scratch_rows } = &mut self.scratch;
+        self.scratch.ready(k);
+        let Scratch { cols, streams, rows: scratch_rows } = &mut self.scratch;
         // this chunk's choice bits r, zero-padded past `count` (bits of the last byte included)
         let mut r = [0u8; CHUNK / 8];
         let mut start = 0;
@@ -181,6 +421,7 @@ impl IknpReceiver {
             let (bytes, off) = (rows / 8, start / 8);
             let counter = self.blocks + (start / KAPPA) as u128;
             let cols = &mut cols[..bytes * KAPPA];
+            let streams = &mut streams[..bytes * n];
             let r = &mut r[..bytes];
             let given = have.saturating_sub(off).min(bytes);
             r[..given].copy_from_slice(&choices[off..off + given]);
@@ -188,16 +429,12 @@ impl IknpReceiver {
             if !count.is_multiple_of(8) && (off..off + bytes).contains(&(count / 8)) {
                 r[count / 8 - off] &= (1u8 << (count % 8)) - 1;
             }
-            for i in 0..KAPPA {
-                let t_col = &mut cols[i * bytes..(i + 1) * bytes];
-                self.g0[i].ctr(counter, t_col);
-                let pad = &mut pad[..bytes];
-                self.g1[i].ctr(counter, pad);
-                let u_col = &mut u[i * col_len + off..i * col_len + off + bytes];
-                for (((o, a), b), c) in u_col.chunks_exact_mut(BLOCK).zip(t_col.chunks_exact(BLOCK))
-                    .zip(pad.chunks_exact(BLOCK)).zip(r.chunks_exact(BLOCK)) {
-                    store(o, load(a) ^ load(b) ^ load(c));
+            for (g, (leaves, group_cols)) in self.leaves.chunks_exact(n).zip(cols.chunks_exact_mut(k * bytes)).enumerate() {
+                for (x, (leaf, s)) in leaves.iter().zip(streams.chunks_exact_mut(bytes)).enumerate() {
+                    // k = 1: the column is stream 1 (see `fold`)
+                    leaf.ctr(counter, if k == 1 && x == 1 { &mut *group_cols } else { s });
                 }
+                fold::receiver(k, streams, bytes, r, group_cols, &mut u[g * col_len + off..g * col_len + off + bytes]);
             }
             let live = rows.min(count.saturating_sub(start));
             sink.chunk(cols, start, live, scratch_rows);
@@ -208,19 +445,59 @@ impl IknpReceiver {
     }
 }
 
-/// The extension sender (holds k_{Δ_i} and Δ).
+/// The extension sender (knows every leaf but α per group, and Δ).
 pub struct IknpSender {
-    g: Vec<Cipher>,
+    k: usize,
+    /// (128/k) groups × (2^k − 1) leaves, group g's leaf y = x ⊕ α (y ≥ 1) at g·(2^k − 1) + y − 1.
+    leaves: Vec<Cipher>,
     delta: [u8; BLOCK],
     blocks: u128,
     scratch: Scratch,
 }
 
+fn delta_bytes(delta: &[u8]) -> Result<[u8; BLOCK], String> {
+    delta.try_into().map_err(|_| format!("delta must be {BLOCK} bytes, got {}", delta.len()))
+}
+
 impl IknpSender {
-    /// `keys`: the base-OT receiver's keys (128 × 16 bytes); `delta`: its 128 choice bits.
+    /// IKNP. `keys`: the base-OT receiver's keys (128 × 16 bytes); `delta`: its 128 choice bits.
     pub fn new(keys: &[u8], delta: &[u8]) -> Result<Self, String> {
-        let delta: [u8; BLOCK] = delta.try_into().map_err(|_| format!("delta must be {BLOCK} bytes, got {}", delta.len()))?;
-        Ok(IknpSender { g: ciphers(keys, "the base keys")?, delta, blocks: 0, scratch: Scratch::default() })
+        let delta = delta_bytes(delta)?;
+        check_keys(keys, "the base keys")?;
+        Ok(IknpSender { k: 1, leaves: ciphers(keys.chunks_exact(BLOCK)), delta, blocks: 0, scratch: Scratch::default() })
+    }
+
+    /// SoftSpoken with groups of `k` (1 = IKNP): `keys`, `delta` as for [`new`](Self::new),
+    /// `setup` the receiver's setup message ([`pprf::SETUP_LEN`] bytes; empty for k = 1).
+    pub fn soft(keys: &[u8], delta: &[u8], k: usize, setup: &[u8]) -> Result<Self, String> {
+        check_k(k)?;
+        if k == 1 {
+            if !setup.is_empty() {
+                return Err(format!("the setup message for k = 1 (IKNP) must be empty, got {} bytes", setup.len()));
+            }
+            return Self::new(keys, delta);
+        }
+        let delta = delta_bytes(delta)?;
+        check_keys(keys, "the base keys")?;
+        let leaves = pprf::puncture(keys, &delta, k, setup)?;
+        Ok(IknpSender { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), delta, blocks: 0, scratch: Scratch::default() })
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    pub fn message_len(&self, count: usize) -> usize {
+        message_len(count, self.k)
+    }
+
+    /// The receiver's message for `count` OTs has the right length.
+    pub fn check_message(&self, u: &[u8], count: usize) -> Result<(), String> {
+        let want = self.message_len(count);
+        if u.len() != want {
+            return Err(format!("the {} message for {count} OTs must be {want} bytes, got {}", protocol(self.k), u.len()));
+        }
+        Ok(())
     }
 
     pub fn index(&self) -> u64 {
@@ -266,7 +543,7 @@ impl IknpSender {
     #[allow(clippy::too_many_arguments)]
     pub fn extend_cot(&mut self, u: &[u8], count: usize, domain: u64, start: u64, offsets: &[u64], m: &[cot::Modulus],
                       bits: usize, corrections: &mut [u64], share: &mut [u64]) -> Result<(), String> {
-        if count % bits != 0 || offsets.len() != count / bits * m.len() || corrections.len() != count * m.len()
+        if !count.is_multiple_of(bits) || offsets.len() != count / bits * m.len() || corrections.len() != count * m.len()
             || share.len() != offsets.len() {
             return Err(format!("{count} OTs are not {} entries of {bits} bits with {} columns", offsets.len() / m.len().max(1), m.len()));
         }
@@ -279,25 +556,28 @@ impl IknpSender {
 
     fn run<F: FnMut(usize, &[u8])>(&mut self, u: &[u8], count: usize, mut sink: Sink<F>) -> Result<(), String> {
         check_count(count)?;
-        if u.len() != message_len(count) {
-            return Err(format!("the IKNP message for {count} OTs must be {} bytes, got {}", message_len(count), u.len()));
-        }
-        let m = rounded(count);
+        self.check_message(u, count)?;
+        let k = self.k;
+        let (m, n) = (rounded(count), 1usize << k);
         let col_len = m / 8;
-        self.scratch.ready();
-        let Scratch { cols, rows: scratch_rows, .. } = &mut self.scratch;
+        let delta = load(&self.delta);
+        self.scratch.ready(k);
+        let Scratch { cols, streams, rows: scratch_rows } = &mut self.scratch;
         let mut start = 0;
         while start < m {
             let rows = CHUNK.min(m - start);
             let (bytes, off) = (rows / 8, start / 8);
             let counter = self.blocks + (start / KAPPA) as u128;
             let cols = &mut cols[..bytes * KAPPA];
-            for i in 0..KAPPA {
-                let q_col = &mut cols[i * bytes..(i + 1) * bytes];
-                self.g[i].ctr(counter, q_col);
-                if (self.delta[i >> 3] >> (i & 7)) & 1 == 1 {
-                    xor_into(q_col, &u[i * col_len + off..i * col_len + off + bytes]);
+            let streams = &mut streams[..bytes * n];
+            for (g, (leaves, group_cols)) in self.leaves.chunks_exact(n - 1).zip(cols.chunks_exact_mut(k * bytes)).enumerate() {
+                // slot 0 (the punctured leaf) stays as it is: the fold never reads it; for k = 1 the
+                // column is stream 1 (see `fold`)
+                for (leaf, s) in leaves.iter().zip(streams.chunks_exact_mut(bytes).skip(1)) {
+                    leaf.ctr(counter, if k == 1 { &mut *group_cols } else { s });
                 }
+                let mask = (delta >> (g * k)) as u32 & ((1 << k) - 1);
+                fold::sender(k, streams, bytes, &u[g * col_len + off..g * col_len + off + bytes], mask, group_cols);
             }
             let live = rows.min(count.saturating_sub(start));
             sink.chunk(cols, start, live, scratch_rows);
@@ -310,6 +590,7 @@ impl IknpSender {
 
 #[cfg(test)]
 mod tests {
+    use super::super::block::xor_into;
     use super::*;
 
     fn bytes(n: usize, seed: u64) -> Vec<u8> {
@@ -323,25 +604,46 @@ mod tests {
     }
 
     /// Base keys as the base OT would leave them: receiver (k0, k1), sender (k_{Δ_i}, Δ).
-    fn pair() -> (IknpReceiver, IknpSender) {
+    fn base_keys() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
         let (k0, k1, delta) = (bytes(2048, 1), bytes(2048, 2), bytes(16, 3));
         let chosen: Vec<u8> = (0..KAPPA).flat_map(|i| {
             let src = if (delta[i >> 3] >> (i & 7)) & 1 == 1 { &k1 } else { &k0 };
             src[i * 16..(i + 1) * 16].to_vec()
         }).collect();
+        (k0, k1, chosen, delta)
+    }
+
+    fn pair() -> (IknpReceiver, IknpSender) {
+        let (k0, k1, chosen, delta) = base_keys();
         (IknpReceiver::new(&k0, &k1).unwrap(), IknpSender::new(&chosen, &delta).unwrap())
+    }
+
+    /// A connected SoftSpoken pair with groups of `k` (k = 1: IKNP).
+    fn soft_pair(k: usize) -> (IknpReceiver, IknpSender) {
+        let (k0, k1, chosen, delta) = base_keys();
+        let (recv, setup) = IknpReceiver::soft(&k0, &k1, k, &bytes(16, 4)).unwrap();
+        assert_eq!(setup.len(), if k == 1 { 0 } else { pprf::SETUP_LEN });
+        (recv, IknpSender::soft(&chosen, &delta, k, &setup).unwrap())
     }
 
     #[test]
     fn q_is_t_xor_choice_times_delta_over_many_calls() {
-        let (mut recv, mut send) = pair();
+        for k in KS {
+            correlated_over_many_calls(soft_pair(k), k);
+        }
+    }
+
+    fn correlated_over_many_calls((mut recv, mut send): (IknpReceiver, IknpSender), k: usize) {
+        assert_eq!((recv.k(), send.k()), (k, k));
         let delta = send.delta();
         let mut seed = 10;
         let mut all_t = Vec::new();
-        for count in [1usize, 127, 128, 1000, 4097, CHUNK + 129, 0, 3] {
+        for count in [1usize, 127, 128, 1000, 4097, CHUNK + 129, 0, 2 * CHUNK, 3] {
             seed += 1;
             let choices = bytes(count.div_ceil(8) + 2, seed); // longer than needed: extra ignored
-            let mut u = vec![0u8; message_len(count)];
+            // 128/k bits per (rounded) OT
+            assert_eq!(message_len(count, k) * 8, rounded(count) * KAPPA / k);
+            let mut u = vec![0u8; message_len(count, k)];
             let mut t = vec![0u8; count * 16];
             let mut q = vec![0u8; count * 16];
             let before = recv.index();
@@ -352,7 +654,7 @@ mod tests {
             for j in 0..count {
                 let b = (choices[j >> 3] >> (j & 7)) & 1;
                 for k in 0..16 {
-                    assert_eq!(q[j * 16 + k], t[j * 16 + k] ^ ((b * 0xff) & delta[k]), "row {j} of {count}");
+                    assert_eq!(q[j * 16 + k], t[j * 16 + k] ^ ((b * 0xff) & delta[k]), "row {j} of {count}, k {}", recv.k);
                 }
             }
             all_t.extend_from_slice(&t);
@@ -365,12 +667,128 @@ mod tests {
         assert_eq!(rows.len(), n);
     }
 
+    /// The fold kernels (AVX2 with its 16-byte tail, and portable alone) against the definition,
+    /// bit by bit: receiver v_c, u ⊕ r; sender (slot 0 ignored) v_c ⊕ mask_c·msg.
+    #[test]
+    fn fold_equals_the_definition() {
+        for k in KS {
+            for len in [16usize, 32, 48, 1024 + 16] {
+                let n = 1 << k;
+                let streams = bytes(n * len, (k * 100 + len) as u64);
+                let extra = bytes(len, 99);
+                let stream = |y: usize| &streams[y * len..(y + 1) * len];
+                let sum = |pick: &dyn Fn(usize) -> bool| -> Vec<u8> {
+                    let mut acc = vec![0u8; len];
+                    for y in (0..n).filter(|&y| pick(y)) {
+                        xor_into(&mut acc, stream(y));
+                    }
+                    acc
+                };
+                // receiver; k = 1 keeps stream 1 in the column
+                let mut want_u = sum(&|_| true);
+                xor_into(&mut want_u, &extra);
+                let want_cols: Vec<u8> = (0..k).flat_map(|c| sum(&|y| (y >> c) & 1 == 1)).collect();
+                for portable in [false, true] {
+                    let (mut cols, mut u) = (vec![7u8; k * len], vec![7u8; len]);
+                    if k == 1 {
+                        cols.copy_from_slice(stream(1));
+                    }
+                    let p = fold::Lanes::new(&streams, len, &extra, 0, &mut cols, Some(&mut u));
+                    match (k, portable) {
+                        (1, true) => unsafe { fold::portable::<1, true, true>(&p, 0) },
+                        (2, true) => unsafe { fold::portable::<2, true, true>(&p, 0) },
+                        (4, true) => unsafe { fold::portable::<4, true, true>(&p, 0) },
+                        _ => fold::receiver(k, &streams, len, &extra, &mut cols, &mut u),
+                    }
+                    assert!(cols == want_cols && u == want_u, "receiver k {k} len {len} portable {portable}");
+                }
+                // sender: slot 0 is not read
+                let mut blanked = streams.clone();
+                blanked[..len].fill(0xa5);
+                for mask in 0..1u32 << k {
+                    let want: Vec<u8> = (0..k).flat_map(|c| {
+                        let mut col = sum(&|y| y != 0 && (y >> c) & 1 == 1);
+                        if (mask >> c) & 1 == 1 {
+                            xor_into(&mut col, &extra);
+                        }
+                        col
+                    }).collect();
+                    for portable in [false, true] {
+                        let mut cols = if k == 1 { stream(1).to_vec() } else { vec![7u8; k * len] };
+                        let p = fold::Lanes::new(&blanked, len, &extra, mask, &mut cols, None);
+                        match (k, portable, mask != 0) {
+                            (1, true, true) => unsafe { fold::portable::<1, false, true>(&p, 0) },
+                            (2, true, false) => unsafe { fold::portable::<2, false, false>(&p, 0) },
+                            (2, true, true) => unsafe { fold::portable::<2, false, true>(&p, 0) },
+                            (4, true, true) => unsafe { fold::portable::<4, false, true>(&p, 0) },
+                            _ => fold::sender(k, &blanked, len, &extra, mask, &mut cols),
+                        }
+                        assert!(cols == want, "sender k {k} len {len} mask {mask} portable {portable}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// k = 1 through `soft` is IKNP itself, bit for bit; SoftSpoken's rows differ from IKNP's
+    /// (other PRG keys) while Δ stays the base-OT choice bits.
+    #[test]
+    fn soft_with_k_1_is_iknp() {
+        let count = CHUNK + 300;
+        let choices = bytes(count.div_ceil(8), 7);
+        let mut outs = Vec::new();
+        for (mut recv, mut send) in [pair(), soft_pair(1), soft_pair(2)] {
+            let mut u = vec![0u8; recv.message_len(count)];
+            let (mut t, mut q) = (vec![0u8; count * 16], vec![0u8; count * 16]);
+            recv.extend(&choices, count, &mut u, &mut t).unwrap();
+            send.extend(&u, count, &mut q).unwrap();
+            assert_eq!(send.delta()[..], base_keys().3[..]);
+            outs.push((u, t, q));
+        }
+        assert!(outs[0] == outs[1]);
+        assert!(outs[0].1 != outs[2].1 && outs[0].0.len() == 2 * outs[2].0.len());
+    }
+
+    #[test]
+    fn a_wrong_setup_message_is_rejected_or_does_not_correlate() {
+        let (k0, k1, chosen, delta) = base_keys();
+        for k in [2usize, 4] {
+            let (mut recv, setup) = IknpReceiver::soft(&k0, &k1, k, &[5u8; 16]).unwrap();
+            let err = IknpSender::soft(&chosen, &delta, k, &setup[1..]).err().unwrap();
+            assert!(err.contains("setup message must be 4096 bytes"), "{err}");
+            let mut bad = setup.clone();
+            for i in 0..2 * KAPPA {
+                bad[i * BLOCK] ^= 1; // every block: whichever side the sender opens
+            }
+            let mut send = IknpSender::soft(&chosen, &delta, k, &bad).unwrap();
+            let count = 1000;
+            let mut u = vec![0u8; message_len(count, k)];
+            let (mut t, mut q) = (vec![0u8; count * 16], vec![0u8; count * 16]);
+            recv.extend(&[0u8; 125], count, &mut u, &mut t).unwrap();
+            send.extend(&u, count, &mut q).unwrap();
+            // all choice bits 0: q should equal t; almost no row does
+            let equal = t.chunks_exact(16).zip(q.chunks_exact(16)).filter(|(a, b)| a == b).count();
+            assert_eq!(equal, 0, "k {k}");
+            // and a message of the wrong length is refused, naming the protocol
+            let err = send.extend(&u[1..], count, &mut q).unwrap_err();
+            assert!(err.contains(&format!("SoftSpoken (k = {k}) message for 1000 OTs must be {} bytes", u.len())), "{err}");
+        }
+        assert!(IknpSender::soft(&chosen, &delta, 1, &[0u8; 16]).err().unwrap().contains("must be empty"));
+        for k in [0usize, 3, 5, 8, 128] {
+            let err = IknpReceiver::soft(&k0, &k1, k, &[0u8; 16]).err().unwrap();
+            assert!(err.contains("k must be 1 (IKNP), 2 or 4"), "{err}");
+            assert_eq!(err.contains(&format!("which {k} does not")), matches!(k, 0 | 3 | 5), "{err}");
+            assert!(IknpSender::soft(&chosen, &delta, k, &[0u8; 4096]).is_err());
+        }
+        assert!(IknpReceiver::soft(&k0, &k1, 2, &[0u8; 15]).err().unwrap().contains("seed"));
+    }
+
     #[test]
     fn rows_are_the_transposed_prg_columns() {
         let (k0, k1) = (bytes(2048, 5), bytes(2048, 6));
         let mut recv = IknpReceiver::new(&k0, &k1).unwrap();
         let count = 300;
-        let mut u = vec![0u8; message_len(count)];
+        let mut u = vec![0u8; message_len(count, 1)];
         let mut t = vec![0u8; count * 16];
         recv.extend(&[0u8; 38], count, &mut u, &mut t).unwrap();
         for i in [0usize, 77, 127] {
@@ -387,7 +805,12 @@ mod tests {
     /// counts that end inside a byte, a word, a tile, a hash batch and a chunk.
     #[test]
     fn fused_calls_equal_extend_then_kernel() {
-        let ((mut r1, mut s1), (mut r2, mut s2)) = (pair(), pair());
+        for k in KS {
+            fused_equal_unfused((soft_pair(k), soft_pair(k)), k);
+        }
+    }
+
+    fn fused_equal_unfused(((mut r1, mut s1), (mut r2, mut s2)): ((IknpReceiver, IknpSender), (IknpReceiver, IknpSender)), k: usize) {
         let delta = load(&s1.delta());
         let domain = 0x3300;
         let m = cot::moduli(&[(1 << 61) - 1, 0]).unwrap();
@@ -396,7 +819,7 @@ mod tests {
             seed += 1;
             let choices = bytes(count.div_ceil(8) + 1, seed);
             let w = tccr::bit_words(count);
-            let (mut u1, mut u2) = (vec![0u8; message_len(count)], vec![0u8; message_len(count)]);
+            let (mut u1, mut u2) = (vec![0u8; message_len(count, k)], vec![0u8; message_len(count, k)]);
             let (mut t, mut q) = (vec![0u8; count * 16], vec![0u8; count * 16]);
             // hashes
             let start = r1.index();
@@ -427,7 +850,7 @@ mod tests {
             let offsets: Vec<u64> = bytes(entries * 2 * 8, seed + 100).chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap()) % ((1 << 61) - 1)).collect();
             let start = r1.index();
-            let (mut u1, mut u2) = (vec![0u8; message_len(rows)], vec![0u8; message_len(rows)]);
+            let (mut u1, mut u2) = (vec![0u8; message_len(rows, k)], vec![0u8; message_len(rows, k)]);
             let (mut t, mut q) = (vec![0u8; rows * 16], vec![0u8; rows * 16]);
             r1.extend(&choices, rows, &mut u1, &mut t).unwrap();
             r2.extend(&choices, rows, &mut u2, &mut t).unwrap();
@@ -447,8 +870,8 @@ mod tests {
         assert!(IknpSender::new(&[0u8; 2048], &[0u8; 15]).is_err());
         let (mut recv, mut send) = pair();
         let mut t = vec![0u8; 200 * 16];
-        assert!(recv.extend(&[0u8; 24], 200, &mut vec![0u8; message_len(200)], &mut t).is_err());
-        let err = send.extend(&vec![0u8; message_len(200) - 1], 200, &mut t).unwrap_err();
+        assert!(recv.extend(&[0u8; 24], 200, &mut vec![0u8; message_len(200, 1)], &mut t).is_err());
+        let err = send.extend(&vec![0u8; message_len(200, 1) - 1], 200, &mut t).unwrap_err();
         assert!(err.contains("must be"), "{err}");
         assert_eq!(send.index(), 0);
     }

@@ -14,6 +14,13 @@
 //!    AES-128-CTR under each key, continuing across calls; one call covers `count` rounded up to
 //!    a multiple of 128 (`index` counts rounded rows; both sides agree). Output: rows t_j
 //!    (receiver) and q_j = t_j ⊕ b_j·Δ (sender). The message u is 16 bytes per rounded row.
+//!    The same types run SoftSpoken (Roy 2022; semi-honest, repetition code) with groups of
+//!    k = 2 or 4 base OTs ([`iknp::IknpReceiver::soft`]): the same rows, Δ (the base-OT choice
+//!    bits) and consumers, a message of 128/k bits per rounded row, for 2^k/k (receiver) and
+//!    (2^k − 1)/k (sender) PRG blocks per OT instead of 2 and 1.
+//! 2a. [`pprf`]: SoftSpoken's GGM trees (depth k, one per group, roots from a caller's 16-byte
+//!    seed) and their one-time setup message, 4096 bytes receiver → sender, which hands the sender
+//!    every leaf but the one its choice bits name.
 //! 3. [`transpose`]: the 128 × 128 bit-matrix transpose (AVX2, SSE2, portable; the AVX-512
 //!    variant is not written since it cannot be tested on the development machine).
 //! 4. [`tccr`]: the tweakable correlation-robust hash H(x, τ) = π(π(x) ⊕ τ) ⊕ π(x) of
@@ -35,7 +42,9 @@
 //! would reveal the choices). IKNP rows are fresh per call (the streams continue). Each
 //! (OT index, column, domain) may be hashed for one purpose only: a random-OT pad used twice,
 //! or a Gilboa correction sent twice for one pad, leaks. Δ is fixed per IKNP sender, so rows of
-//! one extension must not be exposed raw (only their hashes).
+//! one extension must not be exposed raw (only their hashes). A SoftSpoken receiver's seed must
+//! be fresh random bytes per receiver: the leaves depend on the seed alone, so two receivers on
+//! one seed would run the same PRG streams.
 //!
 //! # Speed
 //! AES runs in batches (64 counter blocks per column, 240 rows per hash batch). On CPUs with VAES
@@ -56,5 +65,6 @@ pub mod base;
 pub mod block;
 pub mod cot;
 pub mod iknp;
+pub mod pprf;
 pub mod tccr;
 pub mod transpose;

@@ -1,6 +1,8 @@
 //! Bindings of oblivious transfer (`crate::ot`): `BaseOtSender`/`BaseOtReceiver` (Chou–Orlandi),
 //! `IknpReceiver`/`IknpSender` (IKNP extension; `extend_hash`, `extend_bits` and the sender's
-//! `extend_cot` fuse it with the kernel that consumes the rows), `ot_hash`/`ot_bits` (random OT
+//! `extend_cot` fuse it with the kernel that consumes the rows), their subclasses
+//! `SoftReceiver`/`SoftSender` (SoftSpoken with groups of k = 1, 2, 4: the same methods and rows,
+//! 128/k message bits per OT, a setup message at construction), `ot_hash`/`ot_bits` (random OT
 //! by the TCCR hash),
 //! `cot_send`/`cot_recv` (correlated OT and Gilboa products mod q) and `pack_choice_bits`.
 //!
@@ -112,26 +114,30 @@ fn rows_target<'py>(py: Python<'py>, out: Option<Bound<'py, PyArray2<u8>>>, coun
     }
 }
 
-/// The receiver's fused calls: choice bits, hash domain, OT indices and output size; returns
-/// `start`. Checked before anything is allocated or the PRG streams move.
-fn fused_checks(choices: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
-    check_size(iknp::message_len(count) / 8 + count * 2, "the extension")?;
+/// The receiver's calls: choice bits and output size. Checked before anything is allocated or
+/// the PRG streams move.
+fn receiver_checks(r: &iknp::IknpReceiver, choices: &[u8], count: usize) -> PyResult<()> {
+    check_size(r.message_len(count) / 8 + count * 2, "the extension")?;
     if choices.len() < count.div_ceil(8) {
         return Err(PyValueError::new_err(format!(
             "{count} OTs need {} bytes of packed choice bits, got {}", count.div_ceil(8), choices.len())));
     }
+    Ok(())
+}
+
+/// The receiver's fused calls: as [`receiver_checks`], and hash domain and OT indices; returns
+/// `start`.
+fn fused_checks(r: &iknp::IknpReceiver, choices: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
+    receiver_checks(r, choices, count)?;
     tccr::check_domain(domain).map_err(value_error)?;
     tccr::check_indices(start, count).map_err(value_error)?;
     Ok(start)
 }
 
 /// The sender's fused calls: message length, hash domain, OT indices and output size.
-fn sender_checks(u: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
+fn sender_checks(s: &iknp::IknpSender, u: &[u8], count: usize, domain: u64, start: u64) -> PyResult<u64> {
     check_size(count * 4, "the extension")?;
-    if u.len() != iknp::message_len(count) {
-        return Err(PyValueError::new_err(format!(
-            "the IKNP message for {count} OTs must be {} bytes, got {}", iknp::message_len(count), u.len())));
-    }
+    s.check_message(u, count).map_err(value_error)?;
     tccr::check_domain(domain).map_err(value_error)?;
     tccr::check_indices(start, count).map_err(value_error)?;
     Ok(start)
@@ -195,8 +201,9 @@ impl BaseOtReceiver {
     }
 }
 
-/// The IKNP extension receiver (the base-OT sender: holds k0 and k1).
-#[pyclass(module = "shaper._native")]
+/// The IKNP extension receiver (the base-OT sender: holds k0 and k1); base class of
+/// `SoftReceiver`, whose methods are these.
+#[pyclass(module = "shaper._native", subclass)]
 struct IknpReceiver {
     inner: iknp::IknpReceiver,
 }
@@ -210,23 +217,19 @@ impl IknpReceiver {
     }
 
     /// ``count`` more OTs with choice bits ``choices`` (uint8 packed, at least ``ceil(count / 8)``
-    /// bytes): returns (u, t), u the message to the sender (16 bytes per row of ``count`` rounded
-    /// up to 128), t the (count, 16) rows.
+    /// bytes): returns (u, t), u the message to the sender (128/k bits, 16/k bytes, per row of
+    /// ``count`` rounded up to 128), t the (count, 16) rows.
     fn extend<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize)
                    -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let choices = contiguous(&choices, "choices")?;
-        check_size(iknp::message_len(count) / 8 + count * 2, "the extension")?;
-        if choices.len() < count.div_ceil(8) {
-            return Err(PyValueError::new_err(format!(
-                "{count} OTs need {} bytes of packed choice bits, got {}", count.div_ceil(8), choices.len())));
-        }
+        receiver_checks(&self.inner, choices, count)?;
         let t = PyArray2::<u8>::zeros(py, [count, BLOCK], false);
         let u = {
             let mut rw = t.readwrite();
             let rows = rw.as_slice_mut().expect("a new array is contiguous");
             let inner = &mut self.inner;
-            // every byte of u is written (all 128 columns of the rounded count)
-            bytes_out(py, iknp::message_len(count), |u| inner.extend(choices, count, u, rows))?
+            // every byte of u is written (all 128/k columns of the rounded count)
+            bytes_out(py, inner.message_len(count), |u| inner.extend(choices, count, u, rows))?
         };
         Ok((u, t))
     }
@@ -244,13 +247,13 @@ impl IknpReceiver {
                         start: Option<u64>, out: Option<Bound<'py, PyArray2<u8>>>)
                         -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let choices = contiguous(&choices, "choices")?;
-        let start = fused_checks(choices, count, domain, start.unwrap_or(self.inner.index()))?;
+        let start = fused_checks(&self.inner, choices, count, domain, start.unwrap_or(self.inner.index()))?;
         let h = rows_target(py, out, count, "out")?;
         let u = {
             let mut rw = h.try_readwrite()?;
             let out = rw.as_slice_mut().expect("checked contiguous");
             let inner = &mut self.inner;
-            bytes_out(py, iknp::message_len(count), |u| inner.extend_hash(choices, count, domain, start, u, out))?
+            bytes_out(py, inner.message_len(count), |u| inner.extend_hash(choices, count, domain, start, u, out))?
         };
         Ok((u, h))
     }
@@ -261,13 +264,13 @@ impl IknpReceiver {
     fn extend_bits<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
                         start: Option<u64>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)> {
         let choices = contiguous(&choices, "choices")?;
-        let start = fused_checks(choices, count, domain, start.unwrap_or(self.inner.index()))?;
+        let start = fused_checks(&self.inner, choices, count, domain, start.unwrap_or(self.inner.index()))?;
         let b = PyArray1::<u64>::zeros(py, tccr::bit_words(count), false);
         let u = {
             let mut rw = b.readwrite();
             let out = rw.as_slice_mut().expect("a new array is contiguous");
             let inner = &mut self.inner;
-            bytes_out(py, iknp::message_len(count), |u| inner.extend_bits(choices, count, domain, start, u, out))?
+            bytes_out(py, inner.message_len(count), |u| inner.extend_bits(choices, count, domain, start, u, out))?
         };
         Ok((u, b))
     }
@@ -277,10 +280,17 @@ impl IknpReceiver {
     fn index(&self) -> u64 {
         self.inner.index()
     }
+
+    /// Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken).
+    #[getter]
+    fn k(&self) -> usize {
+        self.inner.k()
+    }
 }
 
-/// The IKNP extension sender (the base-OT receiver with choice bits Δ: holds k_{Δ_i}).
-#[pyclass(module = "shaper._native")]
+/// The IKNP extension sender (the base-OT receiver with choice bits Δ: holds k_{Δ_i}); base
+/// class of `SoftSender`, whose methods are these.
+#[pyclass(module = "shaper._native", subclass)]
 struct IknpSender {
     inner: iknp::IknpSender,
 }
@@ -298,10 +308,7 @@ impl IknpSender {
     /// q_j = t_j ⊕ b_j·Δ.
     fn extend<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize) -> PyResult<Bound<'py, PyArray2<u8>>> {
         check_size(count * 2, "the extension")?;
-        if u.len() != iknp::message_len(count) {
-            return Err(PyValueError::new_err(format!(
-                "the IKNP message for {count} OTs must be {} bytes, got {}", iknp::message_len(count), u.len())));
-        }
+        self.inner.check_message(u, count).map_err(value_error)?;
         let inner = &mut self.inner;
         let mut result = Ok(());
         let q = rows_out(py, count, |q| result = inner.extend(u, count, q));
@@ -319,7 +326,7 @@ impl IknpSender {
     fn extend_hash<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>,
                         out: Option<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)>)
                         -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
-        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        let start = sender_checks(&self.inner, u, count, domain, start.unwrap_or(self.inner.index()))?;
         let (o0, o1) = out.unzip();
         let (h0, h1) = (rows_target(py, o0, count, "out[0]")?, rows_target(py, o1, count, "out[1]")?);
         if h0.is(&h1) {
@@ -337,9 +344,10 @@ impl IknpSender {
     /// :meth:`extend` and :func:`ot_bits` (with Δ) in one pass: returns (m0, m1), uint64
     /// ``ceil(count / 64)`` words each; ``start`` as for :meth:`extend_hash`.
     #[pyo3(signature = (u, count, domain, start=None))]
+    #[allow(clippy::type_complexity)]
     fn extend_bits<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, start: Option<u64>)
                         -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
-        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        let start = sender_checks(&self.inner, u, count, domain, start.unwrap_or(self.inner.index()))?;
         let words = tccr::bit_words(count);
         let b1 = PyArray1::<u64>::zeros(py, words, false);
         let (b0, result) = {
@@ -361,7 +369,7 @@ impl IknpSender {
     fn extend_cot<'py>(&mut self, py: Python<'py>, u: &[u8], count: usize, domain: u64, offsets: PyReadonlyArray2<'_, u64>,
                        moduli: PyReadonlyArray1<'_, u64>, bits: usize, start: Option<u64>)
                        -> PyResult<(Bound<'py, PyArray3<u64>>, Bound<'py, PyArray2<u64>>)> {
-        let start = sender_checks(u, count, domain, start.unwrap_or(self.inner.index()))?;
+        let start = sender_checks(&self.inner, u, count, domain, start.unwrap_or(self.inner.index()))?;
         cot::check_bits(bits).map_err(value_error)?;
         let m = cot::moduli(contiguous(&moduli, "moduli")?).map_err(value_error)?;
         let (entries, k) = (offsets.shape()[0], m.len());
@@ -396,6 +404,56 @@ impl IknpSender {
     #[getter]
     fn delta<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.delta())
+    }
+
+    /// Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken).
+    #[getter]
+    fn k(&self) -> usize {
+        self.inner.k()
+    }
+}
+
+/// The SoftSpoken extension receiver (Roy 2022, semi-honest, repetition code): an
+/// :class:`IknpReceiver` whose message is 128/k bits per OT. Same methods, rows and Δ relation;
+/// k = 1 is IKNP itself.
+#[pyclass(module = "shaper._native", extends = IknpReceiver)]
+struct SoftReceiver {
+    setup: Vec<u8>,
+}
+
+#[pymethods]
+impl SoftReceiver {
+    /// ``k0``, ``k1``: the base-OT sender's keys (128 × 16 bytes each); ``k``: 1, 2 or 4;
+    /// ``seed``: 16 random bytes (the roots of the 128/k GGM trees; unused for k = 1).
+    #[new]
+    fn new(py: Python<'_>, k0: &[u8], k1: &[u8], k: usize, seed: &[u8]) -> PyResult<(Self, IknpReceiver)> {
+        let (inner, setup) = py.detach(|| iknp::IknpReceiver::soft(k0, k1, k, seed)).map_err(value_error)?;
+        Ok((Self { setup }, IknpReceiver { inner }))
+    }
+
+    /// The setup message for the sender's constructor (4096 bytes: two 16-byte blocks per base OT;
+    /// empty for k = 1). Send it once, before the first extension message.
+    #[getter]
+    fn setup_message<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.setup)
+    }
+}
+
+/// The SoftSpoken extension sender: an :class:`IknpSender` set up from the receiver's setup
+/// message.
+#[pyclass(module = "shaper._native", extends = IknpSender)]
+struct SoftSender {}
+
+#[pymethods]
+impl SoftSender {
+    /// ``keys``: the base-OT receiver's keys (128 × 16 bytes); ``delta``: its 16 bytes of choice
+    /// bits (Δ, as for IKNP); ``k``: the receiver's; ``setup_message``: the receiver's
+    /// :attr:`SoftReceiver.setup_message`. A corrupted setup message of the right length is not
+    /// detected: the OTs then do not correlate.
+    #[new]
+    fn new(py: Python<'_>, keys: &[u8], delta: &[u8], k: usize, setup_message: &[u8]) -> PyResult<(Self, IknpSender)> {
+        let inner = py.detach(|| iknp::IknpSender::soft(keys, delta, k, setup_message)).map_err(value_error)?;
+        Ok((Self {}, IknpSender { inner }))
     }
 }
 
@@ -535,6 +593,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BaseOtReceiver>()?;
     m.add_class::<IknpReceiver>()?;
     m.add_class::<IknpSender>()?;
+    m.add_class::<SoftReceiver>()?;
+    m.add_class::<SoftSender>()?;
     m.add_function(wrap_pyfunction!(ot_hash, m)?)?;
     m.add_function(wrap_pyfunction!(ot_bits, m)?)?;
     m.add_function(wrap_pyfunction!(cot_send, m)?)?;
