@@ -136,24 +136,62 @@ class BaseOtReceiver:
         """The chosen keys, 16 bytes each (after ``reply``)."""
 
 class IknpReceiver:
-    """IKNP extension, receiver side (was the base-OT sender with k0, k1)."""
+    """IKNP extension, receiver side (was the base-OT sender with k0, k1); base of SoftReceiver."""
 
     def __init__(self, k0: bytes, k1: bytes) -> None: ...
     def extend(self, choices: npt.NDArray[np.uint8], count: int) -> tuple[bytes, npt.NDArray[np.uint8]]:
-        """(u for the sender, rows t (count, 16)); ``count`` rounded up to 128 in ``index``."""
+        """(u for the sender, rows t (count, 16)); ``count`` rounded up to 128 in ``index``;
+        u is 128/k bits per rounded OT."""
+    def extend_hash(self, choices: npt.NDArray[np.uint8], count: int, domain: int, start: int | None = None,
+                    out: npt.NDArray[np.uint8] | None = None) -> tuple[bytes, npt.NDArray[np.uint8]]:
+        """(u, H(t_j, tweak(start + j))) in one pass, ``start`` by default ``index``; ``out``: a
+        reusable C-contiguous (count, 16) uint8 array to fill and return."""
+    def extend_bits(self, choices: npt.NDArray[np.uint8], count: int, domain: int, start: int | None = None
+                    ) -> tuple[bytes, U64]:
+        """(u, the lowest hash bits packed 64 per word) in one pass."""
     @property
     def index(self) -> int: ...
+    @property
+    def k(self) -> int:
+        """Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken)."""
 
 class IknpSender:
-    """IKNP extension, sender side (was the base-OT receiver with choice bits ``delta``)."""
+    """IKNP extension, sender side (was the base-OT receiver with choice bits ``delta``); base of
+    SoftSender."""
 
     def __init__(self, keys: bytes, delta: bytes) -> None: ...
     def extend(self, u: bytes, count: int) -> npt.NDArray[np.uint8]:
         """Rows q (count, 16), q_j = t_j XOR b_j delta; ValueError if ``u`` has the wrong length."""
+    def extend_hash(self, u: bytes, count: int, domain: int, start: int | None = None,
+                    out: tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]] | None = None
+                    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        """(H(q_j, tweak), H(q_j XOR delta, tweak)) in one pass; ``out``: two distinct arrays to fill."""
+    def extend_bits(self, u: bytes, count: int, domain: int, start: int | None = None) -> tuple[U64, U64]:
+        """The lowest bits of both hashes, packed 64 per word."""
+    def extend_cot(self, u: bytes, count: int, domain: int, offsets: U64, moduli: U64, bits: int,
+                   start: int | None = None) -> tuple[U64, U64]:
+        """``cot_send`` on the rows in one pass: (corrections (e, bits, k), share (e, k))."""
     @property
     def index(self) -> int: ...
     @property
     def delta(self) -> bytes: ...
+    @property
+    def k(self) -> int:
+        """Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken)."""
+
+class SoftReceiver(IknpReceiver):
+    """SoftSpoken OT extension (semi-honest, repetition code), receiver side: IknpReceiver's methods
+    and rows, 128/k message bits per OT. k = 1 is IKNP (empty setup message)."""
+
+    def __init__(self, k0: bytes, k1: bytes, k: int, seed: bytes) -> None: ...  # k in (1, 2, 4); seed: 16 random bytes
+    @property
+    def setup_message(self) -> bytes:
+        """For SoftSender's constructor, once: 4096 bytes (b"" for k = 1)."""
+
+class SoftSender(IknpSender):
+    """SoftSpoken OT extension, sender side; ``delta`` its base-OT choice bits, as for IKNP."""
+
+    def __init__(self, keys: bytes, delta: bytes, k: int, setup_message: bytes) -> None: ...
 
 def ot_hash(rows: npt.NDArray[np.uint8], domain: int, start: int, delta: bytes | None = None
             ) -> npt.NDArray[np.uint8] | tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:

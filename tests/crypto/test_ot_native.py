@@ -1,5 +1,5 @@
 """Oblivious transfer in the native core, end to end through Python: Chou–Orlandi base OT, IKNP
-extension, the TCCR hash (random OT), and correlated OT / Gilboa products mod q. numpy, Python
+and SoftSpoken (k = 2, 4) extension, the TCCR hash (random OT), and correlated OT / Gilboa products mod q. numpy, Python
 integers and the ``cryptography`` library's AES are the oracles; the two parties run in one
 process, exchanging the bytes the real protocol would send."""
 
@@ -412,3 +412,115 @@ def test_fused_calls_reject_bad_input():
     assert s.index == 0
     h0, h1 = s.extend_hash(u, 128, DOMAIN)
     assert s.index == 128
+
+
+# --- SoftSpoken (k = 2, 4; k = 1 is IKNP) ------------------------------------------------------
+
+def _soft_pair(k: int, seed: bytes | None = None):
+    """A connected (SoftReceiver, SoftSender) over a real base OT; the setup message goes
+    receiver -> sender once."""
+    delta = os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    recv = _native.SoftReceiver(k0, k1, k, seed or os.urandom(16))
+    return recv, _native.SoftSender(chosen, delta, k, recv.setup_message), delta
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_soft_rows_satisfy_q_equals_t_xor_choice_times_delta(k):
+    recv, send, delta = _soft_pair(k)
+    assert isinstance(recv, _native.IknpReceiver) and isinstance(send, _native.IknpSender)
+    assert recv.k == send.k == k and send.delta == delta  # Δ: the base-OT choice bits, as for IKNP
+    assert len(recv.setup_message) == (0 if k == 1 else 4096)
+    d = np.frombuffer(delta, np.uint8)
+    for count in (1, 127, 128, 1000, 8192 + 129, 0, 3):
+        choices = _random_choices(count)
+        before = recv.index
+        u, t = recv.extend(choices, count)
+        assert len(u) * 8 == -(-count // 128) * 128 * 128 // k  # 128/k bits per (rounded) OT
+        q = send.extend(u, count)
+        assert (q == t ^ (_bits(choices, count)[:, None] * d)).all()
+        assert recv.index == send.index == before + -(-count // 128) * 128
+
+
+def test_soft_k1_is_iknp_and_soft_rows_are_not():
+    delta = os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    choices = _random_choices(1000)
+    iknp = _native.IknpReceiver(k0, k1).extend(choices, 1000)
+    same = _native.SoftReceiver(k0, k1, 1, os.urandom(16)).extend(choices, 1000)
+    assert iknp[0] == same[0] and (iknp[1] == same[1]).all()
+    other = _native.SoftReceiver(k0, k1, 2, os.urandom(16)).extend(choices, 1000)
+    assert len(other[0]) == len(iknp[0]) // 2 and (other[1] != iknp[1]).any(axis=1).all()
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_soft_fused_outputs_are_random_ot_and_gilboa(k):
+    """extend_hash / extend_bits / extend_cot on SoftSpoken rows mean what they mean for IKNP:
+    H(t_j) is the sender's hash selected by r_j, COT shares add up mod q."""
+    recv, send, _ = _soft_pair(k)
+    send.extend(recv.extend(_random_choices(300), 300)[0], 300)  # a non-zero start
+    count = 8192 * 2 + 77
+    choices = _random_choices(count)
+    b = _bits(choices, count).astype(bool)
+    out, out0, out1 = (np.empty((count, 16), np.uint8) for _ in range(3))
+    u, h = recv.extend_hash(choices, count, DOMAIN, out=out)
+    assert len(u) == (count + 127) // 128 * 128 * 16 // k
+    h0, h1 = send.extend_hash(u, count, DOMAIN, out=(out0, out1))
+    assert h is out and h0 is out0 and h1 is out1
+    assert (h == np.where(b[:, None], h1, h0)).all()
+    assert (h != np.where(b[:, None], h0, h1)).any(axis=1).all()
+    # the hashes are those of the rows (what the two-step path gives)
+    start = recv.index
+    u, t = recv.extend(choices, count)
+    q = send.extend(u, count)
+    assert (_native.ot_hash(t, DOMAIN, start) == np.where(b[:, None], *_native.ot_hash(q, DOMAIN, start, send.delta)[::-1])).all()
+    assert (_native.ot_hash(q, DOMAIN, start, send.delta)[0] == _tccr_oracle(q, DOMAIN, start)).all()
+    # bits
+    u, w = recv.extend_bits(choices, count, DOMAIN)
+    w0, w1 = send.extend_bits(u, count, DOMAIN)
+    mine, m0, m1 = (_bits(x.view(np.uint8), count) for x in (w, w0, w1))
+    assert (mine == np.where(b, m1, m0)).all()
+    # Gilboa products mod a 61-bit prime and mod 2^64
+    bits, moduli = 61, np.array([P61, 0], np.uint64)
+    e = 300
+    values = _residues(e, 1 << bits)
+    offsets = np.stack([_residues(e, P61), _residues(e, 0)], axis=1)
+    start = recv.index
+    u, t = recv.extend(_native.pack_choice_bits(values, bits), e * bits)
+    corr, share = send.extend_cot(u, e * bits, DOMAIN, offsets, moduli, bits)
+    theirs = _native.cot_recv(t, DOMAIN, start, values, corr, moduli, bits)
+    for i in range(e):
+        assert (int(share[i, 0]) + int(theirs[i, 0])) % P61 == int(offsets[i, 0]) * int(values[i]) % P61
+    assert ((share[:, 1] + theirs[:, 1]) == offsets[:, 1] * values).all()
+
+
+def test_soft_rejects_bad_setup_and_k():
+    delta = os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    for k in (0, 3, 5, 6):
+        with pytest.raises(ValueError, match=rf"k must be 1 \(IKNP\), 2 or 4.*which {k} does not"):
+            _native.SoftReceiver(k0, k1, k, os.urandom(16))
+        with pytest.raises(ValueError, match="k must be"):
+            _native.SoftSender(chosen, delta, k, bytes(4096))
+    with pytest.raises(ValueError, match="divides 128 but is not implemented"):
+        _native.SoftReceiver(k0, k1, 8, os.urandom(16))
+    with pytest.raises(ValueError, match="seed"):
+        _native.SoftReceiver(k0, k1, 4, os.urandom(15))
+    recv = _native.SoftReceiver(k0, k1, 4, os.urandom(16))
+    setup = recv.setup_message
+    for bad in (setup[:-1], setup + b"\0", b""):
+        with pytest.raises(ValueError, match="setup message must be 4096 bytes"):
+            _native.SoftSender(chosen, delta, 4, bad)
+    with pytest.raises(ValueError, match="must be empty"):
+        _native.SoftSender(chosen, delta, 1, setup)
+    # a corrupted setup message of the right length is accepted but the rows do not correlate
+    corrupt = bytes(x ^ 1 for x in setup)
+    send = _native.SoftSender(chosen, delta, 4, corrupt)
+    u, t = recv.extend(np.zeros(125, np.uint8), 1000)
+    assert (send.extend(u, 1000) != t).any(axis=1).all()
+    # and a message of the wrong length is refused before anything moves
+    with pytest.raises(ValueError, match=r"SoftSpoken \(k = 4\) message for 1000 OTs must be 4096 bytes"):
+        send.extend(u[:-1], 1000)
+    with pytest.raises(ValueError, match="must be 4096 bytes"):
+        send.extend_hash(u + b"\0", 1000, DOMAIN)
+    assert send.index == 1024

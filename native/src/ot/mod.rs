@@ -18,9 +18,9 @@
 //!    k = 2 or 4 base OTs ([`iknp::IknpReceiver::soft`]): the same rows, Δ (the base-OT choice
 //!    bits) and consumers, a message of 128/k bits per rounded row, for 2^k/k (receiver) and
 //!    (2^k − 1)/k (sender) PRG blocks per OT instead of 2 and 1.
-//! 2a. [`pprf`]: SoftSpoken's GGM trees (depth k, one per group, roots from a caller's 16-byte
-//!    seed) and their one-time setup message, 4096 bytes receiver → sender, which hands the sender
-//!    every leaf but the one its choice bits name.
+//!    - [`pprf`]: SoftSpoken's GGM trees (depth k, one per group, roots from a caller's 16-byte
+//!      seed) and their one-time setup message, 4096 bytes receiver → sender, which hands the
+//!      sender every leaf but the one its choice bits name.
 //! 3. [`transpose`]: the 128 × 128 bit-matrix transpose (AVX2, SSE2, portable; the AVX-512
 //!    variant is not written since it cannot be tested on the development machine).
 //! 4. [`tccr`]: the tweakable correlation-robust hash H(x, τ) = π(π(x) ⊕ τ) ⊕ π(x) of
