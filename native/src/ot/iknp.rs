@@ -172,7 +172,8 @@ impl<F: FnMut(usize, &[u8])> Sink<'_, F> {
 pub mod fold {
     /// Receiver: column c = ⊕_{x: x_c = 1} stream x; `u` = (⊕_x stream x) ⊕ `r`.
     pub fn receiver(k: usize, streams: &[u8], bytes: usize, r: &[u8], cols: &mut [u8], u: &mut [u8]) {
-        assert!(streams.len() >= bytes << k && r.len() >= bytes && cols.len() == k * bytes && u.len() == bytes);
+        assert!(bytes.is_multiple_of(16) && streams.len() >= bytes << k && r.len() >= bytes && cols.len() == k * bytes
+                && u.len() == bytes);
         let p = Lanes::new(streams, bytes, r, 0, cols, Some(u));
         match k {
             1 => go::<1, true, true>(&p),
@@ -185,7 +186,7 @@ pub mod fold {
     /// Sender: streams indexed by y = x ⊕ α, slot 0 (the unknown leaf) never read; column c =
     /// (⊕_{y: y_c = 1} stream y) ⊕ (bit c of `mask`)·`msg`.
     pub fn sender(k: usize, streams: &[u8], bytes: usize, msg: &[u8], mask: u32, cols: &mut [u8]) {
-        assert!(streams.len() >= bytes << k && msg.len() >= bytes && cols.len() == k * bytes);
+        assert!(bytes.is_multiple_of(16) && streams.len() >= bytes << k && msg.len() >= bytes && cols.len() == k * bytes);
         if k == 1 && mask == 0 {
             return; // the column is stream 1 already
         }
@@ -227,7 +228,6 @@ pub mod fold {
     /// `RECV`: the receiver (reads slot 0, writes u); `EXTRA`: reads `extra` (the sender skips its
     /// message column when no column of the group takes it).
     fn go<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes) {
-        debug_assert!(p.bytes.is_multiple_of(16));
         #[allow(unused_mut)]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
