@@ -258,3 +258,30 @@ def test_declared_costs_match_the_traffic(n, op):
     declared = COSTS[op].bytes(n, len(moduli), w)
     per_item = sum(sent) / n / count
     assert per_item == pytest.approx(declared, rel=0.02), (op, n, per_item, declared)
+
+
+def _links_job(session, ks):
+    from shaper.protocols.nparty.ot import OtLinks
+
+    links = OtLinks(session, k=ks[session.index])
+    values = np.arange(1000, dtype=np.uint64) % np.uint64(P61)
+    offsets = (np.arange(1000, dtype=np.uint64) * np.uint64(7919))[:, None] % np.uint64(P61)
+    other = 1 - session.index
+    recv, sent = links.cot({other: values}, {other: offsets}, [P61], 61)
+    return recv[other][:, 0], sent[other][:, 0]
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_links_with_each_softspoken_k_give_gilboa_products(k):
+    (r0, s0), (r1, s1) = run_in_memory(2, _links_job, (k, k), timeout=60)
+    i = np.arange(1000)
+    want = [(int(x) % P61) * (int(x) * 7919 % P61) % P61 for x in i]
+    assert [(int(a) + int(b)) % P61 for a, b in zip(r0, s1)] == want
+    assert [(int(a) + int(b)) % P61 for a, b in zip(r1, s0)] == want
+
+
+def test_links_with_different_k_are_refused_by_name():
+    from shaper.errors import PartyError
+
+    with pytest.raises(PartyError, match="SoftSpoken k = 2, this party with k = 4"):
+        run_in_memory(2, _links_job, (4, 2), timeout=60)

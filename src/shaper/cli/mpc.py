@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
     run.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
     run.add_argument("--ops", default=",".join(OPS), help=f"comma-separated operations among: {', '.join(OPS)}")
     run.add_argument("--count", type=int, default=100_000,
-                     help="items per operation (triples and conversions to Z_2: a quarter of it; OT: 16 times)")
+                     help="items per operation (triples and conversions to Z_2: a quarter of it; OT: 16 times in each role)")
     run.add_argument("--moduli", metavar="Q,...",
                      help="basis of odd moduli < 2^62 (default: nine primes of a degree-2^14 CKKS key, 435 bits)")
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .ot import K
+
 __all__ = ["COSTS", "Cost", "markdown"]
 
-OT = 16       # bytes of IKNP matrix per extended OT (receiver -> sender)
+OT = 16 / K   # bytes of extension matrix per extended OT (receiver -> sender): 128/K bits
 WORD = 8      # bytes per residue / ring element
 
 

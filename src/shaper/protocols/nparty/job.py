@@ -36,7 +36,9 @@ def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
 
 def _random_ots(engine: Any, count: int) -> int:
     """Random OT extension to the next party and from the previous one (ring): ``count`` OTs in
-    each role, messages hashed to 128-bit keys (what ``ot`` rates count)."""
+    each role, messages hashed to 128-bit keys. The ``ot`` rate counts both roles (a party's OTs
+    per second, as sender or receiver: with one core per party, the rate of one sender and one
+    receiver, as libOTe and emp-ot report it)."""
     from .ot import CHUNK_OTS, links_for
 
     links = links_for(engine.session)
@@ -74,7 +76,8 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
     words = (count + 63) // 64
     for op in ops:
         if op == "ot":
-            res = _timed(session, lambda: _random_ots(engine, 16 * count), 16 * count)
+            # each party is the receiver of 16 count OTs and the sender of as many: 32 count per party
+            res = _timed(session, lambda: _random_ots(engine, 16 * count), 32 * count)
         elif op == "triples-61":
             res = _timed(session, lambda: src.mod_triples(engine, count // 4, (P61,)), count // 4)
         elif op == "triples-64":

@@ -1,37 +1,45 @@
 """One party's oblivious-transfer links to every peer, over the session's TLS channels.
 
-The cryptography is in the Rust core, sans I/O (``shaper._native``: base OT, IKNP extension,
-the tweaked correlation-robust hash and the correlated-OT kernels; see ``native/src/ot``); this
-module only moves its bytes and keeps the per-pair state.
+The cryptography is in the Rust core, sans I/O (``shaper._native``: base OT, IKNP / SoftSpoken
+extension, the tweaked correlation-robust hash and the correlated-OT kernels; see
+``native/src/ot``); this module only moves its bytes and keeps the per-pair state.
 
 **Links.** For every ordered pair (s, r) there is one extension in which s sends and r receives,
 so each party is sender on n - 1 links and receiver on n - 1. A link is set up once, lazily, on
-first use, with both directions in the same three messages:
+first use, with both directions in the same four messages:
 
-1. both parties send 16 random bytes; the link id of direction s -> r is
-   SHA-256(label, s, r, nonce_s, nonce_r): its first 16 bytes key the base OTs' hashes and its
-   next 8 bytes (low byte cleared) are the *domain* in every extended OT's hash tweak, so no two
-   pairs or directions ever hash under the same tweak;
+1. both parties send 16 random bytes and their SoftSpoken k (they must agree); the link id of
+   direction s -> r is SHA-256(label, s, r, nonce_s, nonce_r): its first 16 bytes key the base
+   OTs' hashes and its next 8 bytes (low byte cleared) are the *domain* in every extended OT's
+   hash tweak, so no two pairs or directions ever hash under the same tweak;
 2. as base-OT sender (for the direction in which it will *receive* extended OTs) a party sends
    A = a G;
 3. as base-OT receiver (for the direction in which it will *send*) it answers with 128 points
-   chosen by the bits of its fresh secret Delta.
+   chosen by the bits of its fresh secret Delta;
+4. (k > 1) as extension receiver it sends SoftSpoken's setup: the level sums of its 128/k GGM
+   trees of depth k, masked under the base-OT keys (4 KiB), from which the extension sender
+   learns every leaf but the one its Delta punctures.
 
 Then the extension runs forever on the same base keys (PRG streams continue), each extended OT
-with its own index in the hash tweak: an OT is used for one purpose, once.
+with its own index in the hash tweak: an OT is used for one purpose, once. **SoftSpoken**
+(Roy, CRYPTO 2022; semi-honest, repetition code) with k = ``K`` = 4: the receiver sends 128/k
+bits per OT (4 bytes, against IKNP's 16) for 2^k PRG streams per k columns; the rows satisfy
+IKNP's relation q_j = t_j XOR r_j Delta, so everything below is the same for any k (k = 1 is
+IKNP itself). On this machine the OTs are bounded by CPU, and a quarter of the traffic is a
+quarter of the AES-GCM sealing and the kernel's copies (see docs/mpc.md for the measured k).
 
 **Correlated OT** (:meth:`OtLinks.cot`): the receiver r has values b (``bits`` bits each), the
 sender s has ``k`` offsets a per value, each in its own modulus. One extended OT per bit of b;
 the sender derives pads from both OT messages and sends ``pad0 - pad1 + a 2^i`` per bit and
 offset; the outputs are additive shares of a * b in every modulus (Gilboa's OLE; with one bit it
-is "private bit times value"). Two messages per pair: r -> s the IKNP matrix (16 bytes per OT),
-s -> r the corrections (8 k bytes per OT).
+is "private bit times value"). Two messages per pair: r -> s the extension matrix (16/K bytes per
+OT), s -> r the corrections (8 k bytes per OT).
 
 **Bit products** (:meth:`OtLinks.bit_cross`): random OTs with one-bit messages give XOR shares of
 a_s AND b_r, with one correction bit per OT so that a_s is the sender's own bit.
 
 Security: semi-honest, against any coalition of the other parties; the sender learns nothing
-about the receiver's choices (the IKNP matrix is masked by PRG streams the sender cannot
+about the receiver's choices (the extension matrix is masked by PRG streams the sender cannot
 compute), the receiver learns one of two pads per OT and nothing of the offsets.
 """
 
@@ -45,13 +53,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import FrameError, KernelError
+from ...errors import ConfigError, FrameError, KernelError
 
-__all__ = ["CHUNK_OTS", "OtLinks", "links_for"]
+__all__ = ["CHUNK_OTS", "K", "OtLinks", "links_for"]
 
 LABEL = b"shaper/nparty/ot-link/v1"
-BASE = 128            # base OTs per direction (the IKNP security parameter)
-CHUNK_OTS = 1 << 20   # extended OTs per message (16 MiB of IKNP matrix)
+BASE = 128            # base OTs per direction (the extension's security parameter)
+K = 4                 # SoftSpoken: base OTs per group; the extension message is 128/K bits per OT (1: IKNP)
+SETUP_BYTES = 32 * BASE  # SoftSpoken's setup message (two masked 16-byte level sums per base OT)
+CHUNK_OTS = 1 << 20   # extended OTs per message
 
 
 def _native() -> Any:
@@ -83,7 +93,10 @@ def _direction_id(sender: str, receiver: str, nonce_s: bytes, nonce_r: bytes) ->
 class OtLinks:
     """This party's OT extension towards every peer (set up lazily, per peer, on first use)."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, k: int = K) -> None:
+        if k not in (1, 2, 4):
+            raise ConfigError(f"SoftSpoken k must be 1 (IKNP), 2 or 4, got {k!r}")
+        self.k = k
         self.session = session
         self.me = session.index
         self.native = _native()
@@ -106,8 +119,14 @@ class OtLinks:
         tags = {p: self._tag(p, "setup") for p in new}
         nonce = os.urandom(16)
         for p in new:
-            ses.send(p, nonce, tags[p] + "n")
-        theirs = {p: self._recv_bytes(p, tags[p] + "n", 16) for p in new}
+            ses.send(p, nonce + bytes([self.k]), tags[p] + "n")
+        theirs = {}
+        for p in new:
+            got = self._recv_bytes(p, tags[p] + "n", 17)
+            if got[16] != self.k:
+                raise ConfigError(f"party {names[p]!r} extends OTs with SoftSpoken k = {got[16]}, this party with "
+                                  f"k = {self.k}; every party must use the same k")
+            theirs[p] = got[:16]
         senders, receivers, deltas, ids = {}, {}, {}, {}
         for p in new:
             # p -> me: I receive extended OTs, so I am the base-OT sender
@@ -120,11 +139,16 @@ class OtLinks:
             receivers[p] = (nat.BaseOtReceiver(deltas[p], BASE, os.urandom(64 * BASE), sid_tx))
         for p in new:
             ses.send(p, self._call(p, receivers[p].reply, self._recv_bytes(p, tags[p] + "A", 32)), tags[p] + "B")
+        rxs = {}
         for p in new:
             k0, k1 = self._call(p, senders[p].keys, self._recv_bytes(p, tags[p] + "B", 32 * BASE))
-            rx = nat.IknpReceiver(k0, k1)
-            tx = nat.IknpSender(receivers[p].keys(), deltas[p])
-            self._links[p] = _Link(tx, rx, deltas[p], *ids[p])
+            rxs[p] = nat.SoftReceiver(k0, k1, self.k, os.urandom(16))
+            if self.k > 1:  # the GGM trees' level sums, masked under the base keys
+                ses.send(p, rxs[p].setup_message, tags[p] + "S")
+        for p in new:
+            setup = self._recv_bytes(p, tags[p] + "S", SETUP_BYTES) if self.k > 1 else b""
+            tx = self._call(p, nat.SoftSender, receivers[p].keys(), deltas[p], self.k, setup)
+            self._links[p] = _Link(tx, rxs[p], deltas[p], *ids[p])
 
     def _recv_bytes(self, peer: int, tag: str, size: int) -> bytes:
         data = self.session.recv_bytes(peer, tag)
