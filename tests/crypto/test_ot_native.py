@@ -524,3 +524,37 @@ def test_soft_rejects_bad_setup_and_k():
     with pytest.raises(ValueError, match="must be 4096 bytes"):
         send.extend_hash(u + b"\0", 1000, DOMAIN)
     assert send.index == 1024
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_each_view_is_independent_of_the_other_partys_inputs(k):
+    """Statistical: the sender's view (the extension message) has one distribution whether the
+    receiver chooses all 0 or all 1, and the receiver's view of a correlated OT (the corrections)
+    is uniform mod q whether the sender's offsets are all 0 or all q - 1. A leak of either input
+    (an unmasked column, a pad reused across offsets) fails these at p < 1e-6."""
+    from scipy.stats import chi2_contingency, ks_2samp, kstest
+
+    count = 1 << 16
+    messages = []
+    for fill in (0x00, 0xFF):
+        recv, send, _ = _soft_pair(k)
+        u, _ = recv.extend(np.full(count // 8, fill, np.uint8), count)
+        messages.append(np.frombuffer(u, np.uint8))
+    table = np.stack([np.bincount(m, minlength=256) for m in messages])
+    assert chi2_contingency(table)[1] > 1e-6
+    for m in messages:  # every bit position balanced
+        ones = np.unpackbits(m.reshape(-1, 16), axis=1).sum(axis=0)
+        assert (np.abs(ones - len(m) / 32) < 6 * np.sqrt(len(m) / 64)).all()
+
+    e, bits = 2048, 61
+    corrections = []
+    for offset in (0, P61 - 1):
+        recv, send, _ = _soft_pair(k)
+        values = _residues(e, 1 << bits)
+        u, _ = recv.extend(_native.pack_choice_bits(values, bits), e * bits)
+        corr, _ = send.extend_cot(u, e * bits, DOMAIN, np.full((e, 1), offset, np.uint64),
+                                  np.array([P61], np.uint64), bits)
+        corrections.append(corr.ravel().astype(np.float64) / P61)
+    assert ks_2samp(*corrections).pvalue > 1e-6
+    for c in corrections:
+        assert kstest(c, "uniform").pvalue > 1e-6
