@@ -558,3 +558,35 @@ def test_each_view_is_independent_of_the_other_partys_inputs(k):
     assert ks_2samp(*corrections).pvalue > 1e-6
     for c in corrections:
         assert kstest(c, "uniform").pvalue > 1e-6
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_receiver_extend_cot_then_finish_equals_cot_recv(k):
+    """The receiver's fused half (pad sums while t is in cache) and cot_finish give exactly
+    cot_recv's shares (two receivers on the same keys and seed make the same rows), over entries
+    that straddle chunk boundaries, for a prime, 2^64 and 3 at once."""
+    delta, seed = os.urandom(16), os.urandom(16)
+    k0, k1, chosen = _base_ot(delta)
+    fused, plain = (_native.SoftReceiver(k0, k1, k, seed) for _ in range(2))
+    send = _native.SoftSender(chosen, delta, k, fused.setup_message)
+    bits, moduli = 61, np.array([P61, 0, 3], np.uint64)
+    e = 8192 * 2 // bits + 5  # crosses two 8192-row chunks mid-entry
+    values = _residues(e, 1 << bits)
+    offsets = np.stack([_residues(e, P61), _residues(e, 0), _residues(e, 3)], axis=1)
+    choices = _native.pack_choice_bits(values, bits)
+    u, pads = fused.extend_cot(choices, e * bits, DOMAIN, moduli, bits)
+    u2, t = plain.extend(choices, e * bits)
+    assert u == u2 and pads.shape == (e, 3) and fused.index == plain.index == -(-e * bits // 128) * 128
+    corr, share = send.extend_cot(u, e * bits, DOMAIN, offsets, moduli, bits)
+    mine = _native.cot_finish(pads, values, corr, moduli, bits)
+    assert (mine == _native.cot_recv(t, DOMAIN, 0, values, corr, moduli, bits)).all()
+    for i in range(e):
+        assert (int(mine[i, 0]) + int(share[i, 0])) % P61 == int(offsets[i, 0]) * int(values[i]) % P61
+        assert (int(mine[i, 2]) + int(share[i, 2])) % 3 == int(offsets[i, 2]) * int(values[i]) % 3
+    assert ((mine[:, 1] + share[:, 1]) == offsets[:, 1] * values).all()
+    with pytest.raises(ValueError, match="pads must have shape"):
+        _native.cot_finish(pads[:-1], values, corr, moduli, bits)
+    with pytest.raises(ValueError, match="pads"):
+        _native.cot_finish(np.full_like(pads, P61), values, corr, moduli, bits)
+    with pytest.raises(ValueError, match="whole values"):
+        fused.extend_cot(choices, e * bits - 1, DOMAIN, moduli, bits)

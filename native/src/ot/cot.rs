@@ -227,30 +227,71 @@ impl<'a> Sender<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn recv(t: &[u8], domain: u64, start: u64, choices: &[u64], corrections: &[u64], m: &[Modulus], bits: usize,
             share: &mut [u64]) {
-    let k = m.len();
     let rows = t.len() / BLOCK;
-    debug_assert!(rows.is_multiple_of(bits) && choices.len() == rows / bits && corrections.len() == rows * k);
-    share.fill(0);
-    let mut px = [0u8; BATCH * BLOCK];
-    let mut h = [0u8; BATCH * BLOCK];
-    for (b, chunk) in t.chunks(BATCH * BLOCK).enumerate() {
-        let n = chunk.len() / BLOCK;
-        let first = b * BATCH;
-        permute(chunk, None, &mut px[..n * BLOCK]);
-        for (c, md) in m.iter().enumerate() {
-            finish(&px[..n * BLOCK], n, domain, start + first as u64, c as u64, &mut h[..n * BLOCK]);
-            let (mut e, mut i) = split(first, bits);
-            for r in 0..n {
-                let pad = md.reduce(load(&h[r * BLOCK..]));
-                let chosen = 0u64.wrapping_sub((choices[e] >> i) & 1); // all ones when the bit is set
-                let y = md.add(pad, corrections[(first + r) * k + c] & chosen);
-                share[e * k + c] = md.add(share[e * k + c], y);
-                i += 1;
-                if i == bits {
-                    i = 0;
-                    e += 1;
+    debug_assert!(rows.is_multiple_of(bits) && choices.len() == rows / bits && corrections.len() == rows * m.len());
+    let mut r = Receiver::new(domain, start, m, bits, share);
+    r.rows(0, t);
+    add_corrections(share, choices, corrections, m, bits);
+}
+
+/// The receiver's half before the corrections arrive, fed rows in order (what lets IKNP hash
+/// each chunk of t while it is in cache, [`super::iknp::IknpReceiver::extend_cot`]): `pads`
+/// (E × K) gets Σ_i H(t_{e·ℓ+i}, τ) mod q_c, all the receiver needs of t. Then
+/// [`add_corrections`] makes them the shares.
+pub struct Receiver<'a> {
+    domain: u64,
+    start: u64,
+    m: &'a [Modulus],
+    bits: usize,
+    pads: &'a mut [u64],
+}
+
+impl<'a> Receiver<'a> {
+    /// `pads` is zeroed here.
+    pub fn new(domain: u64, start: u64, m: &'a [Modulus], bits: usize, pads: &'a mut [u64]) -> Self {
+        pads.fill(0);
+        Receiver { domain, start, m, bits, pads }
+    }
+
+    /// Rows `first..first + t.len() / 16` (of the whole E·ℓ), in order after the previous run.
+    pub fn rows(&mut self, first: usize, t: &[u8]) {
+        let (k, bits) = (self.m.len(), self.bits);
+        let mut px = [0u8; BATCH * BLOCK];
+        let mut h = [0u8; BATCH * BLOCK];
+        for (b, chunk) in t.chunks(BATCH * BLOCK).enumerate() {
+            let n = chunk.len() / BLOCK;
+            let first = first + b * BATCH;
+            permute(chunk, None, &mut px[..n * BLOCK]);
+            for (c, md) in self.m.iter().enumerate() {
+                finish(&px[..n * BLOCK], n, self.domain, self.start + first as u64, c as u64, &mut h[..n * BLOCK]);
+                let (mut e, mut i) = split(first, bits);
+                for r in 0..n {
+                    let pad = md.reduce(load(&h[r * BLOCK..]));
+                    self.pads[e * k + c] = md.add(self.pads[e * k + c], pad);
+                    i += 1;
+                    if i == bits {
+                        i = 0;
+                        e += 1;
+                    }
                 }
             }
+        }
+    }
+}
+
+/// `share[e, c] += Σ_i bit_i(x_e)·d_{e,i,c}` mod q_c: the receiver's pad sums (from
+/// [`Receiver`]) become its shares. Inputs must be validated.
+pub fn add_corrections(share: &mut [u64], choices: &[u64], corrections: &[u64], m: &[Modulus], bits: usize) {
+    let k = m.len();
+    debug_assert!(share.len() == choices.len() * k && corrections.len() == share.len() * bits);
+    for (e, (&x, corr)) in choices.iter().zip(corrections.chunks_exact(bits * k)).enumerate() {
+        for (c, md) in m.iter().enumerate() {
+            let mut acc = share[e * k + c];
+            for i in 0..bits {
+                let chosen = 0u64.wrapping_sub((x >> i) & 1); // all ones when the bit is set
+                acc = md.add(acc, corr[i * k + c] & chosen);
+            }
+            share[e * k + c] = acc;
         }
     }
 }

@@ -390,6 +390,20 @@ impl IknpReceiver {
         }))
     }
 
+    /// [`extend`](Self::extend) and the receiver's half of [`cot::recv`] before the corrections
+    /// arrive, without materialising t: `pads` (E × K, E = count / ℓ) gets the pad sums of
+    /// [`cot::Receiver`]; [`cot::add_corrections`] then makes them the shares.
+    #[allow(clippy::too_many_arguments)]
+    pub fn extend_cot(&mut self, choices: &[u8], count: usize, domain: u64, start: u64, m: &[cot::Modulus],
+                      bits: usize, u: &mut [u8], pads: &mut [u64]) -> Result<(), String> {
+        if bits == 0 || !count.is_multiple_of(bits) || pads.len() != count / bits * m.len() {
+            return Err(format!("{count} OTs are not {} entries of {bits} bits with {} columns",
+                               pads.len() / m.len().max(1), m.len()));
+        }
+        let mut cot = cot::Receiver::new(domain, start, m, bits, pads);
+        self.run(choices, count, u, Sink::Fused(|first: usize, rows: &[u8]| cot.rows(first, rows)))
+    }
+
     /// [`extend`](Self::extend) then [`tccr::bits`] (`out`: `bit_words(count)` words).
     pub fn extend_bits(&mut self, choices: &[u8], count: usize, domain: u64, start: u64, u: &mut [u8], out: &mut [u64])
                        -> Result<(), String> {

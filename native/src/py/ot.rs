@@ -258,6 +258,35 @@ impl IknpReceiver {
         Ok((u, h))
     }
 
+    /// :meth:`extend` and the receiver's half of :func:`cot_recv` in one pass, for ``count`` =
+    /// e·ℓ OTs whose choice bits are the ℓ-bit values of :func:`pack_choice_bits`: returns (u,
+    /// pads), pads uint64 (e, k) the sums over each value's ℓ rows of H(t, τ) mod q_c, all the
+    /// receiver keeps of t (8 k bytes per value instead of 16 ℓ). :func:`cot_finish` with the
+    /// sender's corrections gives exactly ``cot_recv(t, ...)``; ``start`` as for :meth:`extend_hash`.
+    #[pyo3(signature = (choices, count, domain, moduli, bits, start=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn extend_cot<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
+                       moduli: PyReadonlyArray1<'_, u64>, bits: usize, start: Option<u64>)
+                       -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u64>>)> {
+        let choices = contiguous(&choices, "choices")?;
+        let start = fused_checks(&self.inner, choices, count, domain, start.unwrap_or(self.inner.index()))?;
+        cot::check_bits(bits).map_err(value_error)?;
+        let m = cot::moduli(contiguous(&moduli, "moduli")?).map_err(value_error)?;
+        if !count.is_multiple_of(bits) {
+            return Err(PyValueError::new_err(format!("{count} OTs are not whole values of {bits} bits")));
+        }
+        let (entries, k) = (count / bits, m.len());
+        check_size(entries * k, "the pads")?;
+        let pads = PyArray2::<u64>::zeros(py, [entries, k], false);
+        let u = {
+            let mut rw = pads.readwrite();
+            let out = rw.as_slice_mut().expect("a new array is contiguous");
+            let inner = &mut self.inner;
+            bytes_out(py, inner.message_len(count), |u| inner.extend_cot(choices, count, domain, start, &m, bits, u, out))?
+        };
+        Ok((u, pads))
+    }
+
     /// :meth:`extend` and :func:`ot_bits` in one pass: returns (u, bits), bits uint64
     /// ``ceil(count / 64)`` words; ``start`` as for :meth:`extend_hash`.
     #[pyo3(signature = (choices, count, domain, start=None))]
@@ -577,6 +606,33 @@ fn cot_recv<'py>(py: Python<'py>, t: PyReadonlyArray2<'_, u8>, domain: u64, star
     Ok(filled(py, numpy::ndarray::Ix2(entries, k), |share| cot::recv(x, domain, start, values, corr, &m, bits, share)).0)
 }
 
+/// The receiver's shares from the pads of :meth:`IknpReceiver.extend_cot`, its values uint64 (e,)
+/// and the sender's corrections uint64 (e, ℓ, k): uint64 (e, k), equal to :func:`cot_recv`'s.
+#[pyfunction]
+fn cot_finish<'py>(py: Python<'py>, pads: PyReadonlyArray2<'_, u64>, values: PyReadonlyArray1<'_, u64>,
+                   corrections: PyReadonlyArray3<'_, u64>, moduli: PyReadonlyArray1<'_, u64>, bits: usize)
+                   -> PyResult<Bound<'py, PyArray2<u64>>> {
+    cot::check_bits(bits).map_err(value_error)?;
+    let m = cot::moduli(contiguous(&moduli, "moduli")?).map_err(value_error)?;
+    let values = contiguous(&values, "values")?;
+    let (entries, k) = (values.len(), m.len());
+    if pads.shape() != [entries, k] {
+        return Err(PyValueError::new_err(format!("pads must have shape ({entries}, {k}), got {:?}", pads.shape())));
+    }
+    if corrections.shape() != [entries, bits, k] {
+        return Err(PyValueError::new_err(format!(
+            "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
+    }
+    cot::check_values(values, bits).map_err(value_error)?;
+    let (pads, corr) = (contiguous(&pads, "pads")?, contiguous(&corrections, "corrections")?);
+    cot::check_residues(pads, &m, "pads").map_err(value_error)?;
+    cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
+    Ok(filled(py, numpy::ndarray::Ix2(entries, k), |share| {
+        share.copy_from_slice(pads);
+        cot::add_corrections(share, values, corr, &m, bits)
+    }).0)
+}
+
 /// The receiver's IKNP choice bits for :func:`cot_recv`: bit e·ℓ + i is bit i of ``values[e]``
 /// (uint64, each below 2^ℓ), packed LSB-first into uint8 (``ceil(e·ℓ / 8)`` bytes).
 #[pyfunction]
@@ -598,6 +654,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ot_hash, m)?)?;
     m.add_function(wrap_pyfunction!(ot_bits, m)?)?;
     m.add_function(wrap_pyfunction!(cot_send, m)?)?;
+    m.add_function(wrap_pyfunction!(cot_finish, m)?)?;
     m.add_function(wrap_pyfunction!(cot_recv, m)?)?;
     m.add_function(wrap_pyfunction!(pack_choice_bits, m)?)?;
     Ok(())

@@ -209,10 +209,10 @@ class OtLinks:
                 part = b[c * step:(c + 1) * step]
                 if len(part):
                     link = self._links[p]
-                    first = link.rx.index
-                    u, t = link.rx.extend(nat.pack_choice_bits(part, bits), len(part) * bits)
+                    # the extension and the receiver's pad sums fused: t never leaves the cache
+                    u, held[p] = link.rx.extend_cot(nat.pack_choice_bits(part, bits), len(part) * bits,
+                                                    link.domain_rx, mods, bits)
                     ses.send(p, u, tags[p] + "u")
-                    held[p] = (first, t)
             return held
 
         def serve(c: int) -> None:
@@ -228,11 +228,11 @@ class OtLinks:
                     as_sender[p][c * step:c * step + len(part)] = share
 
         def finish(c: int, held: dict) -> None:
-            for p, (first, t) in held.items():
+            for p, pads in held.items():
                 part = values[p][c * step:(c + 1) * step]
                 corr = ses.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(part), bits, k))
-                as_receiver[p][c * step:c * step + len(part)] = nat.cot_recv(
-                    t, self._links[p].domain_rx, first, part, corr, mods, bits)
+                as_receiver[p][c * step:c * step + len(part)] = self._call(p, nat.cot_finish, pads, part, corr,
+                                                                           mods, bits)
 
         self._stream(chunks, start, serve, finish)
         self.ots += bits * (sum(len(v) for v in values.values()) + sum(len(a) for a in offsets.values()))
