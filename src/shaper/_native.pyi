@@ -147,8 +147,9 @@ class IknpReceiver:
         """(u, H(t_j, tweak(start + j))) in one pass, ``start`` by default ``index``; ``out``: a
         reusable C-contiguous (count, 16) uint8 array to fill and return."""
     def extend_cot(self, choices: npt.NDArray[np.uint8], count: int, domain: int, moduli: U64, bits: int,
-                   start: int | None = None) -> tuple[bytes, U64]:
-        """extend + the receiver's pad sums of a correlated OT (no rows kept): (u, pads (e, k))."""
+                   start: int | None = None, out: U64 | None = None) -> tuple[bytes, U64]:
+        """extend + the receiver's pad sums of a correlated OT (no rows kept): (u, pads (e, k)),
+        written into ``out`` when given."""
     def extend_bits(self, choices: npt.NDArray[np.uint8], count: int, domain: int, start: int | None = None
                     ) -> tuple[bytes, U64]:
         """(u, the lowest hash bits packed 64 per word) in one pass."""
@@ -209,7 +210,8 @@ def cot_recv(t: npt.NDArray[np.uint8], domain: int, start: int, choices: U64, co
              bits: int) -> U64:
     """Gilboa / correlated OT, receiver: share (e, k); sender + receiver = offsets * choices mod q."""
 def cot_finish(pads: U64, values: U64, corrections: U64, moduli: U64, bits: int) -> U64:
-    """The receiver's shares (e, k) from IknpReceiver.extend_cot's pads: equal to cot_recv's."""
+    """Completes IknpReceiver.extend_cot's pads (e, k) in place into the receiver's shares (equal
+    to cot_recv's) and returns them."""
 def pack_choice_bits(values: U64, bits: int) -> npt.NDArray[np.uint8]:
     """Row e*bits + i = bit i of values[e], packed LSB first."""
 

@@ -574,18 +574,23 @@ def test_receiver_extend_cot_then_finish_equals_cot_recv(k):
     values = _residues(e, 1 << bits)
     offsets = np.stack([_residues(e, P61), _residues(e, 0), _residues(e, 3)], axis=1)
     choices = _native.pack_choice_bits(values, bits)
-    u, pads = fused.extend_cot(choices, e * bits, DOMAIN, moduli, bits)
+    buf = np.empty((e + 2, 3), np.uint64)
+    u, pads = fused.extend_cot(choices, e * bits, DOMAIN, moduli, bits, out=buf[1:-1])
     u2, t = plain.extend(choices, e * bits)
     assert u == u2 and pads.shape == (e, 3) and fused.index == plain.index == -(-e * bits // 128) * 128
+    assert np.shares_memory(pads, buf)
     corr, share = send.extend_cot(u, e * bits, DOMAIN, offsets, moduli, bits)
     mine = _native.cot_finish(pads, values, corr, moduli, bits)
+    assert mine is pads and (buf[1:-1] == pads).all()  # completed in place
     assert (mine == _native.cot_recv(t, DOMAIN, 0, values, corr, moduli, bits)).all()
     for i in range(e):
         assert (int(mine[i, 0]) + int(share[i, 0])) % P61 == int(offsets[i, 0]) * int(values[i]) % P61
         assert (int(mine[i, 2]) + int(share[i, 2])) % 3 == int(offsets[i, 2]) * int(values[i]) % 3
     assert ((mine[:, 1] + share[:, 1]) == offsets[:, 1] * values).all()
-    with pytest.raises(ValueError, match="pads must have shape"):
+    with pytest.raises(ValueError, match="pads must be a C-contiguous"):
         _native.cot_finish(pads[:-1], values, corr, moduli, bits)
+    with pytest.raises(ValueError, match="out must be a C-contiguous"):
+        fused.extend_cot(choices, e * bits, DOMAIN, moduli, bits, out=np.empty((e, 2), np.uint64))
     with pytest.raises(ValueError, match="pads"):
         _native.cot_finish(np.full_like(pads, P61), values, corr, moduli, bits)
     with pytest.raises(ValueError, match="whole values"):

@@ -112,6 +112,11 @@ pub fn check_values(values: &[u64], bits: usize) -> Result<(), String> {
 /// `table` (rows of `k` entries) holds residues of the column moduli.
 pub fn check_residues(table: &[u64], m: &[Modulus], what: &str) -> Result<(), String> {
     let k = m.len();
+    // row by row, branch-free (no division per entry); the position only when one is out
+    let bad = table.chunks(k).fold(false, |acc, row| row.iter().zip(m).fold(acc, |a, (&v, md)| a | !md.contains(v)));
+    if !bad {
+        return Ok(());
+    }
     for (n, &v) in table.iter().enumerate() {
         if !m[n % k].contains(v) {
             return Err(format!("{what}: entry {} of column {} is {v}, not below its modulus {}", n / k, n % k, m[n % k].value()));
@@ -284,14 +289,12 @@ impl<'a> Receiver<'a> {
 pub fn add_corrections(share: &mut [u64], choices: &[u64], corrections: &[u64], m: &[Modulus], bits: usize) {
     let k = m.len();
     debug_assert!(share.len() == choices.len() * k && corrections.len() == share.len() * bits);
-    for (e, (&x, corr)) in choices.iter().zip(corrections.chunks_exact(bits * k)).enumerate() {
-        for (c, md) in m.iter().enumerate() {
-            let mut acc = share[e * k + c];
-            for i in 0..bits {
-                let chosen = 0u64.wrapping_sub((x >> i) & 1); // all ones when the bit is set
-                acc = md.add(acc, corr[i * k + c] & chosen);
+    for ((row, &x), corr) in share.chunks_exact_mut(k).zip(choices).zip(corrections.chunks_exact(bits * k)) {
+        for (i, d) in corr.chunks_exact(k).enumerate() {
+            let chosen = 0u64.wrapping_sub((x >> i) & 1); // all ones when the bit is set
+            for ((s, &d), md) in row.iter_mut().zip(d).zip(m) {
+                *s = md.add(*s, d & chosen);
             }
-            share[e * k + c] = acc;
         }
     }
 }

@@ -263,10 +263,13 @@ impl IknpReceiver {
     /// pads), pads uint64 (e, k) the sums over each value's ℓ rows of H(t, τ) mod q_c, all the
     /// receiver keeps of t (8 k bytes per value instead of 16 ℓ). :func:`cot_finish` with the
     /// sender's corrections gives exactly ``cot_recv(t, ...)``; ``start`` as for :meth:`extend_hash`.
-    #[pyo3(signature = (choices, count, domain, moduli, bits, start=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// ``out``: an optional C-contiguous (e, k) uint64 array to write the pads into (and return),
+    /// e.g. the slice of the caller's result that :func:`cot_finish` then completes in place.
+    #[pyo3(signature = (choices, count, domain, moduli, bits, start=None, out=None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn extend_cot<'py>(&mut self, py: Python<'py>, choices: PyReadonlyArray1<'_, u8>, count: usize, domain: u64,
-                       moduli: PyReadonlyArray1<'_, u64>, bits: usize, start: Option<u64>)
+                       moduli: PyReadonlyArray1<'_, u64>, bits: usize, start: Option<u64>,
+                       out: Option<Bound<'py, PyArray2<u64>>>)
                        -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u64>>)> {
         let choices = contiguous(&choices, "choices")?;
         let start = fused_checks(&self.inner, choices, count, domain, start.unwrap_or(self.inner.index()))?;
@@ -277,10 +280,19 @@ impl IknpReceiver {
         }
         let (entries, k) = (count / bits, m.len());
         check_size(entries * k, "the pads")?;
-        let pads = PyArray2::<u64>::zeros(py, [entries, k], false);
+        let pads = match out {
+            None => PyArray2::<u64>::zeros(py, [entries, k], false),
+            Some(a) => {
+                if a.shape() != [entries, k] || !a.is_c_contiguous() {
+                    return Err(PyValueError::new_err(format!(
+                        "out must be a C-contiguous ({entries}, {k}) uint64 array, got shape {:?}", a.shape())));
+                }
+                a
+            }
+        };
         let u = {
-            let mut rw = pads.readwrite();
-            let out = rw.as_slice_mut().expect("a new array is contiguous");
+            let mut rw = pads.try_readwrite()?;
+            let out = rw.as_slice_mut().expect("checked contiguous");
             let inner = &mut self.inner;
             bytes_out(py, inner.message_len(count), |u| inner.extend_cot(choices, count, domain, start, &m, bits, u, out))?
         };
@@ -607,30 +619,34 @@ fn cot_recv<'py>(py: Python<'py>, t: PyReadonlyArray2<'_, u8>, domain: u64, star
 }
 
 /// The receiver's shares from the pads of :meth:`IknpReceiver.extend_cot`, its values uint64 (e,)
-/// and the sender's corrections uint64 (e, ℓ, k): uint64 (e, k), equal to :func:`cot_recv`'s.
+/// and the sender's corrections uint64 (e, ℓ, k): completes ``pads`` (e, k) **in place** (and
+/// returns it), equal to :func:`cot_recv`'s shares.
 #[pyfunction]
-fn cot_finish<'py>(py: Python<'py>, pads: PyReadonlyArray2<'_, u64>, values: PyReadonlyArray1<'_, u64>,
+fn cot_finish<'py>(py: Python<'py>, pads: Bound<'py, PyArray2<u64>>, values: PyReadonlyArray1<'_, u64>,
                    corrections: PyReadonlyArray3<'_, u64>, moduli: PyReadonlyArray1<'_, u64>, bits: usize)
                    -> PyResult<Bound<'py, PyArray2<u64>>> {
     cot::check_bits(bits).map_err(value_error)?;
     let m = cot::moduli(contiguous(&moduli, "moduli")?).map_err(value_error)?;
     let values = contiguous(&values, "values")?;
     let (entries, k) = (values.len(), m.len());
-    if pads.shape() != [entries, k] {
-        return Err(PyValueError::new_err(format!("pads must have shape ({entries}, {k}), got {:?}", pads.shape())));
+    if pads.shape() != [entries, k] || !pads.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "pads must be a C-contiguous ({entries}, {k}) uint64 array, got shape {:?}", pads.shape())));
     }
     if corrections.shape() != [entries, bits, k] {
         return Err(PyValueError::new_err(format!(
             "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
     }
     cot::check_values(values, bits).map_err(value_error)?;
-    let (pads, corr) = (contiguous(&pads, "pads")?, contiguous(&corrections, "corrections")?);
-    cot::check_residues(pads, &m, "pads").map_err(value_error)?;
+    let corr = contiguous(&corrections, "corrections")?;
     cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
-    Ok(filled(py, numpy::ndarray::Ix2(entries, k), |share| {
-        share.copy_from_slice(pads);
-        cot::add_corrections(share, values, corr, &m, bits)
-    }).0)
+    {
+        let mut rw = pads.try_readwrite()?;
+        let share = rw.as_slice_mut().expect("checked contiguous");
+        cot::check_residues(share, &m, "pads").map_err(value_error)?;
+        py.detach(|| cot::add_corrections(share, values, corr, &m, bits));
+    }
+    Ok(pads)
 }
 
 /// The receiver's IKNP choice bits for :func:`cot_recv`: bit e·ℓ + i is bit i of ``values[e]``

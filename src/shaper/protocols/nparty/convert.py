@@ -70,10 +70,12 @@ def bits_to_ring(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> np.n
     mine = _own_bits(x)
     acc = ring.lift_bits(mine) if engine.me == 0 else np.zeros((len(mine), len(mods)), np.uint64)
     for k in range(1, engine.parties):
-        # D = 1 - 2y: party k's share 1 - 2 y_k, every other party's -2 y_m
-        d = ring.neg(ring.double(acc))
-        if engine.me == k:
-            d = ring.add(d, ring.lift_bits(np.ones(len(mine), np.uint64)))
+        # D = 1 - 2y: party k's share 1 - 2 y_k = 1 (it holds no share of y before its step),
+        # every party m < k's -2 y_m; parties after k take no part
+        if engine.me < k:
+            d = ring.scale(acc, -2)
+        else:
+            d = np.broadcast_to(np.uint64(engine.me == k), acc.shape)
         acc = _chain_step(engine, ring, acc, k, mine, d)
     return acc.reshape(x.words.shape[:-1] + (x.bits, len(mods)))
 

@@ -111,6 +111,12 @@ class Ring:
     def double(self, x: np.ndarray) -> np.ndarray:
         return self.add(x, x)
 
+    def scale(self, x: np.ndarray, c: int) -> np.ndarray:
+        """x times the public integer c (any sign), in one pass (native Montgomery for odd moduli)."""
+        if self.wrap:
+            return x * np.uint64(c % (1 << 64))
+        return mul_mod(x, np.asarray([c % q for q in self.moduli], dtype=np.uint64), self.moduli)
+
     def lift_bits(self, bits: np.ndarray) -> np.ndarray:
         """0/1 values (...,) as residues (..., L)."""
         return np.broadcast_to(bits.astype(np.uint64)[..., None], bits.shape + (len(self.moduli),)).copy()

@@ -209,9 +209,11 @@ class OtLinks:
                 part = b[c * step:(c + 1) * step]
                 if len(part):
                     link = self._links[p]
-                    # the extension and the receiver's pad sums fused: t never leaves the cache
-                    u, held[p] = link.rx.extend_cot(nat.pack_choice_bits(part, bits), len(part) * bits,
-                                                    link.domain_rx, mods, bits)
+                    # the extension and the receiver's pad sums fused (t never leaves the cache),
+                    # written straight into this chunk's rows of the result, completed in finish()
+                    held[p] = as_receiver[p][c * step:c * step + len(part)]
+                    u, _ = link.rx.extend_cot(nat.pack_choice_bits(part, bits), len(part) * bits, link.domain_rx,
+                                              mods, bits, out=held[p])
                     ses.send(p, u, tags[p] + "u")
             return held
 
@@ -231,8 +233,7 @@ class OtLinks:
             for p, pads in held.items():
                 part = values[p][c * step:(c + 1) * step]
                 corr = ses.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(part), bits, k))
-                as_receiver[p][c * step:c * step + len(part)] = self._call(p, nat.cot_finish, pads, part, corr,
-                                                                           mods, bits)
+                self._call(p, nat.cot_finish, pads, part, corr, mods, bits)  # in place, in as_receiver
 
         self._stream(chunks, start, serve, finish)
         self.ots += bits * (sum(len(v) for v in values.values()) + sum(len(a) for a in offsets.values()))
