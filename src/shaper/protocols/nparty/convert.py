@@ -9,7 +9,7 @@ polynomials): x = x_0 XOR ... XOR x_{n-1}, each x_k private to party k. Start fr
 
 where x_k times the shared value 1 - 2[y] is, for each party m < k holding a share of y, one
 correlated OT with receiver k (choice bit x_k) and sender m (offset -2 y_m in every limb); party
-k's own term is local. n(n-1)/2 correlated OTs per bit in all, n - 1 rounds, 16 + 8 L bytes
+k's own term is local. n(n-1)/2 correlated OTs per bit in all, n - 1 rounds, 4 + 8 L bytes
 per OT for L limbs. The result is exact (no statistical error).
 
 **Z_3 -> Z_q** (:func:`trits_to_mod`): the same chain on the one-hot vector of the trit:

@@ -10,15 +10,17 @@ per pair, whatever n.
 ==========================  ===================================  ==================================
 triple                      OTs per triple per ordered pair      bytes sent per pair and direction
 ==========================  ===================================  ==================================
-Z_2^64 (``elementwise``)    64                                   64 x (16 + 8)
-mod q (``mod_triples``)     bitlen(q) per limb                   bitlen(q) x (16 + 8) per limb
-matrix (m, k) @ (k, n)      64 k n (mod q: bitlen(q) k n), with  k n 64 (16 + 8 m)
+Z_2^64 (``elementwise``)    64                                   64 x (4 + 8)
+mod q (``mod_triples``)     bitlen(q) per limb                   bitlen(q) x (4 + 8) per limb
+matrix (m, k) @ (k, n)      64 k n (mod q: bitlen(q) k n), with  k n 64 (4 + 8 m)
                             m offsets per choice bit
-bits (``bit_triples``)      1 random OT per AND                  16 bytes + 1 bit per AND
-powers a..a^d (``powers``)  (d-1) bitlen(q) per unordered pair    (d-1) bitlen(q) x (16 + 8 (d-1))
+bits (``bit_triples``)      1 random OT per AND                  4 bytes + 1 bit per AND
+powers a..a^d (``powers``)  (d-1) bitlen(q) per unordered pair    (d-1) bitlen(q) x (4 + 8 (d-1))
                             and limb                             per unordered pair and limb
-truncation pair             64 bit conversions (see below)       64 x (16 + 8) per pair of parties
+truncation pair             64 bit conversions (see below)       64 x (4 + 8) per pair of parties
 ==========================  ===================================  ==================================
+
+(4 bytes: SoftSpoken k = 4's extension message per OT, see :mod:`~shaper.protocols.nparty.ot`.)
 
 Truncation pairs (r, r >> d) come from 64 random shared bits converted to Z_2^64 (the B2A
 chain of :mod:`~shaper.protocols.nparty.convert`): r = sum 2^j r_j and r >> d =
