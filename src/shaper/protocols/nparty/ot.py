@@ -199,7 +199,7 @@ class OtLinks:
         offsets = {p: np.ascontiguousarray(a, dtype=np.uint64).reshape(len(a), k) for p, a in send.items()}
         as_receiver = {p: np.empty((len(b), k), np.uint64) for p, b in values.items()}
         as_sender = {p: np.empty((len(a), k), np.uint64) for p, a in offsets.items()}
-        step = max(1, CHUNK_OTS // bits)
+        step = max(1, CHUNK_OTS // (bits * k))  # entries per message: at most 2^20 OTs x offsets (8 MiB)
         lengths = [len(v) for v in values.values()] + [len(a) for a in offsets.values()]
         chunks = -(-max(lengths, default=0) // step)
 
