@@ -123,13 +123,17 @@ class Ring:
 
 
 def mul_mod(x: np.ndarray, y: np.ndarray, mods: Sequence[int]) -> np.ndarray:
-    """x * y element-wise mod the basis (native Montgomery kernel)."""
-    from ... import _native
-
-    shape = np.broadcast_shapes(x.shape, y.shape)
+    """x * y element-wise mod the basis (native Montgomery kernel; Python integers, exact and
+    slow, where the extension is not built)."""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
     L = len(mods)
     a = np.ascontiguousarray(np.broadcast_to(x, shape), dtype=np.uint64).reshape(-1, L)
     b = np.ascontiguousarray(np.broadcast_to(y, shape), dtype=np.uint64).reshape(-1, L)
+    try:
+        from ... import _native
+    except ImportError:
+        prod = a.astype(object) * b.astype(object) % np.asarray(mods, dtype=object)
+        return prod.astype(np.uint64).reshape(shape)
     return _native.mod_mul(a, b, _qs(mods)).reshape(shape)
 
 
