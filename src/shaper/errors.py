@@ -25,6 +25,10 @@ class PlaintextOverflowError(ShaperError, OverflowError):
     value fell in the overflow band, meaning a homomorphic result wrapped around."""
 
 
+class ScaleError(ShaperError, ValueError):
+    """CKKS operands do not fit an operation: levels or scales differ, or no level is left."""
+
+
 class PackingError(ShaperError, ValueError):
     """Packing parameters are impossible, or an unpacked slot violates its declared bound."""
 

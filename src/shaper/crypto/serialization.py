@@ -52,6 +52,8 @@ def key_from_bytes(data: bytes) -> AHEPublicKey | AHEPrivateKey:
     kind, scheme = wire.read_header(wire.Reader(data))
     if kind not in (wire.KIND_PUBLIC, wire.KIND_PRIVATE):
         raise SerializationError(f"expected a key, found object kind {kind}")
+    if scheme not in _BY_SCHEME:
+        raise SerializationError(f"scheme id {scheme} is not an additive scheme (CKKS keys: shaper.crypto.ckks.from_bytes)")
     public_class, private_class = _BY_SCHEME[scheme]
     return public_class.from_bytes(data) if kind == wire.KIND_PUBLIC else private_class.from_bytes(data)
 

@@ -1,0 +1,241 @@
+"""CKKS keys in RNS form, generated locally or **from given polynomials**.
+
+Everything is held in NTT form over the kernel basis [q_0..q_L, p] (row i mod prime i). The
+layouts below are what a multiparty key generation (GMPFHE) must produce; each constructor
+takes the polynomials as arguments so an MPC can supply them, and samples them (CSPRNG) when
+they are not given.
+
+* Secret key s: a polynomial with small integer coefficients (uniform ternary when sampled).
+* Public key (b, a) over Q p: b = -a s + e, a uniform (expanded from a 32-byte seed when the key
+  is generated here, so it serialises in half the space).
+* Switching key from t to s (``SwitchingKey``), one digit per ciphertext prime q_j:
+  a_j uniform mod Q p, e_j error, and b_j = -a_j s + e_j + [row = j] (p mod q_j) t. On row j the
+  gadget constant p q_hat_j [q_hat_j^-1]_{q_j} is p, and 0 on every other row, so "p t on the
+  diagonal" is all of it. Array shape (L + 1, 2, L + 2, N): digit, component (b, a), row.
+  The relinearisation key has t = s^2; the Galois key of element g has t = s(X^g).
+  s(X^g) is a signed permutation of the coefficients of s, so rotation keys need no secure
+  multiplication in an MPC, only shared errors; s^2 needs one product per NTT point and row.
+
+Errors are rounded Gaussians of standard deviation 3.2, resampled beyond 6 sigma (SEAL's
+clipped normal), drawn from the CSPRNG by Box-Muller on 53-bit uniforms.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from ...errors import ConfigError, KeyMismatchError
+from ..prg import Prg, default_prg
+from .params import MAX_DEVIATION, Parameters
+
+SEED_BYTES = 32
+
+
+# -- sampling -----------------------------------------------------------------------------------
+
+def sample_ternary(n: int, prg: Prg | None = None) -> np.ndarray:
+    """n uniform coefficients in {-1, 0, 1} (int64)."""
+    return (prg or default_prg()).below(3, n).astype(np.int64) - 1
+
+
+def sample_gaussian(shape: int | tuple[int, ...], sigma: float, prg: Prg | None = None) -> np.ndarray:
+    """Rounded Gaussian integers of standard deviation ``sigma``, |x| <= 6 sigma (int64)."""
+    prg = prg or default_prg()
+    count = int(np.prod(shape))
+    bound = min(MAX_DEVIATION, int(6 * sigma)) if sigma <= 3.2 + 1e-9 else int(6 * sigma)
+    out = np.empty(0, dtype=np.int64)
+    while out.size < count:
+        need = count - out.size
+        pairs = (need + 1) // 2 + 8
+        u = (prg.uint64(2 * pairs) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        u1, u2 = 1.0 - u[:pairs], u[pairs:]  # u1 in (0, 1]
+        r = np.sqrt(-2.0 * np.log(u1)) * sigma
+        draw = np.rint(np.concatenate([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)])).astype(np.int64)
+        out = np.concatenate([out, draw[np.abs(draw) <= bound]])
+    return out[:count].reshape(shape)
+
+
+def uniform_poly(params: Parameters, rows: Iterable[int], prg: Prg) -> np.ndarray:
+    """A uniform polynomial on the given kernel rows (its NTT form is uniform too)."""
+    rows = list(rows)
+    out = np.empty((len(rows), params.n), dtype=np.uint64)
+    for k, r in enumerate(rows):
+        out[k] = prg.below(params.primes[r], params.n)
+    return out
+
+
+def small_to_rns(params: Parameters, coeffs: np.ndarray, rows: Iterable[int], *, ntt: bool = True) -> np.ndarray:
+    """Signed small integer coefficients (..., N) reduced on each kernel row -> (..., rows, N)."""
+    coeffs = np.asarray(coeffs, dtype=np.int64)
+    rows = list(rows)
+    out = np.empty(coeffs.shape[:-1] + (len(rows), params.n), dtype=np.uint64)
+    for k, r in enumerate(rows):
+        out[..., k, :] = np.mod(coeffs, np.int64(params.primes[r])).astype(np.uint64)
+    if ntt:
+        params.context.ntt(out, rows)
+    return out
+
+
+def expand_seed(params: Parameters, seed: bytes, shape_rows: list[int], count: int) -> np.ndarray:
+    """``count`` uniform polynomials over ``shape_rows`` from ``seed`` (AES-256-CTR)."""
+    if len(seed) != SEED_BYTES:
+        raise ConfigError(f"a polynomial seed is {SEED_BYTES} bytes, got {len(seed)}")
+    prg = Prg(seed)
+    return np.stack([uniform_poly(params, shape_rows, prg) for _ in range(count)])
+
+
+# -- keys ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class SecretKey:
+    """The secret polynomial s: ``coefficients`` (N,) int64 and its NTT form over every row."""
+
+    params: Parameters
+    coefficients: np.ndarray
+    ntt: np.ndarray = field(repr=False)
+
+    @classmethod
+    def generate(cls, params: Parameters, prg: Prg | None = None) -> "SecretKey":
+        """A uniform ternary secret (CSPRNG)."""
+        return cls.from_coefficients(params, sample_ternary(params.n, prg))
+
+    @classmethod
+    def from_coefficients(cls, params: Parameters, coefficients: Any) -> "SecretKey":
+        """The secret with the given small integer coefficients (N,); |s_i| < 2^31."""
+        s = np.asarray(coefficients)
+        if s.shape != (params.n,) or not np.issubdtype(s.dtype, np.integer):
+            raise ConfigError(f"a secret key needs {params.n} integer coefficients, got shape {s.shape}, dtype {s.dtype}")
+        s = s.astype(np.int64)
+        if s.size and int(np.max(np.abs(s))) >= 1 << 31:
+            raise ConfigError("secret key coefficients must be small (|s_i| < 2^31)")
+        return cls(params, s, small_to_rns(params, s, range(len(params.primes))))
+
+    def __repr__(self) -> str:
+        return f"ckks.SecretKey(N={self.params.n})"
+
+
+@dataclass(eq=False)
+class PublicKey:
+    """(b, a) over Q p in NTT form, shape (2, L + 2, N); ``seed`` set when a is seed-expanded."""
+
+    params: Parameters
+    data: np.ndarray
+    seed: bytes | None = None
+
+
+@dataclass(eq=False)
+class SwitchingKey:
+    """Key switching from t to s: ``data`` (L + 1, 2, L + 2, N) NTT form; ``galois`` the
+    automorphism element for rotation/conjugation keys, 0 for the relinearisation key;
+    ``seed`` set when every a_j is expanded from it."""
+
+    params: Parameters
+    data: np.ndarray
+    galois: int
+    seed: bytes | None = None
+
+
+def public_key(sk: SecretKey, *, a: np.ndarray | None = None, e: np.ndarray | None = None,
+               seed: bytes | None = None, prg: Prg | None = None) -> PublicKey:
+    """pk = (-a s + e, a). ``a`` (L + 2, N) NTT form uniform, or expanded from ``seed`` (fresh
+    seed if neither is given); ``e`` the error's N integer coefficients (sampled if None)."""
+    params = sk.params
+    ctx = params.context
+    rows = list(range(len(params.primes)))
+    if a is None:
+        seed = seed if seed is not None else os.urandom(SEED_BYTES)
+        a = expand_seed(params, seed, rows, 1)[0]
+    else:
+        a = _checked_poly(params, a, (len(rows), params.n), "public key a")
+        seed = None
+    e = sample_gaussian(params.n, params.sigma, prg) if e is None else e
+    b = ctx.sub(small_to_rns(params, e, rows), ctx.mul(a, sk.ntt, rows), rows)
+    return PublicKey(params, np.stack([b, a]), seed)
+
+
+def switching_key(sk: SecretKey, target: np.ndarray, *, galois: int = 0, a: np.ndarray | None = None,
+                  e: np.ndarray | None = None, seed: bytes | None = None, prg: Prg | None = None) -> SwitchingKey:
+    """A key switching ``target`` (NTT form over every row, (L + 2, N)) to ``sk``.
+
+    ``a`` (L + 1, L + 2, N) NTT uniform or expanded from ``seed``; ``e`` (L + 1, N) integer error
+    coefficients, one polynomial per digit (sampled if None)."""
+    params = sk.params
+    ctx = params.context
+    digits, rows = len(params.moduli), list(range(len(params.primes)))
+    if a is None:
+        seed = seed if seed is not None else os.urandom(SEED_BYTES)
+        a = expand_seed(params, seed, rows, digits)
+    else:
+        a = _checked_poly(params, a, (digits, len(rows), params.n), "switching key a")
+        seed = None
+    e = sample_gaussian((digits, params.n), params.sigma, prg) if e is None else np.asarray(e)
+    if e.shape != (digits, params.n):
+        raise ConfigError(f"switching key errors need shape {(digits, params.n)}, got {e.shape}")
+    b = ctx.sub(small_to_rns(params, e, rows), ctx.mul(a, np.broadcast_to(sk.ntt, a.shape).copy(), rows), rows)
+    p = params.special
+    for j, q in enumerate(params.moduli):
+        gadget = np.array([p % q], dtype=np.uint64)
+        term = ctx.mul_scalar(np.ascontiguousarray(target[j:j + 1]), gadget, [j])
+        b[j, j:j + 1] = ctx.add(np.ascontiguousarray(b[j, j:j + 1]), term, [j])
+    return SwitchingKey(params, np.ascontiguousarray(np.stack([b, a], axis=1)), galois, seed)
+
+
+def relin_key(sk: SecretKey, **kw: Any) -> SwitchingKey:
+    """The relinearisation key: switches s^2 to s."""
+    rows = list(range(len(sk.params.primes)))
+    return switching_key(sk, sk.params.context.mul(sk.ntt, sk.ntt, rows), galois=0, **kw)
+
+
+def galois_element(params: Parameters, steps: int) -> int:
+    """The automorphism X -> X^g that rotates the slots left by ``steps`` (5^steps mod 2N)."""
+    two_n = 2 * params.n
+    return pow(5, int(steps) % params.slots, two_n)
+
+
+def conjugation_element(params: Parameters) -> int:
+    return 2 * params.n - 1
+
+
+def galois_key(sk: SecretKey, galois: int, **kw: Any) -> SwitchingKey:
+    """The key for the automorphism X -> X^galois: switches s(X^g) to s."""
+    params = sk.params
+    target = params.context.automorph(sk.ntt, int(galois))
+    return switching_key(sk, target, galois=int(galois), **kw)
+
+
+def _checked_poly(params: Parameters, a: Any, shape: tuple, what: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.shape != shape or a.dtype != np.uint64:
+        raise ConfigError(f"{what} must be a uint64 array of shape {shape}, got {a.dtype} {a.shape}")
+    primes = np.array(params.primes, dtype=np.uint64)
+    if np.any(a >= primes[:, None] if a.ndim == 2 else a >= primes[None, :, None]):
+        raise ConfigError(f"{what} has entries not reduced modulo their row's prime")
+    return np.ascontiguousarray(a)
+
+
+class KeySet:
+    """Everything a party generates for itself: secret, public, relinearisation and Galois keys.
+
+    ``rotations`` lists the slot rotation steps to make keys for; ``conjugation`` adds the
+    conjugation key."""
+
+    def __init__(self, params: Parameters, *, rotations: Iterable[int] = (), conjugation: bool = False,
+                 relinearization: bool = True, secret: SecretKey | None = None) -> None:
+        if secret is not None and secret.params != params:
+            raise KeyMismatchError("the secret key belongs to other parameters")
+        self.params = params
+        self.secret = secret or SecretKey.generate(params)
+        self.public = public_key(self.secret)
+        self.relin = relin_key(self.secret) if relinearization else None
+        self.galois: dict[int, SwitchingKey] = {}
+        for step in rotations:
+            g = galois_element(params, step)
+            if g not in self.galois:
+                self.galois[g] = galois_key(self.secret, g)
+        if conjugation:
+            g = conjugation_element(params)
+            self.galois[g] = galois_key(self.secret, g)
