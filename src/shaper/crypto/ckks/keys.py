@@ -72,9 +72,12 @@ def small_to_rns(params: Parameters, coeffs: np.ndarray, rows: Iterable[int], *,
     """Signed small integer coefficients (..., N) reduced on each kernel row -> (..., rows, N)."""
     coeffs = np.asarray(coeffs, dtype=np.int64)
     rows = list(rows)
-    out = np.empty(coeffs.shape[:-1] + (len(rows), params.n), dtype=np.uint64)
-    for k, r in enumerate(rows):
-        out[..., k, :] = np.mod(coeffs, np.int64(params.primes[r])).astype(np.uint64)
+    primes = np.array([params.primes[r] for r in rows], dtype=np.uint64)
+    if coeffs.size and int(np.max(np.abs(coeffs))) >= int(primes.min()):
+        raise ConfigError("small_to_rns takes coefficients below every prime in magnitude")
+    # x < 0 wraps to 2^64 + x as uint64; adding q wraps again to q + x (one broadcast pass)
+    wrapped = coeffs.astype(np.uint64)[..., None, :]
+    out = wrapped + primes[:, None] * (coeffs < 0)[..., None, :]
     if ntt:
         params.context.ntt(out, rows)
     return out
