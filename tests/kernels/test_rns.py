@@ -53,7 +53,7 @@ def as_ints(a: np.ndarray) -> list:
     return a.astype(object).tolist()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(n: int, primes: tuple) -> RnsReference:
     return RnsReference(n, list(primes))
 
@@ -413,7 +413,7 @@ def _check_errors(ctx, *, native=False):
         "divide_round_last": lambda x: ctx.divide_round_last(x, mods),
         "decompose": lambda x: ctx.decompose(x, mods, R - 1),
     }
-    for name, call in calls.items():
+    for call in calls.values():
         for arg in (bad, wrong, short):
             with pytest.raises(ValueError):
                 call(arg)
@@ -469,12 +469,184 @@ def test_rns_context_honours_native_false_and_shaper_native_off(monkeypatch):
     assert isinstance(rns_context(16, q), RnsReference)
     monkeypatch.setenv("SHAPER_NATIVE", "auto")
     ctx = rns_context(16, q)
-    assert isinstance(ctx, RnsReference) != rns_ref.native_available()
-
-
-def test_rns_context_with_native_true_needs_the_extension(monkeypatch):
     if rns_ref.native_available():
-        assert not isinstance(rns_context(16, ntt_primes(16, 30, 1), native=True), RnsReference)
+        from shaper import _native
+
+        assert isinstance(ctx, _native.RnsContext)
+    else:
+        assert isinstance(ctx, RnsReference)
+
+
+def test_rns_context_with_native_true_needs_the_extension():
+    if rns_ref.native_available():
+        from shaper import _native
+
+        assert isinstance(rns_context(16, ntt_primes(16, 30, 1), native=True), _native.RnsContext)
     else:
         with pytest.raises(RuntimeError):
             rns_context(16, ntt_primes(16, 30, 1), native=True)
+
+
+# == native RnsContext against the reference, bit for bit ===========================================
+
+needs_native = pytest.mark.skipif(not rns_ref.native_available(), reason="native extension not built")
+BITS = [30, 50, 53, 60, 61]
+NS = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+@functools.cache
+def pair(n: int, primes: tuple):
+    """(reference, native) contexts over the same primes."""
+    from shaper import _native
+
+    return reference(n, primes), _native.RnsContext(n, list(primes))
+
+
+def chain(n: int, bits) -> tuple:
+    """Four primes: all of ``bits`` bits, or one of each size in a list."""
+    if isinstance(bits, int):
+        return tuple(ntt_primes(n, bits, 4))
+    out: list[int] = []
+    for b in bits:
+        out.append(ntt_primes(n, b, 1, exclude=out)[0])
+    return tuple(out)
+
+
+def operands(rng, ctx, mods, lead=(), shift=1):
+    """Random rows whose first 25 entries run through every pair of the edge residues 0, 1,
+    q-1, (q-1)/2 and (q+1)/2 (``shift`` 1 and 5 give the two members of each pair)."""
+    a = random_rows(rng, ctx, mods, lead)
+    k = min(25, ctx.n)
+    for r, m in enumerate(mods):
+        q = ctx.primes[m]
+        edges = np.array([0, 1, q - 1, (q - 1) // 2, (q + 1) // 2], dtype=np.uint64)
+        a[..., r, :k] = edges[(np.arange(k) // shift) % 5]
+    return a
+
+
+def same(ref_out, nat_out, what):
+    assert isinstance(nat_out, np.ndarray) and nat_out.dtype == np.uint64, what
+    assert nat_out.shape == ref_out.shape, what
+    if not np.array_equal(ref_out, nat_out):
+        bad = np.argwhere(ref_out != nat_out)[0]
+        pytest.fail(f"{what}: first difference at {tuple(bad)}: reference {ref_out[tuple(bad)]}, "
+                    f"native {nat_out[tuple(bad)]} ({len(np.argwhere(ref_out != nat_out))} entries differ)")
+
+
+def galois_elements(n):
+    gs = {1, 3, 5, 2 * n - 1, pow(5, 2, 2 * n), pow(5, n // 4 + 1, 2 * n), pow(5, n // 2 - 1, 2 * n)}
+    return sorted(g for g in gs if g % 2)
+
+
+@needs_native
+@pytest.mark.parametrize("n, bits, count, exclude", [
+    (16, 30, 5, []), (4096, 60, 3, []), (16384, 53, 6, []), (8192, 40, 2, []), (1024, 61, 4, []),
+    (4096, 62, 2, []), (2, 20, 3, []), (4096, 60, 2, ntt_primes(4096, 60, 3)[::2]), (16384, 60, 0, []),
+])
+def test_native_ntt_primes_match_the_reference(n, bits, count, exclude):
+    from shaper import _native
+
+    assert _native.ntt_primes(n, bits, count, exclude) == ntt_primes(n, bits, count, exclude)
+    assert _native.ntt_primes(n, bits, count) == ntt_primes(n, bits, count)
+
+
+@needs_native
+@pytest.mark.parametrize("args", [(4096, 14, 1), (12, 30, 1), (16, 63, 1), (16, 30, -1), (0, 30, 1)])
+def test_native_ntt_primes_refuse_what_the_reference_refuses(args):
+    from shaper import _native
+
+    with pytest.raises((ValueError, OverflowError)):
+        ntt_primes(*args)
+    with pytest.raises((ValueError, OverflowError)):
+        _native.ntt_primes(*args)
+
+
+@needs_native
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("bits", BITS + [[61, 30, 53, 50]])
+def test_native_elementwise_kernels_and_transforms_match_the_reference(n, bits):
+    ref, nat = pair(n, chain(n, bits))
+    assert (nat.n, list(nat.primes), list(nat.roots)) == (ref.n, ref.primes, ref.roots)
+    rng = np.random.default_rng(n)
+    mods = [3, 0, 2]
+    lead = (2, 3) if n <= 256 else (2,)
+    a, b = operands(rng, ref, mods, lead, 1), operands(rng, ref, mods, lead, 5)
+    for name in ("ntt", "intt"):
+        x, y = a.copy(), a.copy()
+        assert getattr(ref, name)(x, mods) is None and getattr(nat, name)(y, mods) is None
+        same(x, y, name)
+    for name in ("add", "sub", "mul"):
+        same(getattr(ref, name)(a, b, mods), getattr(nat, name)(a, b, mods), name)
+    same(ref.neg(a, mods), nat.neg(a, mods), "neg")
+    x, y = b.copy(), b.copy()
+    ref.mul_acc(x, a, a, mods)
+    assert nat.mul_acc(y, a, a, mods) is None
+    same(x, y, "mul_acc")
+    scalars = np.array([0, 1, ref.primes[2] - 1], dtype=np.uint64)
+    same(ref.mul_scalar(a, scalars, mods), nat.mul_scalar(a, scalars, mods), "mul_scalar")
+    scalars = np.array([rng.integers(0, ref.primes[m]) for m in mods], dtype=np.uint64)
+    same(ref.mul_scalar(b, scalars, mods), nat.mul_scalar(b, scalars, mods), "mul_scalar")
+    ta, tb = (a, b) if a.ndim == 3 else (np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(b[:, -1]))
+    same(ref.tensor(ta, tb, mods), nat.tensor(ta, tb, mods), "tensor")
+    for g in galois_elements(n) + [int(rng.integers(0, n)) * 2 + 1]:
+        same(ref.automorph(a, g), nat.automorph(a, g), f"automorph g={g}")
+    x = np.ascontiguousarray(a[..., :2, :])
+    same(ref.divide_round_last(x, mods[:2]), nat.divide_round_last(x, mods[:2]), "divide_round_last (2 primes)")
+    same(ref.divide_round_last(a, mods), nat.divide_round_last(a, mods), "divide_round_last")
+
+
+@needs_native
+@pytest.mark.parametrize("n", [16, 64, 256, 1024, 4096])
+@pytest.mark.parametrize("bits", BITS + [[50, 61, 30, 60]])
+def test_native_decompose_and_key_switch_match_the_reference(n, bits):
+    ref, nat = pair(n, chain(n, bits))
+    rng = np.random.default_rng(n + 1)
+    mods, sp = [0, 2, 1], 3
+    ext = mods + [sp]
+    a = operands(rng, ref, mods)
+    digits = ref.decompose(a, mods, sp)
+    same(digits, nat.decompose(a, mods, sp), "decompose")
+    short = np.ascontiguousarray(a[1:])
+    same(ref.decompose(short, mods[1:], sp), nat.decompose(short, mods[1:], sp), "decompose at a lower level")
+    key = operands(rng, ref, range(4), (3, 2), 5)  # D = 3 digits (max(mods) + 1), rows by context prime
+    gs = galois_elements(n) if n <= 1024 else [1, pow(5, 3, 2 * n), 2 * n - 1]
+    for g in gs:
+        same(ref.key_switch(digits, key, mods, sp, g), nat.key_switch(digits, key, mods, sp, g), f"key_switch g={g}")
+    edge = operands(rng, ref, ext, (3,), 1)
+    same(ref.key_switch(edge, key, mods, sp), nat.key_switch(edge, key, mods, sp), "key_switch, edge digits")
+    assert ext == [0, 2, 1, 3]
+
+
+@needs_native
+def test_native_kernels_refuse_bad_arguments():
+    _check_errors(pair(16, chain(16, 30))[1])
+    _check_errors(pair(64, chain(64, [61, 30, 53, 50]))[1])
+
+
+@needs_native
+def test_native_contexts_refuse_what_the_reference_refuses():
+    from shaper import _native
+
+    q = ntt_primes(16, 30, 1)[0]
+    psi = smallest_root(q, 16)
+    only_mod_16 = next(p for p in ntt_primes(8, 30, 8) if p % 32 != 1)
+    above = next(p for p in range((1 << 62) + 1, (1 << 63), 32) if is_prime(p))
+    cases = [(0, [q]), (3, [q]), (12, [q]), (16, [q * q]), (16, [q, 97 * 193]), (16, [only_mod_16]), (16, [above]),
+             (16, []), (16, [q, 1])]
+    for n, primes in cases:
+        with pytest.raises(ValueError):
+            RnsReference(n, primes)
+        with pytest.raises((ValueError, OverflowError)):
+            _native.RnsContext(n, primes)
+    for roots in ([psi * psi % q], [1], [0], [q + psi], [psi, psi]):
+        with pytest.raises(ValueError):
+            _native.RnsContext(16, [q], roots)
+    custom = pow(psi, 5, q)
+    nat = _native.RnsContext(16, [q], [custom])
+    ref = RnsReference(16, [q], [custom])
+    assert list(nat.roots) == [custom]
+    a = random_rows(np.random.default_rng(1), ref, [0])
+    x, y = a.copy(), a.copy()
+    ref.ntt(x, [0])
+    nat.ntt(y, [0])
+    same(x, y, "ntt with a custom root")

@@ -14,7 +14,7 @@ otherwise (``SHAPER_NATIVE=off`` forces the reference).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -60,7 +60,7 @@ def is_prime(q: int) -> bool:
 
 def _check_n(n: int) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise ValueError(f"n must be an integer power of two, got {n!r}")
+        raise TypeError(f"n must be an integer power of two, got {n!r}")
     n = int(n)
     if n < 2 or n & (n - 1):
         raise ValueError(f"n must be a power of two >= 2, got {n}")
@@ -184,7 +184,7 @@ class RnsReference:
         out = []
         for m in mods:
             if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-                raise ValueError(f"mods must be prime indices, got {m!r}")
+                raise TypeError(f"mods must be prime indices, got {m!r}")
             m = int(m)
             if not 0 <= m < len(self._primes):
                 raise ValueError(f"prime index {m} out of range (the context has {len(self._primes)} primes)")
@@ -381,7 +381,7 @@ class RnsReference:
 
 def _galois(g) -> int:
     if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
-        raise ValueError(f"Galois element must be an odd integer, got {g!r}")
+        raise TypeError(f"Galois element must be an odd integer, got {g!r}")
     return int(g)
 
 
@@ -419,4 +419,4 @@ def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = Non
     return RnsReference(n, primes, roots)
 
 
-__all__ = ["RnsReference", "ntt_primes", "rns_context", "native_available", "is_prime", "smallest_root", "PRIME_BOUND"]
+__all__ = ["PRIME_BOUND", "RnsReference", "is_prime", "native_available", "ntt_primes", "rns_context", "smallest_root"]
