@@ -217,6 +217,12 @@ def test_decompose_gives_each_rows_centred_lift_over_every_prime():
         for i, e in enumerate(ext):
             assert [int(x) for x in d[j, i]] == direct_ntt([c % primes[e] for c in lift], primes[e], ctx.roots[e])
         assert np.array_equal(d[j, j], a[j])
+    # leading axes: each row set decomposes on its own
+    stacked = np.ascontiguousarray(np.stack([a, ctx.neg(a, mods)]))
+    both = ctx.decompose(stacked, mods, sp)
+    assert both.shape == (2, 3, 4, n)
+    assert np.array_equal(both[0], d)
+    assert np.array_equal(both[1], ctx.decompose(np.ascontiguousarray(stacked[1]), mods, sp))
 
 
 @pytest.mark.parametrize("g", [1, 3, 5, 31])
@@ -419,9 +425,11 @@ def _check_errors(ctx, *, native=False):
                 call(arg)
     with pytest.raises(ValueError, match="row 1"):
         ctx.add(bad, ok, mods)
-    for bad_mods in ([0, R], [-1, 0], [0]):
+    for bad_mods in ([0, R], [0]):
         with pytest.raises(ValueError):
             ctx.add(ok, ok, bad_mods)
+    with pytest.raises((ValueError, OverflowError)):  # the extension takes indices as unsigned
+        ctx.add(ok, ok, [-1, 0])
     with pytest.raises(ValueError):
         ctx.mul_scalar(ok, np.array([ctx.primes[0], 1], dtype=np.uint64), mods)
     with pytest.raises(ValueError):
@@ -608,6 +616,8 @@ def test_native_decompose_and_key_switch_match_the_reference(n, bits):
     same(digits, nat.decompose(a, mods, sp), "decompose")
     short = np.ascontiguousarray(a[1:])
     same(ref.decompose(short, mods[1:], sp), nat.decompose(short, mods[1:], sp), "decompose at a lower level")
+    two = operands(rng, ref, mods, (2,), 5)
+    same(ref.decompose(two, mods, sp), nat.decompose(two, mods, sp), "decompose with a leading axis")
     key = operands(rng, ref, range(4), (3, 2), 5)  # D = 3 digits (max(mods) + 1), rows by context prime
     gs = galois_elements(n) if n <= 1024 else [1, pow(5, 3, 2 * n), 2 * n - 1]
     for g in gs:

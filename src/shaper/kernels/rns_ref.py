@@ -340,13 +340,13 @@ class RnsReference:
         return _u64(self._divide_round_last(_obj(a), mods))
 
     def decompose(self, a: np.ndarray, mods: Sequence[int], sp: int) -> np.ndarray:
-        """Key-switching digits of an NTT-form (l+1, n) row set: (l+1, l+2, n), digit j = the
-        centred lift of row j in NTT form over ``mods + [sp]``."""
+        """Key-switching digits of an NTT-form (..., l+1, n) row set: (..., l+1, l+2, n), digit
+        j = the centred lift of row j in NTT form over ``mods + [sp]``."""
         mods = self._mods(mods)
         ext = self._extended(mods, sp)
-        self._array(a, "a", mods, ())
-        lifted = self._centred(self._intt(_obj(a), mods), mods)  # (l+1, n) signed coefficients
-        per_prime = lifted[:, None, :] % self._q_rows(ext)  # (l+1, l+2, n)
+        self._array(a, "a", mods)
+        lifted = self._centred(self._intt(_obj(a), mods), mods)  # (..., l+1, n) signed coefficients
+        per_prime = lifted[..., :, None, :] % self._q_rows(ext)  # (..., l+1, l+2, n)
         return _u64(self._ntt(per_prime, ext))
 
     def key_switch(self, digits: np.ndarray, key: np.ndarray, mods: Sequence[int], sp: int, g: int = 1) -> np.ndarray:
