@@ -8,11 +8,12 @@
 //! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings;
 //! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection;
 //! - [`modq`]: products modulo odd word-size moduli (prime-field and RNS shares);
-//! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa).
+//! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa);
+//! - [`rns`]: RNS-CKKS polynomial kernels (NTT, element-wise ops, rescale, key switching).
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
 //! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`), `psi`
-//! (`RistrettoKey`) and `ot` (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its
+//! (`RistrettoKey`), `rns` (`RnsContext`, `ntt_primes`) and `ot` (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its
 //! names to the one flat module.
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ pub mod ot;
 pub mod prf;
 pub mod psi;
 mod py;
+pub mod rns;
 pub mod rss;
 
 #[pymodule]
@@ -35,5 +37,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::psi::register(m)?;
     py::ot::register(m)?;
     py::modq::register(m)?;
+    py::rns::register(m)?;
     Ok(())
 }

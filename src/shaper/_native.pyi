@@ -220,3 +220,48 @@ def mod_mul(a: U64, b: U64, moduli: U64) -> U64:
     """a * b element-wise for (n, L) arrays, column c mod moduli[c] (odd, < 2^62; inputs reduced)."""
 def mod_matmul(a: U64, b: U64, modulus: int) -> U64:
     """a @ b mod one odd modulus < 2^62."""
+
+# -- RNS-CKKS polynomial kernels (native/src/rns, contract: shaper.kernels.rns) ----------------
+def ntt_primes(n: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[int]:
+    """SEAL's rule: the `count` largest primes of exactly `bits` bits with q = 1 mod 2n,
+    descending, skipping `exclude` (ValueError when there are not enough)."""
+
+class RnsContext:
+    """NTT primes (< 2^62, = 1 mod 2n) and tables for ring degree n (a power of two, 8..2^17).
+
+    Arrays are uint64, C-contiguous, shape (..., len(mods), n), row i reduced mod
+    ``primes[mods[i]]`` (checked: ValueError naming the row). ``roots`` default to the smallest
+    primitive 2n-th roots. Every kernel releases the GIL and runs on the native pool."""
+
+    def __init__(self, n: int, primes: Sequence[int], roots: Sequence[int] | None = None) -> None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def primes(self) -> list[int]: ...
+    @property
+    def roots(self) -> list[int]: ...
+    def ntt(self, a: U64, mods: Sequence[int]) -> None:
+        """In place: A[k] = a(psi^(2 brv(k) + 1))."""
+    def intt(self, a: U64, mods: Sequence[int]) -> None:
+        """In place: the inverse of ntt."""
+    def add(self, a: U64, b: U64, mods: Sequence[int]) -> U64: ...
+    def sub(self, a: U64, b: U64, mods: Sequence[int]) -> U64: ...
+    def neg(self, a: U64, mods: Sequence[int]) -> U64: ...
+    def mul(self, a: U64, b: U64, mods: Sequence[int]) -> U64: ...
+    def mul_acc(self, acc: U64, a: U64, b: U64, mods: Sequence[int]) -> None:
+        """acc += a * b in place."""
+    def mul_scalar(self, a: U64, scalars: U64, mods: Sequence[int]) -> U64:
+        """Row i times scalars[i] (uint64, shape (len(mods),), taken mod the row's prime)."""
+    def tensor(self, a: U64, b: U64, mods: Sequence[int]) -> U64:
+        """(2, r, n) x (2, r, n) -> (3, r, n): (a0 b0, a0 b1 + a1 b0, a1 b1)."""
+    def automorph(self, a: U64, g: int) -> U64:
+        """NTT-form X -> X^g (g odd, 0 < g < 2n) of every row (..., n)."""
+    def divide_round_last(self, a: U64, mods: Sequence[int]) -> U64:
+        """(..., r, n) -> (..., r - 1, n): round(a / q_last) (rescale, mod-down)."""
+    def decompose(self, a: U64, mods: Sequence[int], sp: int) -> U64:
+        """(..., l+1, n) NTT form -> (..., l+1, l+2, n): digit j = centred lift of intt(row j)
+        over mods + [sp], NTT form."""
+    def key_switch(self, digits: U64, key: U64, mods: Sequence[int], sp: int, g: int = 1) -> U64:
+        """digits (l+1, l+2, n), key (D, 2, len(primes), n) indexed [context prime of the digit,
+        b/a, context prime of the row] -> (2, l+1, n): divide_round_last over mods + [sp] of
+        sum_j sigma_g(digits[j]) * key[mods[j], c, mods + [sp]]."""

@@ -7,5 +7,6 @@ pub mod boundary;
 pub mod modq;
 pub mod ot;
 pub mod pool;
+pub mod rns;
 pub mod psi;
 pub mod rss;

@@ -1,0 +1,750 @@
+//! Whole-array RNS kernels on an [`RnsContext`]: arrays `(..., rows, n)` with `mods[i]` the
+//! context prime of row i (of the last-but-one axis); inputs checked to be reduced.
+//!
+//! Element-wise products use Barrett reduction of the 128-bit product; products by a per-row
+//! constant use Shoup's. divide_round_last, decompose and key_switch follow the contract in
+//! `shaper.kernels.rns`: a centred lift of one row's coefficients into the other primes
+//! (the "basis extension" of one prime, exact because it is a single residue), forward NTTs,
+//! and for the key switch a multiply-accumulate whose sums stay in 128 bits and are reduced
+//! once per output (eight products below q^2 < 2^124 each fit), with the automorphism applied
+//! on the fly as a gather. The key switch fuses its last step, divide-and-round by the special
+//! prime, per row so that each row's accumulation and NTTs run while it is in cache; its input
+//! checks are folded into the accumulation (a max per row), so the 16 MB key is read once.
+//!
+//! Parallelism: rayon over rows (or over coefficient blocks where there is one row); the
+//! caller installs the pool. Results are independent of the thread count.
+
+use rayon::prelude::*;
+
+use super::ntt::brv;
+use super::prime::Prime;
+use super::RnsContext;
+
+/// Rows per rayon task, so that a task holds at least about 4096 words.
+fn min_rows(n: usize) -> usize {
+    (4096 / n).max(1)
+}
+
+/// `sigma_g` on NTT-form rows of length n: `out[k] = A[p[k]]` (the contract's
+/// `galois_permutation`); g odd in (0, 2n).
+pub fn galois_permutation(n: usize, g: u64) -> Result<Vec<u32>, String> {
+    let two_n = 2 * n as u64;
+    if g % 2 == 0 || g == 0 || g >= two_n {
+        return Err(format!("Galois element must be odd and in (0, {two_n}), got {g}"));
+    }
+    let bits = n.trailing_zeros();
+    let mut where_ = vec![0u32; 2 * n];
+    for k in 0..n {
+        where_[2 * brv(k, bits) + 1] = k as u32;
+    }
+    Ok((0..n).map(|k| where_[((g * (2 * brv(k, bits) as u64 + 1)) % two_n) as usize]).collect())
+}
+
+/// Centred lift of residues mod `from` into residues mod `to.q`: x <= (from - 1) / 2 stands
+/// for x, a larger x for x - from.
+#[derive(Clone, Copy)]
+struct Lift {
+    half: u64,
+    /// from < to.q: x needs no reduction
+    small: bool,
+    /// -from mod to.q
+    neg: u64,
+    to: Prime,
+}
+
+impl Lift {
+    fn new(from: u64, to: Prime) -> Lift {
+        Lift { half: (from - 1) / 2, small: from < to.q, neg: (to.q - from % to.q) % to.q, to }
+    }
+
+    fn apply(&self, src: &[u64], dst: &mut [u64]) {
+        let (half, neg, to) = (self.half, self.neg, self.to);
+        if self.small {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = to.reduce_2q(x + if x > half { neg } else { 0 });
+            }
+        } else {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = to.reduce_2q(to.reduce_u64(x) + if x > half { neg } else { 0 });
+            }
+        }
+    }
+}
+
+/// (a - b) c mod q for a, b < q, c given with its Shoup constant.
+#[inline(always)]
+fn sub_mul(p: &Prime, a: u64, b: u64, c: u64, cs: u64) -> u64 {
+    p.mul_shoup(a + p.q - b, c, cs)
+}
+
+/// Largest entry of a row (0 for an empty one).
+#[inline]
+fn row_max(row: &[u64]) -> u64 {
+    row.iter().fold(0, |m, &x| m.max(x))
+}
+
+impl RnsContext {
+    fn prime(&self, index: usize) -> &Prime {
+        &self.tables[index].p
+    }
+
+    /// Every index names a context prime; `distinct`: no index twice.
+    pub fn check_mods(&self, mods: &[usize], distinct: bool) -> Result<(), String> {
+        if mods.is_empty() {
+            return Err("mods must name at least one prime".into());
+        }
+        for (i, &m) in mods.iter().enumerate() {
+            if m >= self.tables.len() {
+                return Err(format!("mods[{i}] = {m} is not a prime index (the context has {})", self.tables.len()));
+            }
+            if distinct && mods[..i].contains(&m) {
+                return Err(format!("prime index {m} appears twice in mods"));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, len: usize, rows: usize, what: &str) -> Result<usize, String> {
+        if len % (rows * self.n) != 0 {
+            return Err(format!("{what}: {len} words are not rows of {} x {}", rows, self.n));
+        }
+        Ok(len / (rows * self.n))
+    }
+
+    /// `Err` naming the first row (of the last-but-one axis) with an entry not below its prime.
+    pub fn check_reduced(&self, a: &[u64], mods: &[usize], what: &str) -> Result<(), String> {
+        let (n, rows) = (self.n, mods.len());
+        let bad = a
+            .par_chunks(n)
+            .with_min_len(min_rows(n))
+            .enumerate()
+            .find_first(|(r, row)| row_max(row) >= self.prime(mods[r % rows]).q);
+        match bad {
+            None => Ok(()),
+            Some((r, row)) => {
+                let q = self.prime(mods[r % rows]).q;
+                let (k, x) = row.iter().enumerate().find(|(_, &x)| x >= q).map(|(k, &x)| (k, x)).unwrap();
+                let at = if r >= rows { format!(" of item {}", r / rows) } else { String::new() };
+                Err(format!("{what}: row {}{at} (prime {q}) holds {x} at column {k}, not below the prime", r % rows))
+            }
+        }
+    }
+
+    /// In place, every row to NTT form.
+    pub fn ntt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
+        self.check_mods(mods, false)?;
+        self.check_len(a.len(), mods.len(), "a")?;
+        self.check_reduced(a, mods, "a")?;
+        let rows = mods.len();
+        a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].forward(row));
+        Ok(())
+    }
+
+    /// In place, every row back to coefficients.
+    pub fn intt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
+        self.check_mods(mods, false)?;
+        self.check_len(a.len(), mods.len(), "a")?;
+        self.check_reduced(a, mods, "a")?;
+        let rows = mods.len();
+        a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].inverse(row));
+        Ok(())
+    }
+
+    fn map2<F>(&self, a: &[u64], b: &[u64], mods: &[usize], f: F) -> Result<Vec<u64>, String>
+    where
+        F: Fn(&Prime, u64, u64) -> u64 + Sync,
+    {
+        self.check_mods(mods, false)?;
+        self.check_len(a.len(), mods.len(), "a")?;
+        if a.len() != b.len() {
+            return Err(format!("operands of {} and {} words differ", a.len(), b.len()));
+        }
+        self.check_reduced(a, mods, "a")?;
+        self.check_reduced(b, mods, "b")?;
+        let (n, rows) = (self.n, mods.len());
+        let mut out = vec![0u64; a.len()];
+        out.par_chunks_mut(n)
+            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+            .with_min_len(min_rows(n))
+            .enumerate()
+            .for_each(|(r, (o, (x, y)))| {
+                let p = self.prime(mods[r % rows]);
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = f(p, x, y);
+                }
+            });
+        Ok(out)
+    }
+
+    pub fn add(&self, a: &[u64], b: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.map2(a, b, mods, |p, x, y| p.add(x, y))
+    }
+
+    pub fn sub(&self, a: &[u64], b: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.map2(a, b, mods, |p, x, y| p.sub(x, y))
+    }
+
+    pub fn mul(&self, a: &[u64], b: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.map2(a, b, mods, |p, x, y| p.mul(x, y))
+    }
+
+    pub fn neg(&self, a: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.map2(a, a, mods, |p, x, _| p.neg(x))
+    }
+
+    /// acc += a b in place.
+    pub fn mul_acc(&self, acc: &mut [u64], a: &[u64], b: &[u64], mods: &[usize]) -> Result<(), String> {
+        self.check_mods(mods, false)?;
+        self.check_len(acc.len(), mods.len(), "acc")?;
+        if a.len() != acc.len() || b.len() != acc.len() {
+            return Err(format!("acc, a and b differ in size: {}, {} and {} words", acc.len(), a.len(), b.len()));
+        }
+        self.check_reduced(acc, mods, "acc")?;
+        self.check_reduced(a, mods, "a")?;
+        self.check_reduced(b, mods, "b")?;
+        let (n, rows) = (self.n, mods.len());
+        acc.par_chunks_mut(n)
+            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+            .with_min_len(min_rows(n))
+            .enumerate()
+            .for_each(|(r, (o, (x, y)))| {
+                let p = self.prime(mods[r % rows]);
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = p.reduce_product(x as u128 * y as u128 + *o as u128);
+                }
+            });
+        Ok(())
+    }
+
+    /// Row i times scalars[i] (any 64-bit value, taken mod the row's prime).
+    pub fn mul_scalar(&self, a: &[u64], scalars: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.check_mods(mods, false)?;
+        self.check_len(a.len(), mods.len(), "a")?;
+        if scalars.len() != mods.len() {
+            return Err(format!("{} scalars for {} rows", scalars.len(), mods.len()));
+        }
+        self.check_reduced(a, mods, "a")?;
+        let consts: Vec<(u64, u64)> = mods
+            .iter()
+            .zip(scalars)
+            .map(|(&m, &s)| {
+                let p = self.prime(m);
+                let w = p.reduce_u64(s);
+                (w, p.shoup(w))
+            })
+            .collect();
+        let (n, rows) = (self.n, mods.len());
+        let mut out = vec![0u64; a.len()];
+        out.par_chunks_mut(n).zip(a.par_chunks(n)).with_min_len(min_rows(n)).enumerate().for_each(|(r, (o, x))| {
+            let p = self.prime(mods[r % rows]);
+            let (w, ws) = consts[r % rows];
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = p.mul_shoup(x, w, ws);
+            }
+        });
+        Ok(out)
+    }
+
+    /// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); a, b of shape (2, rows, n).
+    pub fn tensor(&self, a: &[u64], b: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.check_mods(mods, false)?;
+        let (n, rows) = (self.n, mods.len());
+        let rn = rows * n;
+        if a.len() != 2 * rn || b.len() != 2 * rn {
+            return Err(format!("tensor needs two (2, {rows}, {n}) operands"));
+        }
+        self.check_reduced(a, mods, "a")?;
+        self.check_reduced(b, mods, "b")?;
+        let mut out = vec![0u64; 3 * rn];
+        let (o0, rest) = out.split_at_mut(rn);
+        let (o1, o2) = rest.split_at_mut(rn);
+        o0.par_chunks_mut(n)
+            .zip(o1.par_chunks_mut(n).zip(o2.par_chunks_mut(n)))
+            .with_min_len(min_rows(n))
+            .enumerate()
+            .for_each(|(i, (r0, (r1, r2)))| {
+                let p = self.prime(mods[i]);
+                let (a0, a1) = (&a[i * n..(i + 1) * n], &a[rn + i * n..rn + (i + 1) * n]);
+                let (b0, b1) = (&b[i * n..(i + 1) * n], &b[rn + i * n..rn + (i + 1) * n]);
+                for k in 0..n {
+                    let (x0, x1, y0, y1) = (a0[k] as u128, a1[k] as u128, b0[k] as u128, b1[k] as u128);
+                    r0[k] = p.reduce_product(x0 * y0);
+                    r1[k] = p.reduce_u128(x0 * y1 + x1 * y0);
+                    r2[k] = p.reduce_product(x1 * y1);
+                }
+            });
+        Ok(out)
+    }
+
+    /// NTT-form automorphism X -> X^g of every row (any leading shape; no reduction needed).
+    pub fn automorph(&self, a: &[u64], g: u64) -> Result<Vec<u64>, String> {
+        let n = self.n;
+        if a.len() % n != 0 {
+            return Err(format!("a: {} words are not rows of {n}", a.len()));
+        }
+        let perm = galois_permutation(n, g)?;
+        let mut out = vec![0u64; a.len()];
+        out.par_chunks_mut(n).zip(a.par_chunks(n)).with_min_len(min_rows(n)).for_each(|(o, x)| {
+            for (o, &k) in o.iter_mut().zip(&perm) {
+                *o = x[k as usize];
+            }
+        });
+        Ok(out)
+    }
+
+    /// (..., r, n) over mods -> (..., r - 1, n): row i becomes (A_i - ntt([t] mod m_i)) m_r^-1
+    /// with t the centred lift of intt(last row).
+    pub fn divide_round_last(&self, a: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.check_mods(mods, true)?;
+        let (n, rows) = (self.n, mods.len());
+        if rows < 2 {
+            return Err("divide_round_last needs at least two rows".into());
+        }
+        let batch = self.check_len(a.len(), rows, "a")?;
+        self.check_reduced(a, mods, "a")?;
+        let last = &self.tables[mods[rows - 1]];
+        let mut coeff = vec![0u64; batch * n];
+        coeff.par_chunks_mut(n).enumerate().for_each(|(b, c)| {
+            c.copy_from_slice(&a[(b * rows + rows - 1) * n..(b * rows + rows) * n]);
+            last.inverse(c);
+        });
+        let consts: Vec<(Lift, u64, u64)> = mods[..rows - 1]
+            .iter()
+            .map(|&m| {
+                let p = *self.prime(m);
+                let inv = p.inv(p.reduce_u64(last.p.q));
+                (Lift::new(last.p.q, p), inv, p.shoup(inv))
+            })
+            .collect();
+        let mut out = vec![0u64; batch * (rows - 1) * n];
+        out.par_chunks_mut(n).enumerate().for_each(|(r, o)| {
+            let (b, i) = (r / (rows - 1), r % (rows - 1));
+            let (lift, inv, inv_s) = consts[i];
+            lift.apply(&coeff[b * n..(b + 1) * n], o);
+            self.tables[mods[i]].forward(o);
+            let src = &a[(b * rows + i) * n..(b * rows + i + 1) * n];
+            let p = &lift.to;
+            for (o, &x) in o.iter_mut().zip(src) {
+                *o = sub_mul(p, x, *o, inv, inv_s);
+            }
+        });
+        Ok(out)
+    }
+
+    /// (..., l+1, n) NTT form over mods -> (..., l+1, l+2, n): digit j is the centred lift of
+    /// intt(row j) in every prime of mods + [sp], NTT form.
+    pub fn decompose(&self, a: &[u64], mods: &[usize], sp: usize) -> Result<Vec<u64>, String> {
+        let all: Vec<usize> = mods.iter().copied().chain([sp]).collect();
+        self.check_mods(&all, true)?;
+        let (n, rows) = (self.n, mods.len());
+        let batch = self.check_len(a.len(), rows, "a")?;
+        self.check_reduced(a, mods, "a")?;
+        let mut coeff = a.to_vec();
+        coeff.par_chunks_mut(n).enumerate().for_each(|(r, c)| self.tables[mods[r % rows]].inverse(c));
+        let lifts: Vec<Lift> = mods
+            .iter()
+            .flat_map(|&j| all.iter().map(move |&i| (j, i)))
+            .map(|(j, i)| Lift::new(self.prime(j).q, *self.prime(i)))
+            .collect();
+        let width = rows + 1;
+        let mut out = vec![0u64; batch * rows * width * n];
+        out.par_chunks_mut(n).enumerate().for_each(|(idx, o)| {
+            let (b, j, i) = (idx / (rows * width), idx / width % rows, idx % width);
+            let src = (b * rows + j) * n..(b * rows + j + 1) * n;
+            if i == j {
+                o.copy_from_slice(&a[src]);
+            } else {
+                lifts[j * width + i].apply(&coeff[src], o);
+                self.tables[all[i]].forward(o);
+            }
+        });
+        Ok(out)
+    }
+
+    /// sum_j sigma_g(D_j) K[mods[j], c, all[i]] for output row i of both components, over the
+    /// coefficient range `start..start + out0.len()`; `Err` when an input entry is not reduced.
+    #[allow(clippy::too_many_arguments)]
+    fn key_products(&self, digits: &[u64], key: &[u64], key_rows: usize, mods: &[usize], all: &[usize], i: usize,
+                    perm: Option<&[u32]>, start: usize, out0: &mut [u64], out1: &mut [u64]) -> Result<(), String> {
+        const B: usize = 64;
+        let (n, rows) = (self.n, mods.len());
+        let width = rows + 1;
+        let p = *self.prime(all[i]);
+        let mut acc0 = [0u128; B];
+        let mut acc1 = [0u128; B];
+        let (mut dmax, mut kmax) = (0u64, 0u64);
+        for (c0, (o0, o1)) in out0.chunks_mut(B).zip(out1.chunks_mut(B)).enumerate() {
+            let k0 = start + c0 * B;
+            let len = o0.len();
+            acc0[..len].fill(0);
+            acc1[..len].fill(0);
+            for (j, &m) in mods.iter().enumerate() {
+                let drow = &digits[(j * width + i) * n..(j * width + i + 1) * n];
+                let krow0 = &key[((m * 2) * key_rows + all[i]) * n + k0..][..len];
+                let krow1 = &key[((m * 2 + 1) * key_rows + all[i]) * n + k0..][..len];
+                kmax = kmax.max(row_max(krow0)).max(row_max(krow1));
+                match perm {
+                    None => {
+                        let d = &drow[k0..k0 + len];
+                        dmax = dmax.max(row_max(d));
+                        for t in 0..len {
+                            acc0[t] = acc0[t].wrapping_add(d[t] as u128 * krow0[t] as u128);
+                            acc1[t] = acc1[t].wrapping_add(d[t] as u128 * krow1[t] as u128);
+                        }
+                    }
+                    Some(pm) => {
+                        let pm = &pm[k0..k0 + len];
+                        for t in 0..len {
+                            let d = drow[pm[t] as usize];
+                            dmax = dmax.max(d);
+                            acc0[t] = acc0[t].wrapping_add(d as u128 * krow0[t] as u128);
+                            acc1[t] = acc1[t].wrapping_add(d as u128 * krow1[t] as u128);
+                        }
+                    }
+                }
+                if j % 8 == 7 {
+                    // eight products below q^2 each, plus a reduced carry: below 2^127
+                    for t in 0..len {
+                        acc0[t] = p.reduce_u128(acc0[t]) as u128;
+                        acc1[t] = p.reduce_u128(acc1[t]) as u128;
+                    }
+                }
+            }
+            for t in 0..len {
+                o0[t] = p.reduce_u128(acc0[t]);
+                o1[t] = p.reduce_u128(acc1[t]);
+            }
+        }
+        if dmax >= p.q || kmax >= p.q {
+            return Err(self.key_switch_culprit(digits, key, key_rows, mods, all, i));
+        }
+        Ok(())
+    }
+
+    /// The message for an unreduced key-switch input touching output row i (slow path).
+    fn key_switch_culprit(&self, digits: &[u64], key: &[u64], key_rows: usize, mods: &[usize], all: &[usize], i: usize) -> String {
+        let n = self.n;
+        let width = mods.len() + 1;
+        let q = self.prime(all[i]).q;
+        for (j, &m) in mods.iter().enumerate() {
+            if row_max(&digits[(j * width + i) * n..(j * width + i + 1) * n]) >= q {
+                return format!("digits: digit {j}, row {i} (prime {q}) is not reduced below the prime");
+            }
+            for c in 0..2 {
+                let at = ((m * 2 + c) * key_rows + all[i]) * n;
+                if row_max(&key[at..at + n]) >= q {
+                    return format!("key: digit {m}, component {c}, row {} (prime {q}) is not reduced below the prime", all[i]);
+                }
+            }
+        }
+        "key switch: an input is not reduced".into()
+    }
+
+    /// Hoisted key switch: digits (l+1, l+2, n) from `decompose` over mods (+ sp), key
+    /// (key_digits, 2, primes, n) -> (2, l+1, n) = divide_round_last over mods + [sp] of
+    /// sum_j sigma_g(D_j) K[mods[j], c, mods + [sp]].
+    pub fn key_switch(&self, digits: &[u64], key: &[u64], key_digits: usize, mods: &[usize], sp: usize, g: u64)
+        -> Result<Vec<u64>, String> {
+        let all: Vec<usize> = mods.iter().copied().chain([sp]).collect();
+        self.check_mods(&all, true)?;
+        let (n, rows) = (self.n, mods.len());
+        let key_rows = self.tables.len();
+        if digits.len() != rows * (rows + 1) * n {
+            return Err(format!("digits must have shape ({rows}, {}, {n}) for {rows} primes", rows + 1));
+        }
+        if key.len() != key_digits * 2 * key_rows * n {
+            return Err(format!("key must have shape (digits, 2, {key_rows}, {n})"));
+        }
+        if let Some(&m) = mods.iter().find(|&&m| m >= key_digits) {
+            return Err(format!("key has {key_digits} digits; prime index {m} has none"));
+        }
+        let perm = if g == 1 { None } else { Some(galois_permutation(n, g)?) };
+        let perm = perm.as_deref();
+        // the special prime's row of both components, then back to coefficients
+        let mut sp_rows = vec![0u64; 2 * n];
+        {
+            const CHUNK: usize = 1024;
+            let (s0, s1) = sp_rows.split_at_mut(n);
+            s0.par_chunks_mut(CHUNK).zip(s1.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (o0, o1))| {
+                self.key_products(digits, key, key_rows, mods, &all, rows, perm, c * CHUNK, o0, o1)
+            })?;
+            let t = &self.tables[sp];
+            rayon::join(|| t.inverse(s0), || t.inverse(s1));
+        }
+        let lifts: Vec<(Lift, u64, u64)> = mods
+            .iter()
+            .map(|&m| {
+                let p = *self.prime(m);
+                let inv = p.inv(p.reduce_u64(self.prime(sp).q));
+                (Lift::new(self.prime(sp).q, p), inv, p.shoup(inv))
+            })
+            .collect();
+        let mut out = vec![0u64; 2 * rows * n];
+        let (out0, out1) = out.split_at_mut(rows * n);
+        out0.par_chunks_mut(n).zip(out1.par_chunks_mut(n)).enumerate().try_for_each(|(i, (o0, o1))| {
+            self.key_products(digits, key, key_rows, mods, &all, i, perm, 0, o0, o1)?;
+            let (lift, inv, inv_s) = lifts[i];
+            let mut tmp = vec![0u64; n];
+            for (c, o) in [o0, o1].into_iter().enumerate() {
+                lift.apply(&sp_rows[c * n..(c + 1) * n], &mut tmp);
+                self.tables[mods[i]].forward(&mut tmp);
+                for (o, &t) in o.iter_mut().zip(&tmp) {
+                    *o = sub_mul(&lift.to, *o, t, inv, inv_s);
+                }
+            }
+            Ok::<(), String>(())
+        })?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::prime::ntt_primes;
+    use super::*;
+
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *s ^ (*s >> 29)
+    }
+
+    fn ctx(n: usize, bits: &[u32]) -> RnsContext {
+        let mut primes = Vec::new();
+        for &b in bits {
+            let q = ntt_primes(n as u64, b, 1, &primes).unwrap()[0];
+            primes.push(q);
+        }
+        RnsContext::new(n, &primes, None).unwrap()
+    }
+
+    fn random_rows(c: &RnsContext, mods: &[usize], batch: usize, s: &mut u64) -> Vec<u64> {
+        let n = c.n;
+        let mut v = vec![0u64; batch * mods.len() * n];
+        for (r, row) in v.chunks_mut(n).enumerate() {
+            let q = c.tables[mods[r % mods.len()]].p.q;
+            for x in row.iter_mut() {
+                *x = match lcg(s) % 8 {
+                    0 => 0,
+                    1 => q - 1,
+                    2 => (q - 1) / 2,
+                    3 => (q + 1) / 2,
+                    _ => lcg(s) % q,
+                };
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn element_wise_ops_match_scalar_arithmetic() {
+        let c = ctx(16, &[30, 50, 60, 61, 62]);
+        let mods = [4, 0, 2, 3, 1];
+        let mut s = 1;
+        let (a, b) = (random_rows(&c, &mods, 2, &mut s), random_rows(&c, &mods, 2, &mut s));
+        let (sum, diff, prod, neg) =
+            (c.add(&a, &b, &mods).unwrap(), c.sub(&a, &b, &mods).unwrap(), c.mul(&a, &b, &mods).unwrap(), c.neg(&a, &mods).unwrap());
+        let mut acc = random_rows(&c, &mods, 2, &mut s);
+        let acc0 = acc.clone();
+        c.mul_acc(&mut acc, &a, &b, &mods).unwrap();
+        let scalars = [u64::MAX, 0, 3, 1 << 61, 12345];
+        let scaled = c.mul_scalar(&a, &scalars, &mods).unwrap();
+        let ten = c.tensor(&a, &b, &mods).unwrap();
+        let rn = mods.len() * 16;
+        for k in 0..a.len() {
+            let q = c.tables[mods[k / 16 % mods.len()]].p.q as u128;
+            let (x, y, z) = (a[k] as u128, b[k] as u128, acc0[k] as u128);
+            assert_eq!(sum[k] as u128, (x + y) % q);
+            assert_eq!(diff[k] as u128, (x + q - y) % q);
+            assert_eq!(prod[k] as u128, x * y % q);
+            assert_eq!(neg[k] as u128, (q - x) % q);
+            assert_eq!(acc[k] as u128, (z + x * y) % q);
+            assert_eq!(scaled[k] as u128, x * (scalars[k / 16 % mods.len()] as u128 % q) % q);
+            if k < rn {
+                let (x1, y1) = (a[rn + k] as u128, b[rn + k] as u128);
+                assert_eq!(ten[k] as u128, x * y % q);
+                assert_eq!(ten[rn + k] as u128, (x * y1 % q + x1 * y % q) % q);
+                assert_eq!(ten[2 * rn + k] as u128, x1 * y1 % q);
+            }
+        }
+    }
+
+    #[test]
+    fn unreduced_inputs_and_bad_indices_are_named() {
+        let c = ctx(8, &[30, 40]);
+        let mut a = vec![1u64; 2 * 8];
+        a[8 + 3] = c.tables[1].p.q;
+        let e = c.add(&a, &a, &[0, 1]).unwrap_err();
+        assert!(e.contains("row 1") && e.contains(&c.tables[1].p.q.to_string()), "{e}");
+        assert!(c.ntt(&mut a, &[0, 2]).unwrap_err().contains("mods[1] = 2"));
+        assert!(c.divide_round_last(&a, &[1, 1]).unwrap_err().contains("twice"));
+        assert!(c.automorph(&a, 4).unwrap_err().contains("odd"));
+        assert!(c.automorph(&a, 17).unwrap_err().contains("odd"));
+        assert!(RnsContext::new(8, &[41], None).err().unwrap().contains("41"));
+        assert!(RnsContext::new(8, &[17 * 97], None).is_err());
+        assert!(RnsContext::new(8, &[17], Some(&[2])).err().unwrap().contains("root 2"));
+        assert!(RnsContext::new(8, &[17], Some(&[3])).is_ok()); // 3 has order 16 mod 17
+    }
+
+    #[test]
+    fn automorph_matches_coefficient_substitution() {
+        let n = 64;
+        let c = ctx(n, &[50, 60]);
+        let mods = [1, 0];
+        let mut s = 7;
+        let coef = random_rows(&c, &mods, 1, &mut s);
+        for g in [1u64, 3, 5, 25, 2 * n as u64 - 1, 77] {
+            // X -> X^g: coefficient i goes to g i mod 2n, negated when that is >= n
+            let mut want = vec![0u64; coef.len()];
+            for (r, row) in coef.chunks(n).enumerate() {
+                let q = c.tables[mods[r]].p.q;
+                for (i, &x) in row.iter().enumerate() {
+                    let e = (g as usize * i) % (2 * n);
+                    want[r * n + e % n] = if e >= n { (q - x) % q } else { x };
+                }
+            }
+            let mut a = coef.clone();
+            c.ntt(&mut a, &mods).unwrap();
+            let mut got = c.automorph(&a, g).unwrap();
+            c.intt(&mut got, &mods).unwrap();
+            assert_eq!(got, want, "g={g}");
+        }
+    }
+
+    fn crt(residues: &[u64], primes: &[u64]) -> u128 {
+        // x mod the product, by Garner's incremental construction
+        let (mut x, mut m) = (0u128, 1u128);
+        for (&r, &q) in residues.iter().zip(primes) {
+            let p = Prime::new(q);
+            let t = p.mul(p.sub(r, (x % q as u128) as u64), p.inv((m % q as u128) as u64));
+            x += m * t as u128;
+            m *= q as u128;
+        }
+        x
+    }
+
+    #[test]
+    fn divide_round_last_is_rounded_division_of_the_crt_value() {
+        let n = 32;
+        let c = ctx(n, &[30, 31, 29]);
+        let primes = c.primes();
+        for mods in [vec![0usize, 1, 2], vec![2, 0], vec![1, 2, 0]] {
+            let mut s = mods.len() as u64;
+            let coef = random_rows(&c, &mods, 2, &mut s);
+            let mut a = coef.clone();
+            c.ntt(&mut a, &mods).unwrap();
+            let mut got = c.divide_round_last(&a, &mods).unwrap();
+            let r = mods.len();
+            c.intt(&mut got, &mods[..r - 1]).unwrap();
+            let qs: Vec<u64> = mods.iter().map(|&m| primes[m]).collect();
+            let (big_q, last) = (qs.iter().map(|&q| q as u128).product::<u128>(), qs[r - 1] as u128);
+            for b in 0..2 {
+                for k in 0..n {
+                    let res: Vec<u64> = (0..r).map(|i| coef[(b * r + i) * n + k]).collect();
+                    let x = crt(&res, &qs);
+                    // round(x / last) of the representative in [0, Q): (x - centred(x mod last)) / last
+                    let t = x % last;
+                    let y = if t <= (last - 1) / 2 { (x - t) / last } else { (x + (last - t)) / last };
+                    let y = y % (big_q / last);
+                    for i in 0..r - 1 {
+                        assert_eq!(got[(b * (r - 1) + i) * n + k] as u128, y % qs[i] as u128, "mods={mods:?} k={k}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Key K[j, 0] = P (Q / q_j) [(Q / q_j)^-1]_{q_j} (zero noise, zero mask, secret 1): rows
+    /// are P mod q_j at row j and 0 elsewhere, so key switching reconstructs a by CRT, times P,
+    /// divided by P: the result is exactly (sigma_g(a), 0).
+    #[test]
+    fn key_switch_with_a_gadget_key_returns_the_input() {
+        let n = 16;
+        let c = ctx(n, &[40, 41, 42, 50]);
+        let (r, sp) = (4, 3);
+        let big_p = c.tables[sp].p.q;
+        let mut key = vec![0u64; 3 * 2 * r * n];
+        for j in 0..3 {
+            let q = c.tables[j].p.q;
+            key[((j * 2) * r + j) * n..((j * 2) * r + j + 1) * n].fill(big_p % q);
+        }
+        let mut s = 11;
+        for mods in [vec![0usize, 1, 2], vec![0, 1], vec![2, 0]] {
+            let mut a = random_rows(&c, &mods, 1, &mut s);
+            c.ntt(&mut a, &mods).unwrap();
+            let digits = c.decompose(&a, &mods, sp).unwrap();
+            let l1 = mods.len();
+            for j in 0..l1 {
+                assert_eq!(&digits[(j * (l1 + 1) + j) * n..(j * (l1 + 1) + j + 1) * n], &a[j * n..(j + 1) * n]);
+            }
+            for g in [1u64, 5, 31] {
+                let out = c.key_switch(&digits, &key, 3, &mods, sp, g).unwrap();
+                assert_eq!(&out[..l1 * n], &c.automorph(&a, g).unwrap()[..], "mods={mods:?} g={g}");
+                assert!(out[l1 * n..].iter().all(|&x| x == 0));
+            }
+        }
+    }
+
+    /// The fused key switch agrees with its definition through the separately tested kernels
+    /// (automorph, mul, add, divide_round_last), for a random key.
+    #[test]
+    fn key_switch_matches_its_definition() {
+        let n = 64;
+        let c = ctx(n, &[50, 55, 60, 61, 62]);
+        let (r, sp) = (5, 4);
+        let mut s = 3;
+        let all_rows: Vec<usize> = (0..r).collect();
+        let key = random_rows(&c, &all_rows, 4 * 2, &mut s);
+        for mods in [vec![0usize, 1, 2, 3], vec![3, 1]] {
+            let a = random_rows(&c, &mods, 1, &mut s);
+            let digits = c.decompose(&a, &mods, sp).unwrap();
+            let l1 = mods.len();
+            let all: Vec<usize> = mods.iter().copied().chain([sp]).collect();
+            for g in [1u64, 3, 2 * n as u64 - 1] {
+                let mut sum = vec![0u64; 2 * (l1 + 1) * n];
+                for (j, &m) in mods.iter().enumerate() {
+                    let d = c.automorph(&digits[j * (l1 + 1) * n..(j + 1) * (l1 + 1) * n], g).unwrap();
+                    for comp in 0..2 {
+                        let k: Vec<u64> = all.iter().flat_map(|&i| key[((m * 2 + comp) * r + i) * n..][..n].to_vec()).collect();
+                        let prod = c.mul(&d, &k, &all).unwrap();
+                        let acc = &mut sum[comp * (l1 + 1) * n..(comp + 1) * (l1 + 1) * n];
+                        let new = c.add(acc, &prod, &all).unwrap();
+                        acc.copy_from_slice(&new);
+                    }
+                }
+                let want = c.divide_round_last(&sum, &all).unwrap();
+                assert_eq!(c.key_switch(&digits, &key, 4, &mods, sp, g).unwrap(), want, "mods={mods:?} g={g}");
+            }
+            let mut bad = key.clone();
+            bad[((mods[0] * 2 + 1) * r + sp) * n + 5] = c.tables[sp].p.q;
+            let e = c.key_switch(&digits, &bad, 4, &mods, sp, 1).unwrap_err();
+            assert!(e.contains("key: digit") && e.contains("component 1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn decompose_digits_are_centred_lifts() {
+        let n = 16;
+        let c = ctx(n, &[30, 40, 35]);
+        let mods = [1usize, 0];
+        let sp = 2;
+        let primes = c.primes();
+        let mut s = 5;
+        let coef = random_rows(&c, &mods, 1, &mut s);
+        let mut a = coef.clone();
+        c.ntt(&mut a, &mods).unwrap();
+        let mut d = c.decompose(&a, &mods, sp).unwrap();
+        let all = [1usize, 0, 2];
+        for j in 0..2 {
+            c.intt(&mut d[j * 3 * n..(j + 1) * 3 * n], &all).unwrap();
+            let qj = primes[mods[j]] as i128;
+            for k in 0..n {
+                let x = coef[j * n + k] as i128;
+                let t = if x <= (qj - 1) / 2 { x } else { x - qj };
+                for (i, &m) in all.iter().enumerate() {
+                    let q = primes[m] as i128;
+                    assert_eq!(d[(j * 3 + i) * n + k] as i128, t.rem_euclid(q));
+                }
+            }
+        }
+    }
+}
