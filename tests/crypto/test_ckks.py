@@ -62,7 +62,7 @@ def test_parameters_from_literal_checks_security():
     assert p.security == 128 and p.max_level == 6 and p.slots == 8192
     assert [q.bit_length() for q in p.moduli] == [60] + [53] * 6 and p.special.bit_length() == 60
     assert all(q % (2 * p.n) == 1 for q in p.primes)
-    assert p.moduli[0] > p.special  # SEAL's rule: the 60-bit primes in descending order, q0 first
+    assert p.special > p.moduli[0]  # SEAL's rule: same-size primes handed out smallest first
     assert abs(p.log_pq - 438) < 0.01
     with pytest.raises(ConfigError, match="exceeds the HE Standard's 438 bits"):
         ckks.Parameters.from_literal(2 ** 14, [60] + [53] * 6, 61, 53)
@@ -321,13 +321,19 @@ def test_full_size_precision_matches_the_documented_bits():
     rng = np.random.default_rng(7)
     x = rng.uniform(-1, 1, params.slots)
     ct = ckks.encrypt(keys.public, enc.encode(x))
-    fresh = -math.log2(err(dec(keys, enc, ct), x))
-    assert fresh >= 40, f"fresh precision {fresh:.1f} bits"
+    # precision in bits: -log2 of the mean absolute slot error (Lattigo's "average precision");
+    # the worst slot is about 3 bits below it
+    def bits(got, want):
+        e = np.abs(got - want)
+        return -math.log2(float(e.mean())), -math.log2(float(e.max()))
+
+    fresh, fresh_worst = bits(dec(keys, enc, ct), x)
+    assert fresh >= 40 and fresh_worst >= 37, f"fresh precision {fresh:.1f} bits (worst slot {fresh_worst:.1f})"
     acc, want = ct, x
-    for _ in range(6):  # six sequential squarings of values in [-1, 1]... kept near 1 in magnitude
-        y = rng.uniform(0.9, 1.1, params.slots)
+    for _ in range(6):  # six sequential products by fresh values of magnitude about 1
+        y = rng.uniform(0.9, 1.1, params.slots) * rng.choice([-1.0, 1.0], params.slots)
         cy = ckks.encrypt(keys.public, enc.encode(y, level=acc.level))
         acc, want = ev.mul_rescale(acc, cy), want * y
     assert acc.level == 0
-    deep = -math.log2(err(dec(keys, enc, acc), want))
-    assert deep >= 30, f"precision after 6 multiplications {deep:.1f} bits"
+    deep, deep_worst = bits(dec(keys, enc, acc), want)
+    assert deep >= 30 and deep_worst >= 30, f"precision after 6 products {deep:.1f} bits (worst slot {deep_worst:.1f})"

@@ -8,7 +8,7 @@ prime, as SEAL does; p must have at least as many bits as every q_i: key switchi
 noise of each digit, which is below q_i, by p).
 
 Primes are chosen by SEAL's rule (``CoeffModulus::Create``): for each bit size b, the largest
-primes below 2^b that are 1 mod 2N, in descending order, handed out in the order the sizes are
+primes below 2^b that are 1 mod 2N, handed out smallest first in the order the sizes are
 listed. The same bit sizes therefore give SEAL's prime chain (the test suite checks it).
 
 Security: with uniform ternary secrets and error width sigma = 3.2, the HE Standard (Albrecht
@@ -41,20 +41,16 @@ def _is_prime(value: int) -> bool:
 
 
 def chain_primes(n: int, bit_sizes: Sequence[int]) -> list[int]:
-    """SEAL's prime selection: for each bit size, the largest primes below 2^bits that are
-    1 mod 2n (descending), assigned in the order the sizes appear."""
+    """SEAL's prime selection: for each bit size, the ``count`` largest primes below 2^bits that
+    are 1 mod 2n, handed out smallest first in the order the sizes appear (so with sizes
+    [60, ..., 60] the special prime is the largest)."""
     from ...kernels.rns_ref import ntt_primes
 
     counts: dict[int, int] = {}
     for b in bit_sizes:
         counts[b] = counts.get(b, 0) + 1
-    pools = {b: ntt_primes(n, b, c) for b, c in counts.items()}
-    taken = {b: 0 for b in counts}
-    out = []
-    for b in bit_sizes:
-        out.append(pools[b][taken[b]])
-        taken[b] += 1
-    return out
+    pools = {b: ntt_primes(n, b, c) for b, c in counts.items()}  # largest first
+    return [pools[b].pop() for b in bit_sizes]  # SEAL hands them out from the smallest
 
 
 @dataclass(frozen=True, eq=False)
