@@ -82,7 +82,7 @@ def test_ntt_is_evaluation_at_bit_reversed_odd_powers_of_psi(n, bits):
             assert [int(x) for x in out[lead, r]] == want
 
 
-@pytest.mark.parametrize("n", [2, 4, 16, 256, 4096])
+@pytest.mark.parametrize("n", [8, 16, 256, 4096])
 def test_intt_inverts_ntt(n):
     ctx = reference(n, tuple(ntt_primes(n, 50, 2) + ntt_primes(n, 61, 1)))
     rng = np.random.default_rng(n)
@@ -351,7 +351,7 @@ def test_is_prime_agrees_with_gmpy2_and_rejects_strong_pseudoprimes():
 
 
 def test_default_root_is_the_smallest_primitive_2n_th_root():
-    for n, q in [(16, 97), (16, 193), (16, 7681), (16, 12289), (64, 12289), (8, 17)]:
+    for n, q in [(16, 97), (16, 193), (16, 7681), (16, 12289), (64, 12289), (8, 17), (8, 113)]:
         roots = [x for x in range(2, q) if pow(x, n, q) == q - 1]
         assert smallest_root(q, n) == roots[0]
         assert RnsReference(n, [q]).roots == [roots[0]]
@@ -384,12 +384,12 @@ def test_custom_roots_are_used_and_checked():
 
 def test_contexts_refuse_bad_n_and_bad_primes():
     q = ntt_primes(16, 30, 1)[0]
-    for n in (0, 1, 3, 12, -16):
+    for n in (0, 1, 4, 3, 12, -16, 1 << 18):
         with pytest.raises(ValueError):
             RnsReference(n, [q])
     only_mod_16 = next(p for p in ntt_primes(8, 30, 8) if p % 32 != 1)  # prime, 1 mod 16, not mod 32
     above = next(p for p in range((1 << 62) + 1, (1 << 63), 32) if is_prime(p))
-    for primes in ([q * q], [q, 97 * 193], [only_mod_16], [above], [], [2], [q, 1]):
+    for primes in ([q * q], [q, 97 * 193], [only_mod_16], [above], [], [2], [q, 1], [q, q]):
         with pytest.raises(ValueError):
             RnsReference(16, primes)
 
@@ -431,8 +431,6 @@ def _check_errors(ctx, *, native=False):
     with pytest.raises((ValueError, OverflowError)):  # the extension takes indices as unsigned
         ctx.add(ok, ok, [-1, 0])
     with pytest.raises(ValueError):
-        ctx.mul_scalar(ok, np.array([ctx.primes[0], 1], dtype=np.uint64), mods)
-    with pytest.raises(ValueError):
         ctx.mul_scalar(ok, np.ones(3, dtype=np.uint64), mods)
     with pytest.raises(ValueError):
         ctx.divide_round_last(ok[:1].copy(), [0])
@@ -457,8 +455,34 @@ def _check_errors(ctx, *, native=False):
             ctx.key_switch(d, k, mods, R - 1)
 
 
+def _check_unreduced_scalars(ctx):
+    ok = random_rows(np.random.default_rng(1), ctx, [0, 1])
+    for s in (ctx.primes[0], ctx.primes[0] + 5, (1 << 64) - 1):
+        with pytest.raises(ValueError):
+            ctx.mul_scalar(ok, np.array([s, 1], dtype=np.uint64), [0, 1])
+
+
+def _check_read_only_arrays(ctx):
+    ok = random_rows(np.random.default_rng(1), ctx, [0, 1])
+    frozen = ok.copy()
+    frozen.flags.writeable = False
+    for call in (lambda: ctx.ntt(frozen, [0, 1]), lambda: ctx.intt(frozen, [0, 1]),
+                 lambda: ctx.mul_acc(frozen, ok, ok, [0, 1])):
+        try:
+            call()
+        except ValueError:
+            pass
+        except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
+            pytest.fail(f"a read-only array raised {type(e).__name__}: {e}, not ValueError")
+        else:
+            pytest.fail("a read-only array was accepted by an in-place kernel")
+    assert np.array_equal(frozen, ok)
+
+
 def test_reference_kernels_refuse_bad_arguments():
     _check_errors(reference(16, tuple(ntt_primes(16, 30, 4))))
+    _check_unreduced_scalars(reference(16, tuple(ntt_primes(16, 30, 4))))
+    _check_read_only_arrays(reference(16, tuple(ntt_primes(16, 30, 4))))
 
 
 def test_reference_refuses_arrays_of_other_dtypes():
@@ -549,7 +573,7 @@ def galois_elements(n):
 @needs_native
 @pytest.mark.parametrize("n, bits, count, exclude", [
     (16, 30, 5, []), (4096, 60, 3, []), (16384, 53, 6, []), (8192, 40, 2, []), (1024, 61, 4, []),
-    (4096, 62, 2, []), (2, 20, 3, []), (4096, 60, 2, ntt_primes(4096, 60, 3)[::2]), (16384, 60, 0, []),
+    (4096, 62, 2, []), (2, 20, 3, []), (1, 30, 2, []), (1 << 17, 62, 2, []), (4096, 60, 2, ntt_primes(4096, 60, 3)[::2]), (16384, 60, 0, []),
 ])
 def test_native_ntt_primes_match_the_reference(n, bits, count, exclude):
     from shaper import _native
@@ -559,7 +583,8 @@ def test_native_ntt_primes_match_the_reference(n, bits, count, exclude):
 
 
 @needs_native
-@pytest.mark.parametrize("args", [(4096, 14, 1), (12, 30, 1), (16, 63, 1), (16, 30, -1), (0, 30, 1)])
+@pytest.mark.parametrize("args", [(4096, 14, 1), (12, 30, 1), (24, 40, 1), (16, 63, 1), (16, 1, 1), (16, 30, -1),
+                                  (0, 30, 1)])
 def test_native_ntt_primes_refuse_what_the_reference_refuses(args):
     from shaper import _native
 
@@ -624,13 +649,29 @@ def test_native_decompose_and_key_switch_match_the_reference(n, bits):
         same(ref.key_switch(digits, key, mods, sp, g), nat.key_switch(digits, key, mods, sp, g), f"key_switch g={g}")
     edge = operands(rng, ref, ext, (3,), 1)
     same(ref.key_switch(edge, key, mods, sp), nat.key_switch(edge, key, mods, sp), "key_switch, edge digits")
-    assert ext == [0, 2, 1, 3]
+    # edge residues in the coefficient domain: the centred lifts sit at -(q-1)/2, (q-1)/2, -1, 0, 1
+    coeffs = operands(rng, ref, ext, (2,), 5)
+    ref.ntt(coeffs, ext)
+    same(ref.divide_round_last(coeffs, ext), nat.divide_round_last(coeffs, ext),
+         "divide_round_last, edge coefficients in the last row")
+    low = np.ascontiguousarray(coeffs[0, :3])
+    same(ref.decompose(low, mods, sp), nat.decompose(low, mods, sp), "decompose, edge coefficients")
 
 
 @needs_native
 def test_native_kernels_refuse_bad_arguments():
     _check_errors(pair(16, chain(16, 30))[1])
     _check_errors(pair(64, chain(64, [61, 30, 53, 50]))[1])
+
+
+@needs_native
+def test_native_mul_scalar_refuses_unreduced_scalars():
+    _check_unreduced_scalars(pair(16, chain(16, 30))[1])
+
+
+@needs_native
+def test_native_in_place_kernels_refuse_read_only_arrays_with_value_error():
+    _check_read_only_arrays(pair(16, chain(16, 30))[1])
 
 
 @needs_native
@@ -641,8 +682,8 @@ def test_native_contexts_refuse_what_the_reference_refuses():
     psi = smallest_root(q, 16)
     only_mod_16 = next(p for p in ntt_primes(8, 30, 8) if p % 32 != 1)
     above = next(p for p in range((1 << 62) + 1, (1 << 63), 32) if is_prime(p))
-    cases = [(0, [q]), (3, [q]), (12, [q]), (16, [q * q]), (16, [q, 97 * 193]), (16, [only_mod_16]), (16, [above]),
-             (16, []), (16, [q, 1])]
+    cases = [(0, [q]), (3, [q]), (4, [q]), (12, [q]), (1 << 18, [q]), (16, [q * q]), (16, [q, 97 * 193]),
+             (16, [only_mod_16]), (16, [above]), (16, []), (16, [q, 1]), (16, [q, q])]
     for n, primes in cases:
         with pytest.raises(ValueError):
             RnsReference(n, primes)
@@ -660,3 +701,22 @@ def test_native_contexts_refuse_what_the_reference_refuses():
     ref.ntt(x, [0])
     nat.ntt(y, [0])
     same(x, y, "ntt with a custom root")
+
+
+@needs_native
+def test_native_matches_the_reference_on_seals_n_2_14_chain():
+    n = 1 << 14
+    primes = tuple(ntt_primes(n, 53, 2) + ntt_primes(n, 60, 1))
+    ref, nat = pair(n, primes)
+    rng = np.random.default_rng(14)
+    mods = [0, 1, 2]
+    a = operands(rng, ref, mods)
+    x, y = a.copy(), a.copy()
+    ref.ntt(x, mods)
+    nat.ntt(y, mods)
+    same(x, y, "ntt at n = 2^14")
+    same(ref.divide_round_last(x, mods), nat.divide_round_last(x, mods), "divide_round_last at n = 2^14")
+    same(ref.automorph(x, 5 ** 9 % (2 * n)), nat.automorph(x, 5 ** 9 % (2 * n)), "automorph at n = 2^14")
+    ref.intt(x, mods)
+    nat.intt(y, mods)
+    same(x, y, "intt at n = 2^14")

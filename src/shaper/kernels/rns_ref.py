@@ -58,12 +58,16 @@ def is_prime(q: int) -> bool:
     return True
 
 
-def _check_n(n: int) -> int:
+#: ring degrees a context accepts (the native kernels' range)
+MIN_N, MAX_N = 8, 1 << 17
+
+
+def _check_n(n: int, low: int = MIN_N, high: int = MAX_N) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"n must be an integer power of two, got {n!r}")
     n = int(n)
-    if n < 2 or n & (n - 1):
-        raise ValueError(f"n must be a power of two >= 2, got {n}")
+    if not low <= n <= high or n & (n - 1):
+        raise ValueError(f"n must be a power of two from {low} to {high}, got {n}")
     return n
 
 
@@ -71,7 +75,7 @@ def ntt_primes(n: int, bits: int, count: int, exclude: Sequence[int] = ()) -> li
     """The ``count`` largest primes q with 2^(bits-1) < q < 2^bits and q = 1 (mod 2n), largest
     first, skipping those in ``exclude`` — SEAL's ``CoeffModulus`` rule (SEAL hands out each
     bit size's primes smallest first; sort to compare). Raises ``ValueError`` when fewer exist."""
-    n = _check_n(n)
+    n = _check_n(n, 1, 1 << 62)
     bits, count = int(bits), int(count)
     if not 2 <= bits <= 62:
         raise ValueError(f"bits must be in [2, 62], got {bits}")
@@ -124,7 +128,7 @@ class RnsReference:
     the definitions."""
 
     def __init__(self, n: int, primes: Sequence[int], roots: Sequence[int] | None = None) -> None:
-        n = _check_n(n)
+        n = _check_n(n)  # a power of two in [MIN_N, MAX_N]
         primes = [int(q) for q in primes]
         if not primes:
             raise ValueError("at least one prime is needed")
@@ -133,6 +137,8 @@ class RnsReference:
                 raise ValueError(f"primes[{i}] = {q} is not a prime below 2^62")
             if q % (2 * n) != 1:
                 raise ValueError(f"primes[{i}] = {q} is not 1 mod 2n = {2 * n}")
+            if q in primes[:i]:
+                raise ValueError(f"primes[{i}] = {q} appears twice")
         if roots is None:
             roots = [smallest_root(q, n) for q in primes]
         else:
@@ -419,4 +425,4 @@ def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = Non
     return RnsReference(n, primes, roots)
 
 
-__all__ = ["PRIME_BOUND", "RnsReference", "is_prime", "native_available", "ntt_primes", "rns_context", "smallest_root"]
+__all__ = ["MAX_N", "MIN_N", "PRIME_BOUND", "RnsReference", "is_prime", "native_available", "ntt_primes", "rns_context", "smallest_root"]
