@@ -193,10 +193,11 @@ def test_cross_decryption_and_same_results(world, rng=np.random.default_rng(3)):
     seal_result = seal_decrypt(rot)
     cx, cy = ckks.encrypt(keys.public, enc.encode(x)), ckks.encrypt(keys.public, enc.encode(y))
     our_result = enc.decode(ckks.decrypt(keys.secret, ev.rotate(ev.mul_rescale(cx, cy), 1)))
+    # a key switch adds up to ~2^20 absolute noise (p / q_0 = 1 here): 2^-20 at scale 2^40
     want = np.roll(x * y, -1)
-    assert np.max(np.abs(seal_result - want)) < 2 ** -20
-    assert np.max(np.abs(our_result - want)) < 2 ** -20
-    assert np.max(np.abs(our_result - seal_result)) < 2 ** -19
+    assert np.max(np.abs(seal_result - want)) < 2 ** -16
+    assert np.max(np.abs(our_result - want)) < 2 ** -16
+    assert np.max(np.abs(our_result - seal_result)) < 2 ** -15
     assert abs(rot.scale - ev.mul_rescale(cx, cy).scale) < 1e-6 * rot.scale  # same prime dropped, same scale
 
     # 4. a rescaled SEAL product decrypts under shaper too (level below the top)
@@ -216,5 +217,6 @@ def test_cross_decryption_and_same_results(world, rng=np.random.default_rng(3)):
     seal_conj = np.array(sencoder.decode_complex(dec))
     our_conj = enc.decode(ckks.decrypt(keys.secret, ev.conjugate(ckks.encrypt(keys.public, enc.encode(z)))),
                           complex=True)
-    assert np.max(np.abs(seal_conj - np.conj(z))) < 2 ** -20
-    assert np.max(np.abs(our_conj - np.conj(z))) < 2 ** -20
+    assert np.max(np.abs(seal_conj - np.conj(z))) < 2 ** -16
+    assert np.max(np.abs(our_conj - np.conj(z))) < 2 ** -16
+    assert np.max(np.abs(our_conj - seal_conj)) < 2 ** -15

@@ -26,14 +26,20 @@ and the numpy reference (:mod:`shaper.kernels.rns_ref`, the test oracle):
   ``(A_i - ntt(t mod m_i)) * m_r^{-1} mod m_i``; row r is dropped. This is round(a / m_r)
   coefficient-wise (ties cannot occur: m_r is odd).
 * **decompose** (key-switching digits, one digit per ciphertext prime, one special prime):
-  input an NTT-form row set over ``mods = [m_0..m_l]`` and the special prime index ``sp``;
-  output shape ``(l + 1, l + 2, N)``: digit j is the centred lift of ``intt(row j)`` reduced mod
-  every prime of ``mods + [sp]`` and NTT'd (row j of digit j equals input row j).
-* **key_switch**: digits ``D`` (from ``decompose``, level l) and a switching key ``K`` of shape
-  ``(L + 1, 2, L + 2, N)`` over ``[q_0..q_L, p]`` (digit, component b/a, row), NTT form;
+  input NTT-form rows over ``mods = [m_0..m_l]`` (leading axes allowed) and the special prime
+  index ``sp``; output shape ``(..., l + 1, l + 2, N)``: digit j is the centred lift of
+  ``intt(row j)`` reduced mod every prime of ``mods + [sp]`` and NTT'd (row j of digit j equals
+  input row j).
+* **key_switch**: digits ``D`` (from ``decompose``) and a switching key ``K`` of shape
+  ``(D, 2, len(primes), N)`` indexed by *context* prime (digit, component b/a, row), NTT form;
   output ``(2, l + 1, N)`` = ``divide_round_last`` over ``mods + [sp]`` of
-  ``sum_{j <= l} sigma_g(D_j) * K[j, c, rows]``, where ``rows`` are key rows ``0..l`` and
-  ``L + 1`` and sigma_g is the automorphism (g = 1: none) — the hoisted-rotation form.
+  ``sum_j sigma_g(D_j) * K[mods[j], c, mods + [sp]]`` (so D > max(mods)), where sigma_g is the
+  automorphism (g = 1: none) — the hoisted-rotation form. With the CKKS basis
+  [q_0..q_L, p] and ``mods = [0..l]`` this is key digits 0..l on rows 0..l and L + 1.
+
+Rules both implementations enforce: N a power of two in 8..2^17; primes distinct, below 2^62,
+1 mod 2N; ``mul_scalar`` scalars reduced; ``ntt_primes(n, bits, ...)`` returns primes of exactly
+``bits`` bits (2^(bits-1) < q < 2^bits, as SEAL).
 """
 
 from __future__ import annotations

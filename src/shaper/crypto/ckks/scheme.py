@@ -80,13 +80,26 @@ def encrypt(key: PublicKey | SecretKey, plaintext: Plaintext, prg: Prg | None = 
         return Ciphertext(params, np.stack([b, a]), plaintext.scale, seed)
     if not isinstance(key, PublicKey):
         raise TypeError(f"encrypt takes a PublicKey or SecretKey, got {type(key).__name__}")
-    ext = mods + [params.special_index]
+    sp = params.special_index
+    ext = mods + [sp]
     v = small_to_rns(params, sample_ternary(params.n, prg), ext)
-    errs = small_to_rns(params, sample_gaussian((2, params.n), params.sigma, prg), ext)
     pk = np.ascontiguousarray(key.data[:, ext])
-    c = ctx.add(ctx.mul(pk, np.stack([v, v]), ext), errs, ext)
-    c = ctx.divide_round_last(c, ext)
-    c[0] = ctx.add(c[0], plaintext.data, mods)
+    c = ctx.mul(pk, np.stack([v, v]), ext)  # v (b, a) over Q p
+    # (c + e) / p rounded, without transforming e on every row: with t the centred lift of
+    # (c + e) mod p, row i of the quotient is (c_i + NTT((e - t) mod q_i)) p^-1 -- the same
+    # numbers as divide_round_last(c + NTT(e)), in l + 2 fewer NTTs per component
+    e = sample_gaussian((2, params.n), params.sigma, prg)
+    p = params.special
+    top = np.ascontiguousarray(c[:, -1:])
+    ctx.intt(top, [sp])
+    t = np.mod(top[:, 0].astype(np.int64) + e, np.int64(p))
+    t = np.where(t > (p - 1) // 2, t - np.int64(p), t)
+    diff = e - t  # |diff| < p / 2 + 6 sigma < 2^62
+    fix = np.stack([np.mod(diff, np.int64(q)).astype(np.uint64) for q in params.moduli[:level + 1]], axis=1)
+    ctx.ntt(fix, mods)
+    pinv = np.array([pow(p, -1, q) for q in params.moduli[:level + 1]], dtype=np.uint64)
+    c = ctx.mul_scalar(ctx.add(np.ascontiguousarray(c[:, :-1]), fix, mods), pinv, mods)
+    c[0] = ctx.add(np.ascontiguousarray(c[0]), plaintext.data, mods)
     return Ciphertext(params, c, plaintext.scale)
 
 
