@@ -15,7 +15,7 @@ import pytest
 from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
 from shaper.errors import ConfigError, KeyMismatchError, PlaintextOverflowError, ScaleError, SerializationError
-from shaper.kernels.rns_ref import native_available
+from shaper.kernels.rns_ref import native_selected
 
 N = 1024
 STEPS = [1, 2, 3, 5, -1, -4, 100]
@@ -312,8 +312,8 @@ def test_serialisation_round_trips_and_validates(params, keys, enc, ev, tmp_path
 
 # -- precision at full size (native kernels) -----------------------------------------------------
 
-@pytest.mark.skipif(not native_available(), reason="native extension not built: full-size CKKS needs the Rust RNS kernels "
-                    "(the numpy reference runs the small-N tests above)")
+@pytest.mark.skipif(not native_selected(), reason="native RNS kernels not in use (extension absent or SHAPER_NATIVE=off): "
+                    "full size needs them; the numpy reference runs the small-N tests above")
 def test_full_size_precision_matches_the_documented_bits():
     params = ckks.Parameters.from_literal(2 ** 14, [60] + [53] * 6, 60, 53)
     keys = ckks.KeySet(params)

@@ -411,13 +411,19 @@ def native_available() -> bool:
     return _native is not None and hasattr(_native, "RnsContext")
 
 
+def native_selected() -> bool:
+    """True when :func:`rns_context` hands out the native kernels by default (built, and not
+    switched off with ``SHAPER_NATIVE=off``)."""
+    return native_available() and native_mode() != "off"
+
+
 def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = None, *, native: bool | None = None):
     """RNS kernels for ``primes``: the native ``RnsContext`` where the extension has it, else
     :class:`RnsReference`. ``native=True`` insists on the extension (``RuntimeError`` when it
     is missing), ``native=False`` takes the reference; the default follows ``SHAPER_NATIVE``
     (``off`` means the reference)."""
     if native is None:
-        native = native_available() and native_mode() != "off"
+        native = native_selected()
     elif native and not native_available():
         raise RuntimeError("the native extension shaper._native is not built or lacks RnsContext")
     if native:
@@ -425,4 +431,4 @@ def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = Non
     return RnsReference(n, primes, roots)
 
 
-__all__ = ["MAX_N", "MIN_N", "PRIME_BOUND", "RnsReference", "is_prime", "native_available", "ntt_primes", "rns_context", "smallest_root"]
+__all__ = ["MAX_N", "MIN_N", "PRIME_BOUND", "RnsReference", "is_prime", "native_available", "native_selected", "ntt_primes", "rns_context", "smallest_root"]
