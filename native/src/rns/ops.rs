@@ -45,7 +45,8 @@ pub fn galois_permutation(n: usize, g: u64) -> Result<Vec<u32>, String> {
 #[derive(Clone, Copy)]
 struct Lift {
     half: u64,
-    /// from < to.q: x needs no reduction
+    from: u64,
+    /// from < 2 to.q: a centred value is already within (-to.q, to.q)
     small: bool,
     /// -from mod to.q
     neg: u64,
@@ -54,14 +55,16 @@ struct Lift {
 
 impl Lift {
     fn new(from: u64, to: Prime) -> Lift {
-        Lift { half: (from - 1) / 2, small: from < to.q, neg: (to.q - from % to.q) % to.q, to }
+        Lift { half: (from - 1) / 2, from, small: from / 2 < to.q, neg: (to.q - from % to.q) % to.q, to }
     }
 
     fn apply(&self, src: &[u64], dst: &mut [u64]) {
         let (half, neg, to) = (self.half, self.neg, self.to);
         if self.small {
+            // x <= half < to.q stays; x - from lies in (-to.q, 0), so adding to.q suffices
+            let shift = to.q.wrapping_sub(self.from);
             for (d, &x) in dst.iter_mut().zip(src) {
-                *d = to.reduce_2q(x + if x > half { neg } else { 0 });
+                *d = x.wrapping_add(if x > half { shift } else { 0 });
             }
         } else {
             for (d, &x) in dst.iter_mut().zip(src) {
@@ -81,6 +84,36 @@ fn sub_mul(p: &Prime, a: u64, b: u64, c: u64, cs: u64) -> u64 {
 #[inline]
 fn row_max(row: &[u64]) -> u64 {
     row.iter().fold(0, |m, &x| m.max(x))
+}
+
+/// Whether some entry of the row is >= q.
+#[inline]
+fn any_at_least(row: &[u64], q: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::ntt::has_avx2() {
+        // SAFETY: AVX2 checked at run time
+        return unsafe { any_at_least_avx2(row, q) };
+    }
+    row.iter().fold(false, |b, &x| b | (x >= q))
+}
+
+/// x >= q as a signed comparison of x ^ 2^63 with (q - 1) ^ 2^63, OR-ed over the row.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn any_at_least_avx2(row: &[u64], q: u64) -> bool {
+    use std::arch::x86_64::*;
+    let flip = _mm256_set1_epi64x(i64::MIN);
+    let lim = _mm256_set1_epi64x(((q - 1) ^ (1 << 63)) as i64);
+    let (mut acc0, mut acc1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut chunks = row.chunks_exact(8);
+    for c in &mut chunks {
+        let v0 = _mm256_loadu_si256(c.as_ptr() as *const __m256i);
+        let v1 = _mm256_loadu_si256(c.as_ptr().add(4) as *const __m256i);
+        acc0 = _mm256_or_si256(acc0, _mm256_cmpgt_epi64(_mm256_xor_si256(v0, flip), lim));
+        acc1 = _mm256_or_si256(acc1, _mm256_cmpgt_epi64(_mm256_xor_si256(v1, flip), lim));
+    }
+    let acc = _mm256_or_si256(acc0, acc1);
+    _mm256_testz_si256(acc, acc) == 0 || chunks.remainder().iter().any(|&x| x >= q)
 }
 
 impl RnsContext {
@@ -118,7 +151,7 @@ impl RnsContext {
             .par_chunks(n)
             .with_min_len(min_rows(n))
             .enumerate()
-            .find_first(|(r, row)| row_max(row) >= self.prime(mods[r % rows]).q);
+            .find_first(|(r, row)| any_at_least(row, self.prime(mods[r % rows]).q));
         match bad {
             None => Ok(()),
             Some((r, row)) => {
@@ -134,6 +167,14 @@ impl RnsContext {
     pub fn ntt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
         self.check_mods(mods, false)?;
         self.check_len(a.len(), mods.len(), "a")?;
+        if a.len() == self.n {
+            // one row: no pool round trip (the binding calls this without the pool)
+            if any_at_least(a, self.prime(mods[0]).q) {
+                return self.check_reduced(a, mods, "a");
+            }
+            self.tables[mods[0]].forward(a);
+            return Ok(());
+        }
         self.check_reduced(a, mods, "a")?;
         let rows = mods.len();
         a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].forward(row));
@@ -144,6 +185,13 @@ impl RnsContext {
     pub fn intt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
         self.check_mods(mods, false)?;
         self.check_len(a.len(), mods.len(), "a")?;
+        if a.len() == self.n {
+            if any_at_least(a, self.prime(mods[0]).q) {
+                return self.check_reduced(a, mods, "a");
+            }
+            self.tables[mods[0]].inverse(a);
+            return Ok(());
+        }
         self.check_reduced(a, mods, "a")?;
         let rows = mods.len();
         a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].inverse(row));
@@ -362,52 +410,47 @@ impl RnsContext {
     }
 
     /// sum_j sigma_g(D_j) K[mods[j], c, all[i]] for output row i of both components, over the
-    /// coefficient range `start..start + out0.len()`; `Err` when an input entry is not reduced.
+    /// coefficient range `start..start + out0.len()` (inputs already checked reduced). Blocks of
+    /// B coefficients: for each digit the block's products are added to 128-bit sums kept in
+    /// L1 (each row is read sequentially); every eight digits the sums are folded below q.
     #[allow(clippy::too_many_arguments)]
     fn key_products(&self, digits: &[u64], key: &[u64], key_rows: usize, mods: &[usize], all: &[usize], i: usize,
-                    perm: Option<&[u32]>, start: usize, out0: &mut [u64], out1: &mut [u64]) -> Result<(), String> {
-        const B: usize = 64;
+                    perm: Option<&[u32]>, start: usize, out0: &mut [u64], out1: &mut [u64]) {
+        const B: usize = 128;
         let (n, rows) = (self.n, mods.len());
         let width = rows + 1;
         let p = *self.prime(all[i]);
         let mut acc0 = [0u128; B];
         let mut acc1 = [0u128; B];
-        let (mut dmax, mut kmax) = (0u64, 0u64);
+        let mut gathered = [0u64; B];
         for (c0, (o0, o1)) in out0.chunks_mut(B).zip(out1.chunks_mut(B)).enumerate() {
             let k0 = start + c0 * B;
             let len = o0.len();
-            acc0[..len].fill(0);
-            acc1[..len].fill(0);
+            let (acc0, acc1) = (&mut acc0[..len], &mut acc1[..len]);
+            acc0.fill(0);
+            acc1.fill(0);
             for (j, &m) in mods.iter().enumerate() {
                 let drow = &digits[(j * width + i) * n..(j * width + i + 1) * n];
-                let krow0 = &key[((m * 2) * key_rows + all[i]) * n + k0..][..len];
-                let krow1 = &key[((m * 2 + 1) * key_rows + all[i]) * n + k0..][..len];
-                kmax = kmax.max(row_max(krow0)).max(row_max(krow1));
-                match perm {
-                    None => {
-                        let d = &drow[k0..k0 + len];
-                        dmax = dmax.max(row_max(d));
-                        for t in 0..len {
-                            acc0[t] = acc0[t].wrapping_add(d[t] as u128 * krow0[t] as u128);
-                            acc1[t] = acc1[t].wrapping_add(d[t] as u128 * krow1[t] as u128);
-                        }
-                    }
+                let d = match perm {
+                    None => &drow[k0..k0 + len],
                     Some(pm) => {
-                        let pm = &pm[k0..k0 + len];
-                        for t in 0..len {
-                            let d = drow[pm[t] as usize];
-                            dmax = dmax.max(d);
-                            acc0[t] = acc0[t].wrapping_add(d as u128 * krow0[t] as u128);
-                            acc1[t] = acc1[t].wrapping_add(d as u128 * krow1[t] as u128);
+                        for (g, &s) in gathered[..len].iter_mut().zip(&pm[k0..k0 + len]) {
+                            *g = drow[s as usize];
                         }
+                        &gathered[..len]
+                    }
+                };
+                let y0 = &key[((m * 2) * key_rows + all[i]) * n + k0..][..len];
+                let y1 = &key[((m * 2 + 1) * key_rows + all[i]) * n + k0..][..len];
+                if j % 8 == 0 && j > 0 {
+                    // eight products below q^2 each, plus a reduced carry: below 2^127
+                    for a in acc0.iter_mut().chain(acc1.iter_mut()) {
+                        *a = p.reduce_u128(*a) as u128;
                     }
                 }
-                if j % 8 == 7 {
-                    // eight products below q^2 each, plus a reduced carry: below 2^127
-                    for t in 0..len {
-                        acc0[t] = p.reduce_u128(acc0[t]) as u128;
-                        acc1[t] = p.reduce_u128(acc1[t]) as u128;
-                    }
+                for t in 0..len {
+                    acc0[t] += d[t] as u128 * y0[t] as u128;
+                    acc1[t] += d[t] as u128 * y1[t] as u128;
                 }
             }
             for t in 0..len {
@@ -415,10 +458,6 @@ impl RnsContext {
                 o1[t] = p.reduce_u128(acc1[t]);
             }
         }
-        if dmax >= p.q || kmax >= p.q {
-            return Err(self.key_switch_culprit(digits, key, key_rows, mods, all, i));
-        }
-        Ok(())
     }
 
     /// The message for an unreduced key-switch input touching output row i (slow path).
@@ -460,14 +499,30 @@ impl RnsContext {
         }
         let perm = if g == 1 { None } else { Some(galois_permutation(n, g)?) };
         let perm = perm.as_deref();
+        // every row the products read: digit rows, then the key rows of each (digit, component)
+        let width = rows + 1;
+        let bad = (0..rows * width * 3).into_par_iter().find_first(|&idx| {
+            let (which, j, i) = (idx / (rows * width), idx / width % rows, idx % width);
+            let q = self.prime(all[i]).q;
+            let row = if which == 0 {
+                &digits[(j * width + i) * n..(j * width + i + 1) * n]
+            } else {
+                let at = ((mods[j] * 2 + which - 1) * key_rows + all[i]) * n;
+                &key[at..at + n]
+            };
+            any_at_least(row, q)
+        });
+        if let Some(idx) = bad {
+            return Err(self.key_switch_culprit(digits, key, key_rows, mods, &all, idx % width));
+        }
         // the special prime's row of both components, then back to coefficients
         let mut sp_rows = vec![0u64; 2 * n];
         {
             const CHUNK: usize = 1024;
             let (s0, s1) = sp_rows.split_at_mut(n);
-            s0.par_chunks_mut(CHUNK).zip(s1.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (o0, o1))| {
+            s0.par_chunks_mut(CHUNK).zip(s1.par_chunks_mut(CHUNK)).enumerate().for_each(|(c, (o0, o1))| {
                 self.key_products(digits, key, key_rows, mods, &all, rows, perm, c * CHUNK, o0, o1)
-            })?;
+            });
             let t = &self.tables[sp];
             rayon::join(|| t.inverse(s0), || t.inverse(s1));
         }
@@ -481,8 +536,8 @@ impl RnsContext {
             .collect();
         let mut out = vec![0u64; 2 * rows * n];
         let (out0, out1) = out.split_at_mut(rows * n);
-        out0.par_chunks_mut(n).zip(out1.par_chunks_mut(n)).enumerate().try_for_each(|(i, (o0, o1))| {
-            self.key_products(digits, key, key_rows, mods, &all, i, perm, 0, o0, o1)?;
+        out0.par_chunks_mut(n).zip(out1.par_chunks_mut(n)).enumerate().for_each(|(i, (o0, o1))| {
+            self.key_products(digits, key, key_rows, mods, &all, i, perm, 0, o0, o1);
             let (lift, inv, inv_s) = lifts[i];
             let mut tmp = vec![0u64; n];
             for (c, o) in [o0, o1].into_iter().enumerate() {
@@ -492,8 +547,7 @@ impl RnsContext {
                     *o = sub_mul(&lift.to, *o, t, inv, inv_s);
                 }
             }
-            Ok::<(), String>(())
-        })?;
+        });
         Ok(out)
     }
 }
@@ -746,5 +800,60 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Timings at n = 2^14 (run: cargo test --release rns::ops::bench -- --ignored --nocapture).
+#[cfg(test)]
+mod bench {
+    use super::super::prime::ntt_primes;
+    use super::*;
+    use std::time::Instant;
+
+    fn best<F: FnMut()>(reps: usize, mut f: F) -> f64 {
+        (0..reps).map(|_| { let t = Instant::now(); f(); t.elapsed().as_secs_f64() }).fold(f64::MAX, f64::min)
+    }
+
+    #[test]
+    #[ignore]
+    fn bench() {
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            println!("threads = {threads}");
+            pool.install(bench_once);
+        }
+    }
+
+    fn bench_once() {
+        let n = 1 << 14;
+        let primes = ntt_primes(n as u64, 60, 8, &[]).unwrap();
+        let c = RnsContext::new(n, &primes, None).unwrap();
+        let t = &c.tables[0];
+        let q = primes[0];
+        let mut a: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e3779b97f4a7c15) % q).collect();
+        let f = best(2000, || t.forward(&mut a));
+        let i = best(2000, || t.inverse(&mut a));
+        let fp = best(500, || t.forward_portable(&mut a));
+        let ip = best(500, || t.inverse_portable(&mut a));
+        println!("ntt {:.1} us  intt {:.1} us  portable ntt {:.1} us  intt {:.1} us", f * 1e6, i * 1e6, fp * 1e6, ip * 1e6);
+        let mods: Vec<usize> = (0..7).collect();
+        let x: Vec<u64> = (0..7 * n).map(|k| (k as u64).wrapping_mul(0x9e3779b97f4a7c15) % q).collect();
+        let y: Vec<u64> = x.iter().rev().copied().collect();
+        let m = best(100, || { std::hint::black_box(c.mul(&x, &y, &mods).unwrap()); });
+        let chk = best(100, || c.check_reduced(&x, &mods, "x").unwrap());
+        let d = best(10, || { std::hint::black_box(c.decompose(&x, &mods, 7).unwrap()); });
+        let digits = c.decompose(&x, &mods, 7).unwrap();
+        let key: Vec<u64> = (0..7 * 2 * 8 * n).map(|k| (k as u64).wrapping_mul(0x9e3779b97f4a7c15) % q).collect();
+        let k = best(10, || { std::hint::black_box(c.key_switch(&digits, &key, 7, &mods, 7, 1).unwrap()); });
+        let kg = best(10, || { std::hint::black_box(c.key_switch(&digits, &key, 7, &mods, 7, 5).unwrap()); });
+        let two: Vec<u64> = x.iter().chain(&y).copied().collect();
+        let r = best(20, || { std::hint::black_box(c.divide_round_last(&two, &mods).unwrap()); });
+        let mut many = vec![0u64; 57 * n];
+        for (r, row) in many.chunks_mut(n).enumerate() { row.copy_from_slice(&x[(r % 7) * n..(r % 7 + 1) * n]); }
+        let nt = best(10, || for row in many.chunks_mut(n) { t.forward(row) });
+        let alloc = best(10, || { std::hint::black_box(vec![0u64; 57 * n]).iter_mut().step_by(512).for_each(|x| *x = 1); });
+        println!("57 NTTs over 7 MB {:.2} ms, fresh 7 MB touched {:.2} ms", nt * 1e3, alloc * 1e3);
+        println!("mul {:.2} ns/el (check {:.2} ns/el)  decompose {:.2} ms  key_switch {:.2} ms (g=5 {:.2})  divide_round_last(2,7) {:.2} ms",
+                 m * 1e9 / (7 * n) as f64, chk * 1e9 / (7 * n) as f64, d * 1e3, k * 1e3, kg * 1e3, r * 1e3);
     }
 }

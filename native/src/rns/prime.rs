@@ -7,9 +7,9 @@
 //!   x w - floor(x w' / 2^64) q, computed with one high and two low products and no division,
 //!   for *any* 64-bit x. Harvey (2014) builds his lazy NTT butterflies on exactly this bound.
 //! - **Barrett's reduction of a product** of two residues (element-wise products): with k the
-//!   bit length of q and mu = floor(2^(2k) / q), x < 2^(2k) is reduced with two products and at
-//!   most two subtractions (Handbook of Applied Cryptography 14.42, base 2). Nothing is stored
-//!   per operand, so it serves arrays times arrays.
+//!   bit length of q and mu = floor(2^(63+k) / q), x < 2^(2k) is reduced with two products and
+//!   at most two subtractions (Handbook of Applied Cryptography 14.42, base 2, with the final
+//!   shift made a whole word). Nothing is stored per operand, so it serves arrays times arrays.
 //! - **Any 128-bit value** (the lazily accumulated sums of key switching) splits as
 //!   x1 2^64 + x0 and becomes Shoup(x1, 2^64 mod q) + Shoup(x0, 1), each below 2q.
 //!
@@ -21,9 +21,9 @@
 #[derive(Clone, Copy, Debug)]
 pub struct Prime {
     pub q: u64,
-    /// bit length k of q (2^(k-1) < q < 2^k)
-    bits: u32,
-    /// floor(2^(2k) / q) < 2^63
+    /// k - 1 for the bit length k of q (2^(k-1) < q < 2^k)
+    shift: u32,
+    /// floor(2^(63+k) / q) < 2^64
     mu: u64,
     /// floor(2^64 / q): Shoup constant of 1
     one_shoup: u64,
@@ -43,9 +43,9 @@ impl Prime {
     pub fn new(q: u64) -> Prime {
         assert!(q >= 3 && q & 1 == 1 && q < 1 << 62, "modulus {q} out of range");
         let bits = 64 - q.leading_zeros();
-        let mu = ((1u128 << (2 * bits)) / q as u128) as u64;
+        let mu = ((1u128 << (63 + bits)) / q as u128) as u64;
         let r64 = ((1u128 << 64) % q as u128) as u64;
-        let mut p = Prime { q, bits, mu, one_shoup: 0, r64, r64_shoup: 0 };
+        let mut p = Prime { q, shift: bits - 1, mu, one_shoup: 0, r64, r64_shoup: 0 };
         p.one_shoup = p.shoup(1);
         p.r64_shoup = p.shoup(r64);
         p
@@ -86,11 +86,15 @@ impl Prime {
     }
 
     /// x mod q for x < 2^(2k), k the bit length of q (so any a b + c with a, b, c < q).
+    /// Barrett with the quotient x / 2^(k-1) times 2^(63+k) / q over 2^64: it is at most 2
+    /// below floor(x / q) (the two truncations each cost less than one).
     #[inline(always)]
     pub fn reduce_product(&self, x: u128) -> u64 {
-        let q1 = (x >> (self.bits - 1)) as u64;
-        let q3 = ((q1 as u128 * self.mu as u128) >> (self.bits + 1)) as u64;
-        let r = (x as u64).wrapping_sub(q3.wrapping_mul(self.q)); // in [0, 3q)
+        let (hi, lo) = ((x >> 64) as u64, x as u64);
+        // shift is 4..61: neither shift below is by 0 or 64
+        let q1 = (hi << (64 - self.shift)) | (lo >> self.shift);
+        let q3 = mulhi(q1, self.mu);
+        let r = lo.wrapping_sub(q3.wrapping_mul(self.q)); // in [0, 3q)
         let d = r.wrapping_sub(self.q);
         let r = if (d as i64) < 0 { r } else { d };
         self.reduce_2q(r)
