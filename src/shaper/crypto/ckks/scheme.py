@@ -140,7 +140,7 @@ class Evaluator:
         if relin_key is not None:
             self._check_key(relin_key)
             if relin_key.galois != 0:
-                raise ConfigError("relin_key is a Galois key (element {relin_key.galois}), not a relinearisation key")
+                raise ConfigError(f"relin_key is a Galois key (element {relin_key.galois}), not a relinearisation key")
         self.relin_key = relin_key
         keys = galois_keys.values() if isinstance(galois_keys, dict) else (galois_keys or ())
         self.galois_keys: dict[int, SwitchingKey] = {}
@@ -221,7 +221,7 @@ class Evaluator:
             raise ScaleError(f"mul_plain: plaintext at level {p.level}, ciphertext at level {a.level}; encode the "
                              "plaintext at the ciphertext's level")
         mods = self.params.mods(a.level)
-        data = self.ctx.mul(a.data, np.ascontiguousarray(np.broadcast_to(p.data, a.data.shape)), mods)
+        data = np.stack([self.ctx.mul(np.ascontiguousarray(c), p.data, mods) for c in a.data])
         return Ciphertext(self.params, data, a.scale * p.scale)
 
     def mul_const(self, a: Ciphertext, values: Any) -> Ciphertext:
@@ -313,7 +313,7 @@ class Evaluator:
     def rotate(self, a: Ciphertext, steps: int) -> Ciphertext:
         """Slots rotated left by ``steps`` (negative: right)."""
         if int(steps) % self.params.slots == 0:
-            return a
+            return Ciphertext(self.params, a.data.copy(), a.scale)
         return self.apply_galois(a, galois_element(self.params, steps))
 
     def conjugate(self, a: Ciphertext) -> Ciphertext:
@@ -333,7 +333,7 @@ class Evaluator:
         out = {}
         for s in steps:
             if s % self.params.slots == 0:
-                out[s] = a
+                out[s] = Ciphertext(self.params, a.data.copy(), a.scale)
                 continue
             g = keys[s].galois
             u = self._switch(c0, keys[s], a.level, g, digits)
