@@ -241,7 +241,7 @@ class RnsContext:
     @property
     def roots(self) -> list[int]: ...
     def ntt(self, a: U64, mods: Sequence[int]) -> None:
-        """In place: A[k] = a(psi^(2 brv(k) + 1))."""
+        """In place (a writable array): A[k] = a(psi^(2 brv(k) + 1))."""
     def intt(self, a: U64, mods: Sequence[int]) -> None:
         """In place: the inverse of ntt."""
     def add(self, a: U64, b: U64, mods: Sequence[int]) -> U64: ...
@@ -251,7 +251,7 @@ class RnsContext:
     def mul_acc(self, acc: U64, a: U64, b: U64, mods: Sequence[int]) -> None:
         """acc += a * b in place."""
     def mul_scalar(self, a: U64, scalars: U64, mods: Sequence[int]) -> U64:
-        """Row i times scalars[i] (uint64, shape (len(mods),), taken mod the row's prime)."""
+        """Row i times scalars[i] (uint64, shape (len(mods),), each below its prime: ValueError otherwise)."""
     def tensor(self, a: U64, b: U64, mods: Sequence[int]) -> U64:
         """(2, r, n) x (2, r, n) -> (3, r, n): (a0 b0, a0 b1 + a1 b0, a1 b1)."""
     def automorph(self, a: U64, g: int) -> U64:

@@ -30,6 +30,12 @@ struct RnsContext {
     inner: rns::RnsContext,
 }
 
+/// A writable borrow of an array argument: a read-only (or already borrowed) array is a
+/// ValueError, not a panic.
+fn writable<'py>(a: &Bound<'py, PyArrayDyn<u64>>, what: &str) -> PyResult<PyReadwriteArrayDyn<'py, u64>> {
+    a.try_readwrite().map_err(|e| PyValueError::new_err(format!("{what} must be a writable array ({e})")))
+}
+
 type Out<'py> = PyResult<Bound<'py, PyArrayDyn<u64>>>;
 
 fn out_array<'py>(py: Python<'py>, data: Vec<u64>, shape: Vec<usize>) -> Out<'py> {
@@ -64,8 +70,9 @@ impl RnsContext {
         Ok((self.rows(a, mods, "a")?, self.rows(b, mods, "b")?))
     }
 
-    fn in_place<'py>(&self, py: Python<'py>, mut a: PyReadwriteArrayDyn<'py, u64>, mods: Vec<usize>, inverse: bool)
+    fn in_place<'py>(&self, py: Python<'py>, a: &Bound<'py, PyArrayDyn<u64>>, mods: Vec<usize>, inverse: bool)
         -> PyResult<()> {
+        let mut a = writable(a, "a")?;
         self.check_shape(a.shape(), &mods, "a")?;
         let aligned = (a.data() as usize) % std::mem::align_of::<u64>() == 0;
         if !a.is_c_contiguous() || !aligned {
@@ -73,7 +80,14 @@ impl RnsContext {
         }
         let x = a.as_slice_mut().map_err(|_| PyValueError::new_err("a must be an aligned C-contiguous array"))?;
         let ctx = &self.inner;
-        run(py, || if inverse { ctx.intt(x, &mods) } else { ctx.ntt(x, &mods) })?.map_err(value_err)
+        let single = x.len() == ctx.n;
+        let f = || if inverse { ctx.intt(x, &mods) } else { ctx.ntt(x, &mods) };
+        if single {
+            // one row runs serially (the kernel does not touch rayon): no pool round trip
+            py.detach(f).map_err(value_err)
+        } else {
+            run(py, f)?.map_err(value_err)
+        }
     }
 }
 
@@ -103,12 +117,12 @@ impl RnsContext {
     }
 
     /// In place: rows to NTT form.
-    fn ntt<'py>(&self, py: Python<'py>, a: PyReadwriteArrayDyn<'py, u64>, mods: Vec<usize>) -> PyResult<()> {
+    fn ntt<'py>(&self, py: Python<'py>, a: &Bound<'py, PyArrayDyn<u64>>, mods: Vec<usize>) -> PyResult<()> {
         self.in_place(py, a, mods, false)
     }
 
     /// In place: rows back to coefficients.
-    fn intt<'py>(&self, py: Python<'py>, a: PyReadwriteArrayDyn<'py, u64>, mods: Vec<usize>) -> PyResult<()> {
+    fn intt<'py>(&self, py: Python<'py>, a: &Bound<'py, PyArrayDyn<u64>>, mods: Vec<usize>) -> PyResult<()> {
         self.in_place(py, a, mods, true)
     }
 
@@ -140,8 +154,9 @@ impl RnsContext {
     }
 
     /// acc += a * b in place.
-    fn mul_acc<'py>(&self, py: Python<'py>, mut acc: PyReadwriteArrayDyn<'py, u64>, a: PyReadonlyArrayDyn<'py, u64>,
+    fn mul_acc<'py>(&self, py: Python<'py>, acc: &Bound<'py, PyArrayDyn<u64>>, a: PyReadonlyArrayDyn<'py, u64>,
                     b: PyReadonlyArrayDyn<'py, u64>, mods: Vec<usize>) -> PyResult<()> {
+        let mut acc = writable(acc, "acc")?;
         let (x, y) = self.pair(&a, &b, &mods)?;
         if acc.shape() != a.shape() {
             return Err(PyValueError::new_err(format!("acc has shape {:?}, a {:?}", acc.shape(), a.shape())));

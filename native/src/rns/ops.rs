@@ -74,6 +74,19 @@ impl Lift {
     }
 }
 
+/// A pointer tasks write disjoint rows through.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u64);
+// SAFETY: used only for writes to disjoint rows of a buffer that outlives the parallel loop
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    fn get(self) -> *mut u64 {
+        self.0
+    }
+}
+
 /// (a - b) c mod q for a, b < q, c given with its Shoup constant.
 #[inline(always)]
 fn sub_mul(p: &Prime, a: u64, b: u64, c: u64, cs: u64) -> u64 {
@@ -264,7 +277,7 @@ impl RnsContext {
         Ok(())
     }
 
-    /// Row i times scalars[i] (any 64-bit value, taken mod the row's prime).
+    /// Row i times scalars[i] (reduced mod the row's prime, checked).
     pub fn mul_scalar(&self, a: &[u64], scalars: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
         self.check_mods(mods, false)?;
         self.check_len(a.len(), mods.len(), "a")?;
@@ -272,15 +285,12 @@ impl RnsContext {
             return Err(format!("{} scalars for {} rows", scalars.len(), mods.len()));
         }
         self.check_reduced(a, mods, "a")?;
-        let consts: Vec<(u64, u64)> = mods
-            .iter()
-            .zip(scalars)
-            .map(|(&m, &s)| {
-                let p = self.prime(m);
-                let w = p.reduce_u64(s);
-                (w, p.shoup(w))
-            })
-            .collect();
+        for (i, (&m, &s)) in mods.iter().zip(scalars).enumerate() {
+            if s >= self.prime(m).q {
+                return Err(format!("scalars[{i}] = {s} is not below its prime {}", self.prime(m).q));
+            }
+        }
+        let consts: Vec<(u64, u64)> = mods.iter().zip(scalars).map(|(&m, &w)| (w, self.prime(m).shoup(w))).collect();
         let (n, rows) = (self.n, mods.len());
         let mut out = vec![0u64; a.len()];
         out.par_chunks_mut(n).zip(a.par_chunks(n)).with_min_len(min_rows(n)).enumerate().for_each(|(r, (o, x))| {
@@ -396,9 +406,15 @@ impl RnsContext {
             .collect();
         let width = rows + 1;
         let mut out = vec![0u64; batch * rows * width * n];
-        out.par_chunks_mut(n).enumerate().for_each(|(idx, o)| {
-            let (b, j, i) = (idx / (rows * width), idx / width % rows, idx % width);
+        // tasks ordered by target prime, so that consecutive NTTs share one twiddle table
+        // (256 KiB at n = 2^14) instead of cycling through all of them
+        let ptr = SendPtr(out.as_mut_ptr());
+        (0..batch * rows * width).into_par_iter().for_each(|task| {
+            let (b, i, j) = (task / (rows * width), task / rows % width, task % rows);
             let src = (b * rows + j) * n..(b * rows + j + 1) * n;
+            let at = ((b * rows + j) * width + i) * n;
+            // SAFETY: each task writes its own row `at..at + n` of `out`, which outlives the loop
+            let o = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(at), n) };
             if i == j {
                 o.copy_from_slice(&a[src]);
             } else {
@@ -600,7 +616,8 @@ mod tests {
         let mut acc = random_rows(&c, &mods, 2, &mut s);
         let acc0 = acc.clone();
         c.mul_acc(&mut acc, &a, &b, &mods).unwrap();
-        let scalars = [u64::MAX, 0, 3, 1 << 61, 12345];
+        let scalars = [c.tables[4].p.q - 1, 0, 3, 1 << 58, 12345];
+        assert!(c.mul_scalar(&a, &[u64::MAX, 0, 3, 1, 1], &mods).unwrap_err().contains("scalars[0]"));
         let scaled = c.mul_scalar(&a, &scalars, &mods).unwrap();
         let ten = c.tensor(&a, &b, &mods).unwrap();
         let rn = mods.len() * 16;
@@ -852,6 +869,11 @@ mod bench {
         for (r, row) in many.chunks_mut(n).enumerate() { row.copy_from_slice(&x[(r % 7) * n..(r % 7 + 1) * n]); }
         let nt = best(10, || for row in many.chunks_mut(n) { t.forward(row) });
         let alloc = best(10, || { std::hint::black_box(vec![0u64; 57 * n]).iter_mut().step_by(512).for_each(|x| *x = 1); });
+        let p = c.tables[0].p;
+        let mut o = vec![0u64; 7 * n];
+        let raw = best(100, || { for ((o, &a), &b) in o.iter_mut().zip(&x).zip(&y) { *o = p.mul(a, b) } std::hint::black_box(&mut o); });
+        let shoup = best(100, || { for (o, &a) in o.iter_mut().zip(&x) { *o = p.mul_shoup(a, 12345, p.shoup(12345)) } std::hint::black_box(&mut o); });
+        println!("raw mul loop {:.2} ns/el, shoup loop {:.2} ns/el", raw * 1e9 / (7 * n) as f64, shoup * 1e9 / (7 * n) as f64);
         println!("57 NTTs over 7 MB {:.2} ms, fresh 7 MB touched {:.2} ms", nt * 1e3, alloc * 1e3);
         println!("mul {:.2} ns/el (check {:.2} ns/el)  decompose {:.2} ms  key_switch {:.2} ms (g=5 {:.2})  divide_round_last(2,7) {:.2} ms",
                  m * 1e9 / (7 * n) as f64, chk * 1e9 / (7 * n) as f64, d * 1e3, k * 1e3, kg * 1e3, r * 1e3);

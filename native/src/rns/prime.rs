@@ -205,8 +205,11 @@ pub fn is_prime(n: u64) -> bool {
 /// SEAL's choice of NTT primes (`CoeffModulus::Create`): the `count` largest primes of exactly
 /// `bits` bits (2^(bits-1) < q < 2^bits) with q = 1 mod 2n, descending, skipping `exclude`.
 pub fn ntt_primes(n: u64, bits: u32, count: usize, exclude: &[u64]) -> Result<Vec<u64>, String> {
-    if n == 0 || !(2..=62).contains(&bits) {
-        return Err(format!("ntt_primes needs n >= 1 and 2 <= bits <= 62, got n={n}, bits={bits}"));
+    if !n.is_power_of_two() || n > 1 << 62 {
+        return Err(format!("n must be a power of two from 1 to 2^62, got {n}"));
+    }
+    if !(2..=62).contains(&bits) {
+        return Err(format!("bits must be in [2, 62], got {bits}"));
     }
     let step = 2 * n as u128;
     let top = 1u128 << bits;
@@ -346,6 +349,7 @@ mod tests {
         let skip = ntt_primes(1 << 14, 60, 2, &[got[0]]).unwrap();
         assert_eq!(skip, vec![got[1], got[2]]);
         assert!(ntt_primes(1 << 14, 16, 1, &[]).is_err());
+        assert!(ntt_primes(12, 30, 1, &[]).is_err());
     }
 
     /// A second primality check for the search: Fermat to many bases (enough for a test
