@@ -30,9 +30,8 @@ from ...errors import ConfigError
 
 #: log2(PQ) allowed for 128-bit classical security, uniform ternary secret, sigma = 3.2
 HE_STANDARD_128 = {1024: 27, 2048: 54, 4096: 109, 8192: 218, 16384: 438, 32768: 881}
-#: error standard deviation (HE Standard) and the clipping bound of the sampler (6 sigma)
+#: error standard deviation (HE Standard); the sampler clips at 6 sigma
 SIGMA = 3.2
-MAX_DEVIATION = 19
 
 
 def _is_prime(value: int) -> bool:

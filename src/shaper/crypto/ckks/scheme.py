@@ -83,23 +83,24 @@ def encrypt(key: PublicKey | SecretKey, plaintext: Plaintext, prg: Prg | None = 
     sp = params.special_index
     ext = mods + [sp]
     v = small_to_rns(params, sample_ternary(params.n, prg), ext)
-    pk = np.ascontiguousarray(key.data[:, ext])
-    c = ctx.mul(pk, np.stack([v, v]), ext)  # v (b, a) over Q p
-    # (c + e) / p rounded, without transforming e on every row: with t the centred lift of
-    # (c + e) mod p, row i of the quotient is (c_i + NTT((e - t) mod q_i)) p^-1 -- the same
-    # numbers as divide_round_last(c + NTT(e)), in l + 2 fewer NTTs per component
+    body, top_key = key.scaled()  # (b, a) p^-1 on the q rows, (b, a) on p's row
+    # c = v (b, a) + (e0, e1) over Q p, divided by p with rounding. With t the centred lift of
+    # c mod p, row i of the quotient is (c_i + NTT((e - t) mod q_i)) p^-1 -- the numbers of
+    # divide_round_last(v pk + NTT(e)) without transforming e on every row
     e = sample_gaussian((2, params.n), params.sigma, prg)
     p = params.special
-    top = np.ascontiguousarray(c[:, -1:])
+    top = ctx.mul(top_key, np.stack([v[-1:], v[-1:]]), [sp])
     ctx.intt(top, [sp])
     t = np.mod(top[:, 0].astype(np.int64) + e, np.int64(p))
     t = np.where(t > (p - 1) // 2, t - np.int64(p), t)
-    diff = e - t  # |diff| < p / 2 + 6 sigma < 2^62
-    fix = np.stack([np.mod(diff, np.int64(q)).astype(np.uint64) for q in params.moduli[:level + 1]], axis=1)
+    fix = reduce_signed(params, e - t, level)  # |e - t| < p / 2 + 6 sigma
     ctx.ntt(fix, mods)
     pinv = np.array([pow(p, -1, q) for q in params.moduli[:level + 1]], dtype=np.uint64)
-    c = ctx.mul_scalar(ctx.add(np.ascontiguousarray(c[:, :-1]), fix, mods), pinv, mods)
-    c[0] = ctx.add(np.ascontiguousarray(c[0]), plaintext.data, mods)
+    c = ctx.mul_scalar(fix, pinv, mods)
+    vq = np.ascontiguousarray(v[:-1])
+    for k in range(2):
+        ctx.mul_acc(c[k], np.ascontiguousarray(body[k, :level + 1]), vq, mods)
+    c[0] = ctx.add(c[0], plaintext.data, mods)
     return Ciphertext(params, c, plaintext.scale)
 
 
@@ -121,6 +122,18 @@ def decrypt(sk: SecretKey, ct: Ciphertext) -> Plaintext:
         if k + 1 < ct.size:
             power = ctx.mul(power, s, mods)
     return Plaintext(params, out, ct.scale)
+
+
+def reduce_signed(params: Parameters, x: np.ndarray, level: int) -> np.ndarray:
+    """Signed integers x (..., N), |x| < 2^62, reduced mod q_0..q_level: (..., level + 1, N)
+    uint64 (a float quotient estimate, exact integer remainder, one correction each way)."""
+    q = np.array(params.moduli[:level + 1], dtype=np.int64)[:, None]
+    x = x[..., None, :]
+    k = np.floor(x / q.astype(np.float64)).astype(np.int64)
+    r = x - k * q
+    r += q * (r < 0)
+    r -= q * (r >= q)
+    return r.astype(np.uint64)
 
 
 # -- evaluation ---------------------------------------------------------------------------------
