@@ -256,6 +256,9 @@ class RnsContext:
         """(2, r, n) x (2, r, n) -> (3, r, n): (a0 b0, a0 b1 + a1 b0, a1 b1)."""
     def automorph(self, a: U64, g: int) -> U64:
         """NTT-form X -> X^g (g odd, 0 < g < 2n) of every row (..., n)."""
+    def from_signed(self, x: npt.NDArray[np.int64], mods: Sequence[int]) -> U64:
+        """x int64 C-contiguous (..., n), |x| < 2^62 (ValueError otherwise) -> (..., len(mods), n):
+        x mod primes[mods[i]] in row i (coefficient form, no NTT)."""
     def divide_round_last(self, a: U64, mods: Sequence[int]) -> U64:
         """(..., r, n) -> (..., r - 1, n): round(a / q_last) (rescale, mod-down)."""
     def decompose(self, a: U64, mods: Sequence[int], sp: int) -> U64:

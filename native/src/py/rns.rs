@@ -204,6 +204,21 @@ impl RnsContext {
         out_array(py, out, shape)
     }
 
+    /// x int64 (..., n), |x| < 2^62 -> uint64 (..., len(mods), n): x mod primes[mods[i]] in row i.
+    fn from_signed<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, i64>, mods: Vec<usize>) -> Out<'py> {
+        let shape = x.shape().to_vec();
+        if shape.is_empty() || shape[shape.len() - 1] != self.inner.n {
+            return Err(PyValueError::new_err(format!("x must have shape (..., {}), got {shape:?}", self.inner.n)));
+        }
+        let v = contiguous(&x, "x")?;
+        check_size(v.len() * mods.len(), "from_signed's result")?;
+        let out = run(py, || self.inner.from_signed(v, &mods))?.map_err(value_err)?;
+        let mut out_shape = shape;
+        let d = out_shape.len();
+        out_shape.insert(d - 1, mods.len());
+        out_array(py, out, out_shape)
+    }
+
     /// (..., r, n) -> (..., r - 1, n): rescale / mod-down by the last prime of mods.
     fn divide_round_last<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, mods: Vec<usize>) -> Out<'py> {
         let x = self.rows(&a, &mods, "a")?;

@@ -350,6 +350,31 @@ impl RnsContext {
         Ok(out)
     }
 
+    /// x (..., n) of signed integers with |x| < 2^62 -> (..., len(mods), n): row i is x mod
+    /// primes[mods[i]] (coefficient form). One Shoup reduction of |x| per element, negated
+    /// where x < 0.
+    pub fn from_signed(&self, x: &[i64], mods: &[usize]) -> Result<Vec<u64>, String> {
+        self.check_mods(mods, false)?;
+        let (n, rows) = (self.n, mods.len());
+        if x.len() % n != 0 {
+            return Err(format!("x: {} words are not rows of {n}", x.len()));
+        }
+        const LIM: u64 = 1 << 62;
+        if let Some((k, &v)) = x.iter().enumerate().find(|(_, &v)| v.unsigned_abs() >= LIM) {
+            return Err(format!("x holds {v} at index {k}, not below 2^62 in absolute value"));
+        }
+        let mut out = vec![0u64; x.len() * rows];
+        out.par_chunks_mut(n).with_min_len(min_rows(n)).enumerate().for_each(|(r, o)| {
+            let (b, i) = (r / rows, r % rows);
+            let p = self.prime(mods[i]);
+            for (o, &v) in o.iter_mut().zip(&x[b * n..(b + 1) * n]) {
+                let m = p.reduce_u64(v.unsigned_abs());
+                *o = if v < 0 { p.neg(m) } else { m };
+            }
+        });
+        Ok(out)
+    }
+
     /// (..., r, n) over mods -> (..., r - 1, n): row i becomes (A_i - ntt([t] mod m_i)) m_r^-1
     /// with t the centred lift of intt(last row).
     pub fn divide_round_last(&self, a: &[u64], mods: &[usize]) -> Result<Vec<u64>, String> {
@@ -790,6 +815,30 @@ mod tests {
             let e = c.key_switch(&digits, &bad, 4, &mods, sp, 1).unwrap_err();
             assert!(e.contains("key: digit") && e.contains("component 1"), "{e}");
         }
+    }
+
+    #[test]
+    fn from_signed_reduces_each_prime() {
+        let n = 16;
+        let c = ctx(n, &[30, 61, 62]);
+        let mods = [2usize, 0, 1];
+        let mut s = 9;
+        let mut x: Vec<i64> = (0..2 * n).map(|_| (lcg(&mut s) >> 2) as i64 * if lcg(&mut s) & 1 == 1 { -1 } else { 1 }).collect();
+        x[0] = (1 << 62) - 1;
+        x[1] = -((1 << 62) - 1);
+        x[2] = 0;
+        x[3] = -1;
+        let got = c.from_signed(&x, &mods).unwrap();
+        for b in 0..2 {
+            for (i, &m) in mods.iter().enumerate() {
+                let q = c.tables[m].p.q as i128;
+                for k in 0..n {
+                    assert_eq!(got[(b * 3 + i) * n + k] as i128, (x[b * n + k] as i128).rem_euclid(q));
+                }
+            }
+        }
+        assert!(c.from_signed(&[i64::MIN; 16], &mods).unwrap_err().contains("2^62"));
+        assert!(c.from_signed(&[1 << 62; 16], &mods).is_err());
     }
 
     #[test]
