@@ -720,3 +720,39 @@ def test_native_matches_the_reference_on_seals_n_2_14_chain():
     ref.intt(x, mods)
     nat.intt(y, mods)
     same(x, y, "intt at n = 2^14")
+
+
+def _from_signed_cases(n):
+    rng = np.random.default_rng(n)
+    edges = np.array([0, -1, 1, (1 << 62) - 1, -(1 << 62) + 1, -(1 << 40), 1 << 61], dtype=np.int64)
+    x = rng.integers(-(1 << 62) + 1, 1 << 62, size=(2, n), dtype=np.int64)
+    x[0, :edges.size] = edges[: min(edges.size, n)]
+    return x
+
+
+def test_reference_from_signed_against_python_integers():
+    n = 16
+    ctx = RnsReference(n, chain(n, [30, 61, 50]))
+    x = _from_signed_cases(n)
+    out = ctx.from_signed(x, [2, 0, 1])
+    for k, m in enumerate([2, 0, 1]):
+        q = ctx.primes[m]
+        assert out[:, k].tolist() == [[int(v) % q for v in row] for row in x]
+    with pytest.raises(ValueError, match="below 2"):
+        ctx.from_signed(np.full(n, 1 << 62, dtype=np.int64), [0])
+    with pytest.raises(ValueError, match="last axis"):
+        ctx.from_signed(np.zeros(n + 1, dtype=np.int64), [0])
+
+
+@needs_native
+@pytest.mark.parametrize("n", [16, 4096])
+def test_native_from_signed_matches_the_reference(n):
+    ref, nat = pair(n, chain(n, [30, 61, 53, 60]))
+    x = _from_signed_cases(n)
+    for mods in ([0], [3, 1, 2], [0, 1, 2, 3]):
+        same(ref.from_signed(x, mods), nat.from_signed(x, mods), f"from_signed {mods}")
+    for bad in (np.full(n, 1 << 62, dtype=np.int64), np.full(n, np.iinfo(np.int64).min, dtype=np.int64)):
+        with pytest.raises(ValueError):
+            ref.from_signed(bad, [0])
+        with pytest.raises(ValueError):
+            nat.from_signed(bad, [0])

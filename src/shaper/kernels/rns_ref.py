@@ -318,6 +318,23 @@ class RnsReference:
             raise ValueError(f"scalars[{i}] is not reduced mod primes[{mods[i]}] = {self._primes[mods[i]]}")
         return _u64(_obj(a) * _obj(scalars)[:, None] % self._q_rows(mods))
 
+    def from_signed(self, x: np.ndarray, mods: Sequence[int]) -> np.ndarray:
+        """Signed integers x (int64, (..., n), |x| < 2^62) reduced mod each prime of ``mods``:
+        (..., len(mods), n) uint64, coefficient form."""
+        if len(mods) == 0:
+            raise ValueError("mods must name at least one prime")
+        for m in mods:
+            if not 0 <= int(m) < len(self._primes):
+                raise ValueError(f"prime index {m} is outside 0..{len(self._primes) - 1}")
+        if not isinstance(x, np.ndarray) or x.dtype != np.int64:
+            raise TypeError("x must be a numpy int64 array")
+        if x.ndim == 0 or x.shape[-1] != self._n:
+            raise ValueError(f"x's last axis must have length n = {self._n}, got shape {x.shape}")
+        big = np.flatnonzero((x >= 1 << 62) | (x <= -(1 << 62)))
+        if big.size:
+            raise ValueError(f"x[{int(big[0])}] = {int(x.ravel()[big[0]])} is not below 2^62 in magnitude")
+        return np.stack([x % np.int64(self._primes[int(m)]) for m in mods], axis=-2).astype(np.uint64)
+
     def tensor(self, a: np.ndarray, b: np.ndarray, mods: Sequence[int]) -> np.ndarray:
         """(a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); shapes (2, r, n) -> (3, r, n)."""
         mods = self._mods(mods)

@@ -78,15 +78,11 @@ def uniform_poly(params: Parameters, rows: Iterable[int], prg: Prg) -> np.ndarra
 
 
 def small_to_rns(params: Parameters, coeffs: np.ndarray, rows: Iterable[int], *, ntt: bool = True) -> np.ndarray:
-    """Signed small integer coefficients (..., N) reduced on each kernel row -> (..., rows, N)."""
-    coeffs = np.asarray(coeffs, dtype=np.int64)
+    """Signed integer coefficients (..., N), |x| < 2^62, reduced on each kernel row -> (..., rows, N),
+    NTT form unless ``ntt=False``."""
+    coeffs = np.ascontiguousarray(coeffs, dtype=np.int64)
     rows = list(rows)
-    primes = np.array([params.primes[r] for r in rows], dtype=np.uint64)
-    if coeffs.size and int(np.max(np.abs(coeffs))) >= int(primes.min()):
-        raise ConfigError("small_to_rns takes coefficients below every prime in magnitude")
-    # x < 0 wraps to 2^64 + x as uint64; adding q wraps again to q + x (one broadcast pass)
-    wrapped = coeffs.astype(np.uint64)[..., None, :]
-    out = wrapped + primes[:, None] * (coeffs < 0)[..., None, :]
+    out = params.context.from_signed(coeffs, rows)
     if ntt:
         params.context.ntt(out, rows)
     return out

@@ -93,8 +93,7 @@ def encrypt(key: PublicKey | SecretKey, plaintext: Plaintext, prg: Prg | None = 
     ctx.intt(top, [sp])
     t = np.mod(top[:, 0].astype(np.int64) + e, np.int64(p))
     t = np.where(t > (p - 1) // 2, t - np.int64(p), t)
-    fix = reduce_signed(params, e - t, level)  # |e - t| < p / 2 + 6 sigma
-    ctx.ntt(fix, mods)
+    fix = small_to_rns(params, e - t, mods)  # |e - t| < p / 2 + 6 sigma
     pinv = np.array([pow(p, -1, q) for q in params.moduli[:level + 1]], dtype=np.uint64)
     c = ctx.mul_scalar(fix, pinv, mods)
     vq = np.ascontiguousarray(v[:-1])
@@ -122,18 +121,6 @@ def decrypt(sk: SecretKey, ct: Ciphertext) -> Plaintext:
         if k + 1 < ct.size:
             power = ctx.mul(power, s, mods)
     return Plaintext(params, out, ct.scale)
-
-
-def reduce_signed(params: Parameters, x: np.ndarray, level: int) -> np.ndarray:
-    """Signed integers x (..., N), |x| < 2^62, reduced mod q_0..q_level: (..., level + 1, N)
-    uint64 (a float quotient estimate, exact integer remainder, one correction each way)."""
-    q = np.array(params.moduli[:level + 1], dtype=np.int64)[:, None]
-    x = x[..., None, :]
-    k = np.floor(x / q.astype(np.float64)).astype(np.int64)
-    r = x - k * q
-    r += q * (r < 0)
-    r -= q * (r >= q)
-    return r.astype(np.uint64)
 
 
 # -- evaluation ---------------------------------------------------------------------------------
