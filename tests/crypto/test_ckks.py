@@ -266,9 +266,13 @@ def test_keys_from_given_polynomials_match_integer_arithmetic():
 
 
 def test_gaussian_sampler_has_the_documented_width():
-    x = ckks.sample_gaussian(200_000, 3.2)
-    assert abs(float(np.std(x)) - 3.2) < 0.05 and abs(float(np.mean(x))) < 0.05
+    x = ckks.sample_gaussian(400_000, 3.2)
+    assert abs(float(np.std(x)) - math.sqrt(3.2 ** 2 + 1 / 12)) < 0.03 and abs(float(np.mean(x))) < 0.03
     assert int(np.max(np.abs(x))) <= 19
+    # every value's frequency against the rounded normal's mass (within 5 binomial sigmas)
+    for k in range(-10, 11):
+        p = 0.5 * (math.erf((k + 0.5) / (3.2 * math.sqrt(2))) - math.erf((k - 0.5) / (3.2 * math.sqrt(2))))
+        assert abs(float(np.mean(x == k)) - p) < 5 * math.sqrt(p * (1 - p) / x.size) + 1e-6, k
     t = ckks.sample_ternary(30_000)
     assert set(np.unique(t).tolist()) == {-1, 0, 1} and abs(float(np.mean(t == 0)) - 1 / 3) < 0.02
 
