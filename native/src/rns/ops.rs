@@ -178,36 +178,31 @@ impl RnsContext {
 
     /// In place, every row to NTT form.
     pub fn ntt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
+        self.transform(a, mods, false)
+    }
+
+    /// In place, every row back to coefficients.
+    pub fn intt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
+        self.transform(a, mods, true)
+    }
+
+    fn transform(&self, a: &mut [u64], mods: &[usize], inverse: bool) -> Result<(), String> {
         self.check_mods(mods, false)?;
         self.check_len(a.len(), mods.len(), "a")?;
+        let run = |row: &mut [u64], m: usize| {
+            if inverse { self.tables[m].inverse(row) } else { self.tables[m].forward(row) }
+        };
         if a.len() == self.n {
             // one row: no pool round trip (the binding calls this without the pool)
             if any_at_least(a, self.prime(mods[0]).q) {
                 return self.check_reduced(a, mods, "a");
             }
-            self.tables[mods[0]].forward(a);
+            run(a, mods[0]);
             return Ok(());
         }
         self.check_reduced(a, mods, "a")?;
         let rows = mods.len();
-        a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].forward(row));
-        Ok(())
-    }
-
-    /// In place, every row back to coefficients.
-    pub fn intt(&self, a: &mut [u64], mods: &[usize]) -> Result<(), String> {
-        self.check_mods(mods, false)?;
-        self.check_len(a.len(), mods.len(), "a")?;
-        if a.len() == self.n {
-            if any_at_least(a, self.prime(mods[0]).q) {
-                return self.check_reduced(a, mods, "a");
-            }
-            self.tables[mods[0]].inverse(a);
-            return Ok(());
-        }
-        self.check_reduced(a, mods, "a")?;
-        let rows = mods.len();
-        a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| self.tables[mods[r % rows]].inverse(row));
+        a.par_chunks_mut(self.n).enumerate().for_each(|(r, row)| run(row, mods[r % rows]));
         Ok(())
     }
 

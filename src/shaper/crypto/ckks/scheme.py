@@ -201,17 +201,16 @@ class Evaluator:
         return Ciphertext(self.params, self.ctx.neg(a.data, self.params.mods(a.level)), a.scale)
 
     def add_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
-        self._own(a, p)
-        self._same(a, p, "add_plain")
-        data = a.data.copy()
-        data[0] = self.ctx.add(np.ascontiguousarray(a.data[0]), p.data, self.params.mods(a.level))
-        return Ciphertext(self.params, data, a.scale)
+        return self._plain(a, p, self.ctx.add, "add_plain")
 
     def sub_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
+        return self._plain(a, p, self.ctx.sub, "sub_plain")
+
+    def _plain(self, a: Ciphertext, p: Plaintext, op: Any, what: str) -> Ciphertext:
         self._own(a, p)
-        self._same(a, p, "sub_plain")
+        self._same(a, p, what)
         data = a.data.copy()
-        data[0] = self.ctx.sub(np.ascontiguousarray(a.data[0]), p.data, self.params.mods(a.level))
+        data[0] = op(np.ascontiguousarray(a.data[0]), p.data, self.params.mods(a.level))
         return Ciphertext(self.params, data, a.scale)
 
     def mul_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
