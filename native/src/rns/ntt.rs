@@ -622,7 +622,7 @@ mod tests {
         let n = 64;
         let q = ntt_primes(n as u64, 62, 1, &[]).unwrap()[0];
         let t = table(q, n);
-        let a: Vec<u64> = (0..n as u64).map(|i| (i * 0x9e3779b97f4a7c15) % q).collect();
+        let a: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e3779b97f4a7c15) % q).collect();
         let lazy: Vec<u64> = a.iter().enumerate().map(|(i, &x)| x + (i as u64 % 4) * q).collect();
         let (mut x, mut y) = (a.clone(), lazy.clone());
         t.forward_portable(&mut x);
