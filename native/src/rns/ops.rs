@@ -206,6 +206,24 @@ impl RnsContext {
         Ok(())
     }
 
+    /// out[k] = f(prime of k's row, out[k], a[k], b[k]) over (checked) rows, on the pool.
+    fn rows3<F>(&self, out: &mut [u64], a: &[u64], b: &[u64], mods: &[usize], f: F)
+    where
+        F: Fn(&Prime, u64, u64, u64) -> u64 + Sync,
+    {
+        let (n, rows) = (self.n, mods.len());
+        out.par_chunks_mut(n)
+            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+            .with_min_len(min_rows(n))
+            .enumerate()
+            .for_each(|(r, (o, (x, y)))| {
+                let p = self.prime(mods[r % rows]);
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = f(p, *o, x, y);
+                }
+            });
+    }
+
     fn map2<F>(&self, a: &[u64], b: &[u64], mods: &[usize], f: F) -> Result<Vec<u64>, String>
     where
         F: Fn(&Prime, u64, u64) -> u64 + Sync,
@@ -217,18 +235,8 @@ impl RnsContext {
         }
         self.check_reduced(a, mods, "a")?;
         self.check_reduced(b, mods, "b")?;
-        let (n, rows) = (self.n, mods.len());
         let mut out = vec![0u64; a.len()];
-        out.par_chunks_mut(n)
-            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
-            .with_min_len(min_rows(n))
-            .enumerate()
-            .for_each(|(r, (o, (x, y)))| {
-                let p = self.prime(mods[r % rows]);
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = f(p, x, y);
-                }
-            });
+        self.rows3(&mut out, a, b, mods, |p, _, x, y| f(p, x, y));
         Ok(out)
     }
 
@@ -258,17 +266,7 @@ impl RnsContext {
         self.check_reduced(acc, mods, "acc")?;
         self.check_reduced(a, mods, "a")?;
         self.check_reduced(b, mods, "b")?;
-        let (n, rows) = (self.n, mods.len());
-        acc.par_chunks_mut(n)
-            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
-            .with_min_len(min_rows(n))
-            .enumerate()
-            .for_each(|(r, (o, (x, y)))| {
-                let p = self.prime(mods[r % rows]);
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = p.reduce_product(x as u128 * y as u128 + *o as u128);
-                }
-            });
+        self.rows3(acc, a, b, mods, |p, o, x, y| p.reduce_product(x as u128 * y as u128 + o as u128));
         Ok(())
     }
 
