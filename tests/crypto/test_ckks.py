@@ -14,7 +14,13 @@ import pytest
 
 from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
-from shaper.errors import ConfigError, KeyMismatchError, PlaintextOverflowError, ScaleError, SerializationError
+from shaper.errors import (
+    ConfigError,
+    KeyMismatchError,
+    PlaintextOverflowError,
+    ScaleError,
+    SerializationError,
+)
 from shaper.kernels.rns_ref import native_selected
 
 N = 1024

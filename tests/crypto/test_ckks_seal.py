@@ -23,7 +23,7 @@ from shaper.crypto import ckks
 try:
     import tenseal.sealapi as seal
     SKIP = None
-except Exception as exc:  # the wheel is missing or cannot load on this platform
+except (ImportError, OSError) as exc:  # the wheel is missing or cannot load on this platform
     seal, SKIP = None, f"TenSEAL (SEAL) cannot be imported here: {type(exc).__name__}: {exc}"
 
 pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
@@ -57,7 +57,8 @@ def seal_version(ctx) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "pt")
         pt.save(path)
-        head = open(path, "rb").read(16)
+        with open(path, "rb") as fh:
+            head = fh.read(16)
     return head[3], head[4]
 
 
@@ -140,7 +141,8 @@ def test_secret_key_ntt_layout_is_seal_layout(world):
     assert np.array_equal(ours.ntt, sk_ntt)  # bit for bit
 
 
-def test_cross_decryption_and_same_results(world, rng=np.random.default_rng(3)):
+def test_cross_decryption_and_same_results(world):
+    rng = np.random.default_rng(3)
     _, ctx, params, kg, sk, sk_ntt = world
     rows = list(range(len(params.primes)))
     coeffs = sk_ntt.copy()

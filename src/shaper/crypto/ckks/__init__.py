@@ -28,15 +28,48 @@ Example::
 """
 
 from .encoder import Encoder, Plaintext
-from .keys import (KeySet, PublicKey, SecretKey, SwitchingKey, conjugation_element, galois_element, galois_key,
-                   public_key, relin_key, sample_gaussian, sample_ternary, switching_key)
+from .keys import (
+                   KeySet,
+                   PublicKey,
+                   SecretKey,
+                   SwitchingKey,
+                   conjugation_element,
+                   galois_element,
+                   galois_key,
+                   public_key,
+                   relin_key,
+                   sample_gaussian,
+                   sample_ternary,
+                   switching_key,
+)
 from .params import HE_STANDARD_128, Parameters, chain_primes
 from .scheme import Ciphertext, Evaluator, decrypt, encrypt
 from .serial import from_bytes, load, save, to_bytes
 
 __all__ = [
-    "Ciphertext", "Encoder", "Evaluator", "HE_STANDARD_128", "KeySet", "Parameters", "Plaintext", "PublicKey",
-    "SecretKey", "SwitchingKey", "chain_primes", "conjugation_element", "decrypt", "encrypt", "from_bytes",
-    "galois_element", "galois_key", "load", "public_key", "relin_key", "sample_gaussian", "sample_ternary", "save",
-    "switching_key", "to_bytes",
+                   "HE_STANDARD_128",
+                   "Ciphertext",
+                   "Encoder",
+                   "Evaluator",
+                   "KeySet",
+                   "Parameters",
+                   "Plaintext",
+                   "PublicKey",
+                   "SecretKey",
+                   "SwitchingKey",
+                   "chain_primes",
+                   "conjugation_element",
+                   "decrypt",
+                   "encrypt",
+                   "from_bytes",
+                   "galois_element",
+                   "galois_key",
+                   "load",
+                   "public_key",
+                   "relin_key",
+                   "sample_gaussian",
+                   "sample_ternary",
+                   "save",
+                   "switching_key",
+                   "to_bytes",
 ]

@@ -92,7 +92,7 @@ class Encoder:
         (default: the parameters' Delta)."""
         params = self.params
         level = params.max_level if level is None else int(level)
-        mods = params.mods(level)
+        params.mods(level)  # validates the level
         scale = params.scale if scale is None else float(scale)
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be positive and finite, got {scale!r}")

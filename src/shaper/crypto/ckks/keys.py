@@ -25,8 +25,9 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -119,12 +120,12 @@ class SecretKey:
     ntt: np.ndarray = field(repr=False)
 
     @classmethod
-    def generate(cls, params: Parameters, prg: Prg | None = None) -> "SecretKey":
+    def generate(cls, params: Parameters, prg: Prg | None = None) -> SecretKey:
         """A uniform ternary secret (CSPRNG)."""
         return cls.from_coefficients(params, sample_ternary(params.n, prg))
 
     @classmethod
-    def from_coefficients(cls, params: Parameters, coefficients: Any) -> "SecretKey":
+    def from_coefficients(cls, params: Parameters, coefficients: Any) -> SecretKey:
         """The secret with the given small integer coefficients (N,); |s_i| < 2^31."""
         s = np.asarray(coefficients)
         if s.shape != (params.n,) or not np.issubdtype(s.dtype, np.integer):

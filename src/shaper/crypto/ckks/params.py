@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import ConfigError
 
@@ -72,7 +73,7 @@ class Parameters:
 
     @classmethod
     def from_literal(cls, n: int, q_bits: Sequence[int], p_bits: int, scale_bits: int, *,
-                     insecure: bool = False) -> "Parameters":
+                     insecure: bool = False) -> Parameters:
         """Parameters from bit sizes: ``n`` the ring degree (power of two), ``q_bits`` the
         ciphertext primes (base prime first, then one per level), ``p_bits`` the special prime,
         scale 2^``scale_bits``. Raises :class:`~shaper.errors.ConfigError` when the set is not
@@ -93,7 +94,7 @@ class Parameters:
 
     @classmethod
     def from_primes(cls, n: int, moduli: Sequence[int], special: int, scale: float, *,
-                    insecure: bool = False) -> "Parameters":
+                    insecure: bool = False) -> Parameters:
         """Parameters from explicit primes (validated: prime, 1 mod 2n, below 2^61, distinct,
         special prime at least as many bits as every ciphertext prime)."""
         _check_degree(n)

@@ -21,16 +21,27 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, KeyMismatchError, ScaleError
 from ..prg import Prg
 from .encoder import Encoder, Plaintext
-from .keys import (SEED_BYTES, PublicKey, SecretKey, SwitchingKey, conjugation_element, galois_element,
-                   sample_gaussian, sample_ternary, small_to_rns, uniform_poly)
+from .keys import (
+    SEED_BYTES,
+    PublicKey,
+    SecretKey,
+    SwitchingKey,
+    conjugation_element,
+    galois_element,
+    sample_gaussian,
+    sample_ternary,
+    small_to_rns,
+    uniform_poly,
+)
 from .params import Parameters
 
 #: relative difference below which two scales count as equal (identical multiplication histories

@@ -37,11 +37,18 @@ from ...errors import SerializationError
 from ...files import write_private
 from .. import wire
 from ..prg import Prg
-from .keys import SEED_BYTES, PublicKey, SecretKey, SwitchingKey, expand_seed, uniform_poly
+from .keys import (
+    SEED_BYTES,
+    PublicKey,
+    SecretKey,
+    SwitchingKey,
+    expand_seed,
+    uniform_poly,
+)
 from .params import Parameters
 from .scheme import Ciphertext
 
-__all__ = ["to_bytes", "from_bytes", "save", "load"]
+__all__ = ["from_bytes", "load", "save", "to_bytes"]
 
 
 def _rows(arr: np.ndarray) -> bytes:
