@@ -87,7 +87,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -283,6 +283,16 @@ def time_interleaved(columns: list[Column], reps: int, min_sample_s: float = MIN
 
 
 # -- shaper (shaper.crypto.ckks) ------------------------------------------------------------------
+def _near(dec: Callable, bad: list[str]) -> Callable:
+    """A result check that records, in ``bad``, results off by more than ``tol`` (a sanity bound:
+    a wrong result is off by ~1; precision is a row of its own)."""
+    def near(what: str, ct: Any, want: np.ndarray, tol: float = 1e-3) -> None:
+        err = float(np.abs(dec(ct) - want).max())
+        if not err < tol:
+            bad.append(f"{what}: max error {err:.3g}")
+    return near
+
+
 def shaper_available() -> str | None:
     """None when shaper's CKKS runs on the native kernels here, else why not."""
     try:
@@ -363,12 +373,8 @@ def shaper_setup(n: int, bits: list[int], scale_bits: int) -> tuple[dict, dict, 
     static["size_ct_sk_bytes"] = len(ckks.to_bytes(ckks.encrypt(keys.secret, px)))
 
     def check() -> None:
-        bad = []
-
-        def near(what, ct, want, tol=1e-3):
-            err = float(np.abs(dec(ct) - want).max())
-            if not err < tol:  # a sanity bound (a wrong result is off by ~1); precision is a row
-                bad.append(f"{what}: max error {err:.3g}")
+        bad: list[str] = []
+        near = _near(dec, bad)
 
         near("encrypt", out["ct"], x)
         near("encrypt_secret", out["ct_sk"], x)
@@ -572,12 +578,8 @@ def seal_setup(n: int, bits: list[int], scale_bits: int) -> tuple[dict, dict, Ca
     static["size_ct_sk_zstd_bytes"] = _saved_size(cs)
 
     def check() -> None:
-        bad = []
-
-        def near(what, ct, want, tol=1e-3):
-            err = float(np.abs(dec(ct) - want).max())
-            if not err < tol:  # a sanity bound (a wrong result is off by ~1); precision is a row
-                bad.append(f"{what}: max error {err:.3g}")
+        bad: list[str] = []
+        near = _near(dec, bad)
 
         near("encrypt", ce, x)
         near("encrypt_secret", cs, x)
