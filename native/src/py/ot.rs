@@ -595,6 +595,21 @@ fn cot_send<'py>(py: Python<'py>, q: PyReadonlyArray2<'_, u8>, delta: &[u8], dom
     Ok((corrections, share))
 }
 
+/// The receiver's checks on its values (each below 2^bits) and the sender's corrections
+/// (entries, bits, k), reduced below each modulus; the corrections as a slice.
+fn receiver_inputs<'a>(values: &[u64], corrections: &'a PyReadonlyArray3<'_, u64>, m: &[cot::Modulus], bits: usize)
+                       -> PyResult<&'a [u64]> {
+    let (entries, k) = (values.len(), m.len());
+    if corrections.shape() != [entries, bits, k] {
+        return Err(PyValueError::new_err(format!(
+            "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
+    }
+    cot::check_values(values, bits).map_err(value_error)?;
+    let corr = contiguous(corrections, "corrections")?;
+    cot::check_residues(corr, m, "corrections").map_err(value_error)?;
+    Ok(corr)
+}
+
 /// Receiver half: from IKNP rows ``t`` (e·ℓ, 16), its values ``choices`` uint64 (e,) (each below
 /// 2^ℓ; their bits were the IKNP choice bits, see :func:`pack_choice_bits`) and the sender's
 /// ``corrections`` uint64 (e, ℓ, k), returns its share uint64 (e, k).
@@ -608,13 +623,7 @@ fn cot_recv<'py>(py: Python<'py>, t: PyReadonlyArray2<'_, u8>, domain: u64, star
     let entries = values.len();
     let m = cot_shape(x, entries, &moduli, bits, domain, start)?;
     let k = m.len();
-    if corrections.shape() != [entries, bits, k] {
-        return Err(PyValueError::new_err(format!(
-            "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
-    }
-    cot::check_values(values, bits).map_err(value_error)?;
-    let corr = contiguous(&corrections, "corrections")?;
-    cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
+    let corr = receiver_inputs(values, &corrections, &m, bits)?;
     Ok(filled(py, numpy::ndarray::Ix2(entries, k), |share| cot::recv(x, domain, start, values, corr, &m, bits, share)).0)
 }
 
@@ -633,13 +642,7 @@ fn cot_finish<'py>(py: Python<'py>, pads: Bound<'py, PyArray2<u64>>, values: PyR
         return Err(PyValueError::new_err(format!(
             "pads must be a C-contiguous ({entries}, {k}) uint64 array, got shape {:?}", pads.shape())));
     }
-    if corrections.shape() != [entries, bits, k] {
-        return Err(PyValueError::new_err(format!(
-            "corrections must have shape ({entries}, {bits}, {k}), got {:?}", corrections.shape())));
-    }
-    cot::check_values(values, bits).map_err(value_error)?;
-    let corr = contiguous(&corrections, "corrections")?;
-    cot::check_residues(corr, &m, "corrections").map_err(value_error)?;
+    let corr = receiver_inputs(values, &corrections, &m, bits)?;
     {
         let mut rw = pads.try_readwrite()?;
         let share = rw.as_slice_mut().expect("checked contiguous");
