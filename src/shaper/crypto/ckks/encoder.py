@@ -19,6 +19,7 @@ q_0 / 2 by the time a ciphertext is decrypted at level 0). ``encode`` raises
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,23 @@ import numpy as np
 
 from ...errors import PlaintextOverflowError
 from .params import Parameters
+
+
+@functools.lru_cache(maxsize=8)
+def _embedding_tables(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per ring degree, built once: the evaluation indices k (points zeta^(2k+1)) of the slots
+    (5^j) and of their conjugates (-5^j), and the twist zeta^i and its inverse."""
+    two_n = 2 * n
+    powers = np.ones(n // 2, dtype=np.int64)
+    for j in range(1, n // 2):
+        powers[j] = powers[j - 1] * 5 % two_n
+    pos, neg = (powers - 1) // 2, ((two_n - powers) - 1) // 2
+    twist = np.exp(1j * np.pi * np.arange(n) / n)
+    for table in (pos, neg, twist):
+        table.flags.writeable = False
+    untwist = np.conj(twist)
+    untwist.flags.writeable = False
+    return pos, neg, twist, untwist
 
 
 @dataclass(eq=False)
@@ -47,17 +65,7 @@ class Encoder:
 
     def __init__(self, params: Parameters) -> None:
         self.params = params
-        n = params.n
-        two_n = 2 * n
-        powers = np.ones(n // 2, dtype=np.int64)
-        for j in range(1, n // 2):
-            powers[j] = powers[j - 1] * 5 % two_n
-        # evaluation index k of the point zeta^(2k+1)
-        self._pos = (powers - 1) // 2
-        self._neg = ((two_n - powers) - 1) // 2
-        i = np.arange(n)
-        self._twist = np.exp(1j * np.pi * i / n)
-        self._untwist = np.conj(self._twist)
+        self._pos, self._neg, self._twist, self._untwist = _embedding_tables(params.n)
 
     # -- slots <-> real coefficients ------------------------------------------------------------
 
