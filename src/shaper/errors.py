@@ -87,6 +87,11 @@ class PartyError(ShaperError, RuntimeError):
         super().__init__(text)
 
 
+class DecryptionRefused(ShaperError, PermissionError):
+    """A joint decryption did not happen: a party refused it, or the parties did not hold the
+    same ciphertext (its digest differed); nothing was opened."""
+
+
 class DivergenceError(ShaperError, ArithmeticError):
     """Training diverged (its monitored loss rose, or a value left its fixed-point or packing
     range); the message names the cause and a learning rate that suits the data."""

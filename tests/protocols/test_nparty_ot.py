@@ -9,7 +9,7 @@ import pytest
 
 from shaper.net import run_in_memory
 from shaper.protocols import Hybrid2PC, OtTriples
-from shaper.protocols.nparty import AdditiveNPC, ModShares, XorShares
+from shaper.protocols.nparty import AdditiveNPC, ModShares
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
                                 reason="OT extension runs in the native extension only")

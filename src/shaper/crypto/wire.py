@@ -6,7 +6,7 @@ Binary layout (all integers little-endian)::
     magic "SHPR" | u16 format version (1) | u8 kind | u8 scheme | body
 
     kind 1 public key, 2 private key, 3 encrypted array, 4 packed array,
-         5 parameters, 6 switching key, 7 ciphertext (CKKS)
+         5 parameters, 6 switching key, 7 ciphertext, 8 secret-key share (CKKS)
     scheme 1 Paillier, 2 OU, 3 CKKS
     big integers: u32 byte width, then that many bytes (fixed width per key size)
 
@@ -29,11 +29,11 @@ from ..errors import KeyMismatchError, SerializationError
 MAGIC = b"SHPR"
 VERSION = 1
 KIND_PUBLIC, KIND_PRIVATE, KIND_ARRAY, KIND_PACKED = 1, 2, 3, 4
-KIND_PARAMS, KIND_SWITCH_KEY, KIND_CIPHERTEXT = 5, 6, 7
+KIND_PARAMS, KIND_SWITCH_KEY, KIND_CIPHERTEXT, KIND_KEY_SHARE = 5, 6, 7, 8
 SCHEME_PAILLIER, SCHEME_OU, SCHEME_CKKS = 1, 2, 3
 KIND_NAMES = {KIND_PUBLIC: "a public key", KIND_PRIVATE: "a private key", KIND_ARRAY: "an encrypted array",
               KIND_PACKED: "a packed array", KIND_PARAMS: "parameters", KIND_SWITCH_KEY: "a switching key",
-              KIND_CIPHERTEXT: "a ciphertext"}
+              KIND_CIPHERTEXT: "a ciphertext", KIND_KEY_SHARE: "a secret-key share"}
 
 
 class Reader:

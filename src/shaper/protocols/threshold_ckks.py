@@ -1,73 +1,175 @@
-"""Threshold CKKS by MPC key generation (GMPFHE, first part): n parties generate the keys of
-ordinary single-key RNS-CKKS inside the n-party MPC engine, then decrypt jointly.
+"""Threshold CKKS by MPC key generation (GMPFHE): n parties generate the keys of ordinary
+single-key RNS-CKKS inside the n-party MPC engine, anyone computes with them, and the parties
+decrypt jointly.
 
-Status: key generation by the paper's method (shared ternary secret, shared discrete-Gaussian
-errors, s^2 from square pairs, rotation keys local on shares) and threshold decryption with
-jointly sampled smudging noise. Not yet: the cheaper local-noise variant, decryption consent by
-digest, key files, the ``shaper fhe`` commands, the benchmark (issue 18).
+Security model: passive (semi-honest) parties, dishonest majority (any n - 1 may collude), as
+the engine (:class:`~shaper.protocols.nparty.AdditiveNPC`). What each party learns:
 
-Security model: passive (semi-honest) parties, dishonest majority, as the engine
-(:class:`~shaper.protocols.nparty.AdditiveNPC`). What is opened: the public key and every
-switching key (exactly the single-key distribution, since s and every error are sampled inside
-the MPC); the masked values of the square-pair multiplication (uniform); a decryption's sum
-m + e + smudge to its recipient. The secret key stays additively shared: party i holds s_i
-with s = sum_i s_i on every limb, in NTT form; no party or coalition short of all learns s.
+* the public key, the relinearisation key and the rotation keys, opened. With the default
+  ``method="exact"`` (the paper's) the secret s is a uniform ternary polynomial and every error a
+  discrete Gaussian of sigma 3.2, both sampled *inside* the MPC, so the opened keys have exactly
+  the single-key distribution: their security is single-key RLWE at these parameters.
+  ``method="local"`` (OpenFHE and Lattigo's way) keeps s joint but lets every party add its own
+  Gaussian error to its share of each key: no MPC Gaussian sampling at all, but the opened
+  errors are sums of n Gaussians (sigma 3.2 sqrt(n)), known to each party in part; security then
+  rests on the honest parties' errors alone and key-switching noise grows with sqrt(n).
+* the masked differences of the square-pair multiplication for s^2 (uniform);
+* its own additive share s_i of the secret (s = sum_i s_i on every limb, NTT form): uniform on
+  its own, never sent, stored 0600. No coalition short of all n parties learns anything of s.
+* per joint decryption, the recipient(s) learn m + e + r on limb q_0: the message, plus the
+  ciphertext's error e, plus smudging noise r sampled jointly (see :func:`decrypt`).
 
 Decryption: party i sends c_1 s_i (+ c_0 for party 0) + r_i on limb q_0, where r = sum r_i is
-uniform in [-2^(k-1), 2^(k-1)) per coefficient, sampled *jointly* (edaBits): independent
-per-party smudging would not be simulation-secure. The smudging hides the decryption error e
-(which depends on s) statistically when 2^k exceeds |e| by 2^lambda; it costs about k - log2 Δ
-bits of precision relative to the slots' scale.
+uniform in [-2^(k-1), 2^(k-1)) per coefficient and sampled *jointly* (edaBits): smudging each
+party adds on its own would not be simulation-secure (the others' noise is known to a
+coalition). The parties first exchange the ciphertext's digest and their consent: a party that
+refuses, or holds a different ciphertext, stops the decryption before anything is opened.
+docs/threshold-ckks.md has the smudging argument, its precision cost and the number of
+decryptions a key may serve.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..crypto import ckks
-from ..errors import KeyMismatchError
-from ..crypto.ckks.keys import expand_seed
+from ..crypto.ckks.keys import expand_seed, sample_gaussian, small_to_rns
+from ..crypto.prg import Prg
+from ..errors import (
+    ConfigError,
+    DecryptionRefused,
+    KeyMismatchError,
+    KeyValidationError,
+)
 
-#: smudging bits for threshold decryption (2^SMUDGE_BITS wide uniform noise per coefficient)
-SMUDGE_BITS = 30
+#: key generation methods: the paper's (errors sampled in MPC) and the local-noise variant
+METHODS = ("exact", "local")
+#: smudging bits for threshold decryption: r uniform in [-2^(k-1), 2^(k-1)) per coefficient.
+#: 25 keeps 20 bits of slot precision at the CNN's scale 2^53 with N = 2^14 (docs/threshold-ckks.md)
+SMUDGE_BITS = 25
+SHARE_FILE = "secret-share.shpr"
+Progress = Callable[[dict], None]
+
+
+@dataclass
+class Phase:
+    """Time and traffic of one key-generation phase at this party (bytes it sent)."""
+
+    name: str
+    seconds: float
+    bytes_sent: int
+    items: int = 0
 
 
 @dataclass(eq=False)
-class KeyShare:
-    """This party's additive share of the secret key: NTT form over every kernel row."""
+class PublicKeys:
+    """The opened keys: what anyone may hold to encrypt and compute (no secret in it)."""
 
     params: ckks.Parameters
-    ntt: np.ndarray
-    index: int
-
-
-@dataclass(eq=False)
-class JointKeys:
-    """What key generation leaves with every party: the opened keys and its own share."""
-
     public: ckks.PublicKey
     relin: ckks.SwitchingKey
     galois: dict[int, ckks.SwitchingKey]
-    share: KeyShare
 
+    def evaluator(self) -> ckks.Evaluator:
+        return ckks.Evaluator(self.params, self.relin, self.galois)
+
+    def sizes(self) -> dict[str, int]:
+        """Serialised bytes of each key (independent of the number of parties)."""
+        out = {"public key": len(ckks.to_bytes(self.public)), "relinearisation key": len(ckks.to_bytes(self.relin))}
+        if self.galois:
+            out["rotation keys"] = sum(len(ckks.to_bytes(k)) for k in self.galois.values())
+        return out
+
+    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None) -> Path:
+        """Writes the keys (and a party's ``share``, mode 0600) as a new directory, atomically:
+        everything goes to a temporary sibling first, renamed into place only once complete, so a
+        failure leaves nothing behind. Refuses to overwrite an existing directory."""
+        target = Path(directory)
+        if target.exists():
+            raise ConfigError(f"{target} exists already; key directories are never overwritten")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+        try:
+            ckks.save(self.params, tmp / "params.shpr")
+            ckks.save(self.public, tmp / "public.shpr")
+            ckks.save(self.relin, tmp / "relin.shpr")
+            for g, key in sorted(self.galois.items()):
+                ckks.save(key, tmp / f"galois-{g}.shpr")
+            if share is not None:
+                ckks.save(share, tmp / SHARE_FILE)
+            os.rename(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> PublicKeys:
+        """The public material of a key directory (never reads the share)."""
+        d = Path(directory)
+        if not (d / "params.shpr").is_file():
+            raise ConfigError(f"{d} is not a threshold-CKKS key directory (no params.shpr)")
+        params = ckks.load(d / "params.shpr")
+        galois = {}
+        for f in sorted(d.glob("galois-*.shpr")):
+            key = ckks.load(f, params)
+            if not isinstance(key, ckks.SwitchingKey) or f.name != f"galois-{key.galois}.shpr":
+                raise KeyValidationError(f"{f} does not hold the rotation key its name says")
+            galois[key.galois] = key
+        public, relin = ckks.load(d / "public.shpr", params), ckks.load(d / "relin.shpr", params)
+        if not isinstance(public, ckks.PublicKey) or not isinstance(relin, ckks.SwitchingKey) or relin.galois != 0:
+            raise KeyValidationError(f"{d}: public.shpr / relin.shpr do not hold a public and a relinearisation key")
+        return cls(params, public, relin, galois)
+
+
+@dataclass(eq=False)
+class JointKeys(PublicKeys):
+    """What key generation leaves with every party: the opened keys, its own share, and the
+    time and traffic of each phase at this party."""
+
+    share: ckks.SecretKeyShare = field(default=None)  # type: ignore[assignment]
+    phases: list[Phase] = field(default_factory=list)
+
+    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None) -> Path:
+        return super().save(directory, share or self.share)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> JointKeys:
+        """A party's key directory: the public material and its share."""
+        pub = PublicKeys.load(directory)
+        path = Path(directory) / SHARE_FILE
+        if not path.is_file():
+            raise ConfigError(f"{directory} holds no secret-key share ({SHARE_FILE}): it is public material only")
+        share = ckks.load(path, pub.params)
+        if not isinstance(share, ckks.SecretKeyShare):
+            raise KeyValidationError(f"{path} is not a secret-key share")
+        return cls(pub.params, pub.public, pub.relin, pub.galois, share)
+
+
+# -- helpers ------------------------------------------------------------------------------------
 
 def _rows(x: Any) -> np.ndarray:
     """ModShares (N, R) -> this party's share as kernel rows (R, N)."""
     return np.ascontiguousarray(x.share.T)
 
 
-def _open(engine: Any, rows: np.ndarray, primes: tuple[int, ...]) -> np.ndarray:
-    """Opens shares held as kernel rows (..., R, N) to every party."""
+def _open(engine: Any, rows: np.ndarray, primes: tuple[int, ...], to: int | None = None) -> np.ndarray | None:
+    """Opens shares held as kernel rows (..., R, N) to every party (or to ``to``)."""
     from .nparty import ModShares
 
     moved = np.moveaxis(rows, -2, -1)  # limbs last, as the engine holds them
-    out = ModShares(engine, np.ascontiguousarray(moved), primes).reveal()
-    return np.ascontiguousarray(np.moveaxis(out, -1, -2))
+    out = ModShares(engine, np.ascontiguousarray(moved), primes).reveal(to)
+    return None if out is None else np.ascontiguousarray(np.moveaxis(out, -1, -2))
 
 
 def _joint_seed(engine: Any, what: str) -> bytes:
@@ -76,40 +178,80 @@ def _joint_seed(engine: Any, what: str) -> bytes:
     return hashlib.sha256(b"shaper-threshold-ckks/" + what.encode() + np.asarray(r, dtype="<u8").tobytes()).digest()
 
 
-def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (), conjugation: bool = False) -> JointKeys:
-    """Generates single-key CKKS keys inside the MPC (every party calls this with its engine).
+class _Phases:
+    """Times each phase and counts this party's bytes sent; reports to ``progress``."""
 
-    The secret s is a shared uniform ternary polynomial, the errors shared discrete Gaussians
-    (sigma 3.2), s^2 is computed per NTT point and limb with square pairs, s(X^g) locally;
-    the uniform ``a`` polynomials come from jointly drawn seeds. The public, relinearisation
-    and Galois keys are opened; the party keeps its share of s."""
+    def __init__(self, engine: Any, progress: Progress | None) -> None:
+        self.stats = engine.session.stats
+        self.progress = progress
+        self.done: list[Phase] = []
+
+    def run(self, name: str, fn: Callable[[], Any], items: int = 0) -> Any:
+        if self.progress:
+            self.progress({"event": "phase", "phase": name, "status": "start"})
+        t0, b0 = time.perf_counter(), self.stats.bytes_sent
+        out = fn()
+        phase = Phase(name, time.perf_counter() - t0, self.stats.bytes_sent - b0, items)
+        self.done.append(phase)
+        if self.progress:
+            self.progress({"event": "phase", "phase": name, "status": "done", "seconds": phase.seconds,
+                           "bytes": phase.bytes_sent, "items": items})
+        return out
+
+
+# -- key generation -----------------------------------------------------------------------------
+
+def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (), conjugation: bool = False,
+           method: str = "exact", check: bool = True, progress: Progress | None = None) -> JointKeys:
+    """Generates single-key CKKS keys inside the MPC; every party calls this with its engine.
+
+    The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
+    with square pairs; s(X^g) is local on the shares; the uniform ``a`` polynomials come from
+    jointly drawn seeds. ``method`` "exact" samples every error (sigma 3.2) in the MPC, "local"
+    lets each party add its own (module docstring). The public, relinearisation and rotation
+    keys are opened; with ``check`` a jointly chosen test vector is encrypted, multiplied,
+    rotated and jointly decrypted, and a key that does not work raises
+    :class:`~shaper.errors.KeyValidationError`. ``progress`` gets one event per phase start and
+    end (time, bytes this party sent)."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown key-generation method {method!r}; choose from {', '.join(METHODS)}")
+    rotations = [int(r) for r in rotations]
     ctx = params.context
     primes = params.primes
     rows = list(range(len(primes)))
     n = params.n
-    me = engine.session.index
-    s = _rows(engine.ternary((n,), primes))
-    ctx.ntt(s, rows)
+    me, parties = engine.session.index, engine.session.n
+    phases = _Phases(engine, progress)
+
+    def secret() -> np.ndarray:
+        s = _rows(engine.ternary((n,), primes))
+        ctx.ntt(s, rows)
+        return s
+
+    s = phases.run("secret key (ternary)", secret, n)
 
     def errors(count: int) -> np.ndarray:
+        if method == "local":  # this party's own error, added to its share
+            return small_to_rns(params, sample_gaussian((count, n), params.sigma), rows)
         e = engine.gaussian(count * n, primes).share.reshape(count, n, len(primes))
         out = np.ascontiguousarray(np.swapaxes(e, 1, 2))  # (count, R, N)
         ctx.ntt(out, rows)
         return out
 
-    # public key: b = -a s + e
-    pk_seed = _joint_seed(engine, "pk")
-    a = expand_seed(params, pk_seed, rows, 1)[0]
-    b = ctx.sub(errors(1)[0], ctx.mul(a, s, rows), rows)
-    public = ckks.PublicKey(params, np.stack([_open(engine, b, primes), a]), pk_seed)
+    def public_key() -> ckks.PublicKey:  # b = -a s + e
+        seed = _joint_seed(engine, "pk")
+        a = expand_seed(params, seed, rows, 1)[0]
+        b = ctx.sub(errors(1)[0], ctx.mul(a, s, rows), rows)
+        return ckks.PublicKey(params, np.stack([_open(engine, b, primes), a]), seed)
 
-    # s^2 per NTT point and limb: open d = s - alpha, then s^2 = d^2 + 2 d alpha + alpha^2
-    alpha, alpha2 = engine.square_pairs(n, primes)
-    alpha, alpha2 = _rows(alpha), _rows(alpha2)
-    d = _open(engine, ctx.sub(s, alpha, rows), primes)
-    s2 = ctx.add(ctx.mul(ctx.add(d, d, rows), alpha, rows), alpha2, rows)
-    if me == 0:
-        s2 = ctx.add(s2, ctx.mul(d, d, rows), rows)
+    public = phases.run("public key", public_key, n)
+
+    def square() -> np.ndarray:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
+        alpha, alpha2 = engine.square_pairs(n, primes)
+        alpha, alpha2 = _rows(alpha), _rows(alpha2)
+        d = _open(engine, ctx.sub(s, alpha, rows), primes)
+        s2 = ctx.add(ctx.mul(ctx.add(d, d, rows), alpha, rows), alpha2, rows)
+        return ctx.add(s2, ctx.mul(d, d, rows), rows) if me == 0 else s2
 
     def switching(target: np.ndarray, galois: int, what: str) -> ckks.SwitchingKey:
         digits = len(params.moduli)
@@ -119,33 +261,103 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         for j, q in enumerate(params.moduli):  # + [row = j] (p mod q_j) t on the shares
             term = ctx.mul_scalar(np.ascontiguousarray(target[j:j + 1]), np.array([params.special % q], dtype=np.uint64), [j])
             b[j, j:j + 1] = ctx.add(np.ascontiguousarray(b[j, j:j + 1]), term, [j])
-        opened = _open(engine, b, primes)
-        return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([opened, a], axis=1)), galois, seed)
+        return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([_open(engine, b, primes), a], axis=1)), galois, seed)
 
-    relin = switching(s2, 0, "rlk")
-    galois: dict[int, ckks.SwitchingKey] = {}
+    s2 = phases.run("s^2 (square pairs)", square, n * len(primes))
+    relin = phases.run("relinearisation key", lambda: switching(s2, 0, "rlk"), n * len(params.moduli))
     elements = [ckks.galois_element(params, r) for r in rotations]
     if conjugation:
         elements.append(ckks.conjugation_element(params))
+    galois: dict[int, ckks.SwitchingKey] = {}
     for g in dict.fromkeys(elements):
-        galois[g] = switching(ctx.automorph(s, g), g, f"galois-{g}")
-    return JointKeys(public, relin, galois, KeyShare(params, s, me))
+        galois[g] = phases.run(f"rotation key g={g}", lambda g=g: switching(ctx.automorph(s, g), g, f"galois-{g}"),
+                               n * len(params.moduli))
+    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done)
+    if check:
+        phases.run("check (joint test decryption)", lambda: _check(engine, keys, rotations, conjugation))
+    return keys
 
 
-def decrypt(engine: Any, share: KeyShare, ct: ckks.Ciphertext, *, to: int | None = None,
-            smudge_bits: int = SMUDGE_BITS) -> np.ndarray | None:
+def _check(engine: Any, keys: JointKeys, rotations: list[int], conjugation: bool) -> None:
+    """Encrypts a jointly drawn test vector under the opened public key, squares it (relinearisation
+    key) and sums its rotations (every rotation key), decrypts both jointly and compares."""
+    params = keys.params
+    prg = Prg(_joint_seed(engine, "check"))
+    x = (prg.below(1 << 20, params.slots).astype(np.float64) / (1 << 19)) - 1.0
+    enc, ev = ckks.Encoder(params), keys.evaluator()
+    ct = ckks.encrypt(keys.public, enc.encode(x), prg)
+    tests = [("relinearisation key", ev.mul_rescale(ct, ct), x * x)] if params.max_level >= 1 else []
+    if keys.galois:
+        acc, want = None, np.zeros(params.slots, dtype=np.complex128)
+        for r in dict.fromkeys(rotations):
+            acc = ev.rotate(ct, r) if acc is None else ev.add(acc, ev.rotate(ct, r))
+            want = want + np.roll(x, -r)
+        if conjugation:
+            acc = ev.conjugate(ct) if acc is None else ev.add(acc, ev.conjugate(ct))
+            want = want + x
+        tests.append(("rotation keys", acc, want))
+    for what, c, expected in tests:
+        got = decrypt(engine, keys.share, c)
+        err = float(np.max(np.abs(got - expected)))
+        bound = (1e-3 + 2.0 ** -decryption_precision(params, c.scale)) * max(1, len(rotations) + conjugation)
+        if not err < bound:
+            raise KeyValidationError(f"the jointly generated {what} fails its test decryption (error {err:.3g})")
+
+
+# -- decryption ---------------------------------------------------------------------------------
+
+def ciphertext_digest(ct: ckks.Ciphertext) -> str:
+    """SHA-256 of the ciphertext's canonical serialisation (hex): what a decryption request names."""
+    return hashlib.sha256(ckks.to_bytes(ct)).hexdigest()
+
+
+def decryption_precision(params: ckks.Parameters, scale: float, smudge_bits: int = SMUDGE_BITS) -> float:
+    """Expected bits of precision (-log2 of the largest slot error over all slots) that smudging
+    leaves at ``scale``: the coefficient noise (std 2^k / sqrt 12) spreads over N/2 complex slots
+    with std 2^k sqrt(N / 24) / scale; the largest of N/2 is about 4.5 std."""
+    std = 2.0 ** smudge_bits * np.sqrt(params.n / 24.0) / float(scale)
+    return float(-np.log2(4.5 * std))
+
+
+def decrypt(engine: Any, share: ckks.SecretKeyShare, ct: ckks.Ciphertext, *, to: int | None = None,
+            smudge_bits: int = SMUDGE_BITS, approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
     """Joint decryption of ``ct`` to party ``to`` (every party when None): the decoded slots
-    there, None elsewhere. Every party calls it with the same ciphertext."""
+    there, None elsewhere. Every party calls it with its own copy of the ciphertext.
+
+    First every party sends the request it is answering (the ciphertext's digest, the
+    recipient, the smudging width) and whether it consents (``approve(request)``, default yes);
+    unless all requests agree and all consent, every party raises
+    :class:`~shaper.errors.DecryptionRefused` and nothing is opened. Then the smudging noise is
+    sampled jointly and each party sends its share of c_0 + c_1 s + r on limb q_0."""
     params = share.params
+    if not isinstance(ct, ckks.Ciphertext):
+        raise TypeError(f"decrypt takes a ckks.Ciphertext, got {type(ct).__name__}")
     if ct.params != params:
         raise KeyMismatchError("the ciphertext belongs to other parameters than the key share")
     if ct.size != 2:
         raise ValueError("threshold decryption takes relinearised (2-component) ciphertexts")
+    if not 8 <= smudge_bits <= 58:
+        raise ConfigError(f"smudge_bits must be 8..58, got {smudge_bits}")
+    session = engine.session
+    if to is not None and not 0 <= to < session.n:
+        raise ConfigError(f"decryption recipient {to} is not a party index 0..{session.n - 1}")
+    request = {"digest": ciphertext_digest(ct), "to": to, "smudge_bits": int(smudge_bits)}
+    consent = bool(approve(dict(request))) if approve is not None else True
+    session.broadcast({"request": request, "consent": consent}, tag="tckks-decrypt")
+    answers = session.gather(tag="tckks-decrypt")
+    for name, a in answers.items():
+        if not isinstance(a, dict) or a.get("request") != request:
+            raise DecryptionRefused(f"party {name!r} answered a different decryption request "
+                                    f"({a.get('request') if isinstance(a, dict) else a!r}; ours {request})")
+    refused = sorted(name for name, a in answers.items() if a.get("consent") is not True)
+    if not consent:
+        refused.insert(0, session.name)
+    if refused:
+        raise DecryptionRefused(f"decryption of ciphertext {request['digest'][:16]}... refused by {', '.join(refused)}")
+
     ctx = params.context
-    q0 = params.moduli[0]
-    n = params.n
-    # jointly sampled smudging r in [-2^(k-1), 2^(k-1)), shared mod q0, to NTT form
-    _, r = engine.edabits(n, smudge_bits, (q0,))
+    q0, n = params.moduli[0], params.n
+    _, r = engine.edabits(n, smudge_bits, (q0,))  # r < 2^k jointly; minus 2^(k-1) centres it
     smudge = np.ascontiguousarray(r.share.T)  # (1, N)
     if share.index == 0:
         offset = ctx.from_signed(np.full(n, -(1 << (smudge_bits - 1)), dtype=np.int64), [0])
@@ -155,10 +367,8 @@ def decrypt(engine: Any, share: KeyShare, ct: ckks.Ciphertext, *, to: int | None
     part = ctx.add(part, smudge, [0])
     if share.index == 0:
         part = ctx.add(part, np.ascontiguousarray(ct.data[0, :1]), [0])
-    from .nparty import ModShares
-
-    total = ModShares(engine, np.ascontiguousarray(part.T), (q0,)).reveal(to)
+    total = _open(engine, part, (q0,), to)
     if total is None:
         return None
-    pt = ckks.Plaintext(params, np.ascontiguousarray(total.T), ct.scale)
-    return ckks.Encoder(params).decode(pt)
+    return ckks.Encoder(params).decode(ckks.Plaintext(params, total, ct.scale))
+

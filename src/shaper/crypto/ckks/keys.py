@@ -140,6 +140,28 @@ class SecretKey:
 
 
 @dataclass(eq=False)
+class SecretKeyShare:
+    """One party's additive share s_i of a secret key held by ``parties`` parties jointly
+    (s = s_0 + ... + s_(n-1) on every row): NTT form (L + 2, N) over every row. The share alone is
+    uniform; it is as secret as a key (files 0600)."""
+
+    params: Parameters
+    ntt: np.ndarray = field(repr=False)
+    index: int
+    parties: int
+
+    def __post_init__(self) -> None:
+        shape = (len(self.params.primes), self.params.n)
+        if self.ntt.shape != shape or self.ntt.dtype != np.uint64:
+            raise ConfigError(f"a secret-key share is a uint64 array of shape {shape}, got {self.ntt.shape} {self.ntt.dtype}")
+        if not 2 <= self.parties <= 1 << 16 or not 0 <= self.index < self.parties:
+            raise ConfigError(f"party index {self.index} of {self.parties} parties is out of range")
+
+    def __repr__(self) -> str:
+        return f"ckks.SecretKeyShare(N={self.params.n}, party {self.index} of {self.parties})"
+
+
+@dataclass(eq=False)
 class PublicKey:
     """(b, a) over Q p in NTT form, shape (2, L + 2, N); ``seed`` set when a is seed-expanded."""
 

@@ -15,6 +15,7 @@ kind            body
                 (seed | a: (L + 1) x (L + 2) rows), b: (L + 1) x (L + 2) rows
 7 ciphertext    fingerprint, u8 components, u8 level, f64 scale, u8 seeded,
                 c_0 (level + 1 rows), then (seed | the other components)
+8 key share     fingerprint, u16 party index, u16 parties, s_i: (L + 2) rows (NTT form)
 =============== ===================================================================================
 
 Seeded forms store a uniform polynomial as the 32-byte seed it is expanded from (AES-256-CTR),
@@ -41,6 +42,7 @@ from .keys import (
     SEED_BYTES,
     PublicKey,
     SecretKey,
+    SecretKeyShare,
     SwitchingKey,
     expand_seed,
     uniform_poly,
@@ -72,6 +74,8 @@ def to_bytes(obj: Any) -> bytes:
     fp = params.fingerprint
     if isinstance(obj, SecretKey):
         return wire.header(wire.KIND_PRIVATE, wire.SCHEME_CKKS) + fp + obj.coefficients.astype("<i4").tobytes()
+    if isinstance(obj, SecretKeyShare):
+        return wire.header(wire.KIND_KEY_SHARE, wire.SCHEME_CKKS) + fp + struct.pack("<HH", obj.index, obj.parties) + _rows(obj.ntt)
     if isinstance(obj, PublicKey):
         body = b"\x01" + obj.seed if obj.seed is not None else b"\x00" + _rows(obj.data[1])
         return wire.header(wire.KIND_PUBLIC, wire.SCHEME_CKKS) + fp + body + _rows(obj.data[0])
@@ -106,6 +110,11 @@ def from_bytes(data: bytes, params: Parameters | None = None) -> Any:
     if kind == wire.KIND_PRIVATE:
         coeffs = np.frombuffer(r.take(4 * params.n, "secret key"), dtype="<i4").astype(np.int64)
         out: Any = SecretKey.from_coefficients(params, coeffs)
+    elif kind == wire.KIND_KEY_SHARE:
+        index, parties = r.unpack("HH", "key share header")
+        if not 2 <= parties or index >= parties:
+            raise SerializationError(f"key share of party {index} among {parties} parties")
+        out = SecretKeyShare(params, _read_rows(r, params, all_rows, (), "key share"), index, parties)
     elif kind == wire.KIND_PUBLIC:
         seeded = _flag(r, "public key seed flag")
         if seeded:
@@ -173,10 +182,10 @@ def _read_params(r: wire.Reader) -> Parameters:
 
 
 def save(obj: Any, path: str | os.PathLike) -> Path:
-    """Writes ``obj`` to ``path``; secret keys get mode 0600 before the first byte."""
+    """Writes ``obj`` to ``path``; secret keys and key shares get mode 0600 before the first byte."""
     data = to_bytes(obj)
     path = Path(path)
-    if isinstance(obj, SecretKey):
+    if isinstance(obj, (SecretKey, SecretKeyShare)):
         write_private(path, data)
     else:
         path.write_bytes(data)
