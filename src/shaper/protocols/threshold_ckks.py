@@ -58,6 +58,10 @@ METHODS = ("exact", "local")
 #: 25 keeps 20 bits of slot precision at the CNN's scale 2^53 with N = 2^14 (docs/threshold-ckks.md)
 SMUDGE_BITS = 25
 SHARE_FILE = "secret-share.shpr"
+#: the benchmark CNN's parameters (issue 19, GMPFHE): N = 2^14, q = 60 + 6 x 53 bits, p 60 bits, scale 2^53
+CNN_CHAIN = (1 << 14, (60, 53, 53, 53, 53, 53, 53), 60, 53)
+#: its 23 rotation steps (docs/ckks.md, research notes ckks.md 1.3)
+CNN_ROTATIONS = (1, 2, 4, 8, 14, 15, 16, 32, 64, 128, 256, 384, 512, 640, 768, 896, 1024, 2048, 4096, -1, -2, -4, -8)
 Progress = Callable[[dict], None]
 
 
@@ -154,6 +158,12 @@ class JointKeys(PublicKeys):
         if not isinstance(share, ckks.SecretKeyShare):
             raise KeyValidationError(f"{path} is not a secret-key share")
         return cls(pub.params, pub.public, pub.relin, pub.galois, share)
+
+
+def cnn_parameters() -> ckks.Parameters:
+    """The CNN's CKKS parameters (128-bit secure by the HE standard)."""
+    n, q, p, scale = CNN_CHAIN
+    return ckks.Parameters.from_literal(n, list(q), p, scale)
 
 
 # -- helpers ------------------------------------------------------------------------------------
