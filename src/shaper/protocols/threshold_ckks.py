@@ -382,3 +382,34 @@ def decrypt(engine: Any, share: ckks.SecretKeyShare, ct: ckks.Ciphertext, *, to:
         return None
     return ckks.Encoder(params).decode(ckks.Plaintext(params, total, ct.scale))
 
+
+
+# -- jobs (``shaper fhe`` and benchmarks/threshold_ckks.py) ------------------------------------
+
+def engine_for(session: Any) -> Any:
+    """The n-party engine key generation and decryption run on: OT-extension preprocessing."""
+    from .nparty import AdditiveNPC
+    from .triples import OtTriples
+
+    return AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+
+
+def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[int] = (), conjugation: bool = False,
+               method: str = "exact", check: bool = True, insecure: bool = False,
+               out: str | os.PathLike | None = None, progress: Progress | None = None) -> dict:
+    """One party's key generation as a job: builds the engine and the parameters from ``chain``
+    (N, q bits, p bits, scale bits), runs :func:`keygen`, writes the keys to ``out`` (a new
+    directory) when given, and returns the phases (time, bytes this party sent), key sizes and
+    totals as plain data."""
+    n, q_bits, p_bits, scale_bits = chain
+    params = ckks.Parameters.from_literal(n, list(q_bits), p_bits, scale_bits, insecure=insecure)
+    start, sent0 = time.perf_counter(), session.stats.bytes_sent
+    keys = keygen(engine_for(session), params, rotations=rotations, conjugation=conjugation, method=method,
+                  check=check, progress=progress)
+    seconds = time.perf_counter() - start
+    if out is not None:
+        keys.save(out)
+    return {"party": session.name, "parties": session.n, "seconds": seconds,
+            "bytes_sent": session.stats.bytes_sent - sent0, "phases": [p.__dict__ for p in keys.phases],
+            "sizes": keys.sizes(), "rotation_keys": len(keys.galois), "method": method,
+            "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out)}
