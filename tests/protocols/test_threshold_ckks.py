@@ -1,79 +1,321 @@
-"""Threshold CKKS by MPC key generation (first part of issue 18): the opened keys are valid
-single-key CKKS keys under s_ideal = sum of the shares, which is ternary; joint decryption with
-jointly sampled smudging gives the right slots, also after products and rotations with the
-joint keys."""
+"""Threshold CKKS by MPC key generation (issue 18), checked against first principles: summing the
+secret-key shares gives s_ideal, which is ternary, and under which the opened keys are valid
+single-key CKKS keys whose errors follow the discrete Gaussian (chi-square); joint decryption
+with jointly sampled smudging gives the right slots at n = 2, 3, 5; products and rotations with
+the joint keys agree with the single-key engine under s_ideal; decryption needs every party's
+consent on the ciphertext's digest; a party that stops during key generation makes the others
+fail fast and leaves no key directory behind."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
+import time
 
 import numpy as np
 import pytest
+from scipy.stats import chisquare
 
 from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
-from shaper.net import run_in_memory
-from shaper.protocols import OtTriples
+from shaper.errors import ConfigError, DecryptionRefused, PartyError, SerializationError
+from shaper.net import NetConfig, launch, run_in_memory
 from shaper.protocols import threshold_ckks as tc
-from shaper.protocols.nparty import AdditiveNPC, ModShares
+from shaper.protocols.nparty import ModShares
+from shaper.protocols.nparty.sampling import gaussian_law
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
                                 reason="the MPC engine's OT extension runs in the native extension only")
 
 PARAMS = ckks.Parameters.from_literal(64, [50, 40, 40], 50, 40, insecure=True)
+CHAIN = (64, (50, 40, 40), 50, 40)
 X = np.linspace(-1, 1, PARAMS.slots)
 Y = np.cos(np.arange(PARAMS.slots))
+ROWS = list(range(len(PARAMS.primes)))
 
 
-def _job(session):
-    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
-    keys = tc.keygen(e, PARAMS, rotations=[1])
+def _reveal_secret(engine, keys):
+    """Test only: opens the secret (NTT rows) to check the keys against it."""
+    return np.ascontiguousarray(ModShares(engine, np.ascontiguousarray(keys.share.ntt.T), PARAMS.primes).reveal().T)
+
+
+def _job(session, method="exact"):
+    e = tc.engine_for(session)
+    keys = tc.keygen(e, PARAMS, rotations=[1, -3], conjugation=True, method=method)
     enc = ckks.Encoder(PARAMS)
-    ev = ckks.Evaluator(PARAMS, keys.relin, keys.galois)
+    ev = keys.evaluator()
     # every party must decrypt the same ciphertext: the same encryption randomness here
     cx = ckks.encrypt(keys.public, enc.encode(X), Prg(bytes(32)))
     cy = ckks.encrypt(keys.public, enc.encode(Y), Prg(bytes(range(32))))
-    out = {"fresh": tc.decrypt(e, keys.share, cx),
-           "product": tc.decrypt(e, keys.share, ev.rotate(ev.mul_rescale(cx, cy), 1), to=0),
-           "pk": keys.public.data, "rlk": keys.relin.data, "gk": keys.galois[ckks.galois_element(PARAMS, 1)].data}
-    # test only: open the secret to check the keys against it
-    out["s"] = ModShares(e, np.ascontiguousarray(keys.share.ntt.T), PARAMS.primes).reveal()
-    return out
+    product = ev.rotate(ev.mul_rescale(cx, cy), 1)
+    return {"fresh": tc.decrypt(e, keys.share, cx), "product": tc.decrypt(e, keys.share, product, to=0),
+            "cx": cx, "cy": cy, "pk": keys.public.data, "rlk": keys.relin.data,
+            "galois": {g: k.data for g, k in keys.galois.items()}, "s": _reveal_secret(e, keys),
+            "share": keys.share, "phases": keys.phases}
 
 
-def _centred(rows, primes):
+def _centred(rows, primes=PARAMS.primes):
     return np.array([[int(v) if v <= q // 2 else int(v) - q for v in row] for row, q in zip(rows, primes)])
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_joint_keys_are_single_key_ckks_keys_and_decrypt_jointly(n):
+def _coefficients(ntt_rows):
+    """NTT rows over every prime -> the centred integer coefficients; asserts every row agrees
+    (the value is a small integer, the same on each limb)."""
+    x = np.ascontiguousarray(ntt_rows).copy()
+    PARAMS.context.intt(x, ROWS)
+    c = _centred(x)
+    assert all(np.array_equal(c[r], c[0]) for r in ROWS), "limbs disagree: not a small integer polynomial"
+    return c[0]
+
+
+def _opened_errors(res):
+    """Every opened error polynomial's coefficients: pk, and each digit of each switching key."""
+    ctx = PARAMS.context
+    s = res["s"]
+    out = [_coefficients(ctx.add(res["pk"][0], ctx.mul(res["pk"][1], s, ROWS), ROWS))]
+    targets = {0: ctx.mul(s, s, ROWS)} | {g: ctx.automorph(s, g) for g in res["galois"]}
+    keys = {0: res["rlk"]} | res["galois"]
+    for g, key in keys.items():
+        for j, q in enumerate(PARAMS.moduli):
+            got = ctx.add(key[j, 0], ctx.mul(key[j, 1], s, ROWS), ROWS)
+            gadget = ctx.mul_scalar(np.ascontiguousarray(targets[g][j:j + 1]), np.array([PARAMS.special % q], np.uint64), [j])
+            got[j:j + 1] = ctx.sub(np.ascontiguousarray(got[j:j + 1]), gadget, [j])
+            out.append(_coefficients(got))
+    return np.concatenate(out)
+
+
+@pytest.fixture(scope="module")
+def three_parties():
+    return run_in_memory(3, _job, timeout=300)
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_joint_keys_decrypt_jointly_at_n_parties(n):
     res = run_in_memory(n, _job, timeout=300)
-    ctx, primes = PARAMS.context, PARAMS.primes
-    rows = list(range(len(primes)))
     for r in res[1:]:  # everyone holds the same opened keys
         assert np.array_equal(r["pk"], res[0]["pk"]) and np.array_equal(r["rlk"], res[0]["rlk"])
-    s_ntt = np.ascontiguousarray(res[0]["s"].T)
-    s = s_ntt.copy()
-    ctx.intt(s, rows)
-    s = _centred(s, primes)
-    assert set(np.unique(s).tolist()) <= {-1, 0, 1} and all(np.array_equal(s[r], s[0]) for r in rows)
-    # pk: b + a s is a small error on every limb (the same integers on each)
-    pk = res[0]["pk"]
-    err = ctx.add(pk[0], ctx.mul(pk[1], s_ntt, rows), rows)
-    ctx.intt(err, rows)
-    err = _centred(err, primes)
-    assert np.max(np.abs(err)) <= 31 and all(np.array_equal(err[r], err[0]) for r in rows)
-    # relinearisation key: b_j + a_j s = e_j + [row = j] p s^2
-    rlk = res[0]["rlk"]
-    s2 = ctx.mul(s_ntt, s_ntt, rows)
-    for j, q in enumerate(PARAMS.moduli):
-        got = ctx.add(rlk[j, 0], ctx.mul(rlk[j, 1], s_ntt, rows), rows)
-        gadget = ctx.mul_scalar(np.ascontiguousarray(s2[j:j + 1]), np.array([PARAMS.special % q], dtype=np.uint64), [j])
-        got[j:j + 1] = ctx.sub(np.ascontiguousarray(got[j:j + 1]), gadget, [j])
-        ctx.intt(got, rows)
-        assert np.max(np.abs(_centred(got, primes))) <= 31
-    # joint decryption (smudging 2^30 at scale 2^40: about 2^-8 per slot here)
     for r in res:
-        assert np.max(np.abs(r["fresh"] - X)) < 0.02
-    assert np.max(np.abs(res[0]["product"] - np.roll(X * Y, -1))) < 0.02
+        assert np.max(np.abs(r["fresh"] - X)) < 1e-3
+    assert np.max(np.abs(res[0]["product"] - np.roll(X * Y, -1))) < 1e-3
     assert all(r["product"] is None for r in res[1:])
+    assert np.max(np.abs(_opened_errors(res[0]))) <= 23  # the sampler's tail
+
+
+def test_s_ideal_is_ternary_and_the_keys_are_valid_under_it(three_parties):
+    res = three_parties
+    s = _coefficients(res[0]["s"])
+    assert set(np.unique(s).tolist()) <= {-1, 0, 1}
+    # the shares really are additive shares of s: their sum is s on every limb
+    total = res[0]["share"].ntt
+    for r in res[1:]:
+        total = PARAMS.context.add(total, r["share"].ntt, ROWS)
+    assert np.array_equal(total, res[0]["s"])
+    assert [r["share"].index for r in res] == [0, 1, 2] and all(r["share"].parties == 3 for r in res)
+    errors = _opened_errors(res[0])  # raises if any key is not (small error) + gadget under s
+    assert errors.size == PARAMS.n * (1 + len(PARAMS.moduli) * 4) and np.max(np.abs(errors)) <= 23
+
+
+def test_opened_errors_follow_the_discrete_gaussian(three_parties):
+    """Chi-square of the opened error coefficients (pk and every switching-key digit) against
+    the sampler's exact law (sigma 3.2); |x| bins with the tail beyond 8 merged."""
+    errors = np.abs(_opened_errors(three_parties[0]))
+    law = gaussian_law()
+    edges = 9
+    expected = np.concatenate([law[:edges], [law[edges:].sum()]]) * errors.size
+    observed = np.concatenate([np.bincount(np.minimum(errors, edges), minlength=edges + 1)])
+    assert chisquare(observed, expected).pvalue > 1e-4
+    assert abs(np.mean(_opened_errors(three_parties[0]))) < 0.5
+
+
+def test_joint_keys_compute_as_the_single_key_engine_under_s_ideal(three_parties):
+    """Multiply + relinearise + rescale and every rotation with the joint keys decrypt (under
+    s_ideal) to what the single-key engine's own keys for s_ideal give."""
+    res = three_parties[0]
+    sk = ckks.SecretKey.from_coefficients(PARAMS, _coefficients(res["s"]))
+    single = ckks.KeySet(PARAMS, secret=sk, rotations=[1, -3], conjugation=True)
+    joint = ckks.Evaluator(PARAMS, ckks.SwitchingKey(PARAMS, res["rlk"], 0),
+                           {g: ckks.SwitchingKey(PARAMS, d, g) for g, d in res["galois"].items()})
+    mine = ckks.Evaluator(PARAMS, single.relin, single.galois)
+    enc = ckks.Encoder(PARAMS)
+    for op in (lambda ev: ev.mul_rescale(res["cx"], res["cy"]), lambda ev: ev.rotate(res["cx"], 1),
+               lambda ev: ev.rotate(res["cx"], -3), lambda ev: ev.conjugate(res["cy"])):
+        a = enc.decode(ckks.decrypt(sk, op(joint)))
+        b = enc.decode(ckks.decrypt(sk, op(mine)))
+        assert np.max(np.abs(a - b)) < 1e-6
+
+
+def test_local_noise_variant_opens_sums_of_party_errors():
+    """method="local": the keys still work and decrypt jointly; the opened errors are sums of n
+    party Gaussians (variance n sigma^2)."""
+    res = run_in_memory(3, _job, "local", timeout=300)
+    assert np.max(np.abs(res[0]["fresh"] - X)) < 1e-3
+    assert np.max(np.abs(res[0]["product"] - np.roll(X * Y, -1))) < 1e-3
+    var = float(np.var(_opened_errors(res[0])))
+    assert 0.75 * 3 * 3.2 ** 2 < var < 1.3 * 3 * 3.2 ** 2
+    with pytest.raises(PartyError, match="unknown key-generation method"):
+        run_in_memory(2, _job, "mine", timeout=60)
+
+
+# -- decryption consent ---------------------------------------------------------------------------
+
+def _consent_job(session, refuser):
+    e = tc.engine_for(session)
+    keys = tc.keygen(e, PARAMS, check=False)
+    enc = ckks.Encoder(PARAMS)
+    ct = ckks.encrypt(keys.public, enc.encode(X), Prg(bytes(32)))
+    other = ckks.encrypt(keys.public, enc.encode(Y), Prg(bytes(32)))
+    out = {}
+    sent = session.stats.bytes_sent
+    try:
+        tc.decrypt(e, keys.share, ct, approve=lambda req: session.index != refuser)
+    except DecryptionRefused as exc:
+        out["refused"] = str(exc)
+    out["refusal_bytes"] = session.stats.bytes_sent - sent
+    try:  # party 1 holds another ciphertext
+        tc.decrypt(e, keys.share, other if session.index == 1 else ct)
+    except DecryptionRefused as exc:
+        out["mismatch"] = str(exc)
+    seen = []
+    out["after"] = tc.decrypt(e, keys.share, ct, to=0, approve=lambda req: seen.append(req) or True)
+    out["request"] = seen[0]
+    out["digest"] = tc.ciphertext_digest(ct)
+    return out
+
+
+def test_a_decryption_refused_by_one_party_opens_nothing():
+    res = run_in_memory(3, _consent_job, 2, timeout=300)
+    for r in res:
+        assert "refused by party2" in r["refused"]
+        assert r["refusal_bytes"] < 2000  # the consent messages only: no share was sent
+        assert "different decryption request" in r["mismatch"]
+    assert np.max(np.abs(res[0]["after"] - X)) < 1e-3 and res[1]["after"] is None
+    assert res[0]["request"] == {"digest": res[0]["digest"], "to": 0, "smudge_bits": tc.SMUDGE_BITS}
+
+
+def test_decrypt_rejects_bad_input():
+    share = ckks.SecretKeyShare(PARAMS, np.zeros((len(ROWS), PARAMS.n), np.uint64), 0, 2)
+    other = ckks.Parameters.from_literal(64, [50, 40], 50, 40, insecure=True)
+    ct = ckks.encrypt(ckks.KeySet(other).public, ckks.Encoder(other).encode(X))
+    with pytest.raises(ValueError, match="other parameters"):
+        tc.decrypt(None, share, ct)
+    with pytest.raises(TypeError, match="ckks.Ciphertext"):
+        tc.decrypt(None, share, np.zeros(3))
+    with pytest.raises(ConfigError, match="party index"):
+        ckks.SecretKeyShare(PARAMS, share.ntt, 2, 2)
+
+
+# -- failures and key files -------------------------------------------------------------------------
+
+class _Stop(RuntimeError):
+    pass
+
+
+def _stopping_job(session, victim, out_dir):
+    def progress(event):
+        if session.index == victim and event["phase"] == "relinearisation key" and event["status"] == "start":
+            raise _Stop("party stops during key generation")
+    return tc.keygen_job(session, CHAIN, insecure=True, out=os.path.join(out_dir, session.name), progress=progress)
+
+
+def test_a_party_that_stops_during_keygen_makes_every_other_fail_fast(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(PartyError, match="party stops during key generation") as info:
+        run_in_memory(3, _stopping_job, 1, str(tmp_path), timeout=120)
+    assert info.value.party == "party1"
+    assert time.monotonic() - start < 30  # not the 300 s receive timeout
+    assert list(tmp_path.iterdir()) == []  # no key directory, no partial one
+
+
+def _dying_job(session, out_dir):
+    def progress(event):
+        if session.index == 1 and event["phase"] == "s^2 (square pairs)":
+            os._exit(3)  # the process dies without a word to its peers
+    return tc.keygen_job(session, CHAIN, insecure=True, out=os.path.join(out_dir, session.name), progress=progress)
+
+
+def test_a_killed_party_process_is_noticed_by_the_others(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(PartyError):
+        launch(2, _dying_job, str(tmp_path), config=NetConfig(timeout=60), timeout=120, workers_per_party=1)
+    assert time.monotonic() - start < 45
+    assert list(tmp_path.iterdir()) == []
+
+
+def _saving_job(session, out_dir):
+    return tc.keygen_job(session, CHAIN, rotations=[2], insecure=True, out=os.path.join(out_dir, session.name))
+
+
+def test_key_directories_hold_the_public_keys_and_a_private_share(tmp_path):
+    res = run_in_memory(2, _saving_job, str(tmp_path), timeout=300)
+    assert res[0]["sizes"] == res[1]["sizes"]
+    for r in res:
+        d = tmp_path / r["party"]
+        share = d / tc.SHARE_FILE
+        assert stat.S_IMODE(share.stat().st_mode) == 0o600
+        keys = tc.JointKeys.load(d)
+        assert keys.share.index == int(r["party"][-1]) and keys.share.parties == 2
+        assert sorted(keys.galois) == [ckks.galois_element(PARAMS, 2)]
+    # the public material alone: anyone can encrypt and compute, nobody can decrypt
+    a, b = tc.PublicKeys.load(tmp_path / "party0"), tc.PublicKeys.load(tmp_path / "party1")
+    assert np.array_equal(a.public.data, b.public.data) and np.array_equal(a.relin.data, b.relin.data)
+    pub_only = tmp_path / "public"
+    a.save(pub_only)
+    assert not (pub_only / tc.SHARE_FILE).exists()
+    with pytest.raises(ConfigError, match="no secret-key share"):
+        tc.JointKeys.load(pub_only)
+    with pytest.raises(ConfigError, match="never overwritten"):
+        a.save(pub_only)
+    # shares: seeded sizes, tamper checks
+    blob = bytearray((tmp_path / "party0" / tc.SHARE_FILE).read_bytes())
+    blob[-1] = 0xFF
+    with pytest.raises(SerializationError, match="not below its prime"):
+        ckks.from_bytes(bytes(blob), a.params)
+    with pytest.raises(SerializationError, match="bytes"):
+        ckks.from_bytes(bytes(blob[:-8]), a.params)
+
+
+def test_a_failed_save_leaves_nothing(tmp_path, monkeypatch):
+    sk = ckks.SecretKey.generate(PARAMS)
+    keys = tc.JointKeys(PARAMS, ckks.public_key(sk), ckks.relin_key(sk), {},
+                        ckks.SecretKeyShare(PARAMS, sk.ntt, 0, 2))
+    real = ckks.save
+
+    def failing(obj, path):
+        if isinstance(obj, ckks.SecretKeyShare):
+            raise OSError("disk full")
+        return real(obj, path)
+
+    monkeypatch.setattr(ckks, "save", failing)
+    with pytest.raises(OSError, match="disk full"):
+        keys.save(tmp_path / "keys")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- full size -------------------------------------------------------------------------------------------
+
+def _cnn_job(session):
+    e = tc.engine_for(session)
+    params = tc.cnn_parameters()
+    keys = tc.keygen(e, params)
+    x = np.cos(np.arange(params.slots) * 0.37)
+    ct = ckks.encrypt(keys.public, ckks.Encoder(params).encode(x), Prg(bytes(32)))
+    ct = ckks.Evaluator(params).drop_level(ct, 0)  # the CNN's output sits at level 0
+    t0 = time.process_time()
+    got = tc.decrypt(e, keys.share, ct)
+    return {"error": float(np.max(np.abs(got - x))), "cpu": time.process_time() - t0, "sizes": keys.sizes(),
+            "scale": ct.scale}
+
+
+def test_cnn_scale_keeps_twenty_bits_after_smudging():
+    """N = 2^14, the CNN's 438-bit chain at 128-bit security, 2 parties: keys of single-key size,
+    decryption at level 0 with the default smudging keeps >= 20 bits (and as predicted)."""
+    res = run_in_memory(2, _cnn_job, timeout=600)
+    params = tc.cnn_parameters()
+    predicted = tc.decryption_precision(params, res[0]["scale"])
+    for r in res:
+        bits = -np.log2(r["error"])
+        assert bits >= 20 and abs(bits - predicted) < 1.5
+    sizes = res[0]["sizes"]
+    assert sizes == res[1]["sizes"]
+    assert sizes["public key"] < 2 << 20 and sizes["relinearisation key"] < 18 << 20
