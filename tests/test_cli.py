@@ -245,3 +245,55 @@ def test_lr_train_says_when_it_resumes(tmp_path):
         assert code == 0, err
         assert "resuming from the checkpoint of epoch 2 (of 3)" in out and "epoch 3/3: train loss" in out
         assert "resumed from the checkpoint of epoch 2" in out and "epoch 1/3" not in out
+
+
+FHE_PARAMS = ["--params", "2048:50,40,40:50:40", "--insecure"]
+
+
+@NEEDS_NATIVE
+def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
+    """`shaper fhe` over a parties file: joint keys, an encryption by anyone holding the public
+    keys, a decryption to one party; a party that does not consent stops it for everyone."""
+    _parties_file(tmp_path, "bank", "shop")
+    common = ["--parties", str(tmp_path / "parties.toml")]
+
+    def both(args_for):
+        procs = [subprocess.Popen([sys.executable, "-m", "shaper", "fhe", *args_for(me), *common, "--me", me],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("bank", "shop")]
+        outs = [p.communicate(timeout=300) for p in procs]
+        return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs)]
+
+    res = both(lambda me: ["keygen", "--out", str(tmp_path / me), "--rotations", "1", *FHE_PARAMS])
+    assert [r[0] for r in res] == [0, 0], res
+    assert "relinearisation key" in res[0][1] and "MB sent" in res[0][1]
+    assert stat.S_IMODE((tmp_path / "bank" / "secret-share.shpr").stat().st_mode) == 0o600
+    x = np.linspace(-1, 1, 300)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["fhe", "encrypt", "--keys", str(tmp_path / "shop"), "--input", str(tmp_path / "x.npy"),
+                 "--out", str(tmp_path / "x.ct")]) == 0
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "x.ct"),
+                           "--to", "bank", "--out", str(tmp_path / f"{me}.csv")])
+    assert [r[0] for r in res] == [0, 0], res
+    got = np.loadtxt(tmp_path / "bank.csv", delimiter=",")
+    assert got.shape == (1024,) and np.max(np.abs(got[:300] - x)) < 0.05 and np.max(np.abs(got[300:])) < 0.05
+    assert not (tmp_path / "shop.csv").exists() and "nothing learnt here" in res[1][1]
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "x.ct"),
+                           *(["--digest", "00ff"] if me == "shop" else [])])
+    assert [r[0] for r in res] == [2, 2] and all("refused by shop" in r[2] for r in res), res
+
+
+@NEEDS_NATIVE
+def test_fhe_local_keygen_demo_and_clear_errors(tmp_path, capsys):
+    assert main(["fhe", "keygen", "--local", "3", "--out", str(tmp_path / "k"), *FHE_PARAMS]) == 0
+    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == ["party0", "party1", "party2"]
+    assert main(["fhe", "keygen", "--local", "3", "--out", str(tmp_path / "k"), *FHE_PARAMS]) == 2
+    assert "already holds key directories" in capsys.readouterr().err
+    (tmp_path / "x.csv").write_text("1.5\n-2\nnan\n")
+    assert main(["fhe", "encrypt", "--keys", str(tmp_path / "k" / "party0"), "--input", str(tmp_path / "x.csv"),
+                 "--out", str(tmp_path / "x.ct")]) == 2
+    assert "NaN" in capsys.readouterr().err
+    assert main(["fhe", "keygen", "--local", "2", "--out", str(tmp_path / "j"), "--params", "2048:50:50:40"]) == 2
+    assert "exceeds the HE Standard" in capsys.readouterr().err  # refused without --insecure, before launching
+    assert not (tmp_path / "j").exists()
+    assert main(["fhe", "demo", "--parties", "2", *FHE_PARAMS]) == 0
+    assert "largest error" in capsys.readouterr().out

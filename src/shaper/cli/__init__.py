@@ -6,6 +6,7 @@
     shaper fl train  one party of a federated job (vertical with an arbiter, or horizontal FedAvg)
     shaper fl demo   vertical logistic/linear regression and FedAvg, all roles locally
     shaper mpc run   n-party MPC: OT triples, secure sampling, share conversions (--local N)
+    shaper fhe       threshold CKKS: keys generated in MPC, joint decryption (keygen, encrypt, decrypt, demo)
     shaper psi       one party of a private set intersection (aligns rows with a peer)
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
@@ -25,10 +26,10 @@ import os
 import sys
 
 from .. import __version__
-from . import circuit, demo, fl, info, keys, lr, mpc, psi
+from . import circuit, demo, fhe, fl, info, keys, lr, mpc, psi
 from .common import error_line
 
-GROUPS = (demo, lr, fl, psi, mpc, keys, circuit, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, fl, psi, mpc, fhe, keys, circuit, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -413,3 +413,29 @@ def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[in
             "bytes_sent": session.stats.bytes_sent - sent0, "phases": [p.__dict__ for p in keys.phases],
             "sizes": keys.sizes(), "rotation_keys": len(keys.galois), "method": method,
             "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out)}
+
+
+def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
+                smudge_bits: int = SMUDGE_BITS, digest: str | None = None) -> dict:
+    """One party's part of a joint decryption as a job: loads its key directory and the
+    ciphertext file, consents only when ``digest`` (a hex prefix, if given) matches the
+    ciphertext's, and decrypts to party ``to`` (every party when None)."""
+    keys = JointKeys.load(keys_dir)
+    if keys.share.parties != session.n:
+        raise ConfigError(f"{keys_dir} holds a share of a {keys.share.parties}-party key, this job has {session.n} parties")
+    if keys.share.index != session.index:
+        raise ConfigError(f"{keys_dir} holds party {keys.share.index}'s share, but this is party {session.index} "
+                          f"({session.name!r}): parties must keep the order they had at key generation")
+    ct = ckks.load(ciphertext, keys.params)
+    if not isinstance(ct, ckks.Ciphertext):
+        raise ConfigError(f"{ciphertext} does not hold a CKKS ciphertext")
+    want = None if digest is None else digest.strip().lower()
+    if to is not None and to not in session.parties:
+        raise ConfigError(f"decryption recipient {to!r} is not a party of this job ({', '.join(session.parties)})")
+    target = None if to is None else session.parties.index(to)
+    start = time.perf_counter()
+    values = decrypt(engine_for(session), keys.share, ct, to=target, smudge_bits=smudge_bits,
+                     approve=None if want is None else lambda req: req["digest"].startswith(want))
+    return {"party": session.name, "digest": ciphertext_digest(ct), "values": values,
+            "seconds": time.perf_counter() - start, "scale": ct.scale,
+            "precision_bits": decryption_precision(keys.params, ct.scale, smudge_bits)}
