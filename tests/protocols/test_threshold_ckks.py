@@ -319,3 +319,15 @@ def test_cnn_scale_keeps_twenty_bits_after_smudging():
     sizes = res[0]["sizes"]
     assert sizes == res[1]["sizes"]
     assert sizes["public key"] < 2 << 20 and sizes["relinearisation key"] < 18 << 20
+
+
+def test_the_example_runs():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "threshold_ckks.py"
+    out = subprocess.run([sys.executable, str(example), "--small"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "secret-share.shpr" in out.stdout and "parties 1 and 2 learnt nothing: True" in out.stdout
+    assert float(out.stdout.split("largest error over all slots: ")[1].split(";")[0]) < 0.01
