@@ -113,6 +113,9 @@ def test_s_ideal_is_ternary_and_the_keys_are_valid_under_it(three_parties):
     assert np.array_equal(total, res[0]["s"])
     assert [r["share"].index for r in res] == [0, 1, 2] and all(r["share"].parties == 3 for r in res)
     errors = _opened_errors(res[0])  # raises if any key is not (small error) + gadget under s
+    for r in res:  # and the three decrypt jointly
+        assert np.max(np.abs(r["fresh"] - X)) < 1e-3
+    assert np.max(np.abs(res[0]["product"] - np.roll(X * Y, -1))) < 1e-3
     assert errors.size == PARAMS.n * (1 + len(PARAMS.moduli) * 4) and np.max(np.abs(errors)) <= 23
 
 
