@@ -226,7 +226,7 @@ def print_report(rows: list[dict], openfhe: dict, cores: int) -> dict:
           f"n parties share this machine's {cores} cores (n / {cores} processes per core, so 8 parties run "
           f"{8 // cores} to a core and their wall time includes waiting for it)")
     print(f"{'row':10s} {'n':>3s} {'method':6s} {'rot':>3s} {'shaped':>7s} {'wall s':>9s} {'GB/party max':>12s} "
-          f"{'GB/party mean':>13s} {'paper s':>8s} {'paper GB':>8s} {'paper/ours s':>12s} {'RSS MB':>7s}")
+          f"{'GB/party mean':>13s} {'paper s':>8s} {'paper GB':>8s} {'paper/ours s':>12s} {'paper/ours GB':>13s} {'RSS MB':>7s}")
     ratios: dict = {}
     for r in rows:
         if "error" in r:
@@ -234,6 +234,7 @@ def print_report(rows: list[dict], openfhe: dict, cores: int) -> dict:
             continue
         paper = PAPER_KEYGEN.get(r["parties"]) if not r["shaped"] else None
         ratio = paper[0] / r["wall_s"] if paper else None
+        gb_ratio = paper[1] / (r["bytes_sent_total"] / 1e9) if paper else None  # the paper's GB against all ours sent
         if paper and r["method"] == "exact":
             ratios[f"{r['kind']} {r['parties']} parties"] = {
                 "paper_over_ours_seconds": ratio,
@@ -242,7 +243,7 @@ def print_report(rows: list[dict], openfhe: dict, cores: int) -> dict:
         print(f"{r['kind']:10s} {r['parties']:3d} {r['method']:6s} {r['rotation_keys']:3d} "
               f"{'yes' if r['shaped'] else 'no':>7s} {r['wall_s']:9.1f} {r['bytes_sent_max'] / 1e9:12.3f} "
               f"{r['bytes_sent_mean'] / 1e9:13.3f} {paper[0] if paper else float('nan'):8.0f} "
-              f"{paper[1] if paper else float('nan'):8.1f} {ratio or float('nan'):12.1f} {max(r['peak_rss_mb']):7.0f}")
+              f"{paper[1] if paper else float('nan'):8.1f} {ratio or float('nan'):12.1f} {gb_ratio or float('nan'):13.1f} {max(r['peak_rss_mb']):7.0f}")
     two = next((r for r in ok_rows if r["kind"] == "keygen" and r["parties"] == 2), None)
     if two:
         print("\nphases of party 0, 2 parties, pk + rlk (exact):")
@@ -271,6 +272,8 @@ def print_report(rows: list[dict], openfhe: dict, cores: int) -> dict:
             if r["parties"] == 2 and not r["shaped"] and d["smudge_bits"] == tc.SMUDGE_BITS and key.startswith("fresh"):
                 ratios["decryption 2 parties"] = {"paper_over_ours_wall": PAPER_DECRYPT_S * 1e3 / d["wall_ms"]}
 
+    print("paper/ours GB: the paper's KeyGen communication over the bytes all our parties sent together "
+          "(Table 5 does not say per party or in total)")
     if "skipped" in openfhe:
         print(f"\nOpenFHE: skipped ({openfhe['skipped']})")
     else:
@@ -288,6 +291,26 @@ def print_report(rows: list[dict], openfhe: dict, cores: int) -> dict:
         if openfhe.get("rows"):
             b = openfhe["rows"][0]["bytes"]
             print("  OpenFHE sizes: " + ", ".join(f"{k} {mb(v)} MB" for k, v in b.items() if v))
+        for o in openfhe.get("rows", []):  # ours over OpenFHE's (wall seconds of the whole protocol)
+            n = o["parties"]
+            kg = next((r for r in ok_rows if r["kind"] == "keygen" and r["parties"] == n and not r["shaped"]), None)
+            rot = next((r for r in ok_rows if r["kind"] == "rotations" and r["parties"] == n), None)
+            loc = next((r for r in ok_rows if r["kind"] == "local" and r["parties"] == n), None)
+            of_keys = o["joint public key s"] + o["relinearisation key s"]
+            entry = {"openfhe_pk_rlk_s": of_keys}
+            if kg:
+                entry["ours_exact_over_openfhe_pk_rlk"] = kg["wall_s"] / of_keys
+                d = kg.get("decrypt", {}).get(f"fresh/{tc.SMUDGE_BITS}")
+                if d:
+                    of_dec = o["decryption"]["fresh"]
+                    entry["ours_decrypt_cpu_ms_over_openfhe_partial_ms"] = d["cpu_ms_max"] / of_dec["lead ms"]
+            if loc:
+                entry["ours_local_over_openfhe_pk_rlk"] = loc["wall_s"] / of_keys
+            if rot and o["rotation keys s"]:
+                entry["ours_rotations_over_openfhe"] = rot["wall_s"] / (of_keys + o["rotation keys s"])
+            ratios[f"openfhe {n} parties"] = entry
+            print(f"  {n} parties, ours / OpenFHE: " + ", ".join(f"{k.replace('ours_', '')} {v:.1f}" for k, v in entry.items()
+                                                             if k.startswith("ours")))
     return ratios
 
 
