@@ -59,7 +59,7 @@ def add_parser(subparsers: Any) -> None:
     _party_options(dec, local=False)
     dec.add_argument("--local-keys", metavar="DIR", help="run every party here, from DIR/party0 .. (keygen --local)")
     dec.add_argument("--keys", metavar="DIR", help="this party's key directory")
-    dec.add_argument("--ciphertext", required=True, metavar="FILE")
+    dec.add_argument("--ciphertext", required=True, metavar="FILE", help="this party's copy of the ciphertext")
     dec.add_argument("--to", metavar="NAME", help="the only party to learn the result (default: every party)")
     dec.add_argument("--digest", metavar="HEX", help="consent only to a ciphertext whose SHA-256 starts with HEX")
     dec.add_argument("--smudge-bits", type=int, default=None,
@@ -68,7 +68,8 @@ def add_parser(subparsers: Any) -> None:
 
     demo = command(sub, "demo", run_demo, "n local parties: joint keys, one encrypts, one computes, all decrypt")
     demo.add_argument("--parties", type=int, default=3, metavar="N", help="parties, as local processes (2..16)")
-    demo.add_argument("--method", choices=("exact", "local"), default="exact")
+    demo.add_argument("--method", choices=("exact", "local"), default="exact",
+                      help="exact: every error sampled in MPC (GMPFHE); local: each party adds its own error")
     _params_options(demo)
 
 
