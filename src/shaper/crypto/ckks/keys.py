@@ -154,7 +154,7 @@ class SecretKeyShare:
         shape = (len(self.params.primes), self.params.n)
         if self.ntt.shape != shape or self.ntt.dtype != np.uint64:
             raise ConfigError(f"a secret-key share is a uint64 array of shape {shape}, got {self.ntt.shape} {self.ntt.dtype}")
-        if not 2 <= self.parties <= 1 << 16 or not 0 <= self.index < self.parties:
+        if not 2 <= self.parties < 1 << 16 or not 0 <= self.index < self.parties:  # u16 on the wire
             raise ConfigError(f"party index {self.index} of {self.parties} parties is out of range")
 
     def __repr__(self) -> str:
