@@ -35,7 +35,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,48 +339,75 @@ def decrypt(engine: Any, share: ckks.SecretKeyShare, ct: ckks.Ciphertext, *, to:
     unless all requests agree and all consent, every party raises
     :class:`~shaper.errors.DecryptionRefused` and nothing is opened. Then the smudging noise is
     sampled jointly and each party sends its share of c_0 + c_1 s + r on limb q_0."""
+    out = decrypt_many(engine, share, [ct], to=to, smudge_bits=smudge_bits, approve=approve)
+    return None if out is None else out[0]
+
+
+def decrypt_many(engine: Any, share: ckks.SecretKeyShare, cts: Sequence[ckks.Ciphertext], *, to: int | None = None,
+                 smudge_bits: int = SMUDGE_BITS, approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
+    """:func:`decrypt` of many ciphertexts in one consent round, one smudging draw and one
+    opening: (len(cts), slots) decoded values at party ``to`` (every party when None), None
+    elsewhere. The request names every ciphertext's digest, in order."""
+    cts = list(cts)
+    if not cts:
+        raise ValueError("decrypt_many needs at least one ciphertext")
     params = share.params
-    if not isinstance(ct, ckks.Ciphertext):
-        raise TypeError(f"decrypt takes a ckks.Ciphertext, got {type(ct).__name__}")
-    if ct.params != params:
-        raise KeyMismatchError("the ciphertext belongs to other parameters than the key share")
-    if ct.size != 2:
-        raise ValueError("threshold decryption takes relinearised (2-component) ciphertexts")
+    for k, ct in enumerate(cts):
+        if not isinstance(ct, ckks.Ciphertext):
+            raise TypeError(f"ciphertext {k} is a {type(ct).__name__}, not a ckks.Ciphertext")
+        if ct.params != params:
+            raise KeyMismatchError(f"ciphertext {k} belongs to other parameters than the key share")
+        if ct.size != 2:
+            raise ValueError(f"ciphertext {k}: threshold decryption takes relinearised (2-component) ciphertexts")
     if not 8 <= smudge_bits <= 58:
         raise ConfigError(f"smudge_bits must be 8..58, got {smudge_bits}")
     session = engine.session
     if to is not None and not 0 <= to < session.n:
         raise ConfigError(f"decryption recipient {to} is not a party index 0..{session.n - 1}")
-    request = {"digest": ciphertext_digest(ct), "to": to, "smudge_bits": int(smudge_bits)}
+    digests = [ciphertext_digest(ct) for ct in cts]
+    request = {"digest": digests[0] if len(cts) == 1 else digests, "to": to, "smudge_bits": int(smudge_bits)}
     consent = bool(approve(dict(request))) if approve is not None else True
     session.broadcast({"request": request, "consent": consent}, tag="tckks-decrypt")
     answers = session.gather(tag="tckks-decrypt")
     for name, a in answers.items():
         if not isinstance(a, dict) or a.get("request") != request:
+            theirs = a.get("request") if isinstance(a, dict) else a
             raise DecryptionRefused(f"party {name!r} answered a different decryption request "
-                                    f"({a.get('request') if isinstance(a, dict) else a!r}; ours {request})")
+                                    f"({_short(theirs)}; ours {_short(request)})")
     refused = sorted(name for name, a in answers.items() if a.get("consent") is not True)
     if not consent:
         refused.insert(0, session.name)
     if refused:
-        raise DecryptionRefused(f"decryption of ciphertext {request['digest'][:16]}... refused by {', '.join(refused)}")
+        what = f"ciphertext {digests[0][:16]}..." if len(cts) == 1 else f"{len(cts)} ciphertexts"
+        raise DecryptionRefused(f"decryption of {what} refused by {', '.join(refused)}")
 
     ctx = params.context
-    q0, n = params.moduli[0], params.n
-    _, r = engine.edabits(n, smudge_bits, (q0,))  # r < 2^k jointly; minus 2^(k-1) centres it
-    smudge = np.ascontiguousarray(r.share.T)  # (1, N)
+    q0, n, m = params.moduli[0], params.n, len(cts)
+    _, r = engine.edabits(m * n, smudge_bits, (q0,))  # r < 2^k jointly; minus 2^(k-1) centres it
+    smudge = np.ascontiguousarray(r.share.T).reshape(m, 1, n)
     if share.index == 0:
         offset = ctx.from_signed(np.full(n, -(1 << (smudge_bits - 1)), dtype=np.int64), [0])
-        smudge = ctx.add(smudge, offset, [0])
+        smudge = ctx.add(smudge, np.broadcast_to(offset, smudge.shape).copy(), [0])
     ctx.ntt(smudge, [0])
-    part = ctx.mul(np.ascontiguousarray(ct.data[1, :1]), np.ascontiguousarray(share.ntt[:1]), [0])
-    part = ctx.add(part, smudge, [0])
+    c1 = np.ascontiguousarray(np.stack([ct.data[1, :1] for ct in cts]))
+    s0 = np.ascontiguousarray(np.broadcast_to(share.ntt[:1], c1.shape))
+    part = ctx.add(ctx.mul(c1, s0, [0]), smudge, [0])
     if share.index == 0:
-        part = ctx.add(part, np.ascontiguousarray(ct.data[0, :1]), [0])
+        part = ctx.add(part, np.ascontiguousarray(np.stack([ct.data[0, :1] for ct in cts])), [0])
     total = _open(engine, part, (q0,), to)
     if total is None:
         return None
-    return ckks.Encoder(params).decode(ckks.Plaintext(params, total, ct.scale))
+    encoder = ckks.Encoder(params)
+    return np.stack([encoder.decode(ckks.Plaintext(params, np.ascontiguousarray(total[k]), ct.scale))
+                     for k, ct in enumerate(cts)])
+
+
+def _short(request: Any) -> Any:
+    """A request for an error message: a list of digests shortened to its length and first one."""
+    if isinstance(request, dict) and isinstance(request.get("digest"), list):
+        d = request["digest"]
+        return {**request, "digest": f"[{len(d)} digests, first {str(d[0])[:16] if d else ''}...]"}
+    return request
 
 
 

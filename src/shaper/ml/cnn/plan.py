@@ -1,0 +1,395 @@
+"""The packing plan: one MNIST image per CKKS ciphertext (8,192 slots, N = 2^14), the network as
+slot products, rotations and rotate-and-add steps.
+
+The plan is written once, as :func:`forward` over a *backend*, and run by four of them:
+
+* :class:`SlotBackend` — numpy on slot vectors (many images at once): the packed evaluation in
+  the clear, checked against the direct forward pass of :class:`~shaper.ml.cnn.model.CnnModel`;
+* :class:`Tracer` — levels and scales only: which level and scale every weight must be
+  encoded/encrypted at, the rotation steps (so the rotation keys are *derived* from the plan),
+  and the cost (ciphertext products, rotations, relinearisations, depth);
+* :class:`CkksBackend` — the homomorphic evaluation (``shaper.crypto.ckks``), with the image
+  and the model each encrypted or in the clear (not both in the clear).
+
+Slot layout (rot(v, k) moves slot k to slot 0; a *segment* is 1,024 slots, a *block* 128):
+
+* **image** — pixel (2i + a, 2j + b) of the 28×28 image goes to segment 2a + b at offset
+  14i + j; that 196-slot picture is written at offsets 196c for c = 0..4 (one copy per output
+  channel), and slots 0..4095 are repeated in 4096..8191 so that rotations wrap consistently;
+* **conv** — a 4×4 kernel at stride 2 covers 2×2 pixel blocks, i.e. rotations 0, 1, 14, 15 of
+  the image. Weight vector m holds kernel_c[2 m_row + a][2 m_col + b] at segment 2a + b, slot
+  196c + 14i + j (i, j < 13; zero elsewhere, which masks the 14th row and column). The four
+  products summed, then rotate-and-add by 2048 and 1024, leave output (c, i, j) at slot
+  196c + 14i + j of every segment;
+* **FC-1** (845 → 64) — neuron n owns block n. Weight vector r (r = 0..7) holds, in block n,
+  chunk (n + r) mod 8 of neuron n's weights laid out like the conv output; rot(x, 128 r) brings
+  chunk (n + r) mod 8 of x to block n, so Σ_r rot(x, 128 r) ⊙ F_r followed by rotate-and-add
+  by 1, 2, …, 64 leaves neuron n's pre-activation in slot 128 n (hoisted rotations: the seven
+  rotations of x share one decomposition). Bias b_n at slot 128 n;
+* **FC-2** (64 → 10) — a public mask keeps slots 128 n; rotate-and-add by −1, −2, −4, −8
+  spreads h_n over slots 128 n .. 128 n + 15; the weight vector holds FC2[k][n] at 128 n + k;
+  rotate-and-add by 128, 256, …, 4096 sums the 64 blocks. Logit k is then in slot k *and* in
+  slot 128 n + k of every block (the bias is written in every block too, so the 64 copies are
+  equal and the decrypted slots carry the logits and nothing else of the model).
+
+Cost (from :func:`trace`): 15 ciphertext products, 1 plaintext product (the mask), 29 rotations
+(10 of them hoisted), 5 relinearisations with lazy relinearisation (products summed as
+3-component ciphertexts, relinearised once per layer), depth 6, 23 distinct rotation steps.
+Every weight is encrypted at the level where it is consumed and at the scale q_level of the prime
+the following rescale drops, so the data's scale survives each linear layer unchanged; biases
+at the exact scale of the running ciphertext.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...crypto import ckks
+from ...errors import ConfigError, ScaleError
+
+SLOTS = 8192
+SEGMENT = 1024
+BLOCK = 128
+CHANNELS, KERNEL, OUT_SIDE, HIDDEN, CLASSES = 5, 4, 13, 64, 10
+CONV_STEPS = (1, 14, 15)
+FC1_STEPS = tuple(BLOCK * r for r in range(1, 8))
+CONV_SUM = (2048, 1024)
+BLOCK_SUM = (1, 2, 4, 8, 16, 32, 64)
+SPREAD = (-1, -2, -4, -8)
+HEAD_SUM = (128, 256, 512, 1024, 2048, 4096)
+
+#: the names of the packed model's vectors, in the order the plan consumes them
+WEIGHT_NAMES = (*(f"conv{m}" for m in range(4)), *(f"fc1_{r}" for r in range(8)), "fc1_bias", "fc2", "fc2_bias")
+#: the plan's public plaintext (not part of the model)
+MASK = "mask"
+
+
+# -- layout ------------------------------------------------------------------------------------
+
+def _image_layout() -> tuple[np.ndarray, np.ndarray]:
+    """(slot, pixel) index pairs: where each pixel of a flattened 28x28 image is written."""
+    i, j, a, b, c = np.meshgrid(np.arange(14), np.arange(14), np.arange(2), np.arange(2), np.arange(CHANNELS),
+                                indexing="ij")
+    slot = SEGMENT * (2 * a + b) + 196 * c + 14 * i + j
+    pixel = 28 * (2 * i + a) + (2 * j + b)
+    slot, pixel = slot.ravel(), pixel.ravel()
+    return np.concatenate([slot, slot + SLOTS // 2]), np.concatenate([pixel, pixel])
+
+
+IMAGE_SLOTS, IMAGE_PIXELS = _image_layout()
+# conv output (c, i, j) sits at offset 196c + 14i + j of a segment; FC-1 input index c + 5(13i + j)
+_C, _I, _J = np.meshgrid(np.arange(CHANNELS), np.arange(OUT_SIDE), np.arange(OUT_SIDE), indexing="ij")
+CONV_OFFSETS = (196 * _C + 14 * _I + _J).ravel()
+FC1_INPUTS = (_C + CHANNELS * (OUT_SIDE * _I + _J)).ravel()
+
+
+def pack_images(images: Any) -> np.ndarray:
+    """(m, 28, 28) pixels in [0, 1] (or one (28, 28) image) -> (m, 8192) slot vectors."""
+    x = np.asarray(images, dtype=np.float64)
+    if x.ndim == 2:
+        x = x[None]
+    if x.ndim != 3 or x.shape[1:] != (28, 28):
+        raise ValueError(f"images must have shape (m, 28, 28) or (28, 28), got {np.shape(images)}")
+    if not np.all(np.isfinite(x)) or x.min(initial=0) < 0 or x.max(initial=0) > 1:
+        raise ValueError("pixel values must be finite and in [0, 1] (divide uint8 images by 255)")
+    out = np.zeros((x.shape[0], SLOTS))
+    out[:, IMAGE_SLOTS] = x.reshape(len(x), -1)[:, IMAGE_PIXELS]
+    return out
+
+
+def _spread(segment: np.ndarray) -> np.ndarray:
+    """A 1,024-slot segment pattern -> 8192 slots (every segment)."""
+    return np.tile(segment, SLOTS // SEGMENT)
+
+
+def pack_model(model: Any) -> dict[str, np.ndarray]:
+    """The model's weights as slot vectors, by name (:data:`WEIGHT_NAMES`)."""
+    out: dict[str, np.ndarray] = {}
+    conv = np.asarray(model.conv, dtype=np.float64)
+    for m, (mr, mc) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        v = np.zeros(SLOTS)
+        for a in range(2):
+            for b in range(2):
+                # kernel_c[2 mr + a][2 mc + b] for every (c, i, j) of segment 2a + b
+                values = np.repeat(conv[:, 2 * mr + a, 2 * mc + b], OUT_SIDE * OUT_SIDE)
+                for half in (0, SLOTS // 2):
+                    v[half + SEGMENT * (2 * a + b) + CONV_OFFSETS] = values
+        out[f"conv{m}"] = v
+    rows = np.zeros((HIDDEN, SEGMENT))  # neuron n's weight row laid out like the conv output
+    rows[:, CONV_OFFSETS] = np.asarray(model.fc1_w, dtype=np.float64)[:, FC1_INPUTS]
+    chunks = rows.reshape(HIDDEN, 8, BLOCK)
+    n = np.arange(HIDDEN)
+    for r in range(8):
+        out[f"fc1_{r}"] = chunks[n, (n + r) % 8].ravel()
+    bias = np.zeros((HIDDEN, BLOCK))
+    bias[:, 0] = model.fc1_b
+    out["fc1_bias"] = bias.ravel()
+    head = np.zeros((HIDDEN, BLOCK))
+    head[:, :CLASSES] = np.asarray(model.fc2_w, dtype=np.float64).T
+    out["fc2"] = head.ravel()
+    out["fc2_bias"] = np.tile(np.pad(np.asarray(model.fc2_b, dtype=np.float64), (0, BLOCK - CLASSES)), HIDDEN)
+    return out
+
+
+def public_weights() -> dict[str, np.ndarray]:
+    """The plan's own plaintext: the FC-2 mask (1 at slots 128 n)."""
+    mask = np.zeros((HIDDEN, BLOCK))
+    mask[:, 0] = 1.0
+    return {MASK: mask.ravel()}
+
+
+def logits(slots: Any) -> np.ndarray:
+    """The ten logits from decrypted output slots ((8192,) or (m, 8192); real parts)."""
+    return np.real(np.asarray(slots))[..., :CLASSES]
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+def forward(be: Any, x: Any) -> Any:
+    """The network on one packed input ``x`` with backend ``be`` (see the module docstring)."""
+    def rotate_add(y: Any, steps: Iterable[int]) -> Any:
+        for s in steps:
+            y = be.add(y, be.rotate(y, s))
+        return y
+
+    def linear(y: Any, rotated: dict[int, Any], names: list[str]) -> Any:
+        acc = be.mul(y, names[0])
+        for s, name in zip(rotated, names[1:]):
+            acc = be.add(acc, be.mul(rotated[s], name))
+        return be.finish(acc)
+
+    y = linear(x, be.rotate_many(x, CONV_STEPS), [f"conv{m}" for m in range(4)])
+    y = be.square(rotate_add(y, CONV_SUM))
+    y = linear(y, be.rotate_many(y, FC1_STEPS), [f"fc1_{r}" for r in range(8)])
+    y = be.square(be.add_weight(rotate_add(y, BLOCK_SUM), "fc1_bias"))
+    y = rotate_add(be.finish(be.mul(y, MASK)), SPREAD)
+    y = rotate_add(be.finish(be.mul(y, "fc2")), HEAD_SUM)
+    return be.add_weight(y, "fc2_bias")
+
+
+class SlotBackend:
+    """The plan in the clear on (m, 8192) slot vectors."""
+
+    def __init__(self, weights: dict[str, np.ndarray]) -> None:
+        self.weights = {**weights, **public_weights()}
+
+    def rotate(self, x: np.ndarray, step: int) -> np.ndarray:
+        return np.roll(x, -step, axis=-1)
+
+    def rotate_many(self, x: np.ndarray, steps: Iterable[int]) -> dict[int, np.ndarray]:
+        return {s: self.rotate(x, s) for s in steps}
+
+    def mul(self, x: np.ndarray, name: str) -> np.ndarray:
+        return x * self.weights[name]
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return x + y
+
+    def add_weight(self, x: np.ndarray, name: str) -> np.ndarray:
+        return x + self.weights[name]
+
+    def finish(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+    def square(self, x: np.ndarray) -> np.ndarray:
+        return x * x
+
+
+def packed_forward(model: Any, images: Any) -> np.ndarray:
+    """The packed plan evaluated in the clear: (m, 8192) output slots (logits in slots 0..9)."""
+    return forward(SlotBackend(pack_model(model)), pack_images(images))
+
+
+# -- tracing: levels, scales, rotation keys, cost ------------------------------------------------
+
+@dataclass(frozen=True)
+class _Sym:
+    level: int
+    scale: float
+    size: int = 2
+
+
+@dataclass
+class Trace:
+    """What the plan needs and costs under one parameter set."""
+
+    params: ckks.Parameters
+    #: name -> (level, scale) at which each weight (and the mask) must be encoded or encrypted
+    specs: dict[str, tuple[int, float]] = field(default_factory=dict)
+    rotations: list[int] = field(default_factory=list)  # every rotation in order (hoisted ones too)
+    hoisted: int = 0
+    products: int = 0  # ciphertext x ciphertext (image and model encrypted)
+    plain_products: int = 0
+    relinearizations: int = 0
+    rescales: int = 0
+    output_level: int = 0
+    output_scale: float = 0.0
+
+    @property
+    def rotation_steps(self) -> tuple[int, ...]:
+        """The distinct rotation steps: exactly the rotation keys the evaluation needs."""
+        return tuple(sorted(set(self.rotations), key=lambda s: (s < 0, abs(s))))
+
+    @property
+    def depth(self) -> int:
+        return self.params.max_level - self.output_level
+
+    def cost(self) -> dict[str, int]:
+        return {"ct_ct_products": self.products, "plain_products": self.plain_products,
+                "rotations": len(self.rotations), "hoisted_rotations": self.hoisted,
+                "rotation_keys": len(self.rotation_steps), "relinearizations": self.relinearizations,
+                "rescales": self.rescales, "depth": self.depth}
+
+
+class Tracer:
+    """Runs the plan on levels and scales only (a ciphertext of each level is a :class:`_Sym`)."""
+
+    def __init__(self, params: ckks.Parameters) -> None:
+        self.trace = Trace(params)
+        self.q = params.moduli
+
+    def _spec(self, name: str, level: int, scale: float) -> None:
+        if self.trace.specs.setdefault(name, (level, scale)) != (level, scale):
+            raise ScaleError(f"the plan uses weight {name!r} at two levels or scales")
+
+    def rotate(self, x: _Sym, step: int) -> _Sym:
+        self.trace.rotations.append(int(step))
+        return x
+
+    def rotate_many(self, x: _Sym, steps: Iterable[int]) -> dict[int, _Sym]:
+        steps = list(steps)
+        self.trace.hoisted += len(steps)
+        return {s: self.rotate(x, s) for s in steps}
+
+    def mul(self, x: _Sym, name: str) -> _Sym:
+        if x.level == 0:
+            raise ScaleError(f"the plan multiplies by {name!r} at level 0: the chain is too short for it")
+        scale = float(self.q[x.level])
+        self._spec(name, x.level, scale)
+        if name == MASK:
+            self.trace.plain_products += 1
+            return _Sym(x.level, x.scale * scale, x.size)
+        self.trace.products += 1
+        return _Sym(x.level, x.scale * scale, 3)
+
+    def add(self, x: _Sym, y: _Sym) -> _Sym:
+        if x.level != y.level or not math.isclose(x.scale, y.scale, rel_tol=2 ** -40):
+            raise ScaleError(f"the plan adds operands at (level {x.level}, 2^{math.log2(x.scale):.3f}) and "
+                             f"(level {y.level}, 2^{math.log2(y.scale):.3f})")
+        return _Sym(x.level, x.scale, max(x.size, y.size))
+
+    def add_weight(self, x: _Sym, name: str) -> _Sym:
+        self._spec(name, x.level, x.scale)
+        return x
+
+    def finish(self, x: _Sym) -> _Sym:
+        if x.size == 3:
+            self.trace.relinearizations += 1
+        self.trace.rescales += 1
+        return _Sym(x.level - 1, x.scale / float(self.q[x.level]))
+
+    def square(self, x: _Sym) -> _Sym:
+        if x.level == 0:
+            raise ScaleError("the plan squares at level 0: the chain is too short for it")
+        self.trace.products += 1
+        return self.finish(_Sym(x.level, x.scale * x.scale, 3))
+
+
+def trace(params: ckks.Parameters) -> Trace:
+    """Levels, scales, rotation keys and cost of the plan under ``params`` (needs 8,192 slots
+    and at least 6 levels)."""
+    if params.slots != SLOTS:
+        raise ConfigError(f"the CNN plan packs one image into {SLOTS} slots (N = 2^14); these parameters have "
+                          f"{params.slots}")
+    if params.max_level < 6:
+        raise ConfigError(f"the CNN needs depth 6 (7 ciphertext primes); these parameters have {params.max_level + 1}")
+    t = Tracer(params)
+    image = _Sym(params.max_level, float(params.scale))
+    t.trace.specs["image"] = (image.level, image.scale)
+    out = forward(t, image)
+    t.trace.output_level, t.trace.output_scale = out.level, out.scale
+    return t.trace
+
+
+def rotation_steps(params: ckks.Parameters | None = None) -> tuple[int, ...]:
+    """The rotation keys the plan uses (default: the CNN parameters of threshold CKKS)."""
+    if params is None:
+        from ...protocols.threshold_ckks import cnn_parameters
+
+        params = cnn_parameters()
+    return trace(params).rotation_steps
+
+
+# -- homomorphic evaluation ----------------------------------------------------------------------
+
+class CkksBackend:
+    """The plan on CKKS ciphertexts. ``weights`` maps every name of :data:`WEIGHT_NAMES` to a
+    ciphertext (model encrypted) or plaintext (model in the clear) at its traced level and scale;
+    the input is a ciphertext (image encrypted) or a packed slot vector (image in the clear, the
+    model then encrypted). Products are summed unrelinearised and relinearised once per layer."""
+
+    def __init__(self, evaluator: ckks.Evaluator, weights: dict[str, Any], plan: Trace | None = None) -> None:
+        self.ev = evaluator
+        self.plan = plan or trace(evaluator.params)
+        self.weights = dict(weights)
+        level, scale = self.plan.specs[MASK]
+        self.weights[MASK] = evaluator.encoder.encode(public_weights()[MASK], level=level, scale=scale)
+        missing = [n for n in WEIGHT_NAMES if n not in self.weights]
+        if missing:
+            raise ConfigError(f"the model lacks packed weights {', '.join(missing)}")
+        for name in WEIGHT_NAMES:
+            w = self.weights[name]
+            if not isinstance(w, (ckks.Ciphertext, ckks.Plaintext)):
+                raise TypeError(f"weight {name!r} must be a ckks Ciphertext or Plaintext, got {type(w).__name__}")
+            level, scale = self.plan.specs[name]
+            if w.level != level or not math.isclose(w.scale, scale, rel_tol=2 ** -40):
+                raise ScaleError(f"weight {name!r} is at level {w.level}, scale 2^{math.log2(w.scale):.3f}; the plan "
+                                 f"needs level {level}, scale 2^{math.log2(scale):.3f} (encrypt it with the CNN's "
+                                 "encrypt_model)")
+
+    def rotate(self, x: Any, step: int) -> Any:
+        if isinstance(x, np.ndarray):
+            return np.roll(x, -step)
+        return self.ev.rotate(x, step)
+
+    def rotate_many(self, x: Any, steps: Iterable[int]) -> dict[int, Any]:
+        if isinstance(x, np.ndarray):
+            return {s: np.roll(x, -s) for s in steps}
+        return self.ev.rotate_many(x, steps)
+
+    def mul(self, x: Any, name: str) -> Any:
+        w = self.weights[name]
+        if isinstance(x, np.ndarray):  # the image in the clear times an encrypted weight
+            if not isinstance(w, ckks.Ciphertext):
+                raise ConfigError("the image and the model are both in the clear: nothing would be encrypted")
+            level, scale = self.plan.specs["image"]
+            return self.ev.mul_plain(w, self.ev.encoder.encode(x, level=w.level, scale=scale))
+        if isinstance(w, ckks.Plaintext):
+            return self.ev.mul_plain(x, w)
+        return self.ev.mul(x, w, relinearize=False)
+
+    def add(self, x: Any, y: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            return x + y
+        return self.ev.add(x, y)
+
+    def add_weight(self, x: Any, name: str) -> Any:
+        w = self.weights[name]
+        return self.ev.add(x, w) if isinstance(w, ckks.Ciphertext) else self.ev.add_plain(x, w)
+
+    def finish(self, x: Any) -> Any:
+        return self.ev.rescale(self.ev.relinearize(x))
+
+    def square(self, x: Any) -> Any:
+        return self.ev.rescale(self.ev.square(x))
+
+
+__all__ = [
+    "BLOCK", "CLASSES", "MASK", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "CkksBackend", "SlotBackend", "Trace", "Tracer",
+    "forward", "logits", "pack_images", "pack_model", "packed_forward", "public_weights", "rotation_steps", "trace",
+]
