@@ -444,13 +444,16 @@ impl RnsContext {
     }
 
     /// sum_j sigma_g(D_j) K[mods[j], c, all[i]] for output row i of both components, over the
-    /// coefficient range `start..start + out0.len()` (inputs already checked reduced). Blocks of
-    /// B coefficients: for each digit the block's products are added to 128-bit sums kept in
-    /// L1 (each row is read sequentially); every eight digits the sums are folded below q.
+    /// coefficient range `start..start + out0.len()`. Blocks of B coefficients: for each digit
+    /// the block's products are added to 128-bit sums kept in L1 (each row is read
+    /// sequentially); every eight digits the sums are folded below q. Every digit and key word
+    /// read is checked below q on the block just loaded (one pass over memory instead of a
+    /// separate validation pass); returns false when one is not, and the output is then void.
     #[allow(clippy::too_many_arguments)]
     fn key_products(&self, digits: &[u64], key: &[u64], key_rows: usize, mods: &[usize], all: &[usize], i: usize,
-                    perm: Option<&[u32]>, start: usize, out0: &mut [u64], out1: &mut [u64]) {
+                    perm: Option<&[u32]>, start: usize, out0: &mut [u64], out1: &mut [u64]) -> bool {
         const B: usize = 128;
+        let mut bad = false;
         let (n, rows) = (self.n, mods.len());
         let width = rows + 1;
         let p = *self.prime(all[i]);
@@ -476,6 +479,7 @@ impl RnsContext {
                 };
                 let y0 = &key[((m * 2) * key_rows + all[i]) * n + k0..][..len];
                 let y1 = &key[((m * 2 + 1) * key_rows + all[i]) * n + k0..][..len];
+                bad |= any_at_least(d, p.q) | any_at_least(y0, p.q) | any_at_least(y1, p.q);
                 if j % 8 == 0 && j > 0 {
                     // eight products below q^2 each, plus a reduced carry: below 2^127
                     for a in acc0.iter_mut().chain(acc1.iter_mut()) {
@@ -492,6 +496,7 @@ impl RnsContext {
                 o1[t] = p.reduce_u128(acc1[t]);
             }
         }
+        !bad
     }
 
     /// The message for an unreduced key-switch input touching output row i (slow path).
@@ -533,31 +538,21 @@ impl RnsContext {
         }
         let perm = if g == 1 { None } else { Some(galois_permutation(n, g)?) };
         let perm = perm.as_deref();
-        // every row the products read: digit rows, then the key rows of each (digit, component)
-        let width = rows + 1;
-        let bad = (0..rows * width * 3).into_par_iter().find_first(|&idx| {
-            let (which, j, i) = (idx / (rows * width), idx / width % rows, idx % width);
-            let q = self.prime(all[i]).q;
-            let row = if which == 0 {
-                &digits[(j * width + i) * n..(j * width + i + 1) * n]
-            } else {
-                let at = ((mods[j] * 2 + which - 1) * key_rows + all[i]) * n;
-                &key[at..at + n]
-            };
-            any_at_least(row, q)
-        });
-        if let Some(idx) = bad {
-            return Err(self.key_switch_culprit(digits, key, key_rows, mods, &all, idx % width));
-        }
         // the special prime's row of both components, then back to coefficients
         let mut sp_rows = vec![0u64; 2 * n];
-        {
+        let sp_ok = {
             const CHUNK: usize = 1024;
             let (s0, s1) = sp_rows.split_at_mut(n);
-            s0.par_chunks_mut(CHUNK).zip(s1.par_chunks_mut(CHUNK)).enumerate().for_each(|(c, (o0, o1))| {
+            s0.par_chunks_mut(CHUNK).zip(s1.par_chunks_mut(CHUNK)).enumerate().map(|(c, (o0, o1))| {
                 self.key_products(digits, key, key_rows, mods, &all, rows, perm, c * CHUNK, o0, o1)
-            });
+            }).reduce(|| true, |a, b| a & b)
+        };
+        if !sp_ok {
+            return Err(self.key_switch_culprit(digits, key, key_rows, mods, &all, rows));
+        }
+        {
             let t = &self.tables[sp];
+            let (s0, s1) = sp_rows.split_at_mut(n);
             rayon::join(|| t.inverse(s0), || t.inverse(s1));
         }
         let lifts: Vec<(Lift, u64, u64)> = mods
@@ -570,8 +565,10 @@ impl RnsContext {
             .collect();
         let mut out = vec![0u64; 2 * rows * n];
         let (out0, out1) = out.split_at_mut(rows * n);
-        out0.par_chunks_mut(n).zip(out1.par_chunks_mut(n)).enumerate().for_each(|(i, (o0, o1))| {
-            self.key_products(digits, key, key_rows, mods, &all, i, perm, 0, o0, o1);
+        let bad_row = out0.par_chunks_mut(n).zip(out1.par_chunks_mut(n)).enumerate().map(|(i, (o0, o1))| {
+            if !self.key_products(digits, key, key_rows, mods, &all, i, perm, 0, o0, o1) {
+                return Some(i);
+            }
             let (lift, inv, inv_s) = lifts[i];
             let mut tmp = vec![0u64; n];
             for (c, o) in [o0, o1].into_iter().enumerate() {
@@ -581,7 +578,11 @@ impl RnsContext {
                     *o = sub_mul(&lift.to, *o, t, inv, inv_s);
                 }
             }
-        });
+            None
+        }).reduce(|| None, |a, b| a.or(b));
+        if let Some(i) = bad_row {
+            return Err(self.key_switch_culprit(digits, key, key_rows, mods, &all, i));
+        }
         Ok(out)
     }
 }
