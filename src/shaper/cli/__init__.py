@@ -7,6 +7,7 @@
     shaper fl demo   vertical logistic/linear regression and FedAvg, all roles locally
     shaper mpc run   n-party MPC: OT triples, secure sampling, share conversions (--local N)
     shaper fhe       threshold CKKS: keys generated in MPC, joint decryption (keygen, encrypt, decrypt, demo)
+    shaper cnn       encrypted MNIST CNN inference, single key or joint key (demo, infer, plan, train)
     shaper psi       one party of a private set intersection (aligns rows with a peer)
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
@@ -26,10 +27,10 @@ import os
 import sys
 
 from .. import __version__
-from . import circuit, demo, fhe, fl, info, keys, lr, mpc, psi
+from . import circuit, cnn, demo, fhe, fl, info, keys, lr, mpc, psi
 from .common import error_line
 
-GROUPS = (demo, lr, fl, psi, mpc, fhe, keys, circuit, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, fl, psi, mpc, fhe, cnn, keys, circuit, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

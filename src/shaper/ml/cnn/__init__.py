@@ -23,9 +23,9 @@ Example (single key, both image and model encrypted)::
     result.predicted, result.agree          # predictions; 1.0 = same as the plaintext model
 """
 
-from . import mnist, plan
+from . import jobs, mnist, plan, report
 from .inference import Result, encode_model, encrypt_images, encrypt_model, evaluate, single_key
 from .model import CnnModel, bundled, train
 
-__all__ = ["CnnModel", "Result", "bundled", "encode_model", "encrypt_images", "encrypt_model", "evaluate", "mnist",
-           "plan", "single_key", "train"]
+__all__ = ["CnnModel", "Result", "bundled", "encode_model", "encrypt_images", "encrypt_model", "evaluate", "jobs", "mnist",
+           "plan", "report", "single_key", "train"]
