@@ -297,3 +297,48 @@ def test_fhe_local_keygen_demo_and_clear_errors(tmp_path, capsys):
     assert not (tmp_path / "j").exists()
     assert main(["fhe", "demo", "--parties", "2", *FHE_PARAMS]) == 0
     assert "largest error" in capsys.readouterr().out
+
+
+FULL_CKKS = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None
+                               or os.environ.get("SHAPER_NATIVE", "").lower() in ("off", "0", "no", "false"),
+                               reason="N = 2^14 CKKS and the MPC engine need the native extension")
+
+
+@FULL_CKKS
+def test_cnn_plan_and_single_key_demo_with_report(tmp_path, capsys):
+    assert main(["cnn", "plan"]) == 0
+    out = capsys.readouterr().out
+    assert "rotation keys (23)" in out and "ct ct products         15" in out
+    report = tmp_path / "r.html"
+    assert main(["cnn", "demo", "--single-key", "--images", "3", "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "same prediction as plaintext  3/3" in out and "evaluation per image" in out
+    text = report.read_text()
+    assert text.count("data:image/png;base64,") == 3 and "Confusion matrix" in text
+    assert main(["cnn", "demo", "--images", "0"]) == 2
+    assert "--images takes 1..1000" in capsys.readouterr().err
+    assert main(["cnn", "demo", "--single-key", "--encrypt", "weights"]) == 2
+    assert "encrypt takes 'image' and/or 'model'" in capsys.readouterr().err
+
+
+@FULL_CKKS
+def test_cnn_infer_under_a_joint_key_from_fhe_keygen(tmp_path, capsys):
+    from shaper.ml import cnn
+
+    keys = tmp_path / "k"
+    assert main(["fhe", "keygen", "--local", "2", "--rotations", "cnn", "--method", "local", "--out", str(keys)]) == 0
+    capsys.readouterr()
+    assert main(["cnn", "infer", "--local-keys", str(keys)]) == 2
+    assert "pass the client's --images" in capsys.readouterr().err
+    logits = tmp_path / "logits.npy"
+    assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "4", "--out", str(logits),
+                 "--report", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "client party0, model owner party1, evaluator party0" in out and "accuracy" in out
+    images = cnn.mnist.sample()[0][:4] / 255.0
+    want = cnn.bundled().forward(images)
+    got = np.load(logits)
+    assert got.shape == (4, 10) and np.max(np.abs(got - want)) < 1e-3
+    # the model owner evaluates when the image is the only thing encrypted
+    assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "2", "--encrypt", "image"]) == 0
+    assert "evaluator party1" in capsys.readouterr().out
