@@ -29,6 +29,9 @@ mod py;
 pub mod rns;
 pub mod rss;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::pool::register(m)?;
