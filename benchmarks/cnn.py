@@ -5,8 +5,8 @@ two-party threshold version, in one run.
 
 The network is E2DM's conv 5x4x4 stride 2 -> x^2 -> FC 845->64 -> x^2 -> FC 64->10 with the
 bundled trained weights (``shaper.ml.cnn.bundled()``), one image per ciphertext (N = 2^14, 8192
-slots), the packing plan of ``shaper.ml.cnn.plan`` (15 ciphertext products, 1 plaintext product,
-29 rotations of which 10 hoisted, 5 relinearisations, depth 6, 23 rotation keys). Parameters:
+slots), the packing plan of ``shaper.ml.cnn.plan`` (24 ciphertext products, 34 rotations of
+which 19 hoisted, 5 relinearisations, depth 5, 28 rotation keys). Parameters:
 ``threshold_ckks.cnn_parameters()``: q = 60 + 6 x 53 bits, special prime 60 bits, scale 2^53,
 128-bit HE standard.
 
@@ -18,7 +18,7 @@ Sections:
    encrypted), image in the clear (model encrypted). Per-image evaluation is timed with 1 native
    thread (``shaper._native.set_threads(1)``, process pinned to one CPU) and 2 threads (two CPUs),
    image by image; encryption per image (encode + public-key encryption, ``encrypt_images``'
-   body), model encryption (``encrypt_model``: pack, encode at the traced levels, encrypt the 15
+   body), model encryption (``encrypt_model``: pack, encode at the traced levels, encrypt the 25
    vectors), decryption + decoding per image; serialised sizes (``ckks.to_bytes``);
 3. SEAL (``tenseal.sealapi``, single-threaded, pinned to one CPU), image and model encrypted:
    ``plan.forward`` run over a SEAL backend (:class:`SealBackend`, the methods of
@@ -26,10 +26,10 @@ Sections:
    SEAL's own primes: every weight encrypted at the level it is consumed at, at the scale of the
    prime the next rescale drops) and the lazy relinearisation (products summed as 3-component
    ciphertexts, relinearised once per layer: 5 relinearisations) are the same. SEAL's API has no
-   hoisted rotations: ``rotate_many`` is separate ``rotate_vector`` calls. The same 23 Galois
+   hoisted rotations: ``rotate_many`` is separate ``rotate_vector`` calls. The same 28 Galois
    keys (elements of the plan's rotation steps). Sizes: SEAL's uncompressed layout;
 4. threshold CKKS, 2 parties as processes over loopback TLS (``shaper.net.launch``), party i
-   pinned to CPU i with 1 native thread: joint key generation with the plan's 23 rotation keys
+   pinned to CPU i with 1 native thread: joint key generation with the plan's 28 rotation keys
    (``method`` "local" and "exact"), then ``jobs.infer_job`` (party 0 the client and evaluator,
    party 1 the model owner; image and model encrypted): per-image evaluation and encryption at
    the client (from the job's progress events), joint decryption of the batch to the client,
@@ -230,7 +230,7 @@ class Seal:
         return ct
 
     def encrypt_model(self, model: Any) -> dict[str, Any]:
-        """The 15 packed vectors encrypted at their traced levels and scales."""
+        """The 25 packed vectors encrypted at their traced levels and scales."""
         out = {}
         for name, v in P.pack_model(model).items():
             level, scale = self.trace.specs[name]
@@ -254,8 +254,6 @@ class SealBackend:
     def __init__(self, s: Seal, weights: dict[str, Any]) -> None:
         self.s, self.ev, self.Ciphertext = s, s.ev, s.seal.Ciphertext
         self.weights = dict(weights)
-        level, scale = s.trace.specs[P.MASK]
-        self.weights[P.MASK] = s.encode(P.public_weights()[P.MASK].tolist(), level, scale)
 
     def rotate(self, x: Any, step: int) -> Any:
         out = self.Ciphertext()
@@ -325,6 +323,7 @@ def single_key(model: Any, images: np.ndarray, plain_logits: np.ndarray, cpus: l
     keygen_s = time.perf_counter() - t
     ev = ckks.Evaluator(params, keys.relin, keys.galois)
     encoder = ckks.Encoder(params)
+    image_level, image_scale = trace.specs["image"]
     packed = P.pack_images(images)
 
     s = None
@@ -353,7 +352,7 @@ def single_key(model: Any, images: np.ndarray, plain_logits: np.ndarray, cpus: l
                     c.enter()
                     if "image" in encrypt:
                         t = time.perf_counter()
-                        ct = ckks.encrypt(keys.public, encoder.encode(packed[k]))
+                        ct = ckks.encrypt(keys.public, encoder.encode(packed[k], level=image_level, scale=image_scale))
                         enc_s[c.name].append(time.perf_counter() - t)
                         if c is one:
                             inputs.append(ct)
@@ -373,7 +372,7 @@ def single_key(model: Any, images: np.ndarray, plain_logits: np.ndarray, cpus: l
                 seal_inputs, seal_enc = [], []
                 for k in range(count):
                     t = time.perf_counter()
-                    seal_inputs.append(s.encrypt(s.encode(lists[k], s.params.max_level, s.scale)))
+                    seal_inputs.append(s.encrypt(s.encode(lists[k], *s.trace.specs["image"])))
                     seal_enc.append(time.perf_counter() - t)
         # warm-up (untimed), then every image under each configuration in turn
         for c in configs:
@@ -591,10 +590,10 @@ def print_table(result: dict) -> None:
          ev(seal, "SEAL 1T", "mean_ms"), None),
         ("encrypt / image, median", enc(full, "shaper 1T"), enc(full, "shaper 2T"), enc(seal, "SEAL 1T"),
          PAPER["encrypt_ms"]),
-        ("encrypt model (15 vectors)", full.get("model_encrypt_ms"), None, seal.get("model_encrypt_ms"), None),
+        ("encrypt model (25 vectors)", full.get("model_encrypt_ms"), None, seal.get("model_encrypt_ms"), None),
         ("decrypt + decode / image, median", (full.get("decrypt") or {}).get("median_ms"), None,
          (seal.get("decrypt") or {}).get("median_ms"), None),
-        ("keys (pk, rlk, 23 rotation)", 1e3 * full["keygen_s"] if full else None, None,
+        ("keys (pk, rlk, 28 rotation)", 1e3 * full["keygen_s"] if full else None, None,
          1e3 * seal["keygen_s"] if seal else None, None),
     ]
     for label, a, b, c, paper in rows:

@@ -6,7 +6,7 @@ i mod (this machine's cores): with 2 cores, 4 parties run two per core and 8 par
 so their wall times include waiting for the CPU. Each party runs
 ``shaper.protocols.threshold_ckks.keygen_job`` (the job of ``shaper fhe keygen``) with the CNN's
 parameters (``CNN_CHAIN``: N = 2^14, q = 60 + 6 x 53 bits, p = 60 bits, scale 2^53, 128-bit HE
-standard) and, where asked, its 23 rotation steps (``CNN_ROTATIONS``). ``check`` runs the joint
+standard) and, where asked, the CNN plan's rotation steps (``CNN_ROTATIONS``; 23 in the committed run, 28 since the plan folds its mask into FC-2). ``check`` runs the joint
 test decryption of the keys (a product and, with rotation keys, the sum of all rotations).
 
 Rows:

@@ -308,7 +308,7 @@ FULL_CKKS = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is Non
 def test_cnn_plan_and_single_key_demo_with_report(tmp_path, capsys):
     assert main(["cnn", "plan"]) == 0
     out = capsys.readouterr().out
-    assert "rotation keys (23)" in out and "ct ct products         15" in out
+    assert "rotation keys (28)" in out and "ct ct products         24" in out
     report = tmp_path / "r.html"
     assert main(["cnn", "demo", "--single-key", "--images", "3", "--report", str(report)]) == 0
     out = capsys.readouterr().out

@@ -35,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
 
     demo = command(sub, "demo", run_demo, "n local parties: joint key, encrypted images and model, joint decryption",
                    "Runs every party here as a process over loopback TLS: joint key generation with the "
-                   "plan's 23 rotation keys, party0 (the client) encrypts MNIST test images, the last party "
+                   "plan's 28 rotation keys, party0 (the client) encrypts MNIST test images, the last party "
                    "(the model owner) encrypts the bundled model, party0 evaluates, all decrypt the logits "
                    "jointly to party0. Prints accuracy, per-phase times and bytes; writes an HTML report.")
     demo.add_argument("--parties", type=int, default=2, metavar="N", help="parties, as local processes (2..16)")

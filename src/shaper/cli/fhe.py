@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
     kg.add_argument("--out", required=True, metavar="DIR",
                     help="key directory to create (with --local N: DIR/party0 .. DIR/party<N-1>)")
     kg.add_argument("--rotations", default="", metavar="R,...",
-                    help=f"slot rotation steps to make keys for, or '{CNN}' for the CNN's 23 steps")
+                    help=f"slot rotation steps to make keys for, or '{CNN}' for the CNN plan's 28 steps")
     kg.add_argument("--conjugation", action="store_true", help="also make the conjugation key")
     kg.add_argument("--method", choices=("exact", "local"), default="exact",
                     help="exact: every error sampled in MPC (GMPFHE); local: each party adds its own error")

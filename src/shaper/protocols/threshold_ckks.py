@@ -60,8 +60,11 @@ SMUDGE_BITS = 25
 SHARE_FILE = "secret-share.shpr"
 #: the benchmark CNN's parameters (issue 19, GMPFHE): N = 2^14, q = 60 + 6 x 53 bits, p 60 bits, scale 2^53
 CNN_CHAIN = (1 << 14, (60, 53, 53, 53, 53, 53, 53), 60, 53)
-#: its 23 rotation steps (docs/ckks.md, research notes ckks.md 1.3)
-CNN_ROTATIONS = (1, 2, 4, 8, 14, 15, 16, 32, 64, 128, 256, 384, 512, 640, 768, 896, 1024, 2048, 4096, -1, -2, -4, -8)
+#: the rotation steps of the CNN's packing plan (docs/cnn.md; ``shaper.ml.cnn.plan.rotation_steps``
+#: derives the same 28 from the plan, which the tests check). The E2DM packing of the research
+#: notes needs 23 of them; folding its FC-2 mask into the weights adds -3, -5, -6, -7, -9.
+CNN_ROTATIONS = (1, 2, 4, 8, 14, 15, 16, 32, 64, 128, 256, 384, 512, 640, 768, 896, 1024, 2048, 4096,
+                 -1, -2, -3, -4, -5, -6, -7, -8, -9)
 Progress = Callable[[dict], None]
 
 

@@ -67,13 +67,15 @@ def encrypt_model(key: ckks.PublicKey | ckks.SecretKey, model: Any, params: ckks
 
 def encrypt_images(key: ckks.PublicKey | ckks.SecretKey, images: Any, params: ckks.Parameters | None = None, *,
                    progress: Progress | None = None) -> list[ckks.Ciphertext]:
-    """One ciphertext per image, at the top level and the parameters' scale."""
+    """One ciphertext per image, at the plan's input level (:data:`~.plan.DEPTH`) and the
+    parameters' scale."""
     params = params or key.params
+    level, scale = P.trace(params).specs["image"]
     packed = P.pack_images(images)
     encoder = ckks.Encoder(params)
     out = []
     for k, x in enumerate(packed):
-        out.append(ckks.encrypt(key, encoder.encode(x)))
+        out.append(ckks.encrypt(key, encoder.encode(x, level=level, scale=scale)))
         if progress is not None:
             progress({"phase": "encrypt images", "done": k + 1, "total": len(packed)})
     return out
@@ -88,8 +90,8 @@ def evaluate(evaluator: ckks.Evaluator, inputs: Sequence[Any], weights: dict[str
     out = []
     for k, x in enumerate(inputs):
         if isinstance(x, ckks.Ciphertext) and (x.level, x.scale) != backend.plan.specs["image"]:
-            raise ConfigError(f"image ciphertext {k} is at level {x.level}; encrypt images at the top level with "
-                              "the parameters' scale (encrypt_images)")
+            raise ConfigError(f"image ciphertext {k} is at level {x.level}; encrypt images at level "
+                              f"{backend.plan.specs['image'][0]} with the parameters' scale (encrypt_images)")
         out.append(P.forward(backend, x))
         if progress is not None:
             progress({"phase": "evaluate", "done": k + 1, "total": len(inputs)})

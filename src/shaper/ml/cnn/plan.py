@@ -26,18 +26,23 @@ Slot layout (rot(v, k) moves slot k to slot 0; a *segment* is 1,024 slots, a *bl
   chunk (n + r) mod 8 of x to block n, so Σ_r rot(x, 128 r) ⊙ F_r followed by rotate-and-add
   by 1, 2, …, 64 leaves neuron n's pre-activation in slot 128 n (hoisted rotations: the seven
   rotations of x share one decomposition). Bias b_n at slot 128 n;
-* **FC-2** (64 → 10) — a public mask keeps slots 128 n; rotate-and-add by −1, −2, −4, −8
-  spreads h_n over slots 128 n .. 128 n + 15; the weight vector holds FC2[k][n] at 128 n + k;
-  rotate-and-add by 128, 256, …, 4096 sums the 64 blocks. Logit k is then in slot k *and* in
-  slot 128 n + k of every block (the bias is written in every block too, so the 64 copies are
-  equal and the decrypted slots carry the logits and nothing else of the model).
+* **FC-2** (64 → 10) — h_n sits in slot 128 n with partial sums around it. Weight vector k
+  (k = 0..9) holds FC2[k][n] at slot 128 n + k and zeros elsewhere, so Σ_k rot(h, −k) ⊙ V_k
+  (the nine rotations hoisted) puts FC2[k][n] h_n at 128 n + k and clears everything else: the
+  weights are the mask, and no level is spent on one. Rotate-and-add by 128, 256, …, 4096 sums
+  the 64 blocks. Logit k is then in slot k *and* in slot 128 n + k of every block (the bias is
+  written in every block too, so the 64 copies are equal and the decrypted slots carry the
+  logits and nothing else of the model).
 
-Cost (from :func:`trace`): 15 ciphertext products, 1 plaintext product (the mask), 29 rotations
-(10 of them hoisted), 5 relinearisations with lazy relinearisation (products summed as
-3-component ciphertexts, relinearised once per layer), depth 6, 23 distinct rotation steps.
-Every weight is encrypted at the level where it is consumed and at the scale q_level of the prime
-the following rescale drops, so the data's scale survives each linear layer unchanged; biases
-at the exact scale of the running ciphertext.
+Cost (from :func:`trace`): 24 ciphertext products, 34 rotations (19 of them hoisted), 5
+relinearisations with lazy relinearisation (products summed as 3-component ciphertexts,
+relinearised once per layer), depth 5, 28 distinct rotation steps. The E2DM/KKLSS packing
+spends a sixth level on a plaintext mask before FC-2 (15 products, 29 rotations, depth 6);
+folding the mask into the FC-2 weights lets the whole network run one level lower, where every
+key switch is cheaper (about 20 % less time per image here). The image is encrypted at level 5
+(the plan's depth), whatever the chain's top; every weight at the level where it is consumed
+and at the scale q_level of the prime the following rescale drops, so the data's scale survives
+each linear layer unchanged; biases at the exact scale of the running ciphertext.
 """
 
 from __future__ import annotations
@@ -60,13 +65,12 @@ CONV_STEPS = (1, 14, 15)
 FC1_STEPS = tuple(BLOCK * r for r in range(1, 8))
 CONV_SUM = (2048, 1024)
 BLOCK_SUM = (1, 2, 4, 8, 16, 32, 64)
-SPREAD = (-1, -2, -4, -8)
+FC2_STEPS = tuple(-k for k in range(1, 10))
 HEAD_SUM = (128, 256, 512, 1024, 2048, 4096)
 
 #: the names of the packed model's vectors, in the order the plan consumes them
-WEIGHT_NAMES = (*(f"conv{m}" for m in range(4)), *(f"fc1_{r}" for r in range(8)), "fc1_bias", "fc2", "fc2_bias")
-#: the plan's public plaintext (not part of the model)
-MASK = "mask"
+WEIGHT_NAMES = (*(f"conv{m}" for m in range(4)), *(f"fc1_{r}" for r in range(8)), "fc1_bias",
+                *(f"fc2_{k}" for k in range(10)), "fc2_bias")
 
 
 # -- layout ------------------------------------------------------------------------------------
@@ -129,18 +133,13 @@ def pack_model(model: Any) -> dict[str, np.ndarray]:
     bias = np.zeros((HIDDEN, BLOCK))
     bias[:, 0] = model.fc1_b
     out["fc1_bias"] = bias.ravel()
-    head = np.zeros((HIDDEN, BLOCK))
-    head[:, :CLASSES] = np.asarray(model.fc2_w, dtype=np.float64).T
-    out["fc2"] = head.ravel()
+    fc2 = np.asarray(model.fc2_w, dtype=np.float64)
+    for k in range(CLASSES):
+        head = np.zeros((HIDDEN, BLOCK))
+        head[:, k] = fc2[k]
+        out[f"fc2_{k}"] = head.ravel()
     out["fc2_bias"] = np.tile(np.pad(np.asarray(model.fc2_b, dtype=np.float64), (0, BLOCK - CLASSES)), HIDDEN)
     return out
-
-
-def public_weights() -> dict[str, np.ndarray]:
-    """The plan's own plaintext: the FC-2 mask (1 at slots 128 n)."""
-    mask = np.zeros((HIDDEN, BLOCK))
-    mask[:, 0] = 1.0
-    return {MASK: mask.ravel()}
 
 
 def logits(slots: Any) -> np.ndarray:
@@ -167,8 +166,8 @@ def forward(be: Any, x: Any) -> Any:
     y = be.square(rotate_add(y, CONV_SUM))
     y = linear(y, be.rotate_many(y, FC1_STEPS), [f"fc1_{r}" for r in range(8)])
     y = be.square(be.add_weight(rotate_add(y, BLOCK_SUM), "fc1_bias"))
-    y = rotate_add(be.finish(be.mul(y, MASK)), SPREAD)
-    y = rotate_add(be.finish(be.mul(y, "fc2")), HEAD_SUM)
+    y = linear(y, be.rotate_many(y, FC2_STEPS), [f"fc2_{k}" for k in range(10)])
+    y = rotate_add(y, HEAD_SUM)
     return be.add_weight(y, "fc2_bias")
 
 
@@ -176,7 +175,7 @@ class SlotBackend:
     """The plan in the clear on (m, 8192) slot vectors."""
 
     def __init__(self, weights: dict[str, np.ndarray]) -> None:
-        self.weights = {**weights, **public_weights()}
+        self.weights = dict(weights)
 
     def rotate(self, x: np.ndarray, step: int) -> np.ndarray:
         return np.roll(x, -step, axis=-1)
@@ -219,12 +218,11 @@ class Trace:
     """What the plan needs and costs under one parameter set."""
 
     params: ckks.Parameters
-    #: name -> (level, scale) at which each weight (and the mask) must be encoded or encrypted
+    #: name -> (level, scale) at which the image and each weight must be encoded or encrypted
     specs: dict[str, tuple[int, float]] = field(default_factory=dict)
     rotations: list[int] = field(default_factory=list)  # every rotation in order (hoisted ones too)
     hoisted: int = 0
     products: int = 0  # ciphertext x ciphertext (image and model encrypted)
-    plain_products: int = 0
     relinearizations: int = 0
     rescales: int = 0
     output_level: int = 0
@@ -237,11 +235,10 @@ class Trace:
 
     @property
     def depth(self) -> int:
-        return self.params.max_level - self.output_level
+        return self.specs["image"][0] - self.output_level
 
     def cost(self) -> dict[str, int]:
-        return {"ct_ct_products": self.products, "plain_products": self.plain_products,
-                "rotations": len(self.rotations), "hoisted_rotations": self.hoisted,
+        return {"ct_ct_products": self.products, "rotations": len(self.rotations), "hoisted_rotations": self.hoisted,
                 "rotation_keys": len(self.rotation_steps), "relinearizations": self.relinearizations,
                 "rescales": self.rescales, "depth": self.depth}
 
@@ -271,9 +268,6 @@ class Tracer:
             raise ScaleError(f"the plan multiplies by {name!r} at level 0: the chain is too short for it")
         scale = float(self.q[x.level])
         self._spec(name, x.level, scale)
-        if name == MASK:
-            self.trace.plain_products += 1
-            return _Sym(x.level, x.scale * scale, x.size)
         self.trace.products += 1
         return _Sym(x.level, x.scale * scale, 3)
 
@@ -300,18 +294,26 @@ class Tracer:
         return self.finish(_Sym(x.level, x.scale * x.scale, 3))
 
 
+#: levels the plan consumes (checked by :func:`trace`)
+DEPTH = 5
+
+
 def trace(params: ckks.Parameters) -> Trace:
-    """Levels, scales, rotation keys and cost of the plan under ``params`` (needs 8,192 slots
-    and at least 6 levels)."""
+    """Levels, scales, rotation keys and cost of the plan under ``params`` (8,192 slots, at least
+    :data:`DEPTH` + 1 ciphertext primes). The image enters at level :data:`DEPTH`, so that the
+    output lands at level 0 whatever the chain's length (cheaper key switches below the top)."""
     if params.slots != SLOTS:
         raise ConfigError(f"the CNN plan packs one image into {SLOTS} slots (N = 2^14); these parameters have "
                           f"{params.slots}")
-    if params.max_level < 6:
-        raise ConfigError(f"the CNN needs depth 6 (7 ciphertext primes); these parameters have {params.max_level + 1}")
+    if params.max_level < DEPTH:
+        raise ConfigError(f"the CNN needs depth {DEPTH} ({DEPTH + 1} ciphertext primes); these parameters have "
+                          f"{params.max_level + 1}")
     t = Tracer(params)
-    image = _Sym(params.max_level, float(params.scale))
+    image = _Sym(DEPTH, float(params.scale))
     t.trace.specs["image"] = (image.level, image.scale)
     out = forward(t, image)
+    if out.level != 0:
+        raise ScaleError(f"the plan ends at level {out.level}, not 0: DEPTH is out of date")
     t.trace.output_level, t.trace.output_scale = out.level, out.scale
     return t.trace
 
@@ -337,8 +339,6 @@ class CkksBackend:
         self.ev = evaluator
         self.plan = plan or trace(evaluator.params)
         self.weights = dict(weights)
-        level, scale = self.plan.specs[MASK]
-        self.weights[MASK] = evaluator.encoder.encode(public_weights()[MASK], level=level, scale=scale)
         missing = [n for n in WEIGHT_NAMES if n not in self.weights]
         if missing:
             raise ConfigError(f"the model lacks packed weights {', '.join(missing)}")
@@ -390,6 +390,6 @@ class CkksBackend:
 
 
 __all__ = [
-    "BLOCK", "CLASSES", "MASK", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "CkksBackend", "SlotBackend", "Trace", "Tracer",
-    "forward", "logits", "pack_images", "pack_model", "packed_forward", "public_weights", "rotation_steps", "trace",
+    "BLOCK", "CLASSES", "DEPTH", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "CkksBackend", "SlotBackend", "Trace", "Tracer",
+    "forward", "logits", "pack_images", "pack_model", "packed_forward", "rotation_steps", "trace",
 ]
