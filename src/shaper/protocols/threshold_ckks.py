@@ -57,6 +57,8 @@ METHODS = ("exact", "local")
 #: smudging bits for threshold decryption: r uniform in [-2^(k-1), 2^(k-1)) per coefficient.
 #: 25 keeps 20 bits of slot precision at the CNN's scale 2^53 with N = 2^14 (docs/threshold-ckks.md)
 SMUDGE_BITS = 25
+#: coefficients whose smudging noise is sampled per edaBits call in a batch decryption
+SMUDGE_CHUNK = 1 << 16
 SHARE_FILE = "secret-share.shpr"
 #: the benchmark CNN's parameters (issue 19, GMPFHE): N = 2^14, q = 60 + 6 x 53 bits, p 60 bits, scale 2^53
 CNN_CHAIN = (1 << 14, (60, 53, 53, 53, 53, 53, 53), 60, 53)
@@ -386,8 +388,13 @@ def decrypt_many(engine: Any, share: ckks.SecretKeyShare, cts: Sequence[ckks.Cip
 
     ctx = params.context
     q0, n, m = params.moduli[0], params.n, len(cts)
-    _, r = engine.edabits(m * n, smudge_bits, (q0,))  # r < 2^k jointly; minus 2^(k-1) centres it
-    smudge = np.ascontiguousarray(r.share.T).reshape(m, 1, n)
+    # r < 2^k jointly (minus 2^(k-1) centres it), in chunks of SMUDGE_CHUNK coefficients: the
+    # bit planes of one chunk stay in cache (one call for a batch of 20 ciphertexts took 2.2x the
+    # CPU per ciphertext of a single decryption)
+    total = m * n
+    parts = [engine.edabits(min(SMUDGE_CHUNK, total - at), smudge_bits, (q0,))[1].share
+             for at in range(0, total, SMUDGE_CHUNK)]
+    smudge = np.ascontiguousarray(np.concatenate(parts).T).reshape(m, 1, n)
     if share.index == 0:
         offset = ctx.from_signed(np.full(n, -(1 << (smudge_bits - 1)), dtype=np.int64), [0])
         smudge = ctx.add(smudge, np.broadcast_to(offset, smudge.shape).copy(), [0])
