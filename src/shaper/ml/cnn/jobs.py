@@ -104,7 +104,10 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     phase = _Phases(session, progress)
     if images is not None:
         images = np.asarray(images, dtype=np.float64)
-        P.pack_images(images[:1])  # validates shape and range before anyone waits on us
+        images = images[None] if images.ndim == 2 else images
+        P.pack_images(images)  # validates every image's shape and range before anyone waits on us
+        if len(images) == 0:
+            raise ConfigError("the client brings no images")
         if labels is not None:
             labels = np.asarray(labels)
             if labels.shape != (len(images),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:
