@@ -60,7 +60,7 @@ def encode_model(model: Any, params: ckks.Parameters, trace: P.Trace | None = No
 
 def encrypt_model(key: ckks.PublicKey | ckks.SecretKey, model: Any, params: ckks.Parameters | None = None,
                   trace: P.Trace | None = None) -> dict[str, ckks.Ciphertext]:
-    """The model's 15 packed vectors encrypted at the levels and scales the plan consumes them at."""
+    """The model's 25 packed vectors encrypted at the levels and scales the plan consumes them at."""
     params = params or key.params
     return {name: ckks.encrypt(key, pt) for name, pt in encode_model(model, params, trace).items()}
 
