@@ -156,17 +156,19 @@ def forward(be: Any, x: Any) -> Any:
             y = be.add(y, be.rotate(y, s))
         return y
 
-    def linear(y: Any, rotated: dict[int, Any], names: list[str]) -> Any:
+    def linear(y: Any, steps: tuple[int, ...], names: list[str]) -> Any:
+        """y * W_0 + sum_i rot(y, steps[i]) * W_(i+1): hoisted rotations, one relinearisation."""
+        rotated = be.rotate_many(y, steps)
         acc = be.mul(y, names[0])
-        for s, name in zip(rotated, names[1:]):
+        for s, name in zip(steps, names[1:], strict=True):
             acc = be.add(acc, be.mul(rotated[s], name))
         return be.finish(acc)
 
-    y = linear(x, be.rotate_many(x, CONV_STEPS), [f"conv{m}" for m in range(4)])
+    y = linear(x, CONV_STEPS, [f"conv{m}" for m in range(4)])
     y = be.square(rotate_add(y, CONV_SUM))
-    y = linear(y, be.rotate_many(y, FC1_STEPS), [f"fc1_{r}" for r in range(8)])
+    y = linear(y, FC1_STEPS, [f"fc1_{r}" for r in range(8)])
     y = be.square(be.add_weight(rotate_add(y, BLOCK_SUM), "fc1_bias"))
-    y = linear(y, be.rotate_many(y, FC2_STEPS), [f"fc2_{k}" for k in range(10)])
+    y = linear(y, FC2_STEPS, [f"fc2_{k}" for k in range(10)])
     y = rotate_add(y, HEAD_SUM)
     return be.add_weight(y, "fc2_bias")
 
