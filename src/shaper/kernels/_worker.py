@@ -8,12 +8,9 @@ cached between calls), writes replies to stdout. Exits when stdin closes. See
 from __future__ import annotations
 
 import sys
-import traceback
 
 from . import wire
 from .gmp import local_kernel
-
-_METHODS = {"powmod", "powmod_same_exponent", "fixed_base_powmod", "mulmod", "invert", "prod_rows", "horner", "horner_multiexp"}
 
 
 def main() -> int:
@@ -25,15 +22,7 @@ def main() -> int:
         frame = wire.read_frame(stdin)
         if frame is None:
             return 0
-        try:
-            method, args = wire.decode(frame)
-            if method not in _METHODS:
-                raise wire.WireError(f"unknown kernel method {method!r}")
-            result = getattr(kernel, method)(*args)
-            reply = wire.encode(("ok", result))
-        except Exception as exc:  # reported to the parent, which raises it
-            reply = wire.encode(("error", type(exc).__name__, f"{exc}\n{traceback.format_exc()}"))
-        wire.write_frame(stdout, reply)
+        wire.write_frame(stdout, wire.serve(kernel, frame))
 
 
 if __name__ == "__main__":

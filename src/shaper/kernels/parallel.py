@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -37,8 +37,6 @@ PARALLEL_MIN_US = 20_000.0
 # Chunks per worker (dynamic scheduling evens out unequal cores) and the least work per chunk.
 CHUNKS_PER_WORKER = 4
 MIN_CHUNK_US = 8_000.0
-
-_EXCEPTIONS = {"ZeroDivisionError": ZeroDivisionError, "ValueError": ValueError, "TypeError": TypeError}
 
 
 def _mulmod_us(modulus_bits: int) -> float:
@@ -166,14 +164,7 @@ class _Pool:
                 raise
             finally:
                 selector.close()
-        out = []
-        for reply in replies:
-            if reply[0] == "ok":
-                out.append(reply[1])
-            else:
-                _, name, message = reply
-                raise _EXCEPTIONS.get(name, KernelError)(f"in kernel worker: {message}")
-        return out
+        return [wire.unwrap(reply, KernelError) for reply in replies]
 
 
 _POOL = _Pool()
@@ -187,24 +178,33 @@ def _split(count: int, parts: int) -> list[tuple[int, int]]:
 
 
 class ParallelKernel:
-    """The gmpy2 kernel spread over ``workers`` processes."""
+    """The gmpy2 kernel spread over ``workers`` processes.
+
+    The chunking here is independent of where chunks run: ``pool`` is anything with this
+    module's ``map(workers, tasks)`` contract (the default is the local process pool; the Ray
+    executor of :mod:`shaper.kernels.cluster` passes its own), and ``local`` is the kernel that
+    runs small batches and cheap products in the calling process.
+    """
 
     name = "gmpy2-parallel"
+    chunks_per_worker = CHUNKS_PER_WORKER
+    min_chunk_us = MIN_CHUNK_US
 
-    def __init__(self, workers: int, min_us: float = PARALLEL_MIN_US) -> None:
+    def __init__(self, workers: int, min_us: float = PARALLEL_MIN_US, *, pool: Any = None, local: Any = None) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = workers
         self.min_us = min_us
-        self.local: GmpKernel = local_kernel()
+        self.pool = _POOL if pool is None else pool
+        self.local: GmpKernel = local_kernel() if local is None else local
 
     def _parallel(self, estimated_us: float, count: int) -> bool:
         return self.workers > 1 and count >= 2 and estimated_us >= self.min_us
 
     def _parts(self, estimated_us: float, count: int) -> int:
         """How many chunks to cut a batch into: several per worker when there is enough work."""
-        by_work = int(estimated_us // MIN_CHUNK_US)
-        return max(1, min(count, max(self.workers, min(self.workers * CHUNKS_PER_WORKER, by_work))))
+        by_work = int(estimated_us // self.min_chunk_us)
+        return max(1, min(count, max(self.workers, min(self.workers * self.chunks_per_worker, by_work))))
 
     # -- kernel API: every call goes through gather() ----------------------------------------
     def powmod(self, bases: Sequence, exponents: Sequence, modulus) -> list:
@@ -238,7 +238,7 @@ class ParallelKernel:
         planned = [(method, args, getattr(self, "_plan_" + method)(*args)) for method, args in calls]
         tasks = [(method, chunk) for method, _, chunks in planned if chunks for chunk in chunks]
         try:
-            remote = iter(_POOL.map(self.workers, tasks)) if tasks else iter(())
+            remote = iter(self.pool.map(self.workers, tasks)) if tasks else iter(())
         except wire.WireError:
             # Arguments the wire format does not carry (e.g. negative numbers): compute here, with
             # exactly the single-core kernel's semantics.

@@ -12,6 +12,7 @@ Frame: u64 little-endian payload length, then the payload. A call is
 from __future__ import annotations
 
 import struct
+import traceback
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -49,7 +50,8 @@ def _encode(obj: Any, out: list[bytes]) -> None:
         raw = obj.encode("utf-8")
         out.append(b"S" + struct.pack("<I", len(raw)) + raw)
     elif isinstance(obj, FixedBaseSpec):
-        out.append(b"F" + _int_bytes(obj.base) + _int_bytes(obj.modulus) + struct.pack("<I", obj.exponent_bits))
+        out.append(b"F" + _int_bytes(obj.base) + _int_bytes(obj.modulus)
+                   + struct.pack("<IB", obj.exponent_bits, 1 if obj.constant_time else 0))
     elif isinstance(obj, np.ndarray):
         arr = np.ascontiguousarray(obj)
         code = arr.dtype.str
@@ -118,8 +120,10 @@ def _decode(r: _Reader) -> Any:
         return r.integer()
     if tag == b"F":
         base, modulus = r.integer(), r.integer()
-        (bits,) = r.unpack("I")
-        return FixedBaseSpec(int(base), int(modulus), bits)
+        bits, flags = r.unpack("IB")
+        if flags not in (0, 1):
+            raise WireError(f"bad fixed-base spec flags {flags}")
+        return FixedBaseSpec(int(base), int(modulus), bits, constant_time=bool(flags))
     if tag == b"A":
         code = bytes(r.take(3)).decode()
         if code not in _ALLOWED_DTYPES:
@@ -140,6 +144,34 @@ def _decode(r: _Reader) -> Any:
         (count,) = r.unpack("I")
         return tuple(_decode(r) for _ in range(count))
     raise WireError(f"unknown tag {tag!r} in kernel message")
+
+
+#: the kernel methods a worker runs (anything else is refused)
+METHODS = frozenset({"powmod", "powmod_same_exponent", "fixed_base_powmod", "mulmod", "invert", "prod_rows", "horner",
+                     "horner_multiexp"})
+
+_EXCEPTIONS = {"ZeroDivisionError": ZeroDivisionError, "ValueError": ValueError, "TypeError": TypeError}
+
+
+def serve(kernel: Any, frame: bytes) -> bytes:
+    """Worker side: run one encoded call on ``kernel``; the encoded reply. Used by the worker
+    processes (:mod:`shaper.kernels._worker`) and the Ray actors (:mod:`shaper.kernels.cluster`)."""
+    try:
+        method, args = decode(frame)
+        if method not in METHODS:
+            raise WireError(f"unknown kernel method {method!r}")
+        return encode(("ok", getattr(kernel, method)(*args)))
+    except Exception as exc:  # reported to the caller, which raises it
+        return encode(("error", type(exc).__name__, f"{exc}\n{traceback.format_exc()}"))
+
+
+def unwrap(reply: Any, error: type[Exception]) -> Any:
+    """Caller side: the result of a decoded reply, or its exception raised here (a type the
+    caller knows, else ``error``)."""
+    if reply[0] == "ok":
+        return reply[1]
+    _, name, message = reply
+    raise _EXCEPTIONS.get(name, error)(f"in kernel worker: {message}")
 
 
 def write_frame(stream: BinaryIO, payload: bytes) -> None:
