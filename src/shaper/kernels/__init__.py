@@ -12,6 +12,10 @@
 bit-identical results. The number of workers (processes for gmpy2, threads for native)
 defaults to the CPU cores this process may run on; override it with ``SHAPER_WORKERS`` or
 :func:`set_workers`.
+
+Where the big batches run is the *executor*: ``local`` (the default: this machine's cores, as
+above) or ``ray`` (a Ray cluster the party owns, :mod:`shaper.kernels.cluster`), chosen with
+:func:`set_executor`, a parties file's ``[party.executor]`` table or ``SHAPER_EXECUTOR``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from . import native
 from .gmp import GmpKernel, local_kernel
 from .native import NativeKernel
 from .parallel import ParallelKernel, shutdown_pool
+from .cluster import ExecutorSettings
 
 __all__ = [
     "FixedBaseSpec",
@@ -30,6 +35,9 @@ __all__ = [
     "GmpKernel",
     "NativeKernel",
     "ParallelKernel",
+    "ExecutorSettings",
+    "executor",
+    "set_executor",
     "get_kernel",
     "set_workers",
     "workers",
@@ -39,6 +47,7 @@ __all__ = [
 ]
 
 _workers: int | None = None
+_executor: ExecutorSettings | None = None
 _kernel: Kernel | None = None
 _kernel_key: tuple | None = None
 
@@ -70,23 +79,62 @@ def workers() -> int:
 def set_workers(count: int | None) -> None:
     """Use ``count`` workers (1 = compute in the calling thread/process only); ``None``
     restores the default (``SHAPER_WORKERS`` or all available cores)."""
-    global _workers, _kernel
+    global _workers
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"workers must be a positive integer, got {count!r}")
     _workers = count
-    _kernel = None
+    _release()
+
+
+def executor() -> ExecutorSettings:
+    """Where big batches run: :func:`set_executor`'s setting, else ``SHAPER_EXECUTOR``."""
+    return _executor if _executor is not None else ExecutorSettings.from_env()
+
+
+def set_executor(settings: ExecutorSettings | str | None, **options) -> None:
+    """Run big batches on ``settings``: an :class:`ExecutorSettings`, ``"local"``, ``"ray"``
+    (with ``address=``, ``actors=``, ``cpus_per_actor=``, ... as keyword options) or ``None`` to
+    go back to ``SHAPER_EXECUTOR``. The previous Ray executor's actors are released."""
+    global _executor
+    if isinstance(settings, str):
+        settings = ExecutorSettings(kind=settings, **options)
+    elif options:
+        raise TypeError("executor options go with a kind name, e.g. set_executor('ray', address=...)")
+    if settings is not None and not isinstance(settings, ExecutorSettings):
+        raise TypeError(f"expected ExecutorSettings, a kind name or None; got {type(settings).__name__}")
+    _release()
+    _executor = settings
+
+
+def _release() -> None:
+    global _kernel, _kernel_key
+    close = getattr(_kernel, "close", None)
+    if close is not None:
+        close()
+    _kernel, _kernel_key = None, None
+
+
+def _local(engine: str | None, n: int) -> Kernel:
+    if engine is not None:
+        return NativeKernel(engine, threads=n)
+    return local_kernel() if n == 1 else ParallelKernel(n)
 
 
 def get_kernel() -> Kernel:
-    """The active kernel (rebuilt when ``SHAPER_NATIVE`` or the worker count changes)."""
+    """The active kernel (rebuilt when ``SHAPER_NATIVE``, the worker count or the executor
+    changes)."""
     global _kernel, _kernel_key
     engine = native.chosen_engine()
-    key = (engine, workers())
+    settings = executor()
+    key = (engine, workers(), settings)
     if _kernel is None or key != _kernel_key:
-        n = key[1]
-        if engine is not None:
-            _kernel = NativeKernel(engine, threads=n)
+        _release()
+        if settings.kind == "ray":
+            from .cluster import RayKernel
+
+            # Small batches stay on this machine, on the kernel the local executor would use.
+            _kernel = RayKernel(settings, _local(engine, key[1]))
         else:
-            _kernel = local_kernel() if n == 1 else ParallelKernel(n)
+            _kernel = _local(engine, key[1])
         _kernel_key = key
     return _kernel
