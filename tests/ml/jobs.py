@@ -88,3 +88,15 @@ def divergence_job(session, X, y, params):
     model.fit(session, Xm, ym, progress=lambda e: events.append(e) if e["event"] == "backoff" else None)
     return {"lr": model.learning_rate_, "history": model.history_, "backoffs": events,
             "proba": model.predict_proba(session, Xm)}
+
+
+def executor_job(session, X, y, params):
+    """``train_job``, plus where this party's kernel ran its batches (Ray chunks, if any)."""
+    from shaper import kernels
+
+    out = train_job(session, X, y, params)
+    kernel = kernels.get_kernel()
+    pool = getattr(kernel, "pool_ray", None)
+    out["kernel"] = kernel.name
+    out["ray_chunks"] = None if pool is None else pool.stats["chunks"]
+    return out

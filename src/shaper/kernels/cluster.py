@@ -19,6 +19,8 @@ environment::
     SHAPER_RAY_ACTORS=32               # actors (default: the cluster's CPUs / cpus per actor)
     SHAPER_RAY_CPUS_PER_ACTOR=1        # cores each actor reserves and its kernel uses
     SHAPER_RAY_TASK_TIMEOUT=600        # seconds without any chunk finishing = cluster lost
+    SHAPER_RAY_RETRIES=3               # re-runs of a chunk whose worker died
+    SHAPER_RAY_MIN_WORK_MS=200         # batches with less estimated work stay on this machine
 
 What each worker holds (the cluster is inside the party's trust boundary): the actors receive
 the operands of the chunks they run — ciphertexts, plaintext residues, exponent bytes (which
@@ -54,11 +56,10 @@ from .parallel import ParallelKernel
 
 KINDS = ("local", "ray")
 
-# A batch smaller than this much estimated work (µs) runs in the party's own process: a Ray
-# task costs about 1-2 ms of scheduling and transfer, so each chunk carries at least
+# A Ray task costs about 1-2 ms of scheduling and transfer, so each chunk carries at least
 # RAY_MIN_CHUNK_US of work (overhead at most a few per cent) and each actor keeps PIPELINE
-# chunks queued so the next one is there when it finishes.
-RAY_MIN_US = 200_000.0
+# chunks queued so the next one is there when it finishes. Batches below min_work_ms of
+# estimated work stay on the party's machine.
 RAY_MIN_CHUNK_US = 50_000.0
 RAY_CHUNKS_PER_WORKER = 4
 PIPELINE = 2
@@ -84,6 +85,7 @@ class ExecutorSettings:
     cpus_per_actor: int = 1
     task_timeout: float = 600.0
     retries: int = 3
+    min_work_ms: float = 200.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -99,6 +101,9 @@ class ExecutorSettings:
             raise ConfigError(f"executor task_timeout must be a positive number of seconds, got {self.task_timeout!r}")
         if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
             raise ConfigError(f"executor retries must be a non-negative integer, got {self.retries!r}")
+        if not (isinstance(self.min_work_ms, (int, float)) and not isinstance(self.min_work_ms, bool)
+                and self.min_work_ms >= 0):
+            raise ConfigError(f"executor min_work_ms must be a non-negative number, got {self.min_work_ms!r}")
         if self.kind == "local" and (self.address is not None or self.actors is not None):
             raise ConfigError("executor address/actors apply to kind = \"ray\" only")
 
@@ -122,7 +127,8 @@ class ExecutorSettings:
         fields: dict[str, Any] = {"kind": "ray", "address": address or None}
         for name, key, conv in (("actors", "SHAPER_RAY_ACTORS", int), ("cpus_per_actor", "SHAPER_RAY_CPUS_PER_ACTOR", int),
                                 ("task_timeout", "SHAPER_RAY_TASK_TIMEOUT", float),
-                                ("retries", "SHAPER_RAY_RETRIES", int)):
+                                ("retries", "SHAPER_RAY_RETRIES", int),
+                                ("min_work_ms", "SHAPER_RAY_MIN_WORK_MS", float)):
             if env.get(key, "").strip():
                 try:
                     fields[name] = conv(env[key])
@@ -133,14 +139,14 @@ class ExecutorSettings:
     @classmethod
     def from_mapping(cls, raw: Any, what: str = "[party.executor]") -> "ExecutorSettings":
         """From a parties file table: ``kind``, ``address``, ``actors``, ``cpus_per_actor``,
-        ``task_timeout`` (seconds or like "10m"), ``retries``."""
+        ``task_timeout`` (seconds or like "10m"), ``retries``, ``min_work_ms``."""
         from ..net.config import parse_duration
 
         if isinstance(raw, str):
             raw = {"kind": raw}
         if not isinstance(raw, dict):
             raise ConfigError(f"{what} must be a table or \"local\"/\"ray\", got {raw!r}")
-        known = {"kind", "address", "actors", "cpus_per_actor", "task_timeout", "retries"}
+        known = {"kind", "address", "actors", "cpus_per_actor", "task_timeout", "retries", "min_work_ms"}
         unknown = set(raw) - known
         if unknown:
             raise ConfigError(f"{what}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -386,20 +392,23 @@ class RayPool:
 
 class RayKernel(ParallelKernel):
     """The kernel interface with its big batches on Ray actors (see the module docstring).
-    Batches below ``min_us`` of estimated work, and element-wise products, run on ``local``
-    (the kernel this process would use on its own)."""
+    Batches below ``settings.min_work_ms`` of estimated work, and element-wise products, run on
+    ``local`` (the kernel this process would use on its own)."""
 
     chunks_per_worker = RAY_CHUNKS_PER_WORKER
     min_chunk_us = RAY_MIN_CHUNK_US
 
-    def __init__(self, settings: ExecutorSettings, local: Any, min_us: float = RAY_MIN_US) -> None:
+    def __init__(self, settings: ExecutorSettings, local: Any) -> None:
         if settings.kind != "ray":
             raise ValueError("RayKernel needs executor settings of kind 'ray'")
         self.pool_ray = RayPool(settings)
         actors = self.pool_ray.connect()
-        super().__init__(actors, min_us, pool=self.pool_ray, local=local)
+        super().__init__(actors, settings.min_work_ms * 1000.0, pool=self.pool_ray, local=local)
         self.name = f"ray({actors} actors) over {getattr(local, 'name', 'local')}"
         self.settings = settings
+
+    def _parallel(self, estimated_us: float, count: int) -> bool:
+        return count >= 2 and estimated_us >= self.min_us  # even one actor is another machine's cores
 
     def close(self) -> None:
         self.pool_ray.close()

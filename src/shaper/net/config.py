@@ -23,6 +23,10 @@ private key)::
     cert = "certs/bank.pem"
     key = "certs/bank.key"                 # only the party itself needs its key
 
+    [party.executor]                       # optional: where this party's big batches run
+    kind = "ray"                           # "local" (default) or "ray" (see shaper.kernels.cluster)
+    address = "10.0.0.5:6379"              # the party's own Ray cluster; omit for RAY_ADDRESS/local
+
 Relative paths are resolved against the file's directory. ``shaper certs`` writes the
 certificates and a matching parties file.
 """
@@ -170,6 +174,7 @@ class Party:
     port: int
     cert: Path | None = None
     key: Path | None = None
+    executor: Any = None  # shaper.kernels.ExecutorSettings from [party.executor], or None
 
     def __post_init__(self) -> None:
         check_party_name(self.name)
@@ -227,14 +232,19 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ConfigError(f"[[party]] entry {i} must be a table")
-        extra = set(entry) - {"name", "host", "port", "cert", "key"}
+        extra = set(entry) - {"name", "host", "port", "cert", "key", "executor"}
         if extra:
             raise ConfigError(f"[[party]] entry {i}: unknown keys {', '.join(sorted(extra))}")
         for req in ("name", "host", "port"):
             if req not in entry:
                 raise ConfigError(f"[[party]] entry {i} lacks '{req}'")
+        executor = None
+        if "executor" in entry:
+            from ..kernels import ExecutorSettings
+
+            executor = ExecutorSettings.from_mapping(entry["executor"], f"[[party]] entry {i} executor")
         parties.append(Party(entry["name"], entry["host"], entry["port"],
-                             resolve(entry.get("cert"), "cert"), resolve(entry.get("key"), "key")))
+                             resolve(entry.get("cert"), "cert"), resolve(entry.get("key"), "key"), executor))
     names = [p.name for p in parties]
     if len(set(names)) != len(names):
         raise ConfigError(f"parties file {path}: duplicate party names in {names}")

@@ -111,13 +111,17 @@ def run_in_memory(parties: int | Sequence[str], fn: Callable[..., Any], *args: A
 
 # -- processes over loopback TLS ----------------------------------------------------------------
 def _party_main(index: int, names: list[str], cert_dir: str | None, config: NetConfig, conn: Any,
-                fn: Callable[..., Any], args: tuple, kwargs: dict, workers: int | None) -> None:
+                fn: Callable[..., Any], args: tuple, kwargs: dict, workers: int | None, executor: Any) -> None:
     name = names[index]
     try:
-        if workers:
+        if workers or executor is not None:
             from .. import kernels
 
-            kernels.set_workers(workers)
+            if workers:
+                kernels.set_workers(workers)
+            if executor is not None:
+                kernels.set_executor(executor)
+                kernels.get_kernel()
         listener = listen(Party(name, "127.0.0.1", 0))
         conn.send(("port", listener.getsockname()[1]))
         kind, ports = conn.recv()
@@ -149,15 +153,20 @@ def _party_main(index: int, names: list[str], cert_dir: str | None, config: NetC
 
 def launch(parties: int | Sequence[str], fn: Callable[..., Any], *args: Any, config: NetConfig | None = None,
            timeout: float | None = None, workers_per_party: int | None = None, start_method: str | None = None,
-           **kwargs: Any) -> list:
+           executors: dict[str, Any] | None = None, **kwargs: Any) -> list:
     """Run ``fn(session, *args, **kwargs)`` in one local process per party, connected over
     loopback TLS with certificates made for this run (plain TCP if ``config.insecure``).
 
     ``workers_per_party`` sets each party's kernel worker count (default: the cores divided among
-    the parties). Returns the results in party order; raises :class:`PartyError` for the root
+    the parties); ``executors`` maps a party name to where its big batches run (an
+    :class:`~shaper.kernels.ExecutorSettings`, e.g. the host on Ray and the guest local; default:
+    ``SHAPER_EXECUTOR``). Returns the results in party order; raises :class:`PartyError` for the root
     cause if any party fails or dies, or if the job exceeds ``timeout`` seconds.
     """
     names = _names(parties)
+    executors = dict(executors or {})
+    if set(executors) - set(names):
+        raise ValueError(f"executors names parties {sorted(set(executors) - set(names))} that are not in {names}")
     config = config or NetConfig(session_id=f"launch-{secrets.token_hex(8)}")
     if workers_per_party is None:
         try:
@@ -183,7 +192,8 @@ def launch(parties: int | Sequence[str], fn: Callable[..., Any], *args: Any, con
             cert_dir = tmp
         pipes = [ctx.Pipe() for _ in names]
         procs = [ctx.Process(target=_party_main, name=f"shaper-{n}",
-                             args=(i, names, cert_dir, config, pipes[i][1], fn, args, kwargs, workers_per_party))
+                             args=(i, names, cert_dir, config, pipes[i][1], fn, args, kwargs, workers_per_party,
+                                   executors.get(n)))
                  for i, n in enumerate(names)]
         for p in procs:
             p.start()

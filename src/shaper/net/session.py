@@ -68,9 +68,15 @@ class Session:
     def from_config(cls, path: str | Path, me: str, *, key: str | Path | None = None,
                     config: NetConfig | None = None) -> "Session":
         """Join the job described by a parties file as party ``me``; ``key`` overrides the
-        private-key path from the file."""
+        private-key path from the file. The party's ``[party.executor]`` table, if any, selects
+        where this process runs its big kernel batches (:func:`shaper.kernels.set_executor`)."""
         pf = load_parties(path, config)
         me_party = pf.parties[pf.index(me)]
+        if me_party.executor is not None:
+            from .. import kernels
+
+            kernels.set_executor(me_party.executor)
+            kernels.get_kernel()  # join the cluster now: a bad address fails before the peers wait
         tls = None
         if not pf.config.insecure:
             key_path = Path(key) if key is not None else me_party.key

@@ -1,0 +1,247 @@
+"""The Ray executor (shaper.kernels.cluster): same results as the local executor on a local
+multi-process Ray cluster, a killed worker's chunk re-run elsewhere, a lost cluster a clear
+error, and its settings validated. Skipped where Ray is not installed (it is an optional extra);
+the settings tests run everywhere."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import shaper.kernels as kernels
+from shaper.crypto import ahe, packing
+from shaper.errors import ConfigError
+from shaper.kernels import ExecutorSettings
+from shaper.net import load_parties
+
+
+# -- settings (no Ray needed) ---------------------------------------------------------------------
+def test_settings_from_env():
+    assert ExecutorSettings.from_env({}) == ExecutorSettings()
+    s = ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray:10.0.0.5:6379", "SHAPER_RAY_ACTORS": "8",
+                                   "SHAPER_RAY_CPUS_PER_ACTOR": "4", "SHAPER_RAY_TASK_TIMEOUT": "90"})
+    assert (s.kind, s.address, s.actors, s.cpus_per_actor, s.task_timeout) == ("ray", "10.0.0.5:6379", 8, 4, 90.0)
+    assert ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray"}).address is None
+    for bad in ("spark", "local:host"):
+        with pytest.raises(ConfigError, match="SHAPER_EXECUTOR"):
+            ExecutorSettings.from_env({"SHAPER_EXECUTOR": bad})
+    with pytest.raises(ConfigError, match="SHAPER_RAY_ACTORS"):
+        ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray", "SHAPER_RAY_ACTORS": "many"})
+    with pytest.raises(ConfigError, match="actors"):
+        ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray", "SHAPER_RAY_ACTORS": "0"})
+    with pytest.raises(ConfigError, match="ray"):
+        ExecutorSettings(kind="local", address="x:1")
+
+
+def test_parties_file_executor_table(tmp_path):
+    path = tmp_path / "parties.toml"
+    path.write_text(textwrap.dedent("""
+        [network]
+        insecure = true
+        [[party]]
+        name = "bank"
+        host = "127.0.0.1"
+        port = 7100
+        [party.executor]
+        kind = "ray"
+        address = "10.0.0.5:6379"
+        actors = 16
+        task_timeout = "10m"
+        [[party]]
+        name = "shop"
+        host = "127.0.0.1"
+        port = 7101
+    """))
+    pf = load_parties(path)
+    assert pf.parties[0].executor == ExecutorSettings(kind="ray", address="10.0.0.5:6379", actors=16, task_timeout=600.0)
+    assert pf.parties[1].executor is None
+    path.write_text(path.read_text().replace("actors = 16", "actor = 16"))
+    with pytest.raises(ConfigError, match="unknown keys actor"):
+        load_parties(path)
+
+
+def test_set_executor_validation():
+    with pytest.raises(ConfigError):
+        kernels.set_executor("spark")
+    with pytest.raises(TypeError):
+        kernels.set_executor(ExecutorSettings(), actors=2)
+
+
+# -- on a local Ray cluster -----------------------------------------------------------------------
+ray = pytest.importorskip("ray", reason="the Ray executor is an optional extra: pip install 'shaper-ppml[ray]'")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster with two worker CPUs (this machine's cores); its GCS address."""
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                 object_store_memory=200 << 20)
+    yield ray.get_runtime_context().gcs_address
+    kernels.set_executor(None)
+    if started:
+        ray.shutdown()
+
+
+# Every batch goes to the actors (the unit-test keys are small).
+SETTINGS = ExecutorSettings(kind="ray", actors=2, min_work_ms=0)
+
+
+def _local_then_ray(fn, cluster):
+    """``fn()`` on the local executor, then on Ray; both results and the Ray chunk count."""
+    kernels.set_executor("local")
+    try:
+        local = fn()
+        kernels.set_executor(SETTINGS)
+        pool = kernels.get_kernel().pool_ray
+        before = pool.stats["chunks"]
+        remote = fn()
+        return local, remote, pool.stats["chunks"] - before
+    finally:
+        kernels.set_executor(None)
+
+
+def _exps(pk, count, salt=0):
+    width = (pk.exponent_bits + 7) // 8
+    raw = bytes((i * 131 + salt) % 251 for i in range(count * width))
+    return np.frombuffer(raw, dtype=np.uint8).reshape(count, width)
+
+
+def test_encryption_and_decryption_identical(cluster, paillier_keys):
+    pk, sk = paillier_keys
+    values = list(range(-300, 300, 3))
+    exps = _exps(pk, len(values))
+
+    def run():
+        public = pk.raw_encrypt(values, exps)
+        private = sk.raw_encrypt(values, exps)  # CRT: both halves gathered
+        return public, private, sk.raw_decrypt(public)
+
+    local, remote, chunks = _local_then_ray(run, cluster)
+    assert chunks >= 4  # public encryption, both CRT halves and decryption went to the actors
+    assert remote[0] == local[0] and remote[1] == local[1]  # bit-identical ciphertexts
+    assert remote[0] == remote[1]  # the key owner's CRT path gives the same ciphertexts
+    assert [int(v) for v in remote[2]] == [v % pk.n for v in values] == [int(v) for v in local[2]]
+
+
+def test_sparse_products_and_packing_identical(cluster, paillier_keys):
+    pk, sk = paillier_keys
+    rng = np.random.default_rng(5)  # test data
+    matrix = sp.random(60, 40, density=0.2, format="csr", random_state=rng, data_rvs=lambda k: rng.integers(-9, 10, k))
+    vector = rng.integers(-1000, 1000, 40)
+    cts = pk.raw_encrypt(vector.tolist(), _exps(pk, 40, salt=7))
+
+    def run():
+        enc = pk.ciphertext_array(np.array(cts, dtype=object))
+        product = ahe.matvec(matrix, enc)
+        summed = enc.sum()
+        packed = packing.pack(product, 24)
+        return [int(c) for c in product.ciphertexts.ravel()], int(summed.ciphertexts.ravel()[0]), packed
+
+    local, remote, chunks = _local_then_ray(run, cluster)
+    assert chunks >= 2
+    assert remote[0] == local[0] and remote[1] == local[1]
+    assert remote[2].to_bytes() == local[2].to_bytes()
+    np.testing.assert_array_equal(packing.unpack(sk, remote[2]), matrix @ vector)
+
+
+def test_killed_worker_is_retried_on_another(cluster, paillier_keys):
+    pk, sk = paillier_keys
+    values = list(range(20000))
+    exps = _exps(pk, len(values), salt=3)
+    kernels.set_executor("local")
+    expected = pk.raw_encrypt(values, exps)
+    kernels.set_executor(SETTINGS)
+    pool = kernels.get_kernel().pool_ray
+    victim = pool.describe_actors()[0]["pid"]
+    before = dict(pool.stats)
+
+    def kill_mid_run():  # once the first chunk is back, the victim still has chunks in flight
+        while pool.stats["chunks"] == before["chunks"] and not done.is_set():
+            done.wait(0.001)
+        os.kill(victim, signal.SIGKILL)
+
+    done = threading.Event()
+    killer = threading.Thread(target=kill_mid_run)
+    killer.start()
+    try:
+        out = pk.raw_encrypt(values, exps)
+    finally:
+        done.set()
+        killer.join()
+        kernels.set_executor(None)
+    assert pool.stats["retried"] > before["retried"] and pool.stats["replaced"] > before["replaced"]
+    assert [int(v) for v in sk.raw_decrypt(out[:50])] == values[:50]
+    assert out == expected  # every chunk exactly once, in order
+
+
+def test_vertical_lr_epoch_host_on_ray_same_model(cluster):
+    from shaper.net import NetConfig, launch
+    from tests.ml import jobs as J
+
+    X, y = J.data(rows=120)
+    params = {"key_bits": 768, "epochs": 1, "batch_size": 60, "seed": bytes(range(32))}
+    config = NetConfig(insecure=True, timeout=120)
+    host_settings = ExecutorSettings(kind="ray", address=cluster, actors=2, min_work_ms=0)
+    local = launch(2, J.executor_job, X, y, params, config=config, timeout=300, workers_per_party=1)
+    mixed = launch(2, J.executor_job, X, y, params, config=config, timeout=300, workers_per_party=1,
+                   executors={"party0": host_settings})
+    assert mixed[0]["ray_chunks"] > 0 and mixed[1]["ray_chunks"] is None  # host on Ray, guest local
+    assert local[0]["ray_chunks"] is None
+    for a, b in zip(local, mixed):
+        np.testing.assert_array_equal(a["coef"], b["coef"])
+        assert a["intercept"] == b["intercept"]
+
+
+LOST = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    import ray
+    from shaper import kernels
+    from shaper.crypto import paillier
+    from shaper.errors import KernelError
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             object_store_memory=100 << 20)
+    kernels.set_executor("ray", actors=2, min_work_ms=0, task_timeout=120)
+    pk, _ = paillier.keygen(1024)
+    pk.raw_encrypt(list(range(200)))  # actors up
+
+    def kill_head():  # the cluster's head processes: this process's own children
+        for pid in os.listdir("/proc"):
+            try:
+                stat = open(f"/proc/{pid}/stat").read()
+            except OSError:
+                continue
+            name, ppid = stat[stat.index("(") + 1:stat.rindex(")")], int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid == os.getpid() and name in ("gcs_server", "raylet"):
+                os.kill(int(pid), signal.SIGKILL)
+
+    threading.Timer(1.0, kill_head).start()
+    started = time.monotonic()
+    try:
+        pk.raw_encrypt(list(range(20000)))
+    except KernelError as exc:
+        print("KernelError after %.0f s: %s" % (time.monotonic() - started, exc), flush=True)
+        os._exit(0)
+    print("no error", flush=True)
+    os._exit(1)
+""")
+
+
+def test_lost_cluster_fails_clearly_and_fast(tmp_path):
+    script = tmp_path / "lost.py"
+    script.write_text(LOST)
+    env = dict(os.environ, SHAPER_EXECUTOR="local")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    line = [x for x in proc.stdout.splitlines() if x.startswith("KernelError")][0]
+    seconds = float(line.split()[2])
+    assert seconds < 60, line  # far below task_timeout=120: the lost head was detected by probing it
+    assert "is gone" in line or "failed" in line, line
