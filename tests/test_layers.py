@@ -19,7 +19,9 @@ ALLOWED = {
     "kernels": set(),
     "crypto": {"kernels"},
     "circuits": {"kernels"},
-    "net": {"crypto.prg"},  # a session owns the party's CSPRNG streams; nothing else of crypto
+    # a session owns the party's CSPRNG streams (nothing else of crypto); the launcher and the
+    # parties file set where the party's kernel batches run (workers, executor)
+    "net": {"crypto.prg", "kernels"},
     "protocols": {"kernels", "crypto", "circuits", "net"},
     "ml": {"kernels", "crypto", "protocols", "net"},
     "demos": {"kernels", "crypto", "circuits", "protocols", "net", "ml"},

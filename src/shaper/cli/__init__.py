@@ -12,7 +12,8 @@
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
     shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
     shaper circuit run FILE --local 3 --inputs HEX...   a Bristol Fashion circuit in 3PC
-    shaper info      version, kernel, worker count, CPU features
+    shaper cluster check   join the Ray cluster a party would scale out on, and time it
+    shaper info      version, kernel, executor, worker count, CPU features
 
 Each command group is a module here with an ``add_parser(subparsers)`` function. Every command
 ends a failure the same way: one line ``shaper <command>: error: <the problem>`` on stderr and
@@ -27,10 +28,10 @@ import os
 import sys
 
 from .. import __version__
-from . import circuit, cnn, demo, fhe, fl, info, keys, lr, mpc, psi
+from . import circuit, cluster, cnn, demo, fhe, fl, info, keys, lr, mpc, psi
 from .common import error_line
 
-GROUPS = (demo, lr, fl, psi, mpc, fhe, cnn, keys, circuit, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, fl, psi, mpc, fhe, cnn, keys, circuit, cluster, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

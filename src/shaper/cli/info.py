@@ -31,14 +31,17 @@ def run_info(args: argparse.Namespace) -> int:
     import gmpy2
     import numpy
 
-    from ..kernels import get_kernel, native, workers
+    from ..kernels import executor, get_kernel, native, workers
 
     flags = _cpu_flags()
     print(f"shaper       {__version__}")
     print(f"python       {platform.python_version()} ({platform.machine()})")
     print(f"numpy        {numpy.__version__}")
     print(f"gmpy2        {gmpy2.version()} ({gmpy2.mp_version()})")
-    print(f"kernel       {get_kernel().name}")
+    settings = executor()
+    # Only name the executor: building a Ray kernel would join the cluster.
+    print(f"kernel       {get_kernel().name if settings.kind == 'local' else native.chosen_engine() or 'gmpy2'}")
+    print(f"executor     {settings.describe()}")
     print(f"workers      {workers()}")
     print(f"avx512-ifma  {'yes' if 'avx512ifma' in flags else 'no'}")
     built = "built" if native.available() else "not built (install with a Rust toolchain)"

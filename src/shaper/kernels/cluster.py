@@ -68,6 +68,9 @@ POLL_SECONDS = 1.0
 # leaves Ray's tasks pending, not failed); it must answer within PROBE_TIMEOUT, twice.
 PROBE_AFTER = 5.0
 PROBE_TIMEOUT = 2.0
+# How long the actors may take to start (import shaper, build their kernel) before the executor
+# gives up with an error.
+STARTUP_SECONDS = 120.0
 
 INSTALL_HINT = 'the Ray executor needs Ray: pip install "shaper-ppml[ray]"'
 
@@ -139,9 +142,8 @@ class ExecutorSettings:
     @classmethod
     def from_mapping(cls, raw: Any, what: str = "[party.executor]") -> "ExecutorSettings":
         """From a parties file table: ``kind``, ``address``, ``actors``, ``cpus_per_actor``,
-        ``task_timeout`` (seconds or like "10m"), ``retries``, ``min_work_ms``."""
-        from ..net.config import parse_duration
-
+        ``task_timeout`` (seconds; the parties file reader also takes "10m"), ``retries``,
+        ``min_work_ms``."""
         if isinstance(raw, str):
             raw = {"kind": raw}
         if not isinstance(raw, dict):
@@ -151,8 +153,6 @@ class ExecutorSettings:
         if unknown:
             raise ConfigError(f"{what}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
         fields = dict(raw)
-        if "task_timeout" in fields:
-            fields["task_timeout"] = parse_duration(fields["task_timeout"], f"{what} task_timeout")
         try:
             return cls(**fields)
         except ConfigError as exc:
@@ -237,13 +237,19 @@ class RayPool:
             raise KernelError(f"the Ray cluster has {cpus} CPUs; an actor needs {per} (SHAPER_RAY_CPUS_PER_ACTOR)")
         self._remote = ray.remote(KernelActor).options(num_cpus=per, max_restarts=0, max_concurrency=1,
                                                        scheduling_strategy="SPREAD")
+        free = int(ray.available_resources().get("CPU", 0))
         self._actors = [self._new_actor() for _ in range(count)]
         try:  # fail here, clearly, if the workers cannot import shaper or start their kernel
-            ray.get([a.info.remote() for a in self._actors], timeout=max(60.0, self.settings.task_timeout))
+            ray.get([a.info.remote() for a in self._actors], timeout=min(STARTUP_SECONDS, self.settings.task_timeout))
         except Exception as exc:
+            for a in self._actors:
+                ray.kill(a, no_restart=True)
             self._actors = []
+            why = (f"{count} actors of {per} CPUs need {count * per} free CPUs and the cluster had {free} "
+                   "(other jobs' actors hold the rest: lower SHAPER_RAY_ACTORS)" if free < count * per else
+                   "is shaper-ppml installed on every node?")
             raise KernelError(f"the Ray workers at {self.settings.describe()} could not start shaper's kernel "
-                              f"(is shaper-ppml installed on every node?): {exc}") from exc
+                              f"({why}): {type(exc).__name__}: {exc}") from exc
         return count
 
     def _new_actor(self) -> Any:

@@ -242,7 +242,10 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
         if "executor" in entry:
             from ..kernels import ExecutorSettings
 
-            executor = ExecutorSettings.from_mapping(entry["executor"], f"[[party]] entry {i} executor")
+            table = entry["executor"]
+            if isinstance(table, dict) and "task_timeout" in table:
+                table = {**table, "task_timeout": parse_duration(table["task_timeout"], "executor task_timeout")}
+            executor = ExecutorSettings.from_mapping(table, f"[[party]] entry {i} executor")
         parties.append(Party(entry["name"], entry["host"], entry["port"],
                              resolve(entry.get("cert"), "cert"), resolve(entry.get("key"), "key"), executor))
     names = [p.name for p in parties]
