@@ -245,3 +245,12 @@ def test_lost_cluster_fails_clearly_and_fast(tmp_path):
     seconds = float(line.split()[2])
     assert seconds < 60, line  # far below task_timeout=120: the lost head was detected by probing it
     assert "is gone" in line or "failed" in line, line
+
+
+def test_cluster_check_command(cluster, capsys):
+    from shaper.cli import main
+
+    assert main(["cluster", "check", "--actors", "2", "--batch", "300", "--key-bits", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "2 actors ready" in out and "ciphertexts identical: True" in out, out
+    assert kernels.executor() == ExecutorSettings()  # the command leaves the process on the default
