@@ -9,9 +9,9 @@ was: the party's own process draws all randomness, does all the networking with 
 keeps the protocol state, so the peers see the same messages whichever executor a party uses,
 and the results are bit-identical to the local executor's.
 
-Selection (first that applies): :func:`shaper.kernels.set_executor`; the party's
-``[party.executor]`` table in the parties file (applied by ``Session.from_config``); the
-environment::
+Selection: :func:`shaper.kernels.set_executor` (the last call wins; ``Session.from_config``
+makes that call for a party whose parties-file entry has an ``[party.executor]`` table), else
+the environment::
 
     SHAPER_EXECUTOR=local              # default: this machine's cores
     SHAPER_EXECUTOR=ray                # Ray: RAY_ADDRESS if set, else a private instance here
