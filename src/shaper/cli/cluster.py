@@ -21,7 +21,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--address", help="the cluster's address, e.g. 10.0.0.5:6379 or auto (default: RAY_ADDRESS, "
                                      "else a private Ray instance on this machine)")
     p.add_argument("--actors", type=int, help="actors to start (default: the cluster's CPUs / --cpus-per-actor)")
-    p.add_argument("--cpus-per-actor", type=int, default=1)
+    p.add_argument("--cpus-per-actor", type=int, default=1, help="cores each actor reserves and its kernel uses")
     p.add_argument("--batch", type=int, default=4000, help="encryptions in the timed batch")
     p.add_argument("--key-bits", type=int, default=2048)
 
