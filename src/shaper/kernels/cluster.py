@@ -265,11 +265,6 @@ class RayPool:
         self.connect()
         return ray.get([a.info.remote() for a in self._actors], timeout=self.settings.task_timeout)
 
-    def kill_actor(self, index: int) -> None:
-        """Kill one actor abruptly (tests and drills; the pool replaces it on the next failure)."""
-        ray = _ray()
-        ray.kill(self._actors[index], no_restart=True)
-
     def close(self) -> None:
         """Release the actors (and shut down a Ray instance this pool started)."""
         with self._lock:
