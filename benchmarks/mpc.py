@@ -2,7 +2,7 @@
 
 Parties run as processes over loopback TLS 1.3 (``shaper.net.launch``), each pinned to one core
 (4 parties share this machine's 2 cores: two per core), with the job of ``shaper mpc run``
-(``shaper.protocols.nparty.job.mpc_job``): random OT extension, 61-bit and Z_2^64 Beaver triples, Z_2
+(``shaper.jobs.mpc.mpc_job``): random OT extension, 61-bit and Z_2^64 Beaver triples, Z_2
 triples, discrete-Gaussian and ternary samples over all nine limbs of a degree-2^14 CKKS key
 basis, and the conversions Z_2 -> Z_q (into one 61-bit prime, and into all nine limbs), Z_3 -> Z_q (nine
 limbs) and Z_q -> Z_2 (one 60-bit limb).
@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from shaper.protocols.nparty.job import CKKS_14, OPS, mpc_job
+from shaper.jobs.mpc import CKKS_14, OPS, mpc_job
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 
 L = len(CKKS_14)

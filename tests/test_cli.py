@@ -25,7 +25,7 @@ def test_lr_demo_quick_run(tmp_path):
     summary = json.loads(out.read_text())
     assert code == 0 and abs(summary["auc"] - summary["sklearn_auc"]) <= 0.01
     assert summary["bytes"] > 0 and summary["seconds"] > 0 and summary["crypto_operations"]["encryptions"] > 0
-    from shaper.demos.lr import dataset, psi_available
+    from shaper.jobs.lr import dataset, psi_available
 
     shared = len(dataset()["shared"])
     assert summary["rows_aligned"] == shared

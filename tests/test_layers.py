@@ -24,8 +24,8 @@ ALLOWED = {
     "net": {"crypto.prg", "kernels"},
     "protocols": {"kernels", "crypto", "circuits", "net"},
     "ml": {"kernels", "crypto", "protocols", "net"},
-    "demos": {"kernels", "crypto", "circuits", "protocols", "net", "ml"},
-    "cli": {"kernels", "crypto", "circuits", "protocols", "net", "ml", "demos"},
+    "jobs": {"kernels", "crypto", "circuits", "protocols", "net", "ml"},
+    "cli": {"kernels", "crypto", "circuits", "protocols", "net", "ml", "jobs"},
 }
 
 
@@ -143,11 +143,13 @@ def test_layers_only_look_down():
     assert bad == []
 
 
-def test_benchmarks_use_the_library_not_the_demos():
+def test_benchmarks_use_the_library_not_the_command_line():
+    """Benchmarks call the library and, to time a whole job, :mod:`shaper.jobs`; never the
+    argument parsers of :mod:`shaper.cli`."""
     bench = ROOT / "benchmarks"
     if not bench.is_dir():  # an installed copy without the repository around it
         return
-    users = [p.name for p in bench.rglob("*.py") if "shaper.demos" in p.read_text() or "from shaper import demos" in p.read_text()]
+    users = [p.name for p in bench.rglob("*.py") if "shaper.cli" in p.read_text() or "from shaper import cli" in p.read_text()]
     assert users == []
 
 

@@ -31,8 +31,8 @@ def test_every_option_has_help_and_shows_its_default(name):
     parser = COMMANDS[name]
     formatter = HelpFormatter(prog=parser.prog)
     for action in parser._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
-            continue
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+            continue  # hidden: a retired spelling kept as an alias
         label = "/".join(action.option_strings) or action.dest
         assert action.help and action.help.strip(), f"{name} {label} has no help"
         if action.default is not None and not isinstance(action, FLAGS):

@@ -285,7 +285,7 @@ def test_engine_needs_three_parties():
 
 def test_cli_circuit_run_and_aes_cost_over_tls(capsys):
     from shaper.cli import main
-    from shaper.demos import circuits
+    from shaper.jobs import circuit as circuits
 
     aes = str(_path("aes_128"))
     key, pt, ct = FIPS[1]

@@ -27,7 +27,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run_circuit(args: argparse.Namespace) -> int:
-    from ..demos import circuits
+    from ..jobs import circuit as circuits
 
     for value in circuits.run_circuit(args.file, args.inputs, plain=args.plain, parties=args.local):
         print(value)

@@ -1,4 +1,27 @@
-"""What every ``shaper`` command shares: help that shows defaults, and the one-line error."""
+"""What every ``shaper`` command shares: the one vocabulary of options, help that shows defaults,
+and the one-line error.
+
+The vocabulary (git's and MPyC's idea: a flag means the same thing in every subcommand). Every
+command adds these options through the functions here, never by hand, and
+``tests/cli/test_vocabulary.py`` walks every parser to hold it:
+
+==================  ==========================================================================
+``--parties FILE``  the parties file (TOML) of a job on real hosts (``docs/net.md``)
+``--me NAME``       this party's name in that file
+``--key FILE``      this party's TLS private key (overrides the parties file)
+``--local N``       run N parties here, as processes over loopback TLS
+``--keys DIR``      a key directory (with ``--local N``: the one holding ``party0`` ..)
+``--out PATH``      what the command writes (a file or a directory, named in its help)
+``--json PATH``     the figures as JSON (``-``: standard output)
+``--key-bits BITS`` a homomorphic key's modulus size
+``--data FILE``     a table of this party's rows (CSV, Parquet or LibSVM)
+``--images FILE``   images in a file (a count of bundled images is ``--mnist-sample K``)
+==================  ==========================================================================
+
+Old spellings (``--output``, ``--bits``, ``--local-keys DIR``, ``--parties N`` for a count,
+``--json`` as a switch, ``--images K`` as a count, ``--data DIR``) still work for one release as
+hidden aliases that print a deprecation line to stderr.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +58,101 @@ def command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int
                                    formatter_class=HelpFormatter)
     parser.set_defaults(func=func, prog=parser.prog)
     return parser
+
+
+# -- the vocabulary ----------------------------------------------------------------------------------
+#: flag -> (type, metavar) every visible use of the flag must have (``None``: a plain string)
+VOCABULARY: dict[str, tuple[Any, str | None]] = {
+    "--parties": (None, "FILE"), "--me": (None, "NAME"), "--key": (None, "FILE"), "--local": (int, "N"),
+    "--keys": (None, "DIR"), "--json": (None, "PATH"), "--key-bits": (int, "BITS"), "--data": (None, "FILE"),
+    "--images": (None, "FILE"),
+}
+#: spellings that must not appear in help any more (kept only as hidden aliases)
+RETIRED = ("--output", "--bits", "--local-keys")
+MAX_LOCAL = 16
+
+
+def party_options(p: argparse.ArgumentParser, *, local: bool = True, required: bool = False,
+                  local_default: int | None = None, local_help: str | None = None) -> None:
+    """``--parties FILE --me NAME [--key FILE]`` for real hosts and, with ``local``, ``--local N``
+    for N parties on this machine. With ``required`` the real-host pair is mandatory."""
+    if local:
+        p.add_argument("--local", type=int, default=local_default, metavar="N",
+                       help=local_help or f"run N parties here as processes over loopback TLS (2..{MAX_LOCAL})")
+    p.add_argument("--parties", required=required, metavar="FILE", help="parties file (TOML), see docs/net.md")
+    p.add_argument("--me", required=required, metavar="NAME", help="this party's name in the parties file")
+    p.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
+
+
+def out_option(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH", required: bool = False,
+               default: str | None = None, old: str | None = None) -> None:
+    """``--out PATH``: what the command writes. ``old`` names a retired spelling kept as an alias."""
+    p.add_argument("--out", required=required, default=default, metavar=metavar, help=help)
+    if old:
+        deprecated_alias(p, old, "--out")
+
+
+def json_option(p: argparse.ArgumentParser, help: str = "also write the figures as JSON ('-': standard output)") -> None:
+    """``--json PATH``: machine-readable figures."""
+    p.add_argument("--json", metavar="PATH", help=help)
+
+
+def key_bits_option(p: argparse.ArgumentParser, help: str = "homomorphic key size in bits", *,
+                    default: int = 2048, old: str | None = None) -> None:
+    """``--key-bits BITS``."""
+    p.add_argument("--key-bits", type=int, default=default, metavar="BITS", help=help)
+    if old:
+        deprecated_alias(p, old, "--key-bits", type=int)
+
+
+def deprecation(prog: str, old: str, new: str) -> None:
+    """The one line a retired spelling prints (stderr)."""
+    print(f"{prog}: warning: {old} is deprecated and goes in the next release; use {new}", file=sys.stderr)
+
+
+class _DeprecatedAlias(argparse.Action):
+    def __init__(self, option_strings: Any, dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        deprecation(parser.prog, option_string or self.option_strings[0], self.new)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_alias(p: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """A hidden ``old`` option that sets ``new``'s value and prints a deprecation line."""
+    dest = new.lstrip("-").replace("-", "_")
+    p.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, help=argparse.SUPPRESS,
+                   default=argparse.SUPPRESS, **kwargs)
+
+
+def local_count(args: argparse.Namespace, *, low: int = 2, high: int = MAX_LOCAL) -> int | None:
+    """``--local N`` checked against [low, high]; ``None`` when not given. A retired ``--parties N``
+    (a count where a file is meant) is taken as ``--local N`` with a deprecation line."""
+    n = getattr(args, "local", None)
+    parties = getattr(args, "parties", None)
+    if n is None and isinstance(parties, str) and parties.isdigit() and not os.path.exists(parties):
+        deprecation(args.prog, f"--parties {parties} (a count)", f"--local {parties}")
+        n, args.parties = int(parties), None
+        args.local = n
+    if n is not None and not low <= n <= high:
+        raise ValueError(f"--local must be between {low} and {high}, got {n}")
+    return n
+
+
+def where(args: argparse.Namespace, *, low: int = 2, high: int = MAX_LOCAL) -> int | None:
+    """The count of ``--local N``, or ``None`` on real hosts; exactly one of ``--local`` and
+    ``--parties FILE --me NAME`` must be given (a one-line error names what is missing)."""
+    n = local_count(args, low=low, high=high)
+    if n is not None:
+        if getattr(args, "parties", None) or getattr(args, "me", None):
+            raise ValueError("give either --local N or --parties FILE --me NAME, not both")
+        return n
+    if not getattr(args, "parties", None) or not getattr(args, "me", None):
+        raise ValueError("give --local N (parties on this machine) or --parties FILE --me NAME (real hosts)")
+    return None
 
 
 def debugging() -> bool:

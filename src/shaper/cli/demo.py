@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Exit status 1 when the secure model's AUC is more than 0.01 from scikit-learn's."""
-    from ..demos import lr
+    from ..jobs import lr
 
     summary = lr.run(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
                      key_bits=args.key_bits, scheme=args.scheme, layout=args.layout, json_path=args.json,
@@ -50,7 +50,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def run_demo_he(args: argparse.Namespace) -> int:
-    from ..demos import he
+    from ..jobs import he
 
     he.run(bits=args.bits, scheme=args.scheme, rows=args.rows, cols=args.cols, density=args.density,
            json_path=args.json)

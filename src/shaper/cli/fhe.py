@@ -253,7 +253,7 @@ def run_decrypt(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ..demos.fhe import run_demo as demo_job
+    from ..jobs.fhe import run_demo as demo_job
     from ..net import launch
 
     if not 2 <= args.parties <= 16:

@@ -168,7 +168,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _progress(name: str, events: Any) -> Any:
-    from ..demos.progress import event_line
+    from ..jobs.progress import event_line
 
     def show(event: dict) -> None:
         if events is not None:
@@ -266,7 +266,7 @@ def _local_party(session: Any, args: argparse.Namespace, X: Any, y: Any, Xv: Any
 # -- demo -------------------------------------------------------------------------------------------------
 def run_demo(args: argparse.Namespace) -> int:
     """Exit status 1 when a secure model falls short of scikit-learn by more than the stated margins."""
-    from ..demos import fl
+    from ..jobs import fl
 
     summary = fl.run(key_bits=args.key_bits, backend=args.backend, report_path=args.report, json_path=args.json)
     return 0 if summary["ok"] else 1

@@ -102,7 +102,7 @@ def _align(args: argparse.Namespace, session: Any, table: Any, validation: Any) 
 
 def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, validation: Any, events: Any) -> None:
     """Fit, with the live display at the guest and epoch lines at the host."""
-    from ..demos.progress import TrainingProgress, event_line
+    from ..jobs.progress import TrainingProgress, event_line
 
     val = None if validation is None else (validation.X, validation.y)
     callbacks = [events] if events is not None else []
@@ -125,7 +125,7 @@ def _train(args: argparse.Namespace, session: Any, model: Any, table: Any, valid
 def _report(args: argparse.Namespace, model: Any) -> None:
     """What this party may know at the end: epochs, time, bytes, the learning rate and the
     monitored losses (both parties learn them); validation AUC at the guest."""
-    from ..demos.progress import epoch_line
+    from ..jobs.progress import epoch_line
 
     stats, last = model.stats_, model.history_[-1]
     if model.resumed_from_ is not None:

@@ -12,7 +12,7 @@ from .common import HelpFormatter, command
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..protocols.nparty.job import OPS
+    from ..jobs.mpc import OPS
 
     mpc = subparsers.add_parser("mpc", help="n-party MPC with OT preprocessing: triples, sampling, conversions",
                                 formatter_class=HelpFormatter,
@@ -37,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
     from ..protocols.nparty.domains import basis
-    from ..protocols.nparty.job import CKKS_14, OPS
+    from ..jobs.mpc import CKKS_14, OPS
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     bad = [o for o in ops if o not in OPS]
@@ -60,7 +60,7 @@ def _print(name: str, results: dict) -> None:
 
 
 def run_mpc(args: argparse.Namespace) -> int:
-    from ..protocols.nparty.job import mpc_job
+    from ..jobs.mpc import mpc_job
 
     ops, mods = _args(args)
     if args.local is not None:
