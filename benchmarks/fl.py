@@ -33,7 +33,7 @@ import numpy as np
 def _vertical_party(session, kind: str, backend: str, bits: int, iterations: int) -> dict:
     from sklearn.datasets import load_breast_cancer, load_diabetes
 
-    from shaper.ml.hetero import HeteroLinearModel
+    from shaper.ml.fl.hetero import HeteroLinearModel
 
     if kind == "logistic":
         X, y = load_breast_cancer(return_X_y=True)

@@ -15,8 +15,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from shaper.errors import ConfigError, PartyError
-from shaper.ml.fedavg import FederatedAveraging, plaintext_fedavg
-from shaper.ml.hetero import HeteroLinearModel
+from shaper.ml.fl.fedavg import FederatedAveraging, plaintext_fedavg
+from shaper.ml.fl.hetero import HeteroLinearModel
 from shaper.net import launch, run_in_memory
 from shaper.protocols.fl.aggregate import AggregationParams, Federation
 from shaper.protocols.fl.backend import make_backend

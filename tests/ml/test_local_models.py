@@ -14,7 +14,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
 from shaper.errors import DivergenceError
-from shaper.ml.local_models import MODELS, LocalModel, make_model
+from shaper.ml.fl.local_models import MODELS, LocalModel, make_model
 
 # The project's shared data sets sit beside the repository (../shared); CI's clean clone may live
 # elsewhere on the same machine, where they are at /work/shared.

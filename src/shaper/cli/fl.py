@@ -86,7 +86,7 @@ def add_parser(subparsers: Any) -> None:
 # -- train ---------------------------------------------------------------------------------------------
 def _estimator(args: argparse.Namespace, classes: int | None = None) -> Any:
     if args.mode == "vertical":
-        from ..ml.hetero import HeteroLinearModel
+        from ..ml.fl.hetero import HeteroLinearModel
 
         if args.model == "mlp":
             raise ConfigError("the vertical mode trains logistic or linear models; mlp is horizontal only")
@@ -94,7 +94,7 @@ def _estimator(args: argparse.Namespace, classes: int | None = None) -> Any:
                                  learning_rate=args.learning_rate or 0.15, decay=args.decay, l2=args.l2, tol=args.tol,
                                  key_bits=args.key_bits, backend=args.backend, checkpoint_dir=args.checkpoint_dir,
                                  resume=args.resume)
-    from ..ml.fedavg import FederatedAveraging
+    from ..ml.fl.fedavg import FederatedAveraging
 
     return FederatedAveraging(args.model, rounds=args.epochs, local_epochs=args.local_epochs,
                               batch_size=args.batch_size or 32, learning_rate=args.learning_rate or 0.1, l2=args.l2,

@@ -24,8 +24,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from ..ml.fedavg import FederatedAveraging, plaintext_fedavg
-from ..ml.hetero import HeteroLinearModel
+from ..ml.fl.fedavg import FederatedAveraging, plaintext_fedavg
+from ..ml.fl.hetero import HeteroLinearModel
 from ..ml.report import html_report
 from ..net import launch
 
@@ -143,7 +143,7 @@ def run(*, key_bits: int = 2048, backend: str = "shaper", report_path: str | Non
     ref = plaintext_fedavg("mlp", parts, **fopts)
     secure = fres[1]["params"]
     gap = float(np.abs(secure - ref).max())
-    from ..ml.local_models import make_model
+    from ..ml.fl.local_models import make_model
 
     mlp = make_model("mlp", X.shape[1], n_classes=10, hidden=32)
     acc = float(accuracy_score(yte, mlp.predict(secure, Xte).argmax(axis=1)))

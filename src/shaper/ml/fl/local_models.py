@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from ..errors import DivergenceError
+from ...errors import DivergenceError
 
 MODELS = ("logistic", "linear", "mlp")
 

@@ -30,14 +30,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..arrays import chunk_slices
-from ..crypto import counters
-from ..errors import ConfigError, DivergenceError
-from ..protocols.fl import hetero as proto
-from ..protocols.fl.backend import BACKENDS, make_backend
-from ..protocols.fl.timing import Timer, summarise
-from .checkpoint import Checkpointer, JobSettings
-from .logreg.features import ColumnScaler
+from ...arrays import chunk_slices
+from ...crypto import counters
+from ...errors import ConfigError, DivergenceError
+from ...protocols.fl import hetero as proto
+from ...protocols.fl.backend import BACKENDS, make_backend
+from ...protocols.fl.timing import Timer, summarise
+from ..checkpoint import Checkpointer, JobSettings
+from ..logreg.features import ColumnScaler
 
 MODELS = proto.MODELS
 

@@ -6,7 +6,7 @@ columns, a coordinator averages their model updates without being able to read t
     fl.fit(session, None, role="coordinator")   # the coordinator: no data, no key
 
 Each round every client trains the current global model on its rows for ``local_epochs``
-(:mod:`shaper.ml.local_models`: logistic, linear or a one-hidden-layer MLP), and the update
+(:mod:`shaper.ml.fl.local_models`: logistic, linear or a one-hidden-layer MLP), and the update
 (new minus old parameters) is averaged, weighted by the clients' row counts, through the packed
 Paillier aggregation of :mod:`shaper.protocols.fl.aggregate` (which states what each party learns
 and the dropout policy: ``quorum`` clients must deliver by ``round_timeout``, or the job stops
@@ -25,12 +25,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..crypto import counters
-from ..errors import ConfigError
-from ..protocols.fl.aggregate import AggregationParams, Federation
-from ..protocols.fl.backend import BACKENDS, make_backend
-from ..protocols.fl.timing import Timer, summarise
-from .checkpoint import Checkpointer, JobSettings
+from ...crypto import counters
+from ...errors import ConfigError
+from ...protocols.fl.aggregate import AggregationParams, Federation
+from ...protocols.fl.backend import BACKENDS, make_backend
+from ...protocols.fl.timing import Timer, summarise
+from ..checkpoint import Checkpointer, JobSettings
 from .local_models import MODELS, make_model
 
 ROLES = ("client", "coordinator")
