@@ -156,6 +156,28 @@ def test_arrow_columns_pack_like_python_values():
     assert not in_place.data.flags.owndata  # a view of the Arrow buffer, not a copy
 
 
+def test_item_digests_are_sha256_with_or_without_the_native_core(monkeypatch):
+    """kernels.ecc, the face of the curve family: the digests are SHA-256(prefix || item) from the
+    native core and from hashlib alike; without the extension a blinding key is a clear error."""
+    import hashlib
+
+    from shaper.errors import KernelError
+    from shaper.kernels import ecc
+    from shaper.protocols.psi.items import PackedItems
+
+    values = ["a", "", "Zoë", "x" * 100, "\0"]
+    packed = PackedItems.encode(values)
+    expected = b"".join(hashlib.sha256(b"p\0" + v.encode()).digest()[:24] for v in values)
+    assert ecc.item_digests(b"p\0", packed.data, packed.offsets, 24) == expected
+    empty = PackedItems.encode([])
+    assert ecc.item_digests(b"p", empty.data, empty.offsets, 8) == b""
+    monkeypatch.setattr(ecc, "_native", None)
+    assert ecc.item_digests(b"p\0", packed.data, packed.offsets, 24) == expected
+    assert not ecc.available()
+    with pytest.raises(KernelError, match="needs shaper's native extension"):
+        ecc.blinding_key()
+
+
 def test_matching_is_exact_when_leading_bytes_collide():
     """Doubly blinded values are matched on all 16 bytes: rows whose first 8 bytes collide (with
     each other or across the parties) do not match unless the whole value does."""

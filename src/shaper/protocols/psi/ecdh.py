@@ -1,9 +1,9 @@
 """ECDH private set intersection on Ristretto255 (Meadows 1986; Huberman, Franklin and Hogg 1999).
 
 **Protocol.** Each party draws a secret scalar (``os.urandom``), hashes its ids into the group
-and blinds them (``k * H(x)``, the native core: :class:`shaper._native.RistrettoKey`). Call R the
-party that learns the result (for ``to="both"``, the party with the lower index) and S the
-other.
+and blinds them (``k * H(x)``, the native core behind :func:`shaper.kernels.ecc.blinding_key`).
+Call R the party that learns the result (for ``to="both"``, the party with the lower index) and
+S the other.
 
 1. Both send their singly blinded items, in chunks of 2^16: R in its own order, S in a secret
    random order.
@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ...errors import ConfigError, FrameError, KernelError
+from ...errors import ConfigError, FrameError
+from ...kernels.ecc import blinding_key
 from ...net.pipeline import pipeline
 from .checkpoint import PsiCheckpoint, open_run, start_run
 from .common import PsiResult, permutation, recv_rows, recv_size, traffic_stats
@@ -50,16 +51,6 @@ from .items import PackedItems
 VERSION = "shaper-psi/ecdh-ristretto255/1"
 CHUNK = 1 << 16  # items per message
 POINT, MATCH = 32, 16  # bytes of a blinded point, of a doubly blinded value kept for matching
-
-
-def _key(saved: bytes | None = None) -> Any:
-    """A fresh secret blinding key (or the one a checkpoint saved)."""
-    try:
-        from ..._native import RistrettoKey
-    except ImportError:
-        raise KernelError("ECDH PSI needs shaper's native extension, which is not built here (pip install . "
-                          "builds it with Rust and maturin)") from None
-    return RistrettoKey(os.urandom(64)) if saved is None else RistrettoKey.from_bytes(saved)
 
 
 def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", cardinality_only: bool = False,
@@ -85,9 +76,9 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     n_r, n_s = (len(items), n_peer) if is_r else (n_peer, len(items))
     resuming = state is not None
     if resuming:
-        key, seed = _key(ckpt.secret(state, "key")), ckpt.secret(state, "seed")
+        key, seed = blinding_key(ckpt.secret(state, "key")), ckpt.secret(state, "seed")
     else:
-        key, seed = _key(), None if is_r else os.urandom(32)
+        key, seed = blinding_key(), None if is_r else os.urandom(32)
         start_run(session, other, ckpt, {"key": key.to_bytes(), "seed": seed}, ("own.bin", "peer.bin"))
 
     # where the learner stands: complete chunks of its doubly blinded values and of the peer's

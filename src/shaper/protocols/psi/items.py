@@ -12,7 +12,6 @@ length-prefixed UTF-8 of each value, so ``("ab", "c")`` and ``("a", "bc")`` diff
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import numbers
 import unicodedata
@@ -22,6 +21,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ...errors import ConfigError
+from ...kernels.ecc import item_digests
 
 CHUNK = 1 << 16  # ids encoded or gathered per step
 
@@ -176,13 +176,8 @@ class PackedItems:
 
     def digests(self, prefix: bytes, width: int) -> np.ndarray:
         """(n, width) uint8: the first ``width`` bytes of SHA-256(prefix || item) per item (the
-        native core when built, else hashlib)."""
-        try:
-            from ..._native import item_digests
-        except ImportError:
-            out = b"".join(hashlib.sha256(prefix + self[i]).digest()[:width] for i in range(len(self)))
-        else:
-            out = item_digests(prefix, self.data, self.offsets, width) if len(self) else b""
+        native core when built, else hashlib: :func:`shaper.kernels.ecc.item_digests`)."""
+        out = item_digests(prefix, self.data, self.offsets, width)
         return np.frombuffer(out, dtype=np.uint8).reshape(len(self), width)
 
     def sort_order(self, rows: np.ndarray) -> np.ndarray:
