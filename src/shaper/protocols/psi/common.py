@@ -1,10 +1,9 @@
-"""What both PSI protocols share: the result type, the hello check, the traffic figures and the
-secret shuffle."""
+"""What both PSI protocols share: the result type, the hello check, the size and rows that the
+learner reports, and the secret shuffle (time and traffic come from :class:`shaper.net.phases.Meter`)."""
 
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,13 +54,6 @@ def recv_rows(session: Any, other: int, order: np.ndarray, limit: int) -> np.nda
             or len(np.unique(at)) != len(at):
         raise FrameError("the peer's intersection rows are out of range or repeated")
     return order[at].astype(np.int64)
-
-
-def traffic_stats(session: Any, started: float, sent0: int, recv0: int) -> dict:
-    """Seconds and bytes since ``started`` and the byte counts ``sent0``/``recv0``."""
-    return {"seconds": round(time.perf_counter() - started, 3),
-            "bytes_sent": session.stats.bytes_sent - sent0,
-            "bytes_received": session.stats.bytes_received - recv0}
 
 
 def permutation(n: int, seed: bytes | None = None) -> np.ndarray:

@@ -36,16 +36,16 @@ blind a guessed id and see whether it matches).
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ...errors import ConfigError, FrameError
 from ...kernels.ecc import blinding_key
+from ...net.phases import Meter
 from ...net.pipeline import pipeline
 from .checkpoint import PsiCheckpoint, open_run, start_run
-from .common import PsiResult, permutation, recv_rows, recv_size, traffic_stats
+from .common import PsiResult, permutation, recv_rows, recv_size
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -62,8 +62,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     ``settings``: a description of the id normalisation, which must equal the peer's.
     ``checkpoint_dir``: keep the run's state there, chunk by chunk; with ``resume`` a run both
     parties had started continues where it stopped (:mod:`.checkpoint`)."""
-    started = time.perf_counter()
-    sent0, recv0 = session.stats.bytes_sent, session.stats.bytes_received
+    meter = Meter(session)  # the run's time and traffic
     me, other = session.index, session.parties.index(session.peer_name(peer))
     learner = _learner(session, to)
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
@@ -151,7 +150,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
             shuffled = collected[permutation(n_r)]
             session.send_pipelined(other, range(_chunks(n_r)),
                                    lambda c: shuffled[c * CHUNK:(c + 1) * CHUNK].tobytes(), tag="psi-d")
-        result = _finish_s(session, other, learner, order, cardinality_only, n_peer, started, sent0, recv0)
+        result = _finish_s(session, other, learner, order, cardinality_only, n_peer, meter)
         if ckpt is not None:
             ckpt.clear()
         return result
@@ -168,7 +167,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     indices = None if cardinality_only else mine_at
     if ckpt is not None:
         ckpt.clear()
-    return PsiResult(indices, size, n_peer, traffic_stats(session, started, sent0, recv0))
+    return PsiResult(indices, size, n_peer, meter.figures())
 
 
 def match(own: np.ndarray, peer: np.ndarray, block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
@@ -206,14 +205,14 @@ def match(own: np.ndarray, peer: np.ndarray, block: int = 1 << 20) -> tuple[np.n
 
 
 def _finish_s(session: Any, other: int, learner: int | None, order: np.ndarray, cardinality_only: bool,
-              n_peer: int, started: float, sent0: int, recv0: int) -> PsiResult:
+              n_peer: int, meter: Meter) -> PsiResult:
     if learner is not None:  # R alone learns
-        return PsiResult(None, None, n_peer, traffic_stats(session, started, sent0, recv0))
+        return PsiResult(None, None, n_peer, meter.figures())
     limit = min(n_peer, len(order))
     if cardinality_only:
-        return PsiResult(None, recv_size(session, other, limit), n_peer, traffic_stats(session, started, sent0, recv0))
+        return PsiResult(None, recv_size(session, other, limit), n_peer, meter.figures())
     rows = recv_rows(session, other, order, limit)
-    return PsiResult(rows, len(rows), n_peer, traffic_stats(session, started, sent0, recv0))
+    return PsiResult(rows, len(rows), n_peer, meter.figures())
 
 
 def _put(rows: np.ndarray, c: int, part: bytes) -> None:

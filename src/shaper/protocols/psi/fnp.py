@@ -40,14 +40,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes, object_array
+from ...crypto.encoding import SIGMA
 from ...errors import ConfigError, FrameError
+from ...net.phases import Meter
 from .checkpoint import PsiCheckpoint, open_run, start_run
-from .common import PsiResult, permutation, recv_rows, recv_size, traffic_stats
+from .common import PsiResult, permutation, recv_rows, recv_size
 from .items import PackedItems
 
 VERSION = "shaper-psi/fnp/1"  # the scheme travels in the hello
 DOMAIN = b"shaper/psi/fnp/v1\0"
-SIGMA = 40  # statistical security of hashing and bins
 BINS_PER_MESSAGE = 256
 RESULTS_PER_MESSAGE = 4096
 MAX_LOAD = 256  # a bin degree beyond this is refused (a malformed announcement, not a random set)
@@ -120,8 +121,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both:
         raise ConfigError(f"scheme must be 'paillier' or 'ou', got {scheme!r}")
     if mode not in ("intersection", "cardinality", "labelled"):
         raise ConfigError(f"mode must be 'intersection', 'cardinality' or 'labelled', got {mode!r}")
-    started = time.perf_counter()
-    sent0, recv0 = session.stats.bytes_sent, session.stats.bytes_received
+    meter = Meter(session)  # the run's time and traffic
     me, other = session.index, session.parties.index(session.peer_name(peer))
     c = client if isinstance(client, int) else session.parties.index(client)
     if both and mode == "labelled":
@@ -142,19 +142,18 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, client: Any, both:
                           f"{scheme} plaintext: at most {(room - bits) // 8} payload bytes")
     if me == c:
         return _client(session, other, items, n_peer, mode, payload_bytes, key_bits, scheme, both, saved, report,
-                       started, sent0, recv0)
+                       meter)
     if mode == "labelled":
         if payloads is None or len(payloads) != len(items):
             raise ConfigError("labelled PSI: the server passes one payload per item")
         if any(len(p) > payload_bytes for p in payloads):
             raise ConfigError(f"a payload is longer than payload_bytes={payload_bytes}")
     return _server(session, other, items, n_peer, mode, payloads, payload_bytes, key_bits, scheme, both, saved,
-                   report, started, sent0, recv0)
+                   report, meter)
 
 
 def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: str, payload_bytes: int,
-            key_bits: int, scheme: str, both: bool, saved: "_Saved", report: Callable, started: float, sent0: int,
-            recv0: int) -> PsiResult:
+            key_bits: int, scheme: str, both: bool, saved: "_Saved", report: Callable, meter: Meter) -> PsiResult:
     from ...crypto import ou, paillier
     from ...crypto.serialization import key_from_bytes, key_to_bytes
 
@@ -214,7 +213,7 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
         if both:
             session.send(other, {"size": size}, "psi-size")
         saved.clear()
-        return PsiResult(None, size, n_server, _client_stats(session, started, sent0, recv0, spent, bins, degree, bits))
+        return PsiResult(None, size, n_server, _client_stats(meter, spent, bins, degree, bits))
     mask = (1 << bits) - 1
     row_of = {h: i for i, h in enumerate(hashes)}
     matched = sorted((row_of[v & mask], v >> bits, j) for j, v in enumerate(values)
@@ -223,15 +222,14 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     if both:  # the matches' positions in the server's shuffled results, in the client's row order
         session.send(other, np.array([j for _, _, j in matched], dtype=np.int64), "psi-rows")
     saved.clear()
-    stats = _client_stats(session, started, sent0, recv0, spent, bins, degree, bits)
+    stats = _client_stats(meter, spent, bins, degree, bits)
     if mode == "labelled":
         stats["payloads"] = [p.to_bytes(payload_bytes, "little") for _, p, _ in matched]
     return PsiResult(rows, len(rows), n_server, stats)
 
 
-def _client_stats(session: Any, started: float, sent0: int, recv0: int, spent: dict, bins: int, degree: int,
-                  bits: int) -> dict:
-    return {**traffic_stats(session, started, sent0, recv0), **{k: round(v, 3) for k, v in spent.items()},
+def _client_stats(meter: Meter, spent: dict, bins: int, degree: int, bits: int) -> dict:
+    return {**meter.figures(), **{k: round(v, 3) for k, v in spent.items()},
             "bins": bins, "degree": degree, "hash_bits": bits}
 
 
@@ -248,7 +246,7 @@ def _encrypt_residues(pk: Any, sk: Any, residues: list, modulus: int, scheme: st
 
 def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: str, payloads: list[bytes] | None,
             payload_bytes: int, key_bits: int, scheme: str, both: bool, saved: "_Saved", report: Callable,
-            started: float, sent0: int, recv0: int) -> PsiResult:
+            meter: Meter) -> PsiResult:
     from ...crypto.ou import OUPublicKey
     from ...crypto.paillier import PaillierPublicKey
     from ...kernels import get_kernel
@@ -315,7 +313,7 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
     session.send_pipelined(other, range(0, len(items), RESULTS_PER_MESSAGE),
                            lambda s: ints_to_bytes([int(v) for v in shuffled[s:s + RESULTS_PER_MESSAGE]]),
                            tag="fnp-result")
-    stats = {**traffic_stats(session, started, sent0, recv0), "evaluate_seconds": round(evaluate, 3)}
+    stats = {**meter.figures(), "evaluate_seconds": round(evaluate, 3)}
     result = PsiResult(None, None, n_client, stats)
     limit = min(n_client, len(items))
     if both and mode == "cardinality":
