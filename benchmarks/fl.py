@@ -77,12 +77,12 @@ def vertical(kind: str, backend: str, bits: int, iterations: int) -> dict:
 
 def _agg_party(session, count: int, backend: str, bits: int) -> dict:
     from shaper.protocols.fl.aggregate import AggregationParams, Federation
-    from shaper.protocols.fl.backend import make_backend
-    from shaper.protocols.fl.timing import Timer
+    from shaper.net.phases import Phases
+    from shaper.protocols.fl.backend import CATEGORIES, make_backend
 
     clients = [n for n in session.parties if n != "coordinator"]
     role = "coordinator" if session.name == "coordinator" else "client"
-    b = make_backend(backend, Timer(session))
+    b = make_backend(backend, Phases(session))
     fed = Federation(session, b, role, "coordinator", clients, AggregationParams(), key_bits=bits)
     i = clients.index(session.name) if role == "client" else None
     fed.setup(1000 * (i + 1) if role == "client" else None)
@@ -93,7 +93,7 @@ def _agg_party(session, count: int, backend: str, bits: int) -> dict:
         return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - t0}
     mean = fed.client_round(update, 0)
     return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - t0, "mean": mean,
-            "times": dict(b.timer.seconds), **fed.last}
+            "times": {k: b.phases.seconds(k) for k in CATEGORIES}, **fed.last}
 
 
 def horizontal(count: int, backend: str, bits: int, clients: int = 5) -> dict:

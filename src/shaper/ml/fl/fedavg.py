@@ -28,8 +28,8 @@ import numpy as np
 from ...crypto import counters
 from ...errors import ConfigError
 from ...protocols.fl.aggregate import AggregationParams, Federation
-from ...protocols.fl.backend import BACKENDS, make_backend
-from ...protocols.fl.timing import Timer, summarise
+from ...net.phases import Meter, Phases
+from ...protocols.fl.backend import BACKENDS, CATEGORIES, make_backend, mean_split
 from ..checkpoint import Checkpointer, JobSettings
 from .local_models import MODELS, make_model
 
@@ -94,7 +94,7 @@ class FederatedAveraging:
             raise ConfigError(f"role must be one of {ROLES}, got {role!r}")
         progress = progress or (lambda event: None)
         params = self.params
-        started = time.perf_counter()
+        meter = Meter(session)
         ops0 = counters.snapshot()
         if role == "client":
             X, y = _data(X, y, "X")
@@ -107,8 +107,8 @@ class FederatedAveraging:
         hellos = {session.name: {"role": role, "shared": params.shared(), "features": features},
                   **session.gather("fedavg-hello")}
         coordinator, clients = _roles(hellos)
-        timer = Timer(session)
-        backend = make_backend(params.backend, timer)
+        phases = Phases(session)
+        backend = make_backend(params.backend, phases)
         fed = Federation(session, backend, role, coordinator, clients, params.aggregation(), key_bits=params.key_bits)
         fed.setup(None if X is None else int(X.shape[0]))
         feats = {hellos[c]["features"] for c in clients}
@@ -127,7 +127,7 @@ class FederatedAveraging:
             self.resumed_from_ = start
             progress({"event": "resume", "epoch": start, "epochs": params.rounds})
         index = clients.index(session.name) if role == "client" else -1
-        timer.lap()
+        phases.lap()
         for rnd in range(start, params.rounds):
             t0 = time.perf_counter()
             record: dict = {"epoch": rnd + 1}
@@ -143,7 +143,7 @@ class FederatedAveraging:
                 record["train_loss"] = float(self.model_.loss(glob, X, y))
                 if validation is not None:
                     record.update(_metrics(self.model_, glob, *validation))
-            lap = timer.lap()
+            lap = phases.lap(CATEGORIES)
             record["seconds"] = time.perf_counter() - t0
             self.rounds_.append({"round": rnd + 1, "included": info.get("included"), **lap,
                                  **({"dropped": info["dropped"]} if info.get("dropped") else {})})
@@ -156,10 +156,11 @@ class FederatedAveraging:
             progress({"event": "epoch", "epochs": params.rounds, **record,
                       "included": len(info.get("included") or [])})
         self.params_ = glob if role == "client" else None
-        self.stats_ = {"seconds": time.perf_counter() - started, "rounds_run": len(self.history_),
-                       "per_round": summarise([{k: r[k] for k in ("seconds", "encrypt", "decrypt", "homomorphic",
-                                                                   "wait", "other")} for r in self.rounds_]),
-                       "bytes_sent": session.stats.bytes_sent, "bytes_received": session.stats.bytes_received,
+        traffic = meter.read()
+        self.stats_ = {"seconds": traffic.seconds, "rounds_run": len(self.history_),
+                       "per_round": mean_split([{k: r[k] for k in ("seconds", *CATEGORIES, "wait", "other")}
+                                                for r in self.rounds_]),
+                       "bytes_sent": traffic.bytes_sent, "bytes_received": traffic.bytes_received,
                        "crypto": counters.diff(ops0), "clients": clients, "coordinator": coordinator,
                        "packing": {k: fed.last.get(k) for k in ("ciphertexts", "slots", "slot_bits")}}
         return self

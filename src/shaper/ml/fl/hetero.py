@@ -13,7 +13,7 @@ convergence (the arbiter compares the epoch losses, ``tol``), divergence (non-fi
 loss: every party stops with :class:`~shaper.errors.DivergenceError`), per-epoch validation
 (the guest learns the scores of the validation rows, nobody else does), checkpoints after every
 epoch and resume, progress events and the time of every step split into encryption, decryption,
-homomorphic work and waiting (:mod:`shaper.protocols.fl.timing`).
+homomorphic work, waiting and the rest (:class:`shaper.net.phases.Phases`).
 
 Logistic regression trains on the second-order Taylor expansion of the log-loss at 0 (as Hardy et
 al. and FATE do): gradient ``(z/4 - y/2) x`` with y in {-1, +1}. Linear regression trains on
@@ -34,8 +34,8 @@ from ...arrays import chunk_slices
 from ...crypto import counters
 from ...errors import ConfigError, DivergenceError
 from ...protocols.fl import hetero as proto
-from ...protocols.fl.backend import BACKENDS, make_backend
-from ...protocols.fl.timing import Timer, summarise
+from ...net.phases import Meter, Phases
+from ...protocols.fl.backend import BACKENDS, CATEGORIES, make_backend, mean_split
 from ..checkpoint import Checkpointer, JobSettings
 from ..logreg.features import ColumnScaler
 
@@ -129,8 +129,8 @@ class _Job:
         if role not in proto.ROLES:
             raise ConfigError(f"role must be one of {proto.ROLES}, got {role!r}")
         self.role = role
-        self.timer = Timer(session)
-        self.backend = make_backend(self.params.backend, self.timer)
+        self.phases = Phases(session)
+        self.backend = make_backend(self.params.backend, self.phases)
         self._check_inputs(X, y, validation)
         self.p = proto.Party(session, self.backend, role, "", [], "", frac_bits=self.params.frac_bits)
 
@@ -285,9 +285,8 @@ class _Job:
         return params.learning_rate / factor
 
     def train(self) -> None:
-        started = time.perf_counter()
+        meter = Meter(self.p.session)
         ops0 = counters.snapshot()
-        sent0, recv0 = self.p.session.stats.bytes_sent, self.p.session.stats.bytes_received
         self._setup()
         params = self.params
         epochs = params.max_iter
@@ -295,7 +294,7 @@ class _Job:
         previous = self.model.history_[-1]["train_loss"] if self.model.history_ else None
         first = self.model.history_[0]["train_loss"] if self.model.history_ else None
         converged = False
-        self.timer.lap()
+        self.phases.lap()
         for epoch in range(self.start_epoch, epochs):
             t_epoch = time.perf_counter()
             order = self._batches(epoch) if self.role != "arbiter" else [None] * batches_per_epoch
@@ -304,7 +303,7 @@ class _Job:
                 tag = f"fl-{epoch}-{i}"
                 status = self._step(rows, tag, first, previous, last=(i == len(order) - 1), losses=losses, sizes=sizes,
                                     epoch=epoch)
-                lap = self.timer.lap()
+                lap = self.phases.lap(CATEGORIES)
                 self.model.iterations_.append({"epoch": epoch + 1, "iteration": i + 1, "loss": status["loss"], **lap})
                 self.progress({"event": "iteration", "epoch": epoch + 1, "epochs": epochs, "iteration": i + 1,
                                "iterations": len(order), "loss": status["loss"], "times": lap})
@@ -323,7 +322,7 @@ class _Job:
             if status.get("stop"):
                 converged = True
                 break
-        self._finish(started, ops0, sent0, recv0, converged)
+        self._finish(meter, ops0, converged)
 
     def _step(self, rows: Any, tag: str, first: float | None, previous: float | None, *, last: bool,
               losses: list, sizes: list, epoch: int) -> dict:
@@ -409,8 +408,8 @@ class _Job:
         z = np.array([float(v) for v in proto.predict_guest(p, U, tag).tolist()]) / float(1 << p.frac_bits)
         return validation_metrics(self.params.model, z, yv)
 
-    def _finish(self, started: float, ops0: dict, sent0: int, recv0: int, converged: bool) -> None:
-        m, s = self.model, self.p.session
+    def _finish(self, meter: Meter, ops0: dict, converged: bool) -> None:
+        m = self.model
         m.role_ = self.role
         if self.weights is not None:
             w = self.weights
@@ -423,11 +422,11 @@ class _Job:
             m.coef_ = w
             m.intercept_ = intercept  # a host's: the constant its standardisation adds to x.w
         steps = [it for it in m.iterations_]
-        m.stats_ = {"seconds": time.perf_counter() - started, "epochs_run": len(m.history_), "converged": converged,
-                    "steps": len(steps), "per_iteration": summarise(steps and [
-                        {k: it[k] for k in ("seconds", "encrypt", "decrypt", "homomorphic", "wait", "other")}
-                        for it in steps]),
-                    "bytes_sent": s.stats.bytes_sent - sent0, "bytes_received": s.stats.bytes_received - recv0,
+        traffic = meter.read()
+        m.stats_ = {"seconds": traffic.seconds, "epochs_run": len(m.history_), "converged": converged,
+                    "steps": len(steps), "per_iteration": mean_split(steps and [
+                        {k: it[k] for k in ("seconds", *CATEGORIES, "wait", "other")} for it in steps]),
+                    "bytes_sent": traffic.bytes_sent, "bytes_received": traffic.bytes_received,
                     "crypto": counters.diff(ops0), "backend": self.params.backend, "key_bits": self.params.key_bits}
 
 

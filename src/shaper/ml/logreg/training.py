@@ -26,6 +26,7 @@ import numpy as np
 
 from ...crypto import counters
 from ...errors import ConfigError, DivergenceError, PackingError, PlaintextOverflowError
+from ...net.phases import Meter
 from ...protocols import Hybrid2PC
 from ...protocols.triples import StoreOnly
 from ..checkpoint import Checkpointer
@@ -164,9 +165,10 @@ class _Training:
                     "rows than features the opened weights can reveal the labels")
 
     def run(self) -> None:
-        started = time.perf_counter()
+        meter = Meter(self.session)
+        started = meter.started
         ops0 = counters.snapshot()
-        traffic0 = self.session.stats.as_dict()
+        rounds0 = self.session.stats.rounds
         ckpt = Checkpointer(self.p.checkpoint_dir, self.session.name) if self.p.checkpoint_dir else None
         start_epoch, loaded = self._resume_point(ckpt)
         self.ctx, self.state, self.history = self._start() if loaded is None else self._restore(*loaded)
@@ -193,7 +195,7 @@ class _Training:
         self._check_progress()
         if self.p.open_weights:
             self._open_weights()
-        self.model.stats_ = self._stats(started, ops0, traffic0, stopped_early)
+        self.model.stats_ = self._stats(meter, ops0, rounds0, stopped_early)
         self.progress({"event": "done", **self.model.stats_})
 
     # -- set-up -------------------------------------------------------------------------------------
@@ -376,17 +378,14 @@ class _Training:
             intercept = constant + (intercept or 0.0)
         self.model.coef_, self.model.intercept_ = coef, intercept
 
-    def _stats(self, started: float, ops0: dict, traffic0: dict, stopped_early: bool) -> dict:
+    def _stats(self, meter: Meter, ops0: dict, rounds0: int, stopped_early: bool) -> dict:
         """Time (split into computation and waiting for the peer), traffic and crypto counts of the run."""
-        traffic = self.session.stats.as_dict()
-        wall = time.perf_counter() - started
-        comm = traffic["recv_wait_seconds"] - traffic0["recv_wait_seconds"]
+        run = meter.read()
         return {
-            "seconds": round(wall, 3), "communication_seconds": round(comm, 3),
-            "compute_seconds": round(wall - comm, 3),
-            "bytes_sent": traffic["bytes_sent"] - traffic0["bytes_sent"],
-            "bytes_received": traffic["bytes_received"] - traffic0["bytes_received"],
-            "rounds": traffic["rounds"] - traffic0["rounds"], "crypto": counters.diff(ops0),
+            "seconds": round(run.seconds, 3), "communication_seconds": round(run.wait_seconds, 3),
+            "compute_seconds": round(run.seconds - run.wait_seconds, 3),
+            "bytes_sent": run.bytes_sent, "bytes_received": run.bytes_received,
+            "rounds": self.session.stats.rounds - rounds0, "crypto": counters.diff(ops0),
             "epochs_run": len(self.history), "stopped_early": stopped_early,
         }
 

@@ -15,7 +15,10 @@ Both work on plaintexts that are integers mod n (signed values are taken mod n; 
 scales are the protocol's business) and put ciphertexts on the wire as the same validated fixed-width blocks
 (:mod:`shaper.crypto.wire`), so the messages, their sizes and the work per step are
 identical; only the engine differs (phe's ciphertexts travel without shaper's key fingerprint,
-which needs shaper's h_s). Each call is timed in the backend's :class:`~.timing.Timer`.
+which needs shaper's h_s). Each call is recorded as a step of the backend's
+:class:`~shaper.net.phases.Phases` under its category (:data:`CATEGORIES`), so ``lap()`` splits
+an iteration into encryption, decryption, homomorphic work, waiting for peers and the rest
+(plaintext work: encoding, local gradients, (de)serialisation, packing).
 
 A ciphertext vector (``Ct``) is an :class:`EncryptedArray` (shaper) or a numpy object array of
 ``phe.EncryptedNumber`` (phe); protocols only pass it back to the same backend.
@@ -34,17 +37,19 @@ from ...crypto import paillier, wire
 from ...crypto.ahe import EncryptedArray, concatenate, matvec
 from ...crypto.serialization import key_from_bytes, key_to_bytes
 from ...errors import ConfigError, KeyValidationError, PlaintextOverflowError
-from .timing import Timer
+from ...net.phases import Phases
 
 BACKENDS = ("shaper", "phe")
+#: the step names a backend records (the seed paper, Yang et al., reports encryption separately)
+CATEGORIES = ("encrypt", "decrypt", "homomorphic")
 
 
-def make_backend(name: str, timer: Timer | None = None) -> "Backend":
-    """The backend called ``name`` ("shaper" or "phe"), timing into ``timer``."""
+def make_backend(name: str, phases: Phases | None = None) -> "Backend":
+    """The backend called ``name`` ("shaper" or "phe"), recording its calls into ``phases``."""
     if name == "shaper":
-        return ShaperBackend(timer)
+        return ShaperBackend(phases)
     if name == "phe":
-        return PheBackend(timer)
+        return PheBackend(phases)
     raise ConfigError(f"unknown backend {name!r}; choose one of {BACKENDS}")
 
 
@@ -59,8 +64,8 @@ class Backend(ABC):
 
     name = ""
 
-    def __init__(self, timer: Timer | None = None) -> None:
-        self.timer = timer or Timer()
+    def __init__(self, phases: Phases | None = None) -> None:
+        self.phases = phases or Phases()
 
     # keys -----------------------------------------------------------------------------------
     @abstractmethod
@@ -187,39 +192,39 @@ class ShaperBackend(Backend):
     def encrypt(self, pk: Any, values: Sequence[int]) -> EncryptedArray:
         vals = [int(v) for v in values]
         _check_plain(vals, pk.max_int)
-        with self.timer.span("encrypt"):
+        with self.phases.phase("encrypt"):
             return EncryptedArray(pk, object_array(pk.raw_encrypt(vals)), 0)
 
     def encrypt_owner(self, sk: Any, values: Sequence[int]) -> EncryptedArray:
         vals = [int(v) for v in values]
         _check_plain(vals, sk.public_key.max_int)
-        with self.timer.span("encrypt"):
+        with self.phases.phase("encrypt"):
             return EncryptedArray(sk.public_key, object_array(sk.raw_encrypt(vals)), 0)
 
     def decrypt(self, sk: Any, ct: EncryptedArray) -> list[int]:
-        with self.timer.span("decrypt"):
+        with self.phases.phase("decrypt"):
             return [int(v) for v in sk.raw_decrypt(ct._c.ravel().tolist())]
 
     def add(self, a: EncryptedArray, b: EncryptedArray) -> EncryptedArray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return a + b
 
     def add_plain(self, a: EncryptedArray, values: Sequence[int]) -> EncryptedArray:
         pk = a.public_key
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return EncryptedArray(pk, object_array(pk.raw_add_plain(a._c.ravel().tolist(), [int(v) for v in values])), 0)
 
     def mul_plain(self, a: EncryptedArray, values: Sequence[int]) -> EncryptedArray:
         pk = a.public_key
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return EncryptedArray(pk, object_array(pk.raw_mul_plain(a._c.ravel().tolist(), [int(v) for v in values])), 0)
 
     def dot(self, matrix: np.ndarray, ct: EncryptedArray) -> EncryptedArray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return matvec(matrix, ct)
 
     def total(self, ct: EncryptedArray) -> EncryptedArray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return ct.sum().reshape(1)
 
     def concat(self, parts: Sequence[EncryptedArray]) -> EncryptedArray:
@@ -240,8 +245,8 @@ class PheBackend(Backend):
 
     name = "phe"
 
-    def __init__(self, timer: Timer | None = None) -> None:
-        super().__init__(timer)
+    def __init__(self, phases: Phases | None = None) -> None:
+        super().__init__(phases)
         try:
             import phe
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -290,29 +295,29 @@ class PheBackend(Backend):
         vals = [int(v) for v in values]
         _check_plain(vals, pk.max_int)
         n = pk.n
-        with self.timer.span("encrypt"):
+        with self.phases.phase("encrypt"):
             return self._wrap(pk, [pk.raw_encrypt(v % n) for v in vals])
 
     def decrypt(self, sk: Any, ct: np.ndarray) -> list[int]:
-        with self.timer.span("decrypt"):
+        with self.phases.phase("decrypt"):
             return [sk.raw_decrypt(x.ciphertext(be_secure=False)) for x in ct.tolist()]
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return a + b
 
     def add_plain(self, a: np.ndarray, values: Sequence[int]) -> np.ndarray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return object_array([x + int(v) for x, v in zip(a.tolist(), values)])
 
     def mul_plain(self, a: np.ndarray, values: Sequence[int]) -> np.ndarray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             return object_array([x * int(v) for x, v in zip(a.tolist(), values)])
 
     def dot(self, matrix: np.ndarray, ct: np.ndarray) -> np.ndarray:
         rows = np.asarray(matrix)
         numbers = ct.tolist()
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             out = []
             for row in rows.tolist():
                 acc = None
@@ -324,7 +329,7 @@ class PheBackend(Backend):
             return object_array(out)
 
     def total(self, ct: np.ndarray) -> np.ndarray:
-        with self.timer.span("homomorphic"):
+        with self.phases.phase("homomorphic"):
             numbers = ct.tolist()
             acc = numbers[0]
             for x in numbers[1:]:
@@ -360,3 +365,12 @@ def _check_plain(values: list[int], max_int: int) -> None:
         raise PlaintextOverflowError(
             f"plaintext {i} has {abs(values[i]).bit_length()} bits, more than the {max_int.bit_length()} bits "
             "this key encrypts without wrapping around")
+
+
+def mean_split(laps: list[dict[str, float]]) -> dict[str, float]:
+    """The mean per iteration of each entry of :meth:`Phases.lap <shaper.net.phases.Phases.lap>`
+    splits ``laps`` (means keep the parts adding up to ``seconds``); ``{}`` for no laps."""
+    if not laps:
+        return {}
+    keys = laps[0].keys()
+    return {k: sum(lap[k] for lap in laps) / len(laps) for k in keys}
