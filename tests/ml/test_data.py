@@ -1,5 +1,6 @@
-"""Data readers, alignment check, vertical split and the SHAPER workload generator."""
+"""Data readers, alignment by PSI and its check, vertical split and the SHAPER workload generator."""
 
+import importlib.util
 import sys
 
 import numpy as np
@@ -7,8 +8,13 @@ import pytest
 import scipy.sparse as sp
 
 from shaper.errors import ConfigError, PartyError
+from shaper.ml.alignment import align
 from shaper.ml.data import check_aligned, make_shaper_workload, read_table, shaper_workload, vertical_split
 from shaper.net import run_in_memory
+
+# ECDH runs in the native extension only
+NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
+                                  reason="ECDH PSI runs in the native extension only (no Python curve arithmetic)")
 
 
 def _frame(tmp_path):
@@ -63,6 +69,59 @@ def test_alignment_check_compares_digests_only():
     assert run_in_memory(2, _aligned, [np.array([1, 2, 3]), np.array([1, 2, 3])]) == ["ok", "ok"]
     with pytest.raises(PartyError, match="not aligned"):
         run_in_memory(2, _aligned, [np.array([1, 2, 3]), np.array([1, 3, 2])])
+
+
+def test_unaligned_rows_error_says_how_to_align_them():
+    """The error names what to do: --align ecdh (PSI inside the job) or shaper psi beforehand."""
+    with pytest.raises(PartyError, match=r"not aligned with party .*: pass --align ecdh .*\(or run shaper psi"):
+        run_in_memory(2, _aligned, [np.array([1, 2, 3]), np.array([1, 2])])
+
+
+@NEEDS_NATIVE
+def test_multi_column_keys_and_align():
+    frame_a = {"first": ["ann", "bo", "cy", "ann"], "last": ["lee", "li", "x", "li"], "v": [1, 2, 3, 4]}
+    frame_b = {"first": ["ann", "ann", "cy", "an"], "last": ["li", "lee", "y", "nli"], "w": [5, 6, 7, 8]}
+
+    def job(session):
+        data = frame_a if session.index == 0 else frame_b
+        return align(session, data, id_columns=["first", "last"])
+
+    out_a, out_b = run_in_memory(2, job)
+    assert list(zip(out_a["first"], out_a["last"])) == list(zip(out_b["first"], out_b["last"]))
+    assert sorted(zip(out_a["first"], out_a["last"])) == [("ann", "lee"), ("ann", "li")]
+    assert sorted(out_a["v"].tolist()) == [1, 4] and sorted(out_b["w"].tolist()) == [5, 6]
+    with pytest.raises(PartyError, match="no id column 'id'"):
+        run_in_memory(2, lambda s: align(s, frame_a, id_columns="id"))
+
+
+@NEEDS_NATIVE
+def test_align_a_dataframe_and_a_table():
+    pd = pytest.importorskip("pandas")
+    from shaper.ml.data import Table
+
+    fa = pd.DataFrame({"id": ["u1", "u2", "u3", "u4"], "x": [1.0, 2.0, 3.0, 4.0]})
+    tb = Table(np.array(["u4", "u9", "u2"]), np.array([[40.0], [90.0], [20.0]]), np.array([1, 0, 1]))
+
+    def job(session):
+        return align(session, fa, id_columns="id") if session.index == 0 else align(session, tb)
+
+    out_a, out_b = run_in_memory(2, job)
+    assert out_a["id"].tolist() == out_b.ids.tolist() and sorted(out_b.ids.tolist()) == ["u2", "u4"]
+    assert (out_a["x"].to_numpy() * 10 == out_b.X[:, 0]).all() and out_b.y.tolist() == [1, 1]
+
+
+@NEEDS_NATIVE
+def test_align_by_fnp_equals_align_by_ecdh():
+    frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": list(range(20))},
+              {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": list(range(14))})
+
+    def job(session, protocol):
+        return align(session, frames[session.index], id_columns="id", protocol=protocol)
+
+    by_fnp, by_ecdh = run_in_memory(2, job, "fnp"), run_in_memory(2, job, "ecdh")
+    for f, e in zip(by_fnp, by_ecdh):
+        assert {k: v.tolist() for k, v in f.items()} == {k: v.tolist() for k, v in e.items()}
+    assert by_fnp[0]["id"].tolist() == sorted(f"p{i}" for i in range(0, 40, 6))
 
 
 def test_vertical_split():

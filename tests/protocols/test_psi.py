@@ -1,6 +1,6 @@
 """Private set intersection against Python's own set intersection: random and adversarial sets,
-every output mode, id normalisation, duplicates, multi-column keys, alignment, bad frames, a
-dead peer, and two processes over TLS."""
+every output mode, id normalisation, duplicates, multi-column keys (through alignment:
+tests/ml/test_data.py), bad frames, a dead peer, and two processes over TLS."""
 
 import importlib.util
 import os
@@ -192,53 +192,6 @@ def test_matching_is_exact_when_leading_bytes_collide():
     assert len(mine) == len(expected) == 4
     assert all(bytes(own[i]) == bytes(peer[j]) for i, j in zip(mine, theirs))
     assert [bytes(own[i])[:8] for i in mine] == sorted(v[:8] for v in expected)  # by the first 8 bytes
-
-
-@NEEDS_NATIVE
-def test_multi_column_keys_and_align():
-    frame_a = {"first": ["ann", "bo", "cy", "ann"], "last": ["lee", "li", "x", "li"], "v": [1, 2, 3, 4]}
-    frame_b = {"first": ["ann", "ann", "cy", "an"], "last": ["li", "lee", "y", "nli"], "w": [5, 6, 7, 8]}
-
-    def job(session):
-        data = frame_a if session.index == 0 else frame_b
-        return psi.align(session, data, id_columns=["first", "last"])
-
-    out_a, out_b = run_in_memory(2, job)
-    assert list(zip(out_a["first"], out_a["last"])) == list(zip(out_b["first"], out_b["last"]))
-    assert sorted(zip(out_a["first"], out_a["last"])) == [("ann", "lee"), ("ann", "li")]
-    assert sorted(out_a["v"].tolist()) == [1, 4] and sorted(out_b["w"].tolist()) == [5, 6]
-    with pytest.raises(PartyError, match="no id column 'id'"):
-        run_in_memory(2, lambda s: psi.align(s, frame_a, id_columns="id"))
-
-
-@NEEDS_NATIVE
-def test_align_a_dataframe_and_a_table():
-    pd = pytest.importorskip("pandas")
-    from shaper.ml.data import Table
-
-    fa = pd.DataFrame({"id": ["u1", "u2", "u3", "u4"], "x": [1.0, 2.0, 3.0, 4.0]})
-    tb = Table(np.array(["u4", "u9", "u2"]), np.array([[40.0], [90.0], [20.0]]), np.array([1, 0, 1]))
-
-    def job(session):
-        return psi.align(session, fa, id_columns="id") if session.index == 0 else psi.align(session, tb)
-
-    out_a, out_b = run_in_memory(2, job)
-    assert out_a["id"].tolist() == out_b.ids.tolist() and sorted(out_b.ids.tolist()) == ["u2", "u4"]
-    assert (out_a["x"].to_numpy() * 10 == out_b.X[:, 0]).all() and out_b.y.tolist() == [1, 1]
-
-
-@NEEDS_NATIVE
-def test_align_by_fnp_equals_align_by_ecdh():
-    frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": list(range(20))},
-              {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": list(range(14))})
-
-    def job(session, protocol):
-        return psi.align(session, frames[session.index], id_columns="id", protocol=protocol)
-
-    by_fnp, by_ecdh = run_in_memory(2, job, "fnp"), run_in_memory(2, job, "ecdh")
-    for f, e in zip(by_fnp, by_ecdh):
-        assert {k: v.tolist() for k, v in f.items()} == {k: v.tolist() for k, v in e.items()}
-    assert by_fnp[0]["id"].tolist() == sorted(f"p{i}" for i in range(0, 40, 6))
 
 
 @NEEDS_NATIVE

@@ -1,24 +1,20 @@
-"""Private set intersection between two parties, and the alignment of their rows that every
-vertical job needs first.
+"""Private set intersection between two parties, over arrays of ids.
 
     result = intersect(session, ids)                   # ECDH on Ristretto255 (the default)
     rows = result.indices                              # my rows of the intersection, common order
-    frame = align(session, frame, id_columns=["id"])   # my rows of the intersection, sorted by id
 
 Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
 parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
 (:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier or OU, the seed paper's protocol): output to one
 party or to both, its size only, or labelled (the other party's payload for each match). Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
-:mod:`.ecdh` and ``docs/psi.md``.
+:mod:`.ecdh` and ``docs/psi.md``. Lining up tables, DataFrames and columns by their ids is
+:func:`shaper.ml.alignment.align`, built on :func:`intersect`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, Sequence
-
-import numpy as np
 
 from ...errors import ConfigError
 from . import ecdh, fnp
@@ -91,48 +87,6 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     return result
 
 
-def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None, *, peer: Any = None,
-          protocol: str = "ecdh", strip: bool = False, casefold: bool = False, duplicates: str = "error",
-          progress: Callable[[dict], None] | None = None) -> Any:
-    """This party's rows of ``data`` whose ids the peer also holds, sorted by id (an order both
-    share).
-
-    ``data``: a pandas DataFrame or a dict of equal-length columns (``id_columns`` names the key
-    columns), a :class:`shaper.ml.data.Table` (its ids), or a sequence of ids (then the result
-    is the row positions). Both parties call it together with the same options."""
-    options = {"peer": peer, "protocol": protocol, "strip": strip, "casefold": casefold, "duplicates": duplicates,
-               "progress": progress, "order": "id"}
-    if dataclasses.is_dataclass(data) and hasattr(data, "ids") and hasattr(data, "X"):  # a shaper.ml.data.Table
-        rows = intersect(session, np.asarray(data.ids).tolist(), **options).indices
-        y = getattr(data, "y", None)
-        return dataclasses.replace(data, ids=data.ids[rows], X=data.X[rows], y=None if y is None else y[rows])
-    if id_columns is None:
-        return intersect(session, data, **options).indices
-    names = [id_columns] if isinstance(id_columns, str) else list(id_columns)
-    if not names:
-        raise ConfigError("id_columns names no column")
-    columns = _columns(data, names)
-    ids = columns[0] if len(names) == 1 else list(zip(*columns))
-    rows = intersect(session, ids, columns=len(names), **options).indices
-    if hasattr(data, "iloc"):
-        return data.iloc[rows]
-    return {name: np.asarray(values)[rows] for name, values in data.items()}
-
-
-def _columns(data: Any, names: list[str]) -> list[list[Any]]:
-    have = list(data.columns) if hasattr(data, "columns") else list(data.keys()) if isinstance(data, dict) else None
-    if have is None:
-        raise ConfigError(f"align() takes a DataFrame, a dict of columns, a Table or a sequence of ids, "
-                          f"got {type(data).__name__}")
-    missing = [n for n in names if n not in have]
-    if missing:
-        raise ConfigError(f"no id column {missing[0]!r}; columns are {have}")
-    lengths = {len(data[n]) for n in have}
-    if len(lengths) > 1:
-        raise ConfigError("the columns have different lengths")
-    return [list(data[n]) for n in names]
-
-
 def _plain(value: Any) -> Any:
     """A value as Python shows it (an Arrow scalar as its Python value)."""
     return value.as_py() if hasattr(value, "as_py") else value
@@ -146,4 +100,4 @@ def _peer(session: Any, peer: Any) -> Any:
     return 1 - session.index
 
 
-__all__ = ["PROTOCOLS", "Normalise", "PsiResult", "align", "intersect"]
+__all__ = ["PROTOCOLS", "Normalise", "PsiResult", "intersect"]
