@@ -35,7 +35,7 @@ import numpy as np
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
 from shaper.protocols.hybrid import h2s, s2h
-from shaper.protocols.triples import trigen
+from shaper.protocols.hybrid import trigen
 
 SOURCES = {"dealer": InsecureDealer, "store": StoreOnly, "trigen": TriGen}
 

@@ -29,9 +29,9 @@ def test_local_run_prints_every_operation(capsys):
 
 def _dies(session):
     from shaper.protocols import OtTriples
-    from shaper.protocols.nparty import AdditiveNPC
+    from shaper.protocols.additive import AdditiveEngine
 
-    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    e = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     if session.index == 2:
         os._exit(3)  # killed mid-job
     return e.gaussian(1000, 17).reveal()

@@ -21,7 +21,7 @@ from shaper.errors import (
     ScaleError,
     SerializationError,
 )
-from shaper.kernels.rns_ref import native_selected
+from shaper.kernels.rns import native_selected
 
 N = 1024
 STEPS = [1, 2, 3, 5, -1, -4, 100]

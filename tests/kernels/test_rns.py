@@ -9,9 +9,9 @@ import gmpy2
 import numpy as np
 import pytest
 
-from shaper.kernels import rns_ref
-from shaper.kernels.rns import galois_permutation
-from shaper.kernels.rns_ref import RnsReference, is_prime, ntt_primes, rns_context, smallest_root
+from shaper.kernels import rns
+
+from shaper.kernels.rns import RnsReference, galois_permutation, is_prime, ntt_primes, rns_context, smallest_root
 
 # -- first-principles helpers (Python integers, no numpy arithmetic) ---------------------------
 
@@ -501,7 +501,7 @@ def test_rns_context_honours_native_false_and_shaper_native_off(monkeypatch):
     assert isinstance(rns_context(16, q), RnsReference)
     monkeypatch.setenv("SHAPER_NATIVE", "auto")
     ctx = rns_context(16, q)
-    if rns_ref.native_available():
+    if rns.native_available():
         from shaper import _native
 
         assert isinstance(ctx, _native.RnsContext)
@@ -510,7 +510,7 @@ def test_rns_context_honours_native_false_and_shaper_native_off(monkeypatch):
 
 
 def test_rns_context_with_native_true_needs_the_extension():
-    if rns_ref.native_available():
+    if rns.native_available():
         from shaper import _native
 
         assert isinstance(rns_context(16, ntt_primes(16, 30, 1), native=True), _native.RnsContext)
@@ -521,7 +521,7 @@ def test_rns_context_with_native_true_needs_the_extension():
 
 # == native RnsContext against the reference, bit for bit ===========================================
 
-needs_native = pytest.mark.skipif(not rns_ref.native_available(), reason="native extension not built")
+needs_native = pytest.mark.skipif(not rns.native_available(), reason="native extension not built")
 BITS = [30, 50, 53, 60, 61]
 NS = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 

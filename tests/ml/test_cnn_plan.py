@@ -17,7 +17,7 @@ import pytest
 
 from shaper.crypto import ckks
 from shaper.errors import ConfigError, ScaleError
-from shaper.kernels.rns_ref import native_selected
+from shaper.kernels.rns import native_selected
 from shaper.ml import cnn
 from shaper.ml.cnn import plan as P
 from shaper.ml.cnn.inference import encode_model, encrypt_images, encrypt_model, evaluate

@@ -3,7 +3,7 @@
 Each ``prog_*(engine, ...)`` uses only the engine interface (:mod:`shaper.protocols.api`) and
 returns what it revealed; :func:`run` executes a program on one engine kind — the plaintext
 reference in-process, Hybrid2PC over two in-memory parties (small keys, dealer triples),
-Replicated3PC over three, AdditiveNPC over 2, 3 and 5 (OT triples; dealer triples where
+Replicated3PC over three, AdditiveEngine over 2, 3 and 5 (OT triples; dealer triples where
 the native extension is absent) — and returns every party's results. ``test_conformance.py`` checks
 them against numpy and against the reference.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from shaper.net import run_in_memory
 from shaper.protocols import Hybrid2PC, InsecureDealer, OtTriples, Reference, Replicated3PC
-from shaper.protocols.nparty import AdditiveNPC
+from shaper.protocols.additive import AdditiveEngine
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None  # OT extension is native only
 KEY_BITS = 640  # Paillier keys of the hybrid engine: insecure test size
@@ -33,9 +33,9 @@ def make_engine(kind, session=None, frac_bits=16):
         return Replicated3PC(session, frac_bits=frac_bits)
     if kind.startswith("nparty-"):
         if NATIVE:  # the real preprocessing: OT extension among the parties
-            return AdditiveNPC(session, triple_source=OtTriples(), frac_bits=frac_bits)
+            return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=frac_bits)
         warnings.simplefilter("ignore")  # dealer triples warn on purpose
-        return AdditiveNPC(session, triple_source=InsecureDealer(), frac_bits=frac_bits)
+        return AdditiveEngine(session, triple_source=InsecureDealer(), frac_bits=frac_bits)
     raise ValueError(kind)
 
 

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from shaper.crypto.ahe import EncryptedArray
 from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
 from shaper.protocols.hybrid import h2s, s2h
-from shaper.protocols.triples import trigen, trigen_matrix
+from shaper.protocols.hybrid import trigen, trigen_matrix
 
 from .conformance import prog_linear, prog_matmul, prog_mul  # engine-generic programs
 

@@ -9,7 +9,7 @@ import pytest
 
 from shaper.net import run_in_memory
 from shaper.protocols import Hybrid2PC, OtTriples
-from shaper.protocols.nparty import AdditiveNPC, ModShares
+from shaper.protocols.additive import AdditiveEngine, ModShares
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
                                 reason="OT extension runs in the native extension only")
@@ -21,7 +21,7 @@ rng = np.random.default_rng(16)  # test data only
 
 
 def _engine(session):
-    return AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
 
 
 def _ints(values, q):
@@ -231,7 +231,7 @@ def test_hybrid_two_party_engine_runs_on_ot_triples():
 def _traffic_job(session, op, count, moduli):
     e = _engine(session)
     src = e.triple_source
-    from shaper.protocols.nparty.ot import links_for
+    from shaper.protocols.ot import links_for
 
     links_for(session).ensure([p for p in range(session.n) if p != session.index])
     bits = e.random_bits((), count)
@@ -248,8 +248,8 @@ def _traffic_job(session, op, count, moduli):
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("op", ["ring-triple", "mod-triple", "bit-triple", "b2a", "t2a", "square", "power-4"])
 def test_declared_costs_match_the_traffic(n, op):
-    """What docs/mpc.md prints (shaper.protocols.nparty.costs) is what a run sends, +-2 %."""
-    from shaper.protocols.nparty.costs import COSTS
+    """What docs/mpc.md prints (shaper.protocols.additive.costs) is what a run sends, +-2 %."""
+    from shaper.protocols.additive.costs import COSTS
 
     count, moduli = 1 << 13, (P61, (1 << 31) - 1)
     sent = run_in_memory(n, _traffic_job, op, count, moduli, timeout=120)
@@ -261,7 +261,7 @@ def test_declared_costs_match_the_traffic(n, op):
 
 
 def _links_job(session, ks):
-    from shaper.protocols.nparty.ot import OtLinks
+    from shaper.protocols.ot import OtLinks
 
     links = OtLinks(session, k=ks[session.index])
     values = np.arange(1000, dtype=np.uint64) % np.uint64(P61)

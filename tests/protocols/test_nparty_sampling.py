@@ -11,8 +11,8 @@ from scipy import stats
 
 from shaper.net import run_in_memory
 from shaper.protocols import OtTriples
-from shaper.protocols.nparty import AdditiveNPC
-from shaper.protocols.nparty.sampling import TAIL, gaussian_law, gaussian_thresholds, hamming_weight
+from shaper.protocols.additive import AdditiveEngine
+from shaper.protocols.additive.sampling import TAIL, gaussian_law, gaussian_thresholds, hamming_weight
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
                                 reason="OT extension runs in the native extension only")
@@ -39,7 +39,7 @@ def _chi2(counts, expected):
 
 
 def _sample_job(session, what, count, moduli):
-    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    e = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     if what == "gaussian":
         x = e.gaussian(count, moduli)
     elif what == "ternary":
@@ -84,7 +84,7 @@ def test_ternary_and_uniform_samples_are_uniform():
 
 
 def _hw_job(session, count, length, weight):
-    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    e = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     return hamming_weight(e, count, length, weight, P61).reveal(to=0)
 
 
@@ -108,7 +108,7 @@ def test_fixed_hamming_weight_vectors_are_uniform():
 
 
 def _three_job(session):
-    e = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    e = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     return (e.gaussian(5000, P61).reveal(), e.ternary(5000, P61).reveal(),
             hamming_weight(e, 200, 16, 4, P61).reveal())
 

@@ -46,6 +46,6 @@ def run_info(args: argparse.Namespace) -> int:
     print(f"avx512-ifma  {'yes' if 'avx512ifma' in flags else 'no'}")
     built = "built" if native.available() else "not built (install with a Rust toolchain)"
     print(f"native       {built}; SHAPER_NATIVE={native.mode()}")
-    from ..kernels.rns_ref import native_selected
+    from ..kernels.rns import native_selected
     print(f"ckks kernels {'native RNS (Rust)' if native_selected() else 'numpy reference (slow; small N only)'}")
     return 0

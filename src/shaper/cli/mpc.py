@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
-    from ..protocols.nparty.domains import basis
+    from ..kernels.modq import basis
     from ..jobs.mpc import CKKS_14, OPS
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]

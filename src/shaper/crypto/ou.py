@@ -180,7 +180,7 @@ class OUPrivateKey(AHEPrivateKey):
         if p.bit_length() != pk.prime_bits:
             raise KeyValidationError("OU prime p does not have the public key's prime size")
         for name, v in (("p", p), ("q", q), ("t", t)):
-            if not primes.is_probable_prime(v):
+            if not primes.is_prime(v):
                 raise KeyValidationError(f"OU {name} is not prime")
         if (p - 1) % t:
             raise KeyValidationError("OU t does not divide p - 1")

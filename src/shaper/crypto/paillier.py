@@ -209,7 +209,7 @@ class PaillierPrivateKey(AHEPrivateKey):
             raise KeyValidationError("private key primes do not multiply to the public modulus")
         if p == q:
             raise KeyValidationError("private key primes must be distinct")
-        if not (primes.is_probable_prime(p) and primes.is_probable_prime(q)):
+        if not (primes.is_prime(p) and primes.is_prime(q)):
             raise KeyValidationError("private key factors are not prime")
         lam = (p - 1) * (q - 1)
         # h_s must be an n-th residue: its order divides lambda (so it carries no m-component).

@@ -11,14 +11,8 @@ from __future__ import annotations
 import gmpy2
 from gmpy2 import mpz
 
+from ..kernels.modq import is_prime
 from .prg import system_randbits
-
-# Baillie-PSW plus 40 Miller-Rabin rounds (GMP runs BPSW and reps - 24 MR rounds).
-_REPS = 64
-
-
-def is_probable_prime(value: int) -> bool:
-    return bool(gmpy2.is_prime(mpz(value), _REPS))
 
 
 def random_prime(bits: int, *, residue: int = 1, modulus: int = 2) -> mpz:
@@ -34,7 +28,7 @@ def random_prime(bits: int, *, residue: int = 1, modulus: int = 2) -> mpz:
         cand = cand - (cand % modulus) + residue
         if cand.bit_length() != bits:
             continue
-        if is_probable_prime(cand):
+        if is_prime(cand):
             return cand
 
 
@@ -51,5 +45,5 @@ def random_prime_with_factor(bits: int, factor: int) -> tuple[mpz, mpz]:
         p = 2 * factor * u + 1
         if p.bit_length() != bits or not (p >> (bits - 2)) & 1:
             continue
-        if is_probable_prime(p):
+        if is_prime(p):
             return p, u

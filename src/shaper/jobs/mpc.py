@@ -39,7 +39,7 @@ def _random_ots(engine: Any, count: int) -> int:
     each role, messages hashed to 128-bit keys. The ``ot`` rate counts both roles (a party's OTs
     per second, as sender or receiver: with one core per party, the rate of one sender and one
     receiver, as libOTe and emp-ot report it)."""
-    from ..protocols.nparty.ot import CHUNK_OTS, links_for
+    from ..protocols.ot import CHUNK_OTS, links_for
 
     links = links_for(engine.session)
     me, n = engine.me, engine.parties
@@ -77,12 +77,12 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
 
 def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
     from ..protocols.triples import OtTriples
-    from ..protocols.nparty.engine import AdditiveNPC
-    from ..protocols.nparty.sampling import TAIL
+    from ..protocols.additive import AdditiveEngine
+    from ..protocols.additive.sampling import TAIL
 
-    engine = AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    engine = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     src = engine.triple_source
-    from ..protocols.nparty.ot import links_for
+    from ..protocols.ot import links_for
 
     links_for(session).ensure([p for p in range(session.n) if p != session.index])  # base OTs outside timings
     out: dict[str, dict] = {}

@@ -1,4 +1,5 @@
-"""RNS polynomial kernels for RNS-CKKS: one interface, two implementations.
+"""RNS polynomial kernels for RNS-CKKS: one interface, two implementations; this module is the
+family's face (:func:`rns_context` picks the native kernels or the numpy reference).
 
 A polynomial of R_Q = Z_Q[X]/(X^N + 1) with Q = q_0 q_1 ... q_r is held as a ``uint64`` array of
 shape ``(r + 1, N)``: row ``i`` is the polynomial reduced mod the prime ``mods[i]`` of a
@@ -44,25 +45,44 @@ Rules both implementations enforce: N a power of two in 8..2^17; primes distinct
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from typing import Any
+
+from .modq import bit_reverse, galois_permutation, is_prime, ntt_primes, smallest_root
+from .native import mode as native_mode
+from .rns_ref import RnsReference
+
+try:  # the extension is optional: a source checkout without a build runs on the reference
+    from .. import _native
+except ImportError:  # pragma: no cover - exercised where the extension is absent
+    _native = None
+
+__all__ = ["RnsReference", "bit_reverse", "galois_permutation", "is_prime", "native_available", "native_selected",
+           "ntt_primes", "rns_context", "smallest_root"]
 
 
-def bit_reverse(n: int) -> np.ndarray:
-    """``brv(k)`` for k = 0..n-1 (n a power of two)."""
-    bits = n.bit_length() - 1
-    k = np.arange(n, dtype=np.int64)
-    out = np.zeros(n, dtype=np.int64)
-    for b in range(bits):
-        out |= ((k >> b) & 1) << (bits - 1 - b)
-    return out
+def native_available() -> bool:
+    """True when the extension is built and has the RNS kernels (``RnsContext``)."""
+    return _native is not None and hasattr(_native, "RnsContext")
 
 
-def galois_permutation(n: int, g: int) -> np.ndarray:
-    """Index array p with ``sigma_g(A)[k] = A[p[k]]`` for NTT-form rows of length n."""
-    if g % 2 == 0 or not 0 < g < 2 * n:
-        raise ValueError(f"Galois element must be odd and in (0, {2 * n}), got {g}")
-    brv = bit_reverse(n)
-    exps = 2 * brv + 1  # evaluation exponent of index k
-    where = np.empty(2 * n, dtype=np.int64)
-    where[exps] = np.arange(n)
-    return where[(g * exps) % (2 * n)]
+def native_selected() -> bool:
+    """True when :func:`rns_context` hands out the native kernels by default (built, and not
+    switched off with ``SHAPER_NATIVE=off``)."""
+    return native_available() and native_mode() != "off"
+
+
+def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = None, *, native: bool | None = None) -> Any:
+    """RNS kernels for ``primes``: the native ``RnsContext`` where the extension has it, else
+    :class:`~shaper.kernels.rns_ref.RnsReference`. ``native=True`` insists on the extension
+    (``RuntimeError`` when it is missing), ``native=False`` takes the reference; the default
+    follows ``SHAPER_NATIVE`` (``off`` means the reference)."""
+    if native is None:
+        native = native_selected()
+    elif native and not native_available():
+        raise RuntimeError("the native extension shaper._native is not built or lacks RnsContext")
+    if native:
+        return _native.RnsContext(n, list(primes), None if roots is None else list(roots))
+    return RnsReference(n, primes, roots)
+
+

@@ -8,8 +8,8 @@ expression over whole rows (the NTT one per butterfly stage). A CKKS-sized opera
 four primes) takes milliseconds to tens of milliseconds. Nothing here is constant time; the
 kernels compute on public or already-encrypted data.
 
-:func:`rns_context` picks the native class where the extension has it and the reference
-otherwise (``SHAPER_NATIVE=off`` forces the reference).
+:func:`shaper.kernels.rns.rns_context` picks the native class where the extension has it and
+this reference otherwise (``SHAPER_NATIVE=off`` forces the reference).
 """
 
 from __future__ import annotations
@@ -18,44 +18,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .native import mode as native_mode
-from .rns import galois_permutation
+from .modq import galois_permutation, is_prime, smallest_root
 
-try:  # the extension is optional: a source checkout without a build runs on the reference
-    from .. import _native
-except ImportError:  # pragma: no cover - exercised where the extension is absent
-    _native = None
 
 #: every prime is below this bound (the contract's 62-bit limit)
 PRIME_BOUND = 1 << 62
 
-# Miller–Rabin with these bases is deterministic for every n < 3.3 * 10^24 (Sorenson & Webster)
-_MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-
-
-def is_prime(q: int) -> bool:
-    """Deterministic primality for q < 3.3 * 10^24 (Miller–Rabin with the first 12 prime bases)."""
-    q = int(q)
-    if q < 2:
-        return False
-    for p in _MR_BASES:
-        if q % p == 0:
-            return q == p
-    d, s = q - 1, 0
-    while d % 2 == 0:
-        d //= 2
-        s += 1
-    for a in _MR_BASES:
-        x = pow(a, d, q)
-        if x in (1, q - 1):
-            continue
-        for _ in range(s - 1):
-            x = x * x % q
-            if x == q - 1:
-                break
-        else:
-            return False
-    return True
 
 
 #: ring degrees a context accepts (the native kernels' range)
@@ -69,49 +37,6 @@ def _check_n(n: int, low: int = MIN_N, high: int = MAX_N) -> int:
     if not low <= n <= high or n & (n - 1):
         raise ValueError(f"n must be a power of two from {low} to {high}, got {n}")
     return n
-
-
-def ntt_primes(n: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[int]:
-    """The ``count`` largest primes q with 2^(bits-1) < q < 2^bits and q = 1 (mod 2n), largest
-    first, skipping those in ``exclude`` — SEAL's ``CoeffModulus`` rule (SEAL hands out each
-    bit size's primes smallest first; sort to compare). Raises ``ValueError`` when fewer exist."""
-    n = _check_n(n, 1, 1 << 62)
-    bits, count = int(bits), int(count)
-    if not 2 <= bits <= 62:
-        raise ValueError(f"bits must be in [2, 62], got {bits}")
-    if count < 0:
-        raise ValueError(f"count must be non-negative, got {count}")
-    step = 2 * n
-    skip = {int(e) for e in exclude}
-    q = ((1 << bits) - 1) // step * step + 1  # the largest value = 1 mod 2n below 2^bits
-    lower = 1 << (bits - 1)
-    out: list[int] = []
-    while len(out) < count and q > lower:
-        if q not in skip and is_prime(q):
-            out.append(q)
-        q -= step
-    if len(out) < count:
-        raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod {step} (asked for {count})")
-    return out
-
-
-def smallest_root(q: int, n: int) -> int:
-    """The smallest primitive 2n-th root of unity mod the prime q (q = 1 mod 2n)."""
-    q, n = int(q), int(n)
-    exponent = (q - 1) // (2 * n)
-    x = 2
-    while True:  # x^((q-1)/2n) is primitive exactly when x is a quadratic non-residue
-        psi = pow(x, exponent, q)
-        if pow(psi, n, q) == q - 1:
-            break
-        x += 1
-    # the primitive 2n-th roots are the odd powers of any one of them
-    square = psi * psi % q
-    best = cur = psi
-    for _ in range(n - 1):
-        cur = cur * square % q
-        best = min(best, cur)
-    return best
 
 
 def _bit_reverse(n: int) -> list[int]:
@@ -423,29 +348,4 @@ def _u64(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.astype(np.uint64))
 
 
-def native_available() -> bool:
-    """True when the extension is built and has the RNS kernels (``RnsContext``)."""
-    return _native is not None and hasattr(_native, "RnsContext")
-
-
-def native_selected() -> bool:
-    """True when :func:`rns_context` hands out the native kernels by default (built, and not
-    switched off with ``SHAPER_NATIVE=off``)."""
-    return native_available() and native_mode() != "off"
-
-
-def rns_context(n: int, primes: Sequence[int], roots: Sequence[int] | None = None, *, native: bool | None = None):
-    """RNS kernels for ``primes``: the native ``RnsContext`` where the extension has it, else
-    :class:`RnsReference`. ``native=True`` insists on the extension (``RuntimeError`` when it
-    is missing), ``native=False`` takes the reference; the default follows ``SHAPER_NATIVE``
-    (``off`` means the reference)."""
-    if native is None:
-        native = native_selected()
-    elif native and not native_available():
-        raise RuntimeError("the native extension shaper._native is not built or lacks RnsContext")
-    if native:
-        return _native.RnsContext(n, list(primes), None if roots is None else list(roots))
-    return RnsReference(n, primes, roots)
-
-
-__all__ = ["MAX_N", "MIN_N", "PRIME_BOUND", "RnsReference", "is_prime", "native_available", "native_selected", "ntt_primes", "rns_context", "smallest_root"]
+__all__ = ["MAX_N", "MIN_N", "PRIME_BOUND", "RnsReference"]

@@ -2,7 +2,9 @@
 their operators to it (SecretFlow SPU's kernel set, MPyC's ``sectypes`` idea).
 
 An :class:`Engine` is one party's side of a protocol over Z_2^64 with fixed-point values
-(scale 2^frac_bits). A :class:`Shared` array is this party's share of a value, tied to its engine:
+(scale 2^frac_bits), and, where it says so in :attr:`Engine.domains`, over odd moduli
+(:class:`ModShares`: one prime field, or an RNS basis) and over Z_2 (:class:`XorShares`,
+bit-sliced). A :class:`Shared` array is this party's share of a value, tied to its engine:
 ``x + y``, ``x * 0.5``, ``x * y``, ``x @ w``, ``x.truncate()``, ``x.reveal()`` all call the
 engine, so one program runs unchanged on every engine::
 
@@ -12,10 +14,13 @@ engine, so one program runs unchanged on every engine::
         return ((x * y + 1.5) @ w).reveal()
 
 The engines: :class:`~shaper.protocols.reference.Reference` (plaintext, any number of parties:
-the oracle and a debug mode), :class:`~shaper.protocols.hybrid.Hybrid2PC` (two parties, additive
-sharing + Paillier, SHAPER) and :class:`~shaper.protocols.replicated.Replicated3PC` (three
-parties, replicated sharing, Araki et al.). ``tests/protocols/conformance.py`` runs the same
-programs on each.
+the oracle and a debug mode), :class:`~shaper.protocols.additive.AdditiveEngine` (additive
+sharing among any n >= 2 parties over all three domains, Beaver products with triples from a
+pluggable source: GMPFHE's MPC), :class:`~shaper.protocols.hybrid.Hybrid2PC` (that engine for
+two parties plus the Paillier boundary: TriGen, H2S/S2H; SHAPER) and
+:class:`~shaper.protocols.replicated.Replicated3PC` (three parties, replicated sharing, Araki
+et al.). ``tests/protocols/conformance.py`` runs the same programs on each, over every domain
+it declares, at 2, 3 and 5 parties.
 
 What every engine provides:
 
@@ -44,13 +49,168 @@ import numpy as np
 
 from ..arrays import is_sparse
 from ..crypto import encoding
-from ..errors import ShaperError
+from ..errors import ConfigError, ShaperError
+from ..kernels.modq import add_mod, lift_public, moduli_array, mul_mod, neg_mod
 
-__all__ = ["Engine", "Shared", "UnsupportedConversion", "public_matmul"]
+__all__ = ["DOMAINS", "Engine", "ModShares", "Shared", "UnsupportedConversion", "XorShares", "public_mask",
+           "public_matmul"]
+
+#: the share domains: fixed point over Z_2^64 (:class:`Shared`), odd moduli (:class:`ModShares`)
+#: and bits (:class:`XorShares`)
+DOMAINS = ("ring", "mod", "bits")
 
 
 class UnsupportedConversion(ShaperError, TypeError):
     """The engine has no such conversion (see :attr:`Engine.conversions`)."""
+
+
+class ModShares:
+    """This party's additive shares over a basis of odd moduli (Z_q for one modulus, an RNS basis
+    for many): uint64 (..., L), column c reduced mod q_c, x = sum of the parties' shares mod q_c.
+    Linear operations are local; products, openings and inputs go to the engine (its
+    ``mul_mod``, ``matmul_mod``, ``reveal_mod``, ``add_public_mod``)."""
+
+    __slots__ = ("engine", "moduli", "share")
+    __array_ufunc__ = None
+
+    def __init__(self, engine: Any, share: np.ndarray, moduli: Sequence[int]) -> None:
+        self.engine = engine
+        self.share = np.asarray(share, dtype=np.uint64)
+        self.moduli = tuple(moduli)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.share.shape[:-1]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> "ModShares":
+        idx = index if isinstance(index, tuple) else (index,)
+        return ModShares(self.engine, self.share[idx + (Ellipsis,)] if Ellipsis not in idx else self.share[idx],
+                         self.moduli)
+
+    def reshape(self, *shape: Any) -> "ModShares":
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return ModShares(self.engine, self.share.reshape(tuple(dims) + (len(self.moduli),)), self.moduli)
+
+    def limb(self, c: int) -> "ModShares":
+        """The shares of limb c alone (a one-modulus basis)."""
+        return ModShares(self.engine, self.share[..., c:c + 1], (self.moduli[c],))
+
+    def _same(self, other: "ModShares") -> None:
+        if other.moduli != self.moduli:
+            raise ConfigError(f"shares over different bases: {self.moduli} and {other.moduli}")
+
+    def __add__(self, other: Any) -> "ModShares":
+        qs = moduli_array(self.moduli)
+        if isinstance(other, ModShares):
+            self._same(other)
+            return ModShares(self.engine, add_mod(self.share, other.share, qs), self.moduli)
+        return self.engine.add_public_mod(self, other)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "ModShares":
+        return ModShares(self.engine, neg_mod(self.share, moduli_array(self.moduli)), self.moduli)
+
+    def __sub__(self, other: Any) -> "ModShares":
+        return self + (-other if isinstance(other, ModShares) else _negate_public(other))
+
+    def __rsub__(self, other: Any) -> "ModShares":
+        return (-self) + other
+
+    def __mul__(self, other: Any) -> "ModShares":
+        if isinstance(other, ModShares):
+            return self.engine.mul_mod(self, other)
+        lifted = lift_public(other, self.moduli)
+        return ModShares(self.engine, mul_mod(self.share, lifted, self.moduli), self.moduli)
+
+    __rmul__ = __mul__
+
+    def __matmul__(self, other: "ModShares") -> "ModShares":
+        return self.engine.matmul_mod(self, other)
+
+    def reveal(self, to: int | None = None) -> np.ndarray | None:
+        return self.engine.reveal_mod(self, to)
+
+    def __repr__(self) -> str:
+        return f"ModShares(shape={self.shape}, moduli={self.moduli})"
+
+
+
+
+def _negate_public(value: Any) -> Any:
+    if isinstance(value, (int, np.integer)):
+        return -int(value)
+    arr = np.asarray(value)
+    return -arr.astype(object) if arr.dtype.kind == "u" else -arr
+
+
+
+
+class XorShares:
+    """This party's XOR shares of bit arrays (Z_2), bit-sliced: uint64 words (..., W) holding
+    ``bits`` bits along the last axis (bit j is bit j % 64 of word j // 64; padding bits are
+    garbage and ignored). XOR and NOT are local; AND and openings go to the engine (``and_bits``,
+    ``reveal_bits``, ``xor_public_bits``)."""
+
+    __slots__ = ("bits", "engine", "words")
+    __array_ufunc__ = None
+
+    def __init__(self, engine: Any, words: np.ndarray, bits: int) -> None:
+        self.engine = engine
+        self.words = np.asarray(words, dtype=np.uint64)
+        self.bits = int(bits)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.words.shape[:-1] + (self.bits,)
+
+    def __getitem__(self, index: Any) -> "XorShares":
+        """Index the leading (non-bit) axes: a row of a bit-plane stack."""
+        return XorShares(self.engine, self.words[index], self.bits)
+
+    def _like(self, words: np.ndarray) -> "XorShares":
+        return XorShares(self.engine, words, self.bits)
+
+    def __xor__(self, other: Any) -> "XorShares":
+        if isinstance(other, XorShares):
+            return self._like(self.words ^ other.words)
+        return self.engine.xor_public_bits(self, other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> "XorShares":
+        return self.engine.xor_public_bits(self, True)
+
+    def __and__(self, other: Any) -> "XorShares":
+        if isinstance(other, XorShares):
+            return self.engine.and_bits(self, other)
+        return self._like(self.words & public_mask(other))
+
+    __rand__ = __and__
+
+    def reveal(self, to: int | None = None) -> np.ndarray | None:
+        return self.engine.reveal_bits(self, to)
+
+    def __repr__(self) -> str:
+        return f"XorShares(shape={self.shape})"
+
+
+
+
+def public_mask(value: Any) -> np.ndarray | np.uint64:
+    """A public bit (all lanes) or packed words, as words to AND/XOR with."""
+    if isinstance(value, (bool, np.bool_, int, np.integer)) and not isinstance(value, np.ndarray):
+        if int(value) not in (0, 1):
+            raise ValueError(f"a public bit must be 0 or 1, got {value}")
+        return np.uint64(0xFFFFFFFFFFFFFFFF if value else 0)
+    return np.asarray(value, dtype=np.uint64)
 
 
 def public_matmul(matrix: Any, ring_values: np.ndarray) -> np.ndarray:
@@ -214,6 +374,9 @@ class Engine(ABC):
     frac_bits: int
     #: conversions this engine supports, by method name
     conversions: ClassVar[frozenset[str]] = frozenset()
+    #: share domains this engine supports (of :data:`DOMAINS`); the others raise
+    #: :class:`UnsupportedConversion` naming the engine
+    domains: ClassVar[frozenset[str]] = frozenset({"ring"})
 
     # -- interactive steps ------------------------------------------------------------------------
     @abstractmethod
@@ -296,6 +459,33 @@ class Engine(ABC):
     def s2h(self, *args: Any, **options: Any) -> Any:
         """Shares -> ciphertexts (engines with an HE boundary)."""
         raise self._unsupported("s2h")
+
+    # -- other domains: engines that hold them override these and list them in ``domains`` --------
+    def share_mod(self, values: Any, *, owner: int, moduli: Any) -> ModShares:
+        """Secret-share the owner's integers (any sign) over a basis of odd moduli."""
+        raise self._no_domain("mod")
+
+    def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
+        """Open residues (..., L) to ``to`` (all when ``None``)."""
+        raise self._no_domain("mod")
+
+    def mul_mod(self, x: ModShares, y: ModShares) -> ModShares:
+        raise self._no_domain("mod")
+
+    def share_bits(self, bits: Any, *, owner: int) -> XorShares:
+        """Secret-share the owner's bool array (..., N) as XOR shares."""
+        raise self._no_domain("bits")
+
+    def reveal_bits(self, x: XorShares, to: int | None = None) -> np.ndarray | None:
+        """Open bits (bool (..., N)) to ``to`` (all when ``None``)."""
+        raise self._no_domain("bits")
+
+    def and_bits(self, x: XorShares, y: XorShares) -> XorShares:
+        raise self._no_domain("bits")
+
+    def _no_domain(self, domain: str) -> UnsupportedConversion:
+        have = ", ".join(d for d in DOMAINS if d in self.domains)
+        return UnsupportedConversion(f"{type(self).__name__} has no {domain!r} share domain (it supports: {have})")
 
     @staticmethod
     def check_matmul(x: Shared, y: Shared) -> tuple[int, int, int]:

@@ -53,7 +53,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError, FrameError, KernelError
+from ..errors import ConfigError, FrameError
+from ..kernels import ot as ot_kernel
 
 __all__ = ["CHUNK_OTS", "K", "OtLinks", "links_for"]
 
@@ -62,15 +63,6 @@ BASE = 128            # base OTs per direction (the extension's security paramet
 K = 4                 # SoftSpoken: base OTs per group; the extension message is 128/K bits per OT (1: IKNP)
 SETUP_BYTES = 32 * BASE  # SoftSpoken's setup message (two masked 16-byte level sums per base OT)
 CHUNK_OTS = 1 << 20   # extended OTs per message
-
-
-def _native() -> Any:
-    try:
-        from ... import _native
-    except ImportError:
-        raise KernelError("OT-based MPC needs shaper's native extension, which is not built here (pip install . "
-                          "builds it with Rust and maturin)") from None
-    return _native
 
 
 @dataclass
@@ -99,7 +91,7 @@ class OtLinks:
         self.k = k
         self.session = session
         self.me = session.index
-        self.native = _native()
+        self.native = ot_kernel.engine()
         self._links: dict[int, _Link] = {}
         self._steps: dict[int, int] = {}
         self.ots = 0  # extended OTs this party took part in (both roles)

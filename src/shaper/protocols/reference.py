@@ -22,11 +22,11 @@ import numpy as np
 from ..crypto import encoding
 from ..crypto.encoding import SIGMA
 from ..errors import PlaintextOverflowError
-from .additive.shares import AdditiveEngine, IntegerShares, SharedArray
+from .additive.shares import AdditiveSharing, IntegerShares, SharedArray
 from .api import Shared, public_matmul
 
 
-class Reference(AdditiveEngine):
+class Reference(AdditiveSharing):
     """Plaintext stand-in for an engine of ``parties`` parties (it plays party 0)."""
 
     me = 0

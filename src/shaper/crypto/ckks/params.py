@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError
+from ...kernels.modq import is_prime
 
 #: log2(PQ) allowed for 128-bit classical security, uniform ternary secret, sigma = 3.2
 HE_STANDARD_128 = {1024: 27, 2048: 54, 4096: 109, 8192: 218, 16384: 438, 32768: 881}
@@ -35,16 +36,11 @@ HE_STANDARD_128 = {1024: 27, 2048: 54, 4096: 109, 8192: 218, 16384: 438, 32768: 
 SIGMA = 3.2
 
 
-def _is_prime(value: int) -> bool:
-    import gmpy2
-    return bool(gmpy2.is_prime(value, 40))
-
-
 def chain_primes(n: int, bit_sizes: Sequence[int]) -> list[int]:
     """SEAL's prime selection: for each bit size, the ``count`` largest primes below 2^bits that
     are 1 mod 2n, handed out smallest first in the order the sizes appear (so with sizes
     [60, ..., 60] the special prime is the largest)."""
-    from ...kernels.rns_ref import ntt_primes
+    from ...kernels.rns import ntt_primes
 
     counts: dict[int, int] = {}
     for b in bit_sizes:
@@ -103,7 +99,7 @@ class Parameters:
         if not moduli:
             raise ConfigError("a CKKS chain needs at least one ciphertext prime")
         for q in moduli + (special,):
-            if not 0 < q < 1 << 61 or q % (2 * n) != 1 or not _is_prime(q):
+            if not 0 < q < 1 << 61 or q % (2 * n) != 1 or not is_prime(q):
                 raise ConfigError(f"{q} is not a prime below 2^61 that is 1 mod 2N = {2 * n}")
         if len(set(moduli + (special,))) != len(moduli) + 1:
             raise ConfigError("the primes of a CKKS chain must be distinct")
@@ -151,7 +147,7 @@ class Parameters:
     def context(self) -> Any:
         """The RNS kernel context for these primes (native where built, numpy reference else)."""
         if not self._context:
-            from ...kernels.rns_ref import rns_context
+            from ...kernels.rns import rns_context
             self._context.append(rns_context(self.n, list(self.primes)))
         return self._context[0]
 

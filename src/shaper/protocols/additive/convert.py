@@ -33,7 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .domains import ModShares, Ring, XorShares, basis, pack_bits, unpack_bits
+from ...kernels.modq import Ring, basis, pack_bits, unpack_bits
+from ..api import ModShares, XorShares
+from ..ot import links_for
 
 __all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
 
@@ -41,7 +43,6 @@ __all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_
 def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """acc + beta_k * D for a private bit beta_k of party k and a shared D (this party's share
     ``delta``, (e, L')): party k's term is local, each m < k sends one correlated OT."""
-    from .ot import links_for
 
     me, links = engine.me, links_for(engine.session)
     flat = delta.reshape(len(choice), -1)

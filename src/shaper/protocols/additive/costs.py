@@ -1,7 +1,7 @@
 """Declared costs of the n-party engine's operations: rounds and bytes sent per item, as
 functions of the number of parties n, the limbs L of the basis and the modulus bit length w.
 
-These are the figures ``docs/mpc.md`` prints (``python -m shaper.protocols.nparty.costs``
+These are the figures ``docs/mpc.md`` prints (``python -m shaper.protocols.additive.costs``
 writes its table) and the traffic tests check against what a run actually sends. Bytes are
 payload per item summed over all parties, divided by n (the average party), message framing
 excluded; rounds count sequential message flights on the critical path.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .ot import K
+from ..ot import K
 
 __all__ = ["COSTS", "Cost", "markdown"]
 

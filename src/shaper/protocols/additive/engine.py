@@ -1,11 +1,13 @@
-"""Additive sharing among any n >= 2 parties over Z_2^64, prime fields / RNS bases and Z_2, with
-Beaver multiplication (GMPFHE's MPC engine).
+"""The additive engine: sharing among any n >= 2 parties over Z_2^64, prime fields / RNS bases
+and Z_2, with Beaver multiplication (GMPFHE's MPC engine; SHAPER's two-party engine is this one
+plus the Paillier boundary, :class:`~shaper.protocols.hybrid.Hybrid2PC`).
 
 x = x_0 + x_1 + ... + x_{n-1} mod 2^64; each party holds one uint64 array per value. The same
-engine holds shares over odd moduli and bit-sliced XOR shares (:mod:`.domains`), converts
+engine holds shares over odd moduli and bit-sliced XOR shares (:mod:`.fields`), converts
 between them (:mod:`.convert`) and samples (:mod:`.sampling`); with
 :class:`~shaper.protocols.triples.OtTriples` every triple is made by the parties themselves
-with OT extension (:mod:`.ot`).
+with OT extension (:mod:`shaper.protocols.ot`). Written once for the ring and the fields, as
+MP-SPDZ writes ``SemiShare`` once for both.
 
 * **share** (owner o): o draws n-1 uniform shares from its CSPRNG, sends one to each other party
   and keeps v minus their sum. One message to each party, 8 bytes per element.
@@ -35,21 +37,25 @@ import numpy as np
 
 from ...crypto import encoding
 from ...errors import ConfigError, FrameError
-from ..additive.shares import AdditiveEngine, SharedArray
-from ..api import Shared
-from ..triples.source import TripleSource
+from ...kernels.modq import basis
+from ..api import ModShares, Shared, XorShares
 from . import convert, sampling
-from .domains import FieldOps, ModShares, XorShares, basis
+from .fields import FieldOps
+from .shares import AdditiveSharing, SharedArray
+
+__all__ = ["AdditiveEngine"]
 
 
-class AdditiveNPC(FieldOps, AdditiveEngine):
-    """One party's side of n-party additive sharing (see the module notes)."""
+class AdditiveEngine(FieldOps, AdditiveSharing):
+    """One party's side of n-party additive sharing (see the module notes). ``triple_source``
+    is a :class:`~shaper.protocols.triples.TripleSource` (OT extension, the test dealer, ...)."""
 
     conversions: ClassVar[frozenset[str]] = frozenset()
+    domains: ClassVar[frozenset[str]] = frozenset({"ring", "mod", "bits"})
 
-    def __init__(self, session: Any, *, triple_source: TripleSource, frac_bits: int = 16) -> None:
+    def __init__(self, session: Any, *, triple_source: Any, frac_bits: int = 16) -> None:
         if session.n < 2:
-            raise ConfigError(f"AdditiveNPC needs at least two parties, the session has {session.n}")
+            raise ConfigError(f"{type(self).__name__} needs at least two parties, the session has {session.n}")
         self.session = session
         self.me = session.index
         self.parties = session.n
@@ -109,7 +115,7 @@ class AdditiveNPC(FieldOps, AdditiveEngine):
         shape = np.broadcast_shapes(x.shape, y.shape)
         xs, ys = (np.ascontiguousarray(np.broadcast_to(v.share, shape)) for v in (x, y))
         count = int(np.prod(shape))
-        a, b, c = (t.reshape(shape) for t in self.triple_source.elementwise(self, count))
+        a, b, c = (t.reshape(shape) for t in self._elementwise_triples(count))
         opened = self._open(np.stack([xs - a, ys - b]), self._tag("beaver"))
         e, f = opened[0], opened[1]
         z = c + e * b + a * f
@@ -120,7 +126,7 @@ class AdditiveNPC(FieldOps, AdditiveEngine):
 
     def matmul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
         m, k, n = self.check_matmul(x, y)
-        a, b, c = self.triple_source.matrix(self, m, k, n)
+        a, b, c = self._matrix_triple(m, k, n)
         flat = np.concatenate([(x.share - a).ravel(), (y.share - b).ravel()])
         opened = self._open(flat, self._tag("beaver-mm"))
         e, f = opened[:m * k].reshape(m, k), opened[m * k:].reshape(k, n)
@@ -129,6 +135,14 @@ class AdditiveNPC(FieldOps, AdditiveEngine):
             z += np.matmul(e, f)
         out = SharedArray(self, z, x.frac_bits + y.frac_bits)
         return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
+
+    def _elementwise_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``count`` fresh Beaver triples over Z_2^64 (an engine with a store takes them from it)."""
+        return self.triple_source.elementwise(self, count)
+
+    def _matrix_triple(self, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A fresh (m, k) x (k, n) matrix triple over Z_2^64."""
+        return self.triple_source.matrix(self, m, k, n)
 
     def truncate(self, x: SharedArray, bits: int) -> SharedArray:
         if bits == 0:

@@ -35,7 +35,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
-from .domains import ModShares, XorShares, basis, sub_mod
+from ...kernels.modq import basis, sub_mod
+from ..api import ModShares, XorShares
+from ..ot import links_for
 
 __all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
            "uniform"]
@@ -144,7 +146,6 @@ def _rotate_by_private(engine: Any, v: np.ndarray, q: int, amounts: np.ndarray) 
     r_k (``amounts`` at party k) is private to party k: per party k >= 1 and bit b of r_k one
     rotation by 2^b conditioned on that bit (correlated OTs with the row's M offsets, in chunks
     of 256 per OT); party 0 rotates its start vector itself."""
-    from .ot import links_for
 
     B, M = v.shape
     chunk = 256

@@ -2,8 +2,9 @@
 
 * :class:`SharedArray`: this party's share (one uint64 array) of a fixed-point array; its
   operators forward to its engine (:class:`~shaper.protocols.api.Shared`). Engines with additive
-  shares: :class:`~shaper.protocols.hybrid.Hybrid2PC` and the plaintext
-  :class:`~shaper.protocols.reference.Reference`, both built on :class:`AdditiveEngine`.
+  shares: :class:`~shaper.protocols.additive.AdditiveEngine` (and
+  :class:`~shaper.protocols.hybrid.Hybrid2PC`, built on it) and the plaintext
+  :class:`~shaper.protocols.reference.Reference`, all built on :class:`AdditiveSharing`.
 * :class:`IntegerShares`: exact integer shares, x = x0 + x1 over the integers, used where values
   cross the HE boundary (H2S in integer mode) so that truncation can be exact; x0 is statistically
   masked (σ = 40 bits). Convert to ring shares with :meth:`IntegerShares.to_ring`.
@@ -44,7 +45,7 @@ class SharedArray(Shared):
 
     __slots__ = ("share",)
 
-    def __init__(self, engine: "AdditiveEngine", share: np.ndarray, frac_bits: int) -> None:
+    def __init__(self, engine: "AdditiveSharing", share: np.ndarray, frac_bits: int) -> None:
         self.engine = engine
         self.share = np.asarray(share, dtype=np.uint64)
         self.frac_bits = int(frac_bits)
@@ -58,9 +59,11 @@ class SharedArray(Shared):
         return SharedArray(self.engine, share, self.frac_bits if frac_bits is None else frac_bits)
 
 
-class AdditiveEngine(Engine):
+class AdditiveSharing(Engine):
     """What engines with additive ring shares have in common: a public constant is added by
     party 0 alone, and integer shares join ring arithmetic by reduction mod 2^64."""
+
+    me: int
 
     def add_public(self, x: Shared, ring_values: np.ndarray) -> SharedArray:
         assert isinstance(x, SharedArray)

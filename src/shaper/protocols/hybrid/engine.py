@@ -14,12 +14,16 @@ data encrypted (S2H, TriGen, secure mat-vec). What each step reveals is stated i
 Triples for multiplication come from the store ``ctx.triples`` (fill it ahead of time with
 :meth:`generate_triples`, or load a saved one); ``triple_source`` (a
 :class:`~shaper.protocols.triples.TripleSource`) makes more when it runs dry:
-:class:`~shaper.protocols.triples.TriGen` (the default) generates them with Paillier on the
+:class:`~shaper.protocols.hybrid.TriGen` (the default) generates them with Paillier on the
 spot, :class:`~shaper.protocols.triples.InsecureDealer` draws insecure test triples from a
 shared seed, :class:`~shaper.protocols.triples.StoreOnly` raises :class:`TriplesExhausted`.
 
-Hybrid2PC implements the engine interface (:mod:`shaper.protocols.api`) and adds the HE
-boundary: ``h2s``, ``s2h``, secure sparse mat-vec.
+Hybrid2PC *is* the additive engine (:class:`~shaper.protocols.additive.AdditiveEngine`: share,
+reveal, Beaver products, and the Z_q / Z_2 domains where the triple source makes those triples)
+for two parties, with three differences: each party holds a key pair and the HE boundary
+(``h2s``, ``s2h``, secure sparse mat-vec), Beaver triples are taken from a
+:class:`~shaper.protocols.triples.TripleStore` refilled by the source, and truncation is
+SecureML's local one (no preprocessing, no message; it exists for two parties only).
 """
 
 from __future__ import annotations
@@ -29,24 +33,23 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...arrays import ints_from_bytes, ints_to_bytes
-from ...crypto import encoding, ou, paillier
+from ...crypto import ou, paillier
 from ...crypto.ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
 from ...crypto.encoding import SIGMA
 from ...crypto.serialization import key_from_bytes, key_to_bytes
 from ...errors import ConfigError, KeyValidationError
 from ...net import Session
-from ..additive import beaver
-from ..additive.shares import AdditiveEngine, IntegerShares, SharedArray, truncate_share
-from ..api import Shared
-from ..triples import TripleSource, TripleStore, TriGen
+from ..additive.engine import AdditiveEngine
+from ..additive.shares import IntegerShares, SharedArray, truncate_share
+from ..triples import TripleSource, TripleStore
 from .conversions import h2s, s2h
 from .sparse import sparse_matvec, sparse_matvec_encrypted
+from .trigen import TriGen
 
 
 class Hybrid2PC(AdditiveEngine):
     """One party's side of a two-party hybrid (SS + AHE) computation."""
 
-    parties = 2
     conversions: ClassVar[frozenset[str]] = frozenset({"h2s", "s2h"})
 
     def __init__(self, session: Session, private_key: AHEPrivateKey, peer_key: AHEPublicKey, *,
@@ -61,22 +64,18 @@ class Hybrid2PC(AdditiveEngine):
                               f"StoreOnly(), InsecureDealer() for tests), got {triple_source!r}")
         if not 0 <= frac_bits <= 40:
             raise ConfigError(f"frac_bits must be in [0, 40], got {frac_bits}")
-        if sigma < 40:
-            raise ConfigError(f"statistical security sigma must be at least 40 bits, got {sigma}")
-        self.session = session
-        self.me = session.index
+        if sigma < SIGMA:
+            raise ConfigError(f"statistical security sigma must be at least {SIGMA} bits, got {sigma}")
+        super().__init__(session, triple_source=triple_source, frac_bits=frac_bits)
         self.peer = session.peers[0]
         self.private_key = private_key
         self.public_key = private_key.public_key
         self.peer_key = peer_key
-        self.frac_bits = frac_bits
         self.sigma = sigma
-        self.triple_source = triple_source
         self.triples = triples or TripleStore(self.me)
         self.last_pipeline = None
-        #: CSPRNG for shares and masks (the session's; a job may swap in a seeded stream per epoch
-        #: so that a resumed run replays the same masks)
-        self.prg = session.prg
+        # self.prg (the session's CSPRNG, from the engine) draws shares and masks; a job may swap in
+        # a seeded stream per epoch so that a resumed run replays the same masks
 
     @classmethod
     def setup(cls, session: Session, *, key_bits: int = 2048, scheme: str = "paillier",
@@ -100,29 +99,7 @@ class Hybrid2PC(AdditiveEngine):
                                      f"the peer {peer_key.scheme}")
         return cls(session, private_key, peer_key, **options)
 
-    # -- sharing ------------------------------------------------------------------------------
-    def share(self, values: Any, *, owner: int, frac_bits: int | None = None, tag: str = "share") -> SharedArray:
-        """Secret-share ``values`` held by party ``owner`` (others' ``values`` are ignored).
-
-        The owner keeps v - r and sends a uniform r (CSPRNG): the peer learns nothing."""
-        f = self.frac_bits if frac_bits is None else frac_bits
-        if self.me == owner:
-            v = encoding.ring_encode(values, f)
-            r = self.prg.uint64(v.shape)
-            self.session.send(self.peer, r, tag)
-            return SharedArray(self, v - r, f)
-        return SharedArray(self, self.session.recv_array(self.peer, tag, dtype=np.uint64), f)
-
-    def reveal_ring(self, x: Shared, to: int | None = None, tag: str = "reveal") -> np.ndarray | None:
-        assert isinstance(x, SharedArray)
-        if to is None:
-            other = self.session.exchange(self.peer, x.share, tag)
-            return x.share + self._same_shape(other, x.shape, tag)
-        if to == self.me:
-            return x.share + self._same_shape(self.session.recv_array(self.peer, tag, dtype=np.uint64), x.shape, tag)
-        self.session.send(self.peer, x.share, tag)
-        return None
-
+    # -- sharing (share and reveal are the additive engine's) ---------------------------------------
     def reveal_integer(self, x: IntegerShares, to: int | None = None, tag: str = "reveal-int") -> np.ndarray | None:
         """Open exact integer shares (decoded: int or float at the shares' scale)."""
         mine = ints_to_bytes(x.values.ravel().tolist())
@@ -138,39 +115,22 @@ class Hybrid2PC(AdditiveEngine):
             return np.array([v / (1 << x.frac_bits) for v in total.ravel().tolist()]).reshape(x.shape)
         return total
 
-    def _same_shape(self, arr: np.ndarray, shape: tuple, tag: str) -> np.ndarray:
-        if arr.shape != shape or arr.dtype != np.uint64:
-            raise ValueError(f"{self.peer!r} sent a share of shape {arr.shape} under {tag!r}; expected {shape}")
-        return arr
-
     # -- arithmetic -----------------------------------------------------------------------------
     def truncate(self, x: SharedArray, bits: int) -> SharedArray:
-        """Local probabilistic truncation (see :mod:`shaper.protocols.ring` for the error rate)."""
+        """Local probabilistic truncation (SecureML; :mod:`shaper.protocols.additive.shares` has the
+        error rate)."""
         return SharedArray(self, truncate_share(x.share, bits, self.me), x.frac_bits - bits)
 
-    def mul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
-        """Element-wise product (Beaver, one round). With ``truncate``, the result has x's scale."""
-        shape = np.broadcast_shapes(x.shape, y.shape)
-        count = int(np.prod(shape))
-        z = beaver.beaver_mul(self, x, y, self._triples(count))
-        return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
-
-    def matmul(self, x: SharedArray, y: SharedArray, *, truncate: bool = True) -> SharedArray:
-        """Matrix product of shared (m, k) and (k, n) arrays (Beaver with a matrix triple)."""
-        m, k, n = self.check_matmul(x, y)
-        if self.triples.available_matrix(m, k, n) == 0:
-            self._refill_matrix(m, k, n)
-        z = beaver.beaver_matmul(self, x, y, self.triples.take_matrix(m, k, n))
-        return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
-
-    def _triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _elementwise_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         missing = count - self.triples.available
         if missing > 0:
             self.triples.add(*self.triple_source.elementwise(self, missing))
         return self.triples.take(count)
 
-    def _refill_matrix(self, m: int, k: int, n: int) -> None:
-        self.triples.add_matrix(*self.triple_source.matrix(self, m, k, n))
+    def _matrix_triple(self, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.triples.available_matrix(m, k, n) == 0:
+            self.triples.add_matrix(*self.triple_source.matrix(self, m, k, n))
+        return self.triples.take_matrix(m, k, n)
 
     def generate_triples(self, count: int, **options: Any) -> None:
         """Offline phase: add ``count`` element-wise triples to the store with TriGen (whatever

@@ -28,8 +28,8 @@ from ...crypto import counters, encoding
 from ...crypto.ahe import EncryptedArray
 from ...crypto.packing import PackedArray, layout
 from ...kernels import get_kernel
-from ..hybrid.conversions import h2s
-from .source import Triple, TripleSource
+from ..triples.source import Triple, TripleSource
+from .conversions import h2s
 
 CROSS_BITS = 129  # a_K * b_E + b_K * a_E < 2^129 for 64-bit unsigned shares
 

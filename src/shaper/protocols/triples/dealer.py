@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...crypto.prg import Prg
+from ...kernels.modq import matmul_mod, mul_mod, sub_mod
 from .source import Triple, TripleSource
 
 __all__ = ["InsecureDealer", "dealer_matrix_triple_insecure", "dealer_triples_insecure",
@@ -81,8 +82,6 @@ class InsecureDealer(TripleSource):
         return dealer_truncation_pairs_insecure(self._shared(engine), engine.me, count, bits, engine.parties)
 
     def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
-        from ..nparty.domains import mul_mod, sub_mod
-
         warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
         shared, qs = self._shared(engine), np.asarray(moduli, dtype=np.uint64)
         a, b = (np.stack([shared.below(q, count) for q in moduli], axis=-1) for _ in range(2))
@@ -96,8 +95,6 @@ class InsecureDealer(TripleSource):
         return tuple(values)  # type: ignore[return-value]
 
     def powers(self, engine: Any, count: int, moduli: tuple[int, ...], degree: int) -> np.ndarray:
-        from ..nparty.domains import mul_mod, sub_mod
-
         warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
         shared, qs = self._shared(engine), np.asarray(moduli, dtype=np.uint64)
         a = np.stack([shared.below(q, count) for q in moduli], axis=-1)
@@ -114,13 +111,10 @@ class InsecureDealer(TripleSource):
         return out
 
     def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
-        from ... import _native
-        from ..nparty.domains import sub_mod
-
         warnings.warn("dealer triples: every party knows every triple; use for tests only", stacklevel=2)
         shared, q = self._shared(engine), int(modulus)
         a, b = shared.below(q, (m, k)), shared.below(q, (k, n))
-        values = [a, b, _native.mod_matmul(a, b, q)]
+        values = [a, b, matmul_mod(a, b, q)]
         shares = [[shared.below(q, v.shape) for v in values] for _ in range(engine.parties - 1)]
         if engine.me < engine.parties - 1:
             return tuple(shares[engine.me])  # type: ignore[return-value]

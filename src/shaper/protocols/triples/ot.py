@@ -4,7 +4,7 @@ style, passive): no dealer, no third party, no Paillier.
 Every party draws its own shares a_i, b_i; c = a b = sum_i a_i b_i + sum_{i != j} a_i b_j, and
 each cross term a_i b_j is one OLE between i (sender, offsets a_i) and j (receiver, choice bits
 = the bits of b_j): Gilboa's product, one correlated OT per bit of b_j
-(:meth:`~shaper.protocols.nparty.ot.OtLinks.cot`). All ordered pairs run at once: two messages
+(:meth:`~shaper.protocols.ot.OtLinks.cot`). All ordered pairs run at once: two messages
 per pair, whatever n.
 
 ==========================  ===================================  ==================================
@@ -20,10 +20,10 @@ powers a..a^d (``powers``)  (d-1) bitlen(q) per unordered pair    (d-1) bitlen(q
 truncation pair             64 bit conversions (see below)       64 x (4 + 8) per pair of parties
 ==========================  ===================================  ==================================
 
-(4 bytes: SoftSpoken k = 4's extension message per OT, see :mod:`~shaper.protocols.nparty.ot`.)
+(4 bytes: SoftSpoken k = 4's extension message per OT, see :mod:`~shaper.protocols.ot`.)
 
 Truncation pairs (r, r >> d) come from 64 random shared bits converted to Z_2^64 (the B2A
-chain of :mod:`~shaper.protocols.nparty.convert`): r = sum 2^j r_j and r >> d =
+chain of :mod:`~shaper.protocols.additive.convert`): r = sum 2^j r_j and r >> d =
 sum_{j >= d} 2^(j - d) r_j - 2^(63 - d) r_63 (the arithmetic shift).
 
 Security: semi-honest, any n - 1 parties colluding (each OLE hides b_j from the sender by OT
@@ -32,10 +32,14 @@ and a_i from the receiver by the pads). Triples are single-use.
 
 from __future__ import annotations
 
+from math import comb
 from typing import Any
 
 import numpy as np
 
+from ...kernels.modq import Ring, add_mod, matmul_mod, mul_mod
+from ..additive.convert import bits_to_ring
+from ..ot import links_for
 from .source import Triple, TripleSource
 
 __all__ = ["OtTriples"]
@@ -43,17 +47,13 @@ __all__ = ["OtTriples"]
 MAX_OFFSETS = 256  # offsets per choice bit in one call (the hash tweak's column byte)
 
 
-def _links(engine: Any) -> Any:  # (nparty imports triples: import lazily)
-    from ..nparty.ot import links_for
-
+def _links(engine: Any) -> Any:
     return links_for(engine.session)
 
 
 def _cross(engine: Any, offsets: np.ndarray, values: np.ndarray, moduli: list[int], bits: int) -> np.ndarray:
     """This party's share of sum over ordered pairs (s != r) of offsets_s * values_r, per modulus:
     offsets (e, k) as sender to every peer, values (e,) as receiver from every peer."""
-    from ..nparty.domains import Ring
-
     peers = [p for p in range(engine.parties) if p != engine.me]
     recv, sent = _links(engine).cot({p: values for p in peers}, {p: offsets for p in peers}, moduli, bits)
     ring, total = Ring(moduli), np.zeros(offsets.shape, dtype=np.uint64)
@@ -65,8 +65,6 @@ def _cross(engine: Any, offsets: np.ndarray, values: np.ndarray, moduli: list[in
 def _by_power(part: np.ndarray, d: int, count: int, qs: np.ndarray) -> np.ndarray:
     """Correlated-OT outputs ((d-1) count, d-1): block t (choice a^t), column c - 1 (offset of
     y^c) -> per power e = t + c the sum of its terms mod q, (d, count) (power 1 gets none)."""
-    from ..nparty.domains import add_mod
-
     blocks = part.reshape(d - 1, count, d - 1)
     out = np.zeros((d, count), dtype=np.uint64)
     for t in range(1, d):
@@ -94,8 +92,6 @@ class OtTriples(TripleSource):
     def _matrix_cross(self, engine: Any, a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
         """Share of sum over pairs of A_s @ B_r: choice values B_r[t, j] (k n of them), each
         carrying the column A_s[:, t] as m offsets (in chunks of MAX_OFFSETS rows)."""
-        from ..nparty.domains import Ring
-
         (m, k), n = a.shape, b.shape[1]
         bits = 64 if q == 0 else q.bit_length()
         values = np.ascontiguousarray(b).ravel()  # index t n + j
@@ -111,8 +107,6 @@ class OtTriples(TripleSource):
         return out
 
     def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
-        from ..nparty.convert import bits_to_ring
-
         r_bits = engine.random_bits((64,), count)
         ring = bits_to_ring(engine, r_bits, 0)[..., 0]  # (64, count) over Z_2^64
         weights = np.array([1 << j for j in range(64)], dtype=np.uint64)[:, None]
@@ -122,8 +116,6 @@ class OtTriples(TripleSource):
         return r, (shifted * ring).sum(axis=0, dtype=np.uint64)
 
     def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
-        from ..nparty.domains import add_mod, mul_mod
-
         cols = []
         for q in moduli:
             a, b = engine.prg.below(q, count), engine.prg.below(q, count)
@@ -140,10 +132,6 @@ class OtTriples(TripleSource):
         C(t + c, t) y_m^c (zero where t + c > d). So n(n-1)/2 (d-1) bitlen(q) OTs per tuple and
         limb and n - 1 rounds: a square pair costs half a triple, a 4-tuple 1.5 triples (with
         Beaver products it would be a square pair, a triple and a square pair, and 2 more rounds)."""
-        from math import comb
-
-        from ..nparty.domains import add_mod, mul_mod
-
         if not 2 <= degree <= 64:
             raise ValueError(f"power tuples need a degree of 2..64, got {degree}")
         d, links, out = degree, _links(engine), []
@@ -172,12 +160,9 @@ class OtTriples(TripleSource):
         return np.stack(out, axis=-1)
 
     def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
-        from ... import _native
-        from ..nparty.domains import add_mod
-
         q = int(modulus)
         a, b = engine.prg.below(q, (m, k)), engine.prg.below(q, (k, n))
-        c = add_mod(_native.mod_matmul(a, b, q), self._matrix_cross(engine, a, b, q), np.uint64(q))
+        c = add_mod(matmul_mod(a, b, q), self._matrix_cross(engine, a, b, q), np.uint64(q))
         return a, b, c
 
     def bit_triples(self, engine: Any, words: int) -> Triple:

@@ -2,7 +2,7 @@
 ``beaver_interface``, FATE's providers), so an engine never switches on a string.
 
 A :class:`TripleSource` makes triple shares on demand for an engine whose store ran dry:
-:class:`~shaper.protocols.triples.trigen.TriGen` (two-party, Paillier: SHAPER's TriGen, the
+:class:`~shaper.protocols.hybrid.TriGen` (two-party, Paillier: SHAPER's TriGen, the
 default of :class:`~shaper.protocols.hybrid.Hybrid2PC`),
 :class:`~shaper.protocols.triples.dealer.InsecureDealer` (tests and online-phase benchmarks
 only: every party knows every triple) and :class:`StoreOnly` (use what the store holds, e.g.
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api import UnsupportedConversion
 from .store import TriplesExhausted
 
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -41,34 +42,24 @@ class TripleSource(ABC):
     def truncation_pairs(self, engine: Any, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
         """Shares of r (uniform in Z_2^64) and of r >> bits (arithmetic): what an engine of more
         than two parties truncates with. Sources that make none say so."""
-        from ..api import UnsupportedConversion
-
         raise UnsupportedConversion(f"the {self.name} triple source makes no truncation pairs")
 
     def mod_triples(self, engine: Any, count: int, moduli: tuple[int, ...]) -> Triple:
         """``count`` triples over a basis of odd moduli: shares (count, L) of a, b and a * b
         mod each q_c (the n-party engine's prime-field and RNS products)."""
-        from ..api import UnsupportedConversion
-
         raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field triples")
 
     def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
         """One matrix triple mod an odd modulus: shares of A (m, k), B (k, n), C = A @ B mod q."""
-        from ..api import UnsupportedConversion
-
         raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field matrix triples")
 
     def powers(self, engine: Any, count: int, moduli: tuple[int, ...], degree: int) -> np.ndarray:
         """``count`` power tuples over a basis of odd moduli: shares (degree, count, L) of a, a^2,
         ..., a^degree mod each q_c for a uniform a (degree 2: square pairs)."""
-        from ..api import UnsupportedConversion
-
         raise UnsupportedConversion(f"the {self.name} triple source makes no power tuples")
 
     def bit_triples(self, engine: Any, words: int) -> Triple:
         """``64 * words`` bit triples, packed: XOR shares (words,) of a, b and a AND b."""
-        from ..api import UnsupportedConversion
-
         raise UnsupportedConversion(f"the {self.name} triple source makes no bit triples")
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@
 A triple is a shared (a, b, c) over Z_2^64 with c = a * b (element-wise) or C = A @ B (matrix).
 Each party holds its shares; a triple must be used once and only once. :class:`TripleStore` hands
 triples out in order (both parties must request the same counts in the same order, as SPMD
-programs do), can be filled ahead of time by :func:`shaper.protocols.triples.trigen`, and saved to
+programs do), can be filled ahead of time by :func:`shaper.protocols.hybrid.trigen`, and saved to
 / loaded from ``.npz`` files (numpy arrays only; loading never unpickles).
 """
 
