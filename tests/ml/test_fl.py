@@ -17,6 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from shaper.errors import ConfigError, PartyError
 from shaper.ml.fl.fedavg import FederatedAveraging, plaintext_fedavg
 from shaper.ml.fl.hetero import HeteroLinearModel
+from shaper.ml.shuffle import epoch_order
 from shaper.net import launch, run_in_memory
 from shaper.protocols.fl.aggregate import AggregationParams, Federation
 from shaper.protocols.fl.backend import make_backend
@@ -57,7 +58,7 @@ def _vertical_party(session, kind, opts, fail_after_epoch=None):
           validation=(Xte[:, c], yte if guest else None), progress=progress)
     z = m.decision_function(session, Xte[:, c])
     return {"coef": m.coef_, "intercept": m.intercept_, "history": m.history_, "z": z,
-            "resumed": m.resumed_from_, "stats": m.stats_}
+            "resumed": m.resumed_from_, "stats": m.stats_, "learning_rate": m.learning_rate_}
 
 
 def _plain_reference(kind, opts):
@@ -71,7 +72,7 @@ def _plain_reference(kind, opts):
     lr, l2, size = opts["learning_rate"], opts.get("l2", 0.0), opts["batch_size"]
     losses = []
     for epoch in range(opts["max_iter"]):
-        order = np.random.default_rng([opts["shuffle_seed"], epoch]).permutation(len(ytr))
+        order = epoch_order(opts["shuffle_seed"], epoch, len(ytr))  # the job's AES-CTR order
         starts = list(range(0, len(ytr) - len(ytr) % size, size))  # the short remainder joins the last batch
         for i in starts:
             b = order[i:i + size] if i != starts[-1] else order[i:]
@@ -124,6 +125,32 @@ def test_vertical_logistic_is_within_001_auc_of_scikit_learn_on_breast_cancer():
     split = res["guest"]["stats"]["per_iteration"]
     assert split["seconds"] > 0 and split["encrypt"] >= 0 and split["wait"] >= 0
     assert split["encrypt"] + split["decrypt"] + split["homomorphic"] + split["wait"] <= split["seconds"] * 1.001
+
+
+def test_vertical_auto_learning_rate_is_the_logistic_regression_rule():
+    """learning_rate="auto": every data party sends the curvature of its own (standardised)
+    columns, and all take 1 / (s * their sum), s = 1/4 for the Taylor log-loss, as
+    shaper.ml.logreg does for its two parties; the model it trains is as good as scikit-learn's."""
+    import scipy.sparse as sp
+
+    from shaper.ml.logreg import stability
+    from shaper.ml.logreg.features import ColumnScaler
+
+    opts = {**OPTS, "max_iter": 8, "batch_size": 64, "learning_rate": "auto", "l2": 0.0, "standardize": True}
+    res = dict(zip(VERTICAL, launch(VERTICAL, _vertical_party, "logistic", opts)))
+    Xtr, Xte, ytr, yte = _split("logistic")
+    total = 0.0
+    for name in ("guest", "host-a", "host-b"):
+        X = ColumnScaler.fit(Xtr[:, COLS[name]]).transform(Xtr[:, COLS[name]]).toarray()
+        if name == "guest":
+            X = np.hstack([X, np.ones((len(ytr), 1))])
+        total += stability.curvature(sp.csr_matrix(X), np.ones(X.shape[1]))
+    rate = stability.auto_rate(2, total, 0.0)
+    for name in ("guest", "host-a", "host-b"):
+        assert res[name]["learning_rate"] == pytest.approx(rate, rel=1e-9)
+    assert [h["learning_rate"] for h in res["guest"]["history"]] == [pytest.approx(rate, rel=1e-9)] * 8
+    sk = LogisticRegression(max_iter=1000).fit(Xtr, ytr)
+    assert abs(roc_auc_score(yte, res["guest"]["z"]) - roc_auc_score(yte, sk.decision_function(Xte))) <= 0.01
 
 
 def test_phe_backend_runs_the_same_protocol():

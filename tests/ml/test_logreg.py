@@ -100,6 +100,28 @@ def test_parameter_validation():
     LRParams(l2=0.1, layout="caesar")
 
 
+def test_one_settings_digest_for_every_training_job():
+    """LRParams, HeteroParams and FedAvgParams share one base (shaper.ml.settings.Settings): one
+    digest, which leaves out each job's LOCAL fields. The values are those the jobs computed before
+    they shared it, so checkpoints written then still resume."""
+    from shaper.ml.fl import FedAvgParams, HeteroParams
+    from shaper.ml.settings import Settings
+
+    assert LRParams().digest() == "5a7e7f84c75e457c"
+    assert LRParams(epochs=3, layout="caesar", l2=0.1, seed=b"x" * 32).digest() == "6a78e13f47775a3f"
+    assert HeteroParams().digest() == "e5b271018ac30537" and FedAvgParams().digest() == "c4676b58e2c9ca63"
+    for params in (LRParams(), HeteroParams(), FedAvgParams()):
+        assert isinstance(params, Settings)
+        assert params.digest() == type(params)(checkpoint_dir="/elsewhere", resume=True).digest()
+    assert LRParams(epochs=3, tol=0.1, monitor=None).digest() == LRParams().digest()
+    assert HeteroParams(learning_rate="auto").digest() != HeteroParams().digest()
+    for bad in ({"learning_rate": "fast"}, {"learning_rate": 0}, {"model": "mlp"}, {"backend": "x"}):
+        with pytest.raises(ConfigError):
+            HeteroParams(**bad)
+    with pytest.raises(ConfigError, match="learning_rate must be a positive number"):
+        FedAvgParams(learning_rate="auto")
+
+
 def test_kill_mid_epoch_then_resume_gives_the_uninterrupted_model(tmp_path):
     X, y = J.data(rows=160)
     params = {"epochs": 3, "batch_size": 40, "learning_rate": 0.1, "key_bits": 768}

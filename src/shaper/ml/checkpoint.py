@@ -10,11 +10,9 @@ one epoch apart when one of them dies; they resume from the newest epoch both ha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +21,6 @@ from ..errors import ConfigError
 from ..files import write_private
 
 KEEP = 2
-
-
-class JobSettings:
-    """Mixin for a job's settings dataclass: what every party must agree on (all fields but
-    where this party keeps its checkpoints and whether it resumes), and its digest, which the
-    parties compare and each checkpoint records."""
-
-    LOCAL = ("checkpoint_dir", "resume")
-
-    def shared(self) -> dict:
-        out = asdict(self)  # type: ignore[call-overload]
-        for k in self.LOCAL:
-            out.pop(k, None)
-        return out
-
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.shared(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Checkpointer:

@@ -30,14 +30,15 @@ from ...errors import ConfigError
 from ...protocols.fl.aggregate import AggregationParams, Federation
 from ...net.phases import Meter, Phases
 from ...protocols.fl.backend import BACKENDS, CATEGORIES, make_backend, mean_split
-from ..checkpoint import Checkpointer, JobSettings
+from ..checkpoint import Checkpointer
+from ..settings import Settings
 from .local_models import MODELS, make_model
 
 ROLES = ("client", "coordinator")
 
 
 @dataclass(frozen=True)
-class FedAvgParams(JobSettings):
+class FedAvgParams(Settings):
     model: str = "logistic"
     rounds: int = 10
     local_epochs: int = 1
@@ -56,15 +57,12 @@ class FedAvgParams(JobSettings):
     checkpoint_dir: str | None = None
     resume: bool = False
 
-    def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ConfigError(f"model must be one of {MODELS}, got {self.model!r}")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+    def validate(self) -> None:
+        self.require_choice("model", MODELS)
+        self.require_choice("backend", BACKENDS)
         if self.rounds < 1 or self.local_epochs < 1 or self.batch_size < 1:
             raise ConfigError("rounds, local_epochs and batch_size must be positive")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}")
+        self.require_learning_rate(auto=False)
         self.aggregation()  # validates frac_bits, int_bits, quorum, round_timeout
 
     def aggregation(self) -> AggregationParams:

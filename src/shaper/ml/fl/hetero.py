@@ -7,8 +7,11 @@
     model.fit(session, None, role="arbiter")   # the arbiter: the Paillier key, no data
 
 The messages of a step and what each role learns are in :mod:`shaper.protocols.fl.hetero`; this
-module runs the job: parameters and their agreement, the arbiter's key, mini-batches in a shared
-order, the learning-rate schedule (``lr / (1 + decay t)`` or ``lr / sqrt(1 + decay t)``), L2,
+module runs the job: parameters and their agreement (:class:`shaper.ml.settings.Settings`), the
+arbiter's key, mini-batches in an order drawn from the guest's seed (:func:`shaper.ml.shuffle.epoch_order`,
+AES-CTR), the learning-rate schedule (``lr / (1 + decay t)`` or ``lr / sqrt(1 + decay t)``), with
+``learning_rate="auto"`` the base step of :mod:`shaper.ml.logreg.stability` (each data party sends
+one curvature scalar of its own columns in its hello; the step is 1 / (s * their sum)), L2,
 convergence (the arbiter compares the epoch losses, ``tol``), divergence (non-finite or exploding
 loss: every party stops with :class:`~shaper.errors.DivergenceError`), per-epoch validation
 (the guest learns the scores of the validation rows, nobody else does), checkpoints after every
@@ -29,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...arrays import chunk_slices
 from ...crypto import counters
@@ -36,18 +40,23 @@ from ...errors import ConfigError, DivergenceError
 from ...protocols.fl import hetero as proto
 from ...net.phases import Meter, Phases
 from ...protocols.fl.backend import BACKENDS, CATEGORIES, make_backend, mean_split
-from ..checkpoint import Checkpointer, JobSettings
+from ..checkpoint import Checkpointer
+from ..logreg import stability
 from ..logreg.features import ColumnScaler
+from ..settings import Settings
+from ..shuffle import epoch_order
 
 MODELS = proto.MODELS
+#: the gradient's slope in the score is 2^-bits: 1/4 (the Taylor log-loss), 1 (squared error)
+SLOPE_BITS = {"logistic": 2, "linear": 0}
 
 
 @dataclass(frozen=True)
-class HeteroParams(JobSettings):
+class HeteroParams(Settings):
     model: str = "logistic"
     max_iter: int = 10            # epochs (passes over the rows)
     batch_size: int | None = None  # None: the whole data set in one batch (FATE's batch_size=-1)
-    learning_rate: float = 0.15
+    learning_rate: float | str = 0.15  # or "auto": from the columns' curvature, as in shaper.ml.logreg
     decay: float = 0.0
     decay_sqrt: bool = False
     l2: float = 0.0
@@ -61,17 +70,16 @@ class HeteroParams(JobSettings):
     resume: bool = False
     shuffle_seed: int | None = None  # reproducible batch order (tests); otherwise drawn by the guest
 
-    def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ConfigError(f"model must be one of {MODELS}, got {self.model!r}")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+    def validate(self) -> None:
+        self.require_choice("model", MODELS)
+        self.require_choice("backend", BACKENDS)
+        self.require_learning_rate(auto=True)
         if self.max_iter < 1:
             raise ConfigError(f"max_iter must be at least 1, got {self.max_iter}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"batch_size must be positive (or None for the whole data set), got {self.batch_size}")
-        if not self.learning_rate > 0 or self.decay < 0 or self.l2 < 0 or self.tol < 0:
-            raise ConfigError("learning_rate must be positive; decay, l2 and tol non-negative")
+        if self.decay < 0 or self.l2 < 0 or self.tol < 0:
+            raise ConfigError("decay, l2 and tol must be non-negative")
         if not 8 <= self.frac_bits <= 30:
             raise ConfigError(f"frac_bits must be in [8, 30], got {self.frac_bits}")
         if self.key_bits < 1024 and self.backend == "phe":
@@ -90,6 +98,7 @@ class HeteroLinearModel:
         self.stats_: dict = {}
         self.role_: str | None = None
         self.resumed_from_: int | None = None
+        self.learning_rate_: float | None = None    # the base step in force (learning_rate="auto": the one chosen)
         self._job: _Job | None = None
 
     def set_params(self, **params: Any) -> "HeteroLinearModel":
@@ -194,11 +203,29 @@ class _Job:
         rows = None
         if self.X is not None:
             rows = [int(self.X.shape[0]), None, None if self.val is None else int(self.val[0].shape[0])]
-        return {"shared": self.params.shared(), "rows": rows}
+        hello = {"shared": self.params.shared(), "rows": rows}
+        if self.X is not None and self.params.learning_rate == "auto":
+            # one scale statistic of this party's columns (as in shaper.ml.logreg.stability)
+            hello["curvature"] = stability.curvature(sp.csr_matrix(self.X), np.ones(self.X.shape[1]))
+        return hello
+
+    def _auto_rate(self, hellos: dict) -> float:
+        """``learning_rate="auto"``: the rule of :mod:`shaper.ml.logreg.stability`, 1 / (s * sum of
+        the data parties' curvatures) with s the slope of the gradient in the score (1/4 for the
+        Taylor log-loss, 1 for squared error); the same value at every party."""
+        total = 0.0
+        for name in self.p.data_parties:
+            c = hellos[name].get("curvature")
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0:
+                raise ConfigError(f"party {name!r} sent no valid curvature for learning_rate='auto' ({c!r})")
+            total += float(c)
+        return stability.auto_rate(SLOPE_BITS[self.params.model], total, 0.0)
 
     def _setup(self) -> None:
         p, params, s = self.p, self.params, self.p.session
         p.guest, p.hosts, p.arbiter, hellos = proto.assign_roles(s, self.role, self._hello())
+        self.base_rate = self._auto_rate(hellos) if params.learning_rate == "auto" else float(params.learning_rate)
+        self.model.learning_rate_ = self.base_rate
         vrows = {hellos[name]["rows"][2] for name in p.data_parties}
         if len(vrows) != 1:
             raise ConfigError("the guest and every host must pass validation rows (the same number), or none of them")
@@ -276,13 +303,13 @@ class _Job:
         bounds = np.cumsum([0, *batch_sizes(self.rows, self.params.batch_size)])
         if len(bounds) == 2:
             return [np.arange(self.rows)]
-        order = np.random.default_rng([self.seed, epoch]).permutation(self.rows)  # public order, not a secret
+        order = epoch_order(self.seed, epoch, self.rows)  # public order, from the guest's seed
         return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _learning_rate(self) -> float:
         params, t = self.params, self.steps
         factor = math.sqrt(1 + params.decay * t) if params.decay_sqrt else 1 + params.decay * t
-        return params.learning_rate / factor
+        return self.base_rate / factor
 
     def train(self) -> None:
         meter = Meter(self.p.session)

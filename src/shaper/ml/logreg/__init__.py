@@ -56,7 +56,8 @@ from .encrypted import OUT_BITS
 from .params import LAYOUTS, SIGMOIDS, LRParams
 from . import stability
 from .reference import reference_sgd
-from .schedule import ETA_BITS, epoch_order, eta_factor
+from ..shuffle import epoch_order
+from .schedule import ETA_BITS, eta_factor
 from .training import VerticalLogisticRegression, fit
 
 __all__ = [

@@ -1,23 +1,28 @@
 """The training parameters of vertical logistic regression, validated once at construction.
 
-Both parties must train with the same parameters; :meth:`LRParams.digest` is what they compare
-(and what a checkpoint records), leaving out the settings that may differ between runs or parties.
+Both parties must train with the same parameters; :meth:`LRParams.digest` (the one digest of
+:class:`shaper.ml.settings.Settings`) is what they compare (and what a checkpoint records),
+leaving out the settings that may differ between runs or parties (:attr:`LRParams.LOCAL`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ...errors import ConfigError
+from ..settings import Settings
 
 LAYOUTS = ("encrypted", "caesar")
 SIGMOIDS = {"taylor1": 2, "minimax1": 3}  # slope 2^-s
 
 
 @dataclass(frozen=True)
-class LRParams:
+class LRParams(Settings):
+    #: not in the digest: they do not change the model an epoch trains (or are this party's own)
+    LOCAL: ClassVar[tuple[str, ...]] = ("epochs", "checkpoint_dir", "resume", "seed", "early_stopping", "monitor",
+                                        "tol")
+
     epochs: int = 10
     batch_size: int = 64
     learning_rate: float | str = "auto"
@@ -41,16 +46,12 @@ class LRParams:
     precondition: bool = True
     seed: bytes | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        if self.layout not in LAYOUTS:
-            raise ConfigError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if self.sigmoid not in SIGMOIDS:
-            raise ConfigError(f"sigmoid must be one of {tuple(SIGMOIDS)}, got {self.sigmoid!r}")
+    def validate(self) -> None:
+        self.require_choice("layout", LAYOUTS)
+        self.require_choice("sigmoid", SIGMOIDS)
         if self.epochs < 1 or self.batch_size < 1:
             raise ConfigError("epochs and batch_size must be positive")
-        if self.learning_rate != "auto" and (isinstance(self.learning_rate, (str, bool))
-                                             or not self.learning_rate > 0):
-            raise ConfigError(f"learning_rate must be 'auto' or a positive number, got {self.learning_rate!r}")
+        self.require_learning_rate(auto=True)
         if self.standardize not in ("auto", True, False):
             raise ConfigError(f"standardize must be 'auto', True or False, got {self.standardize!r}")
         if self.l2 < 0:
@@ -64,9 +65,3 @@ class LRParams:
         if self.seed is not None and len(self.seed) != 32:
             raise ConfigError("seed must be 32 bytes")
 
-    def digest(self) -> str:
-        """A short hash of the parameters that fix the trained model (not epochs, paths or seeds)."""
-        fields = asdict(self)
-        for volatile in ("epochs", "checkpoint_dir", "resume", "seed", "early_stopping", "monitor", "tol"):
-            fields.pop(volatile)
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]

@@ -14,7 +14,8 @@ import numpy as np
 
 from .features import features_csr, with_intercept_column
 from .params import SIGMOIDS
-from .schedule import epoch_order, eta_factor
+from ..shuffle import epoch_order
+from .schedule import eta_factor
 
 
 def reference_sgd(X_host: Any, X_guest: Any, y: Any, *, shuffle_seed: bytes, epochs: int = 10,

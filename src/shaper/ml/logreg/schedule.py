@@ -1,5 +1,6 @@
-"""What both parties and the plaintext oracle must agree on exactly: the row order of each epoch,
-the quantised step eta/m, and the per-epoch random streams.
+"""What both parties and the plaintext oracle must agree on exactly besides the row order of each
+epoch and the per-epoch random streams (:mod:`shaper.ml.shuffle`, shared with the coordinated
+vertical job): the quantised step eta/m.
 
 Everything here is derived from seeds the parties share (or keep in a checkpoint), so a resumed
 run replays the same batches and masks as an uninterrupted one.
@@ -7,24 +8,11 @@ run replays the same batches and masks as an uninterrupted one.
 
 from __future__ import annotations
 
-import hashlib
 import math
 
-import numpy as np
-
-from ...crypto.prg import Prg
+__all__ = ["ETA_BITS", "eta_factor"]
 
 ETA_BITS = 12  # the step eta/m is applied as 2^-k times an integer of at most ETA_BITS bits
-
-
-def epoch_prg(seed: bytes, label: str, epoch: int) -> Prg:
-    """The stream for one purpose (``label``) in one epoch, from a 32-byte seed."""
-    return Prg(seed=hashlib.sha256(seed + label.encode() + epoch.to_bytes(8, "little")).digest())
-
-
-def epoch_order(shuffle_seed: bytes, epoch: int, rows: int) -> np.ndarray:
-    """The row order of an epoch (both parties derive it from their agreed shuffle seed)."""
-    return np.argsort(epoch_prg(shuffle_seed, "shuffle", epoch).uint64(rows), kind="stable")
 
 
 def eta_factor(learning_rate: float, batch_size: int, batch: int, step: int = 0, slope_bits: int = 0) -> float:

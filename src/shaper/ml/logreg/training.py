@@ -36,7 +36,7 @@ from . import stability
 from .features import ColumnScaler, Features, features_csr
 from .layout import Layout
 from .params import SIGMOIDS, LRParams
-from .schedule import epoch_order, epoch_prg
+from ..shuffle import epoch_order, epoch_prg
 
 
 class VerticalLogisticRegression:
