@@ -46,7 +46,7 @@ def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
 
 
 def _shaper_party(session, folder: str, protocol: str = "ecdh", key_bits: int = 2048, scheme: str = "paillier") -> dict:
-    from shaper.cli.psi import RowFile
+    from shaper.jobs.psi import RowFile
     from shaper.protocols import psi
 
     t0 = time.perf_counter()
