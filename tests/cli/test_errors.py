@@ -82,3 +82,18 @@ def test_peer_learns_at_once_that_the_host_has_a_text_column(job):
     assert line.startswith("shaper lr train: error: party 'bank' aborted: ") and "'grade'" in line
     assert "not numeric" in line
 
+
+
+def test_certs_names_the_parties_with_names_and_says_so_when_they_are_missing(tmp_path, capsys):
+    """``shaper certs --names NAME...`` (``--parties`` means a parties file everywhere else; the old
+    ``--parties NAME...`` still works, with a deprecation line)."""
+    assert main(["certs", "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("shaper certs: error: pass --names NAME")
+    assert main(["certs", "--names", "bank", "shop", "--out", str(tmp_path / "a")]) == 0
+    assert (tmp_path / "a" / "shop.pem").exists() and "deprecated" not in capsys.readouterr().err
+    assert main(["certs", "--parties", "bank", "shop", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "shop.pem").exists()
+    assert "--parties is deprecated and goes in the next release; use --names" in capsys.readouterr().err
+    assert main(["certs", "--names", "bank", "--hosts", "shop=10.0.0.2", "--out", str(tmp_path / "c")]) == 2
+    assert "not in --names: ['shop']" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from .common import command
+from .common import command, key_bits_option
 
 
 def add_parser(subparsers: Any) -> None:
@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--actors", type=int, help="actors to start (default: the cluster's CPUs / --cpus-per-actor)")
     p.add_argument("--cpus-per-actor", type=int, default=1, help="cores each actor reserves and its kernel uses")
     p.add_argument("--batch", type=int, default=4000, help="encryptions in the timed batch")
-    p.add_argument("--key-bits", type=int, default=2048, help="Paillier key size of the timed batch")
+    key_bits_option(p, "Paillier key size of the timed batch")
 
 
 def run_check(args: argparse.Namespace) -> int:

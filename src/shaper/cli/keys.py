@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .common import command
+from .common import command, deprecated_alias, key_bits_option
 
 
 def add_parser(subparsers: Any) -> None:
@@ -17,13 +17,14 @@ def add_parser(subparsers: Any) -> None:
                      "Write PREFIX.pub.* (give it to the parties that encrypt for you) and PREFIX.key.* "
                      "(mode 0600; keep it on this host).")
     keygen.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="homomorphic scheme")
-    keygen.add_argument("--bits", type=int, default=2048, help="key size")
+    key_bits_option(keygen, "key size", old="--bits")
     keygen.add_argument("--out", required=True, metavar="PREFIX", help="file prefix: writes PREFIX.pub.* and PREFIX.key.*")
     keygen.add_argument("--format", choices=["binary", "json"], default="binary", help="file format of both keys")
 
     certs = command(subparsers, "certs", run_certs, "create a CA and TLS certificates for the parties of a job",
                     "Make a CA, one certificate and key per party, and optionally the parties file (docs/net.md).")
-    certs.add_argument("--parties", nargs="+", required=True, metavar="NAME", help="party names, in order")
+    certs.add_argument("--names", nargs="+", metavar="NAME", help="party names, in order (required)")
+    deprecated_alias(certs, "--parties", "--names", nargs="+")
     certs.add_argument("--out", required=True, metavar="DIR", help="directory for ca.pem, NAME.pem, NAME.key")
     certs.add_argument("--hosts", nargs="*", metavar="NAME=HOST",
                        help="each party's host name or address (parties not named here get 127.0.0.1)")
@@ -42,8 +43,8 @@ def run_keygen(args: argparse.Namespace) -> int:
 
     console = Console()
     module = paillier if args.scheme == "paillier" else ou
-    with console.status(f"generating a {args.bits}-bit {args.scheme} key ..."):
-        pk, sk = module.keygen(args.bits)
+    with console.status(f"generating a {args.key_bits}-bit {args.scheme} key ..."):
+        pk, sk = module.keygen(args.key_bits)
     suffix = ".json" if args.format == "json" else ".bin"
     prefix = Path(args.out)
     pub = save_key(pk, prefix.with_name(prefix.name + ".pub" + suffix), format=args.format)
@@ -57,30 +58,33 @@ def run_keygen(args: argparse.Namespace) -> int:
 def run_certs(args: argparse.Namespace) -> int:
     from ..net.tls import make_certificates
 
+    names = getattr(args, "names", None)
+    if not names:
+        raise ConfigError("pass --names NAME [NAME ...]: the parties of the job, in order")
     hosts: dict[str, str] = {}
     for item in args.hosts or []:
         if "=" not in item:
             raise ConfigError(f"--hosts entries look like NAME=HOST, got {item!r}")
         name, host = item.split("=", 1)
         hosts[name] = host
-    unknown = set(hosts) - set(args.parties)
+    unknown = set(hosts) - set(names)
     if unknown:
-        raise ConfigError(f"--hosts names parties that are not in --parties: {sorted(unknown)}")
+        raise ConfigError(f"--hosts names parties that are not in --names: {sorted(unknown)}")
     target = Path(args.write_parties) if args.write_parties else None
     if target is not None and target.exists() and not args.force:
         raise ConfigError(f"refusing to overwrite {target} (use --force)")
-    files = make_certificates(args.parties, args.out, hosts=hosts, days=args.days, overwrite=args.force)
+    files = make_certificates(names, args.out, hosts=hosts, days=args.days, overwrite=args.force)
     out = Path(args.out)
-    print(f"wrote a CA and {len(args.parties)} party certificates to {out}/ (keys are mode 0600)")
+    print(f"wrote a CA and {len(names)} party certificates to {out}/ (keys are mode 0600)")
     print(f"  keep {files['ca']['key']} offline: it only signs certificates")
-    for name in args.parties:
+    for name in names:
         where = hosts.get(name, "127.0.0.1")
         print(f"  host of {name} ({where}): {out / 'ca.pem'}, {files[name]['cert']}, {files[name]['key']}")
     if target is not None:
         rel = os.path.relpath(out, target.parent if str(target.parent) else ".")
         lines = [f'session_id = "{args.session_id}"', "", "[network]", 'timeout = "300s"',
                  'connect_timeout = "60s"', "", "[tls]", f'ca = "{rel}/ca.pem"', ""]
-        for i, name in enumerate(args.parties):
+        for i, name in enumerate(names):
             lines += ["[[party]]", f'name = "{name}"', f'host = "{hosts.get(name, "127.0.0.1")}"',
                       f"port = {args.base_port + i}", f'cert = "{rel}/{name}.pem"', f'key = "{rel}/{name}.key"', ""]
         target.write_text("\n".join(lines))

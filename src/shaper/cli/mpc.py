@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from .common import HelpFormatter, command
+from .common import HelpFormatter, command, party_options
 
 
 def add_parser(subparsers: Any) -> None:
@@ -24,10 +24,7 @@ def add_parser(subparsers: Any) -> None:
                   "Every party makes Beaver triples with OT extension, samples ternary and discrete-Gaussian "
                   "values over an RNS key basis and converts between share domains; prints items per second "
                   "and bytes sent per item for each operation.")
-    run.add_argument("--local", type=int, metavar="N", help="run N parties here as processes over loopback TLS (2..16)")
-    run.add_argument("--parties", metavar="FILE", help="parties file (TOML), see docs/net.md")
-    run.add_argument("--me", metavar="NAME", help="this party's name in the parties file")
-    run.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
+    party_options(run)
     run.add_argument("--ops", default=",".join(OPS), help=f"comma-separated operations among: {', '.join(OPS)}")
     run.add_argument("--count", type=int, default=100_000,
                      help="items per operation (triples and conversions to Z_2: a quarter of it; OT: 16 times in each role)")
