@@ -7,7 +7,7 @@ The network is E2DM's conv 5x4x4 stride 2 -> x^2 -> FC 845->64 -> x^2 -> FC 64->
 bundled trained weights (``shaper.ml.cnn.bundled()``), one image per ciphertext (N = 2^14, 8192
 slots), the packing plan of ``shaper.ml.cnn.plan`` (24 ciphertext products, 34 rotations of
 which 19 hoisted, 5 relinearisations, depth 5, 28 rotation keys). Parameters:
-``threshold_ckks.cnn_parameters()``: q = 60 + 6 x 53 bits, special prime 60 bits, scale 2^53,
+``shaper.ml.cnn.params.cnn_parameters()``: q = 60 + 6 x 53 bits, special prime 60 bits, scale 2^53,
 128-bit HE standard.
 
 Sections:
@@ -68,10 +68,13 @@ from typing import Any
 import numpy as np
 
 from shaper.crypto import ckks
+from shaper.jobs import cnn as jobs
+from shaper.jobs.fhe import engine_for
 from shaper.ml import cnn
-from shaper.ml.cnn import jobs, mnist
+from shaper.ml.cnn import mnist
 from shaper.ml.cnn import plan as P
 from shaper.ml.cnn.inference import encode_model, encrypt_model
+from shaper.ml.cnn.params import CNN_CHAIN, cnn_parameters
 from shaper.net import NetConfig, launch
 from shaper.protocols import threshold_ckks as tc
 
@@ -308,7 +311,7 @@ def single_key(model: Any, images: np.ndarray, plain_logits: np.ndarray, cpus: l
     """Sections 2 and 3 (see the module docstring)."""
     import shaper._native as nat
 
-    params = tc.cnn_parameters()
+    params = cnn_parameters()
     trace = P.trace(params)
     one = Config("shaper 1T", {cpus[0]}, 1)
     two = Config("shaper 2T", set(cpus[:2]), 2) if len(cpus) >= 2 else None
@@ -479,9 +482,9 @@ def threshold_party(session: Any, method: str, images: Any, labels: Any, model: 
     bench._pin(pin)
     nat.set_threads(1)
     bench._pin(pin)
-    params = tc.cnn_parameters()
+    params = cnn_parameters()
     steps = P.trace(params).rotation_steps
-    engine = tc.engine_for(session)
+    engine = engine_for(session)
     b0, t0 = session.stats.bytes_sent, time.perf_counter()
     keys = tc.keygen(engine, params, rotations=steps, method=method)
     keygen = {"seconds": time.perf_counter() - t0, "bytes_sent": session.stats.bytes_sent - b0,
@@ -773,10 +776,10 @@ def main() -> int:
                       "sha256": mnist.sha256(args.model or cnn.model.BUNDLED_FILE),
                       "training": dict(model.training) if model.training else None,
                       "test_accuracy_recorded": model.test_accuracy},
-            "parameters": {"n": 1 << 14, "q_bits": list(tc.CNN_CHAIN[1]), "p_bits": tc.CNN_CHAIN[2],
-                           "scale_bits": tc.CNN_CHAIN[3], "seal_bits": SEAL_BITS},
-            "plan_cost": P.trace(tc.cnn_parameters()).cost(),
-            "rotation_steps": list(P.trace(tc.cnn_parameters()).rotation_steps),
+            "parameters": {"n": 1 << 14, "q_bits": list(CNN_CHAIN[1]), "p_bits": CNN_CHAIN[2],
+                           "scale_bits": CNN_CHAIN[3], "seal_bits": SEAL_BITS},
+            "plan_cost": P.trace(cnn_parameters()).cost(),
+            "rotation_steps": list(P.trace(cnn_parameters()).rotation_steps),
             "threads": {"shaper 1T": "shaper._native.set_threads(1), pinned to one CPU",
                         "shaper 2T": "set_threads(2), pinned to two CPUs", "SEAL 1T": "single-threaded, one CPU",
                         "threshold": "each party 1 native thread on its own CPU"},

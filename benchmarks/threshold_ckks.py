@@ -4,7 +4,7 @@ ordinary single-key CKKS inside the n-party MPC engine, then decrypt jointly.
 Parties run as processes over loopback TLS 1.3 (``shaper.net.launch``), party i pinned to core
 i mod (this machine's cores): with 2 cores, 4 parties run two per core and 8 parties four per core,
 so their wall times include waiting for the CPU. Each party runs
-``shaper.protocols.threshold_ckks.keygen_job`` (the job of ``shaper fhe keygen``) with the CNN's
+``shaper.jobs.fhe.keygen_job`` (the job of ``shaper fhe keygen``) with the CNN's
 parameters (``CNN_CHAIN``: N = 2^14, q = 60 + 6 x 53 bits, p = 60 bits, scale 2^53, 128-bit HE
 standard) and, where asked, the CNN plan's rotation steps (``CNN_ROTATIONS``; 23 in the committed run, 28 since the plan folds its mask into FC-2). ``check`` runs the joint
 test decryption of the keys (a product and, with rotation keys, the sum of all rotations).
@@ -65,6 +65,8 @@ import numpy as np
 from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
 from shaper.errors import PartyError
+from shaper.jobs.fhe import engine_for, keygen_job
+from shaper.ml.cnn.params import CNN_CHAIN, CNN_ROTATIONS
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 from shaper.protocols import threshold_ckks as tc
 
@@ -98,8 +100,8 @@ def party_job(session: Any, chain: tuple, rotations: list[int], method: str, che
     try:
         out = os.path.join(tmp, "keys") if decrypt else None
         cpu0 = time.process_time()
-        result = tc.keygen_job(session, chain, rotations=rotations, method=method, check=check, insecure=insecure,
-                               out=out)
+        result = keygen_job(session, chain, rotations=rotations, method=method, check=check, insecure=insecure,
+                            out=out)
         result["cpu_seconds"] = time.process_time() - cpu0
         if decrypt:
             result["decrypt"] = decrypt_runs(session, tc.JointKeys.load(out), decrypt)
@@ -113,7 +115,7 @@ def decrypt_runs(session: Any, keys: tc.JointKeys, spec: dict) -> dict:
     """Times threshold decryptions of a fresh and a level-0 ciphertext of the same vector (every
     party derives both from the shared seed, so all hold the same ciphertexts)."""
     params = keys.params
-    engine = tc.engine_for(session)
+    engine = engine_for(session)
     x = np.random.default_rng(SEED).uniform(-1.0, 1.0, params.slots)
     fresh = ckks.encrypt(keys.public, ckks.Encoder(params).encode(x), Prg(bytes(range(32))))
     low = ckks.Evaluator(params).drop_level(fresh, 0)
@@ -394,7 +396,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
 
-    chain, insecure, rotations = tc.CNN_CHAIN, False, list(tc.CNN_ROTATIONS)
+    chain, insecure, rotations = CNN_CHAIN, False, list(CNN_ROTATIONS)
     keygen_parties = [int(p) for p in args.parties.split(",") if p]
     rot_parties = [int(p) for p in args.parties_rot.split(",") if p]
     local_parties = [int(p) for p in args.parties_local.split(",") if p]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shaper.jobs.cnn import infer_job
+from shaper.jobs.fhe import engine_for
 from shaper.ml import cnn
 from shaper.net import launch
 from shaper.protocols import threshold_ckks as tc
@@ -19,12 +21,12 @@ IMAGES = 5
 
 
 def party(session) -> dict:
-    params = tc.cnn_parameters()
-    keys = tc.keygen(tc.engine_for(session), params, rotations=cnn.plan.rotation_steps(params), method="local")
+    params = cnn.cnn_parameters()
+    keys = tc.keygen(engine_for(session), params, rotations=cnn.plan.rotation_steps(params), method="local")
     images, labels = cnn.mnist.sample()
     mine = {"hospital": {"images": images[:IMAGES] / 255.0, "labels": labels[:IMAGES]},
             "lab": {"model": cnn.bundled()}}.get(session.name, {})
-    return cnn.jobs.infer_job(session, keys, **mine)  # the roles follow from who brings what
+    return infer_job(session, keys, **mine)  # the roles follow from who brings what
 
 
 if __name__ == "__main__":

@@ -13,14 +13,16 @@ from pathlib import Path
 import numpy as np
 
 from shaper.crypto import ckks
+from shaper.jobs.fhe import engine_for
+from shaper.ml.cnn.params import cnn_parameters
 from shaper.net import launch
 from shaper.protocols import threshold_ckks as tc
 
 
 def job(session, small: bool, out: str) -> dict:
     params = (ckks.Parameters.from_literal(2 ** 12, [50, 40, 40], 50, 40, insecure=True) if small
-              else tc.cnn_parameters())
-    engine = tc.engine_for(session)  # n-party MPC, OT-extension preprocessing
+              else cnn_parameters())
+    engine = engine_for(session)  # n-party MPC, OT-extension preprocessing
     keys = tc.keygen(engine, params, rotations=[1])  # every party runs this; its share stays here
     keys.save(Path(out) / session.name)  # public keys + this party's share (mode 0600)
 

@@ -17,8 +17,11 @@ import pytest
 
 from shaper.crypto import ckks
 from shaper.errors import ConfigError, ScaleError
+from shaper.jobs import cnn as cnn_jobs
+from shaper.jobs.fhe import engine_for
 from shaper.kernels.rns import native_selected
 from shaper.ml import cnn
+from shaper.ml.cnn import params as cnn_params
 from shaper.ml.cnn import plan as P
 from shaper.ml.cnn.inference import encode_model, encrypt_images, encrypt_model, evaluate
 from shaper.protocols import threshold_ckks as tc
@@ -93,11 +96,11 @@ def test_image_layout_puts_every_pixel_where_the_docstring_says():
 
 
 def test_trace_cost_levels_and_rotation_keys():
-    params = tc.cnn_parameters()
+    params = cnn_params.cnn_parameters()
     t = P.trace(params)
     assert t.cost() == {"ct_ct_products": 24, "rotations": 34, "hoisted_rotations": 19, "rotation_keys": 28,
                         "relinearizations": 5, "rescales": 5, "depth": 5}
-    assert set(t.rotation_steps) == set(tc.CNN_ROTATIONS) and len(tc.CNN_ROTATIONS) == 28
+    assert set(t.rotation_steps) == set(cnn_params.CNN_ROTATIONS) and len(cnn_params.CNN_ROTATIONS) == 28
     assert t.output_level == 0
     levels = {name: level for name, (level, _) in t.specs.items()}
     assert levels["image"] == levels["conv0"] == 5 and levels["fc1_0"] == 3 and levels["fc1_bias"] == 2
@@ -132,7 +135,7 @@ class RecordingEvaluator(ckks.Evaluator):
 
 @pytest.fixture(scope="module")
 def single():
-    params = tc.cnn_parameters()
+    params = cnn_params.cnn_parameters()
     keys = ckks.KeySet(params, rotations=P.rotation_steps(params))
     return params, keys
 
@@ -191,16 +194,16 @@ def test_a_missing_rotation_key_or_a_misplaced_weight_is_refused(single, data, m
         evaluate(full, [low], weights)
     pk = tc.PublicKeys(params, keys.public, keys.relin, some)
     with pytest.raises(ConfigError, match="steps 640"):
-        cnn.jobs.check_keys(pk)
+        cnn_jobs.check_keys(pk)
 
 
 # -- the n-party job under a threshold key -----------------------------------------------------
 
 def _threshold_job(session, images, labels, model):
-    from shaper.ml.cnn.jobs import infer_job
+    from shaper.jobs.cnn import infer_job
 
-    params = tc.cnn_parameters()
-    keys = tc.keygen(tc.engine_for(session), params, rotations=P.rotation_steps(params), method="local")
+    params = cnn_params.cnn_parameters()
+    keys = tc.keygen(engine_for(session), params, rotations=P.rotation_steps(params), method="local")
     first = infer_job(session, keys, images=images if session.index == 0 else None,
                       labels=labels if session.index == 0 else None,
                       model=model if session.index == 1 else None)

@@ -1,35 +1,210 @@
-"""``shaper fhe demo``: n parties generate one CKKS key inside the MPC, one party encrypts,
-another computes on the ciphertext with the opened keys alone, and all decrypt jointly.
+"""The jobs of ``shaper fhe`` (and ``benchmarks/threshold_ckks.py``): threshold CKKS key
+generation, encryption under a joint public key, joint decryption, and the demo.
 
-Each party runs :func:`demo_job` in its own process (``shaper.net.launch``). Party 0 encrypts
-x and sends the ciphertext to everyone; the last party computes y = rot(x * x, r) with the
-public material only and sends y to everyone; the parties check y's digest, consent, and decrypt
-it jointly with smudging sampled in the MPC. Every party compares the result with numpy.
+Each ``*_job`` is one party's side, run in its own session (on real hosts, or as one of the
+processes of ``shaper.net.launch`` for ``--local N``); the ``*_local`` helpers run every party
+here. The protocol steps are :mod:`shaper.protocols.threshold_ckks`.
+
+``shaper fhe demo`` (:func:`demo_job`): n parties generate one CKKS key inside the MPC, one party
+encrypts, another computes on the ciphertext with the opened keys alone, and all decrypt
+jointly. Party 0 encrypts x and sends the ciphertext to everyone; the last party computes
+y = rot(x * x, r) with the public material only and sends y to everyone; the parties check y's
+digest, consent, and decrypt it jointly with smudging sampled in the MPC. Every party compares
+the result with numpy.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..crypto import ckks
-from ..errors import KeyValidationError
+from ..errors import ConfigError, KeyValidationError
+from ..ml.cnn.params import CNN_CHAIN
+from ..net.phases import Progress
 from ..protocols import threshold_ckks as tc
+from ..protocols.nparty import AdditiveNPC
+from ..protocols.triples import OtTriples
+
+__all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job", "engine_for", "keygen_job", "keygen_local",
+           "local_key_dirs", "parameters", "read_vector"]
 
 
-def run_demo(session: Any, chain: tuple, rotations: tuple[int, ...], method: str, insecure: bool,
-             verbose: bool) -> dict:
+def engine_for(session: Any) -> Any:
+    """The n-party engine key generation and decryption run on: OT-extension preprocessing."""
+    return AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+
+
+def parameters(chain: tuple, insecure: bool = False) -> ckks.Parameters:
+    """The CKKS parameters of ``chain`` (N, q bits, p bits, scale bits)."""
+    n, q_bits, p_bits, scale_bits = chain
+    return ckks.Parameters.from_literal(n, list(q_bits), p_bits, scale_bits, insecure=insecure)
+
+
+# -- key generation --------------------------------------------------------------------------------
+
+def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[int] = (), conjugation: bool = False,
+               method: str = "exact", check: bool = True, insecure: bool = False,
+               out: str | os.PathLike | None = None, progress: Progress | None = None, engine: Any = None) -> dict:
+    """One party's key generation as a job: builds the engine (``engine``, default
+    :func:`engine_for`) and the parameters from ``chain`` (N, q bits, p bits, scale bits), runs
+    :func:`~shaper.protocols.threshold_ckks.keygen`, writes the keys to ``out`` (a new
+    directory) when given, and returns the phases (time, bytes this party sent), key sizes and
+    totals as plain data."""
+    params = parameters(chain, insecure)
+    start, sent0 = time.perf_counter(), session.stats.bytes_sent
+    keys = tc.keygen(engine if engine is not None else engine_for(session), params, rotations=rotations,
+                     conjugation=conjugation, method=method, check=check, progress=progress)
+    seconds = time.perf_counter() - start
+    if out is not None:
+        keys.save(out)
+    return {"party": session.name, "parties": session.n, "seconds": seconds,
+            "bytes_sent": session.stats.bytes_sent - sent0, "phases": [_phase_row(p) for p in keys.phases],
+            "sizes": keys.sizes(), "rotation_keys": len(keys.galois), "method": method,
+            "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out)}
+
+
+def _phase_row(p: Any) -> dict:
+    """A key-generation phase as the reports have always shown it: name, seconds, bytes sent, items."""
+    return {"name": p.name, "seconds": p.seconds, "bytes_sent": p.bytes_sent, "items": p.items}
+
+
+def keygen_local(parties: int, out: str | os.PathLike, chain: tuple, options: dict,
+                 progress: Progress | None = None) -> list[dict]:
+    """Every party's :func:`keygen_job` here, as processes over loopback TLS, party i's keys in
+    ``out/party<i>``; ``progress`` gets party 0's events. Refuses an ``out`` that already holds
+    key directories before any party starts."""
+    from ..net import launch
+
+    check_new_key_dirs(out, parties)
+    return launch(parties, _keygen_party, str(out), chain, options, progress, timeout=None)
+
+
+def check_new_key_dirs(out: str | os.PathLike, parties: int) -> None:
+    """Refuses an ``out`` that already holds a party's key directory (party0 .. party<n-1>)."""
+    if any((Path(out) / f"party{i}").exists() for i in range(parties)):
+        raise ConfigError(f"{out} already holds key directories; choose a new --out")
+
+
+def _keygen_party(session: Any, out: str, chain: tuple, options: dict, progress: Progress | None) -> dict:
+    """keygen_job into out/<party>, progress from party 0 only (module level: launch may spawn)."""
+    return keygen_job(session, chain, out=str(Path(out) / session.name),
+                      progress=progress if session.index == 0 else None, **options)
+
+
+# -- encryption ------------------------------------------------------------------------------------
+
+def read_vector(path: str | os.PathLike, slots: int | None = None) -> np.ndarray:
+    """The numbers of ``path`` (.npy, or .csv/.txt with one number per line) as a vector,
+    checked: at least one value, at most ``slots``, every one a finite number. Each failure is a
+    :class:`~shaper.errors.ConfigError` naming the file and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"input file {path} does not exist")
+    try:
+        if path.suffix == ".npy":
+            values = np.load(path, allow_pickle=False)
+        else:
+            with warnings.catch_warnings():  # an empty file is reported below, not as numpy's warning
+                warnings.simplefilter("ignore", UserWarning)
+                values = np.loadtxt(path, delimiter=",", ndmin=1)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{path}: expected one column of numbers ({first})") from None
+    values = np.asarray(values)
+    if values.ndim != 1 or not np.issubdtype(values.dtype, np.number):
+        raise ConfigError(f"{path}: expected one column of numbers, got shape {values.shape} ({values.dtype})")
+    if values.size == 0:
+        raise ConfigError(f"{path} holds no values; give one number per line")
+    if not np.all(np.isfinite(values)):
+        raise ConfigError(f"{path}: the input holds NaN or infinite values")
+    if slots is not None and values.size > slots:
+        raise ConfigError(f"{path} has {values.size} values; a ciphertext holds {slots} slots")
+    return values
+
+
+def encrypt_job(keys_dir: str | os.PathLike, input_path: str | os.PathLike, out: str | os.PathLike) -> dict:
+    """Encrypts the vector of ``input_path`` under the public key of ``keys_dir`` (the share is
+    never read) into the ciphertext file ``out``: the count of values and the digest."""
+    keys = tc.PublicKeys.load(keys_dir)
+    values = read_vector(input_path, keys.params.slots)
+    ct = ckks.encrypt(keys.public, ckks.Encoder(keys.params).encode(values))
+    ckks.save(ct, out)
+    return {"values": int(values.size), "out": str(out), "digest": tc.ciphertext_digest(ct)}
+
+
+# -- decryption ------------------------------------------------------------------------------------
+
+def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
+                smudge_bits: int = tc.SMUDGE_BITS, digest: str | None = None, engine: Any = None) -> dict:
+    """One party's part of a joint decryption as a job: loads its key directory and the
+    ciphertext file, consents only when ``digest`` (a hex prefix, if given) matches the
+    ciphertext's, and decrypts to party ``to`` (every party when None)."""
+    keys = tc.JointKeys.load(keys_dir)
+    if keys.share.parties != session.n:
+        raise ConfigError(f"{keys_dir} holds a share of a {keys.share.parties}-party key, this job has {session.n} parties")
+    if keys.share.index != session.index:
+        raise ConfigError(f"{keys_dir} holds party {keys.share.index}'s share, but this is party {session.index} "
+                          f"({session.name!r}): parties must keep the order they had at key generation")
+    ct = ckks.load(ciphertext, keys.params)
+    if not isinstance(ct, ckks.Ciphertext):
+        raise ConfigError(f"{ciphertext} does not hold a CKKS ciphertext")
+    want = None if digest is None else digest.strip().lower()
+    if to is not None and to not in session.parties:
+        raise ConfigError(f"decryption recipient {to!r} is not a party of this job ({', '.join(session.parties)})")
+    target = None if to is None else session.parties.index(to)
+    start = time.perf_counter()
+    values = tc.decrypt(engine if engine is not None else engine_for(session), keys.share, ct, to=target,
+                        smudge_bits=smudge_bits,
+                        approve=None if want is None else lambda req: req["digest"].startswith(want))
+    return {"party": session.name, "digest": tc.ciphertext_digest(ct), "values": values,
+            "seconds": time.perf_counter() - start, "scale": ct.scale,
+            "precision_bits": tc.decryption_precision(keys.params, ct.scale, smudge_bits)}
+
+
+def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[Path]:
+    """The party directories ``root/party0 ..`` of ``shaper fhe keygen --local N``, in party
+    order; with ``parties`` given, exactly that many must be there."""
+    root = Path(root)
+    found = sorted((p for p in root.glob("party*") if p.is_dir() and p.name[5:].isdigit()), key=lambda p: int(p.name[5:]))
+    if len(found) < 2 or [p.name for p in found] != [f"party{i}" for i in range(len(found))]:
+        raise ConfigError(f"{root} holds no party directories (party0, party1, ...) from 'shaper fhe keygen --local'")
+    if parties is not None and parties != len(found):
+        raise ConfigError(f"{root} holds the key directories of {len(found)} parties, not {parties}")
+    return found
+
+
+def decrypt_local(root: str | os.PathLike, ciphertext: str | os.PathLike, *, parties: int | None = None,
+                  to: str | None = None, smudge_bits: int = tc.SMUDGE_BITS, digest: str | None = None) -> list[dict]:
+    """Every party's :func:`decrypt_job` here, from the key directories under ``root``."""
+    from ..net import launch
+
+    dirs = local_key_dirs(root, parties)
+    return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, smudge_bits, digest)
+
+
+def _decrypt_party(session: Any, root: str, ciphertext: str, to: str | None, smudge: int, digest: str | None) -> dict:
+    return decrypt_job(session, str(Path(root) / session.name), ciphertext, to=to, smudge_bits=smudge, digest=digest)
+
+
+# -- the demo --------------------------------------------------------------------------------------
+
+def demo_job(session: Any, chain: tuple, rotations: tuple[int, ...], method: str, insecure: bool,
+             verbose: bool, engine: Any = None) -> dict:
     """The whole demo in one party (see the module docstring)."""
     def progress(event: dict) -> None:
         if verbose and session.index == 0 and event["status"] == "done":
             print(f"  {event['phase']:<34s} {event['seconds']:7.2f} s {event['bytes'] / 1e6:9.1f} MB sent by party 0",
                   flush=True)
 
-    n, q_bits, p_bits, scale_bits = chain
-    params = ckks.Parameters.from_literal(n, list(q_bits), p_bits, scale_bits, insecure=insecure)
-    engine = tc.engine_for(session)
+    params = parameters(chain, insecure)
+    engine = engine if engine is not None else engine_for(session)
     start = time.perf_counter()
     keys = tc.keygen(engine, params, rotations=rotations, method=method, progress=progress)
     keygen_s = time.perf_counter() - start
@@ -45,10 +220,12 @@ def run_demo(session: Any, chain: tuple, rotations: tuple[int, ...], method: str
         t0 = time.perf_counter()
         y = ev.rotate(ev.mul_rescale(ct, ct), rotations[0])
         compute_s = time.perf_counter() - t0
-        session.broadcast({"y": ckks.to_bytes(y).hex(), "compute_s": compute_s}, "fhe-demo-result")
+        # the ciphertext goes as a bytes frame (megabytes at the default chain), the time as metadata
+        session.broadcast(ckks.to_bytes(y), "fhe-demo-result")
+        session.broadcast({"compute_s": compute_s}, "fhe-demo-result-time")
     else:
-        msg = session.recv_meta(last, "fhe-demo-result")
-        y, compute_s = ckks.from_bytes(bytes.fromhex(msg["y"]), params), float(msg["compute_s"])
+        y = ckks.from_bytes(session.recv_bytes(last, "fhe-demo-result"), params)
+        compute_s = float(session.recv_meta(last, "fhe-demo-result-time")["compute_s"])
     t0 = time.perf_counter()
     got = tc.decrypt(engine, keys.share, y)
     decrypt_s = time.perf_counter() - t0
@@ -57,10 +234,8 @@ def run_demo(session: Any, chain: tuple, rotations: tuple[int, ...], method: str
     bound = 1e-6 + 4 * 2.0 ** -tc.decryption_precision(params, y.scale)  # what the smudging costs here
     if not error < bound:
         raise KeyValidationError(f"joint decryption is off by {error:.3g} (the smudging explains {bound:.3g})")
-    return {"party": session.name, "keygen_s": keygen_s, "phases": [p.__dict__ for p in keys.phases],
+    return {"party": session.name, "keygen_s": keygen_s, "phases": [_phase_row(p) for p in keys.phases],
             "sizes": keys.sizes(), "compute_s": compute_s, "decrypt_s": decrypt_s, "error": error,
-            "digest": tc.ciphertext_digest(y), "predicted_bits": tc.decryption_precision(params, y.scale), "bytes_sent": session.stats.bytes_sent, "params": repr(params),
+            "digest": tc.ciphertext_digest(y), "predicted_bits": tc.decryption_precision(params, y.scale),
+            "bytes_sent": session.stats.bytes_sent, "params": repr(params),
             "sample": [float(v) for v in got[:4].real], "expected": [float(v) for v in want[:4].real]}
-
-
-__all__ = ["run_demo"]

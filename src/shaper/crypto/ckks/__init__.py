@@ -11,6 +11,8 @@ The pieces, each in its own module:
   (add, plaintext multiply, multiply + relinearise, rescale, rotate, conjugate, hoisted
   rotations, baby-step giant-step matrix-vector products);
 * :mod:`.serial` — versioned binary serialisation (``to_bytes``/``from_bytes``, ``save``/``load``).
+* :mod:`.multiparty` — threshold CKKS's local steps on one party's share (key-generation shares,
+  decryption shares with smudging, digests); the protocol is :mod:`shaper.protocols.threshold_ckks`.
 
 The polynomial arithmetic runs on the RNS kernels of :mod:`shaper.kernels.rns` (native Rust
 where built, the numpy reference otherwise). ``docs/ckks.md`` has the parameters, precision and

@@ -10,10 +10,15 @@ The pieces, each in its own module:
 * :mod:`.plan` — the packing plan (one image per ciphertext, 8,192 slots): the network written
   once over backends that evaluate it in the clear, trace its levels, scales, rotation keys and
   cost, or evaluate it homomorphically;
+* :mod:`.params` — the CKKS parameters (:data:`~.params.CNN_CHAIN`, :func:`~.params.cnn_parameters`)
+  and the plan's rotation steps (:data:`~.params.CNN_ROTATIONS`);
 * :mod:`.inference` — encrypt images and/or the model, evaluate, decrypt (single key);
-* :mod:`.jobs` — the n-party job: threshold key, encrypted inputs from the client and the model
-  owner, evaluation, joint decryption to the client (``shaper cnn infer`` / ``shaper cnn demo``);
-* :mod:`.report` — the HTML report (sample images, predictions, confusion matrix, timings).
+* :mod:`.report` — the HTML report (images, misclassified first; predictions, confusion matrix,
+  timings).
+
+The n-party job (threshold key, encrypted inputs from the client and the model owner,
+evaluation, joint decryption to the client; ``shaper cnn infer`` / ``demo`` / ``train``) is
+:mod:`shaper.jobs.cnn`.
 
 Example (single key, both image and model encrypted)::
 
@@ -23,9 +28,10 @@ Example (single key, both image and model encrypted)::
     result.predicted, result.agree          # predictions; 1.0 = same as the plaintext model
 """
 
-from . import jobs, mnist, plan, report
+from . import mnist, params, plan, report
 from .inference import Result, encode_model, encrypt_images, encrypt_model, evaluate, single_key
 from .model import CnnModel, bundled, train
+from .params import CNN_CHAIN, CNN_ROTATIONS, cnn_parameters
 
-__all__ = ["CnnModel", "Result", "bundled", "encode_model", "encrypt_images", "encrypt_model", "evaluate", "jobs", "mnist",
-           "plan", "report", "single_key", "train"]
+__all__ = ["CNN_CHAIN", "CNN_ROTATIONS", "CnnModel", "Result", "bundled", "cnn_parameters", "encode_model",
+           "encrypt_images", "encrypt_model", "evaluate", "mnist", "params", "plan", "report", "single_key", "train"]

@@ -27,6 +27,7 @@ import numpy as np
 from ...crypto import ckks
 from ...errors import ConfigError
 from . import plan as P
+from .params import cnn_parameters
 
 Progress = Callable[[dict], None]
 ENCRYPT_CHOICES = ("image", "model")
@@ -137,8 +138,6 @@ def single_key(model: Any, images: Any, *, encrypt: Iterable[str] = ENCRYPT_CHOI
                progress: Progress | None = None) -> Result:
     """Encrypted inference under one single-key CKKS key (made here unless ``keys`` is given):
     keys, encryption, evaluation and decryption in this process, timed per phase."""
-    from ...protocols.threshold_ckks import cnn_parameters
-
     encrypt = check_encrypt(encrypt)
     params = params or (keys.params if keys is not None else cnn_parameters())
     trace = P.trace(params)

@@ -36,8 +36,7 @@ key           content
 The weight arrays are float64, or float32 for a smaller file (``save(..., dtype=np.float32)``);
 a loaded model always computes in float64 with the stored values. The bundled weights
 (``data/mnist-cnn.npz``, :func:`bundled`) are float32 and were made by
-``python -m shaper.ml.cnn.model --out PATH`` (see ``data/README.md``: command, accuracy, value
-ranges).
+``shaper cnn train --out PATH`` (see ``data/README.md``: command, accuracy, value ranges).
 """
 
 from __future__ import annotations
@@ -144,6 +143,10 @@ class CnnModel:
         x = _check_images(images)
         y = _check_labels(labels, len(x))
         return float(np.mean(self.predict(x) == y))
+
+    def rounded(self, dtype: type | np.dtype) -> CnnModel:
+        """The model with its weights rounded to ``dtype`` (what a file of that dtype holds)."""
+        return replace(self, **{k: getattr(self, k).astype(dtype).astype(np.float64) for k in SHAPES})
 
     def same_weights(self, other: CnnModel) -> bool:
         """True when both models have bit-identical weights (notes are not compared)."""
@@ -452,78 +455,15 @@ def train(
     return CnnModel(**w, training=settings)
 
 
-def _rounded(model: CnnModel, dtype: type) -> CnnModel:
-    """The model with its weights rounded to ``dtype`` (what a file of that dtype holds)."""
-    return replace(model, **{k: getattr(model, k).astype(dtype).astype(np.float64) for k in SHAPES})
-
-
 def _short(value: np.ndarray) -> str:
     text = repr(value.tolist()) if value.size <= 4 else f"an array of shape {value.shape}"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m shaper.ml.cnn.model --out PATH``: train on the 5,000-image subset, report
-    the accuracy on the 10,000-image test set, and write the weights file."""
-    import argparse
+if __name__ == "__main__":  # the old spelling of ``shaper cnn train``, the one front door: run it there
+    import subprocess
+    import sys
 
-    from . import mnist
-
-    parser = argparse.ArgumentParser(
-        prog="python -m shaper.ml.cnn.model",
-        description="Train the benchmark MNIST CNN on the 5,000-image subset and write its weights.",
-    )
-    parser.add_argument("--out", required=True, help="weights file to write (.npz)")
-    parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"default {EPOCHS}")
-    parser.add_argument("--seed", type=int, default=0, help="default 0")
-    parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE,
-                        help=f"default {LEARNING_RATE:g}")
-    parser.add_argument("--shift", type=int, default=SHIFT, help=f"default {SHIFT}")
-    parser.add_argument("--data", default=None,
-                        help=f"MNIST directory (default: ${mnist.ENV_VAR} or shared/data/mnist)")
-    parser.add_argument("--float64", action="store_true",
-                        help="store float64 weights (default float32, half the size)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    args = parser.parse_args(argv)
-
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        parser.error(f"{out} exists; pass --overwrite to replace it")
-    directory = mnist.data_dir(args.data)
-    train_images, train_labels = mnist.load_train_subset(directory)
-    test_images, test_labels = mnist.load_test(directory)
-
-    def report(epoch: int, epochs: int, loss: float, accuracy: float) -> None:
-        print(f"epoch {epoch:3d}/{epochs}  loss {loss:.4f}  train accuracy {accuracy:.4f}",
-              flush=True)
-
-    started = time.perf_counter()
-    model = train(train_images / 255.0, train_labels, epochs=args.epochs, seed=args.seed,
-                  learning_rate=args.learning_rate, shift=args.shift, progress=report)
-    seconds = time.perf_counter() - started
-    dtype = np.float64 if args.float64 else np.float32
-    model = _rounded(model, dtype)
-    test_x = test_images / 255.0
-    accuracy = model.accuracy(test_x, test_labels)
-    layers = model.layers(test_x)
-    training = dict(model.training or {})
-    training.update(
-        data=mnist.TRAIN_SUBSET,
-        data_sha256=mnist.sha256(directory / mnist.TRAIN_SUBSET),
-        seconds=round(seconds, 1),
-        dtype=np.dtype(dtype).name,
-    )
-    model = replace(model, training=training, test_accuracy=accuracy)
-    model.save(out, overwrite=args.overwrite, dtype=dtype)
-    sample_images, sample_labels = mnist.sample()
-    print(f"trained in {seconds:.1f} s on {len(train_images)} images")
-    print(f"test accuracy (10,000 images): {accuracy:.4f}")
-    print(f"sample accuracy (bundled 1,000): {model.accuracy(sample_images / 255.0, sample_labels):.4f}")
-    for name in ("conv", "act1", "fc1", "act2", "logits"):
-        print(f"max |{name}| on the test set: {np.abs(layers[name]).max():.3f}")
-    print(f"wrote {out} ({out.stat().st_size} bytes, {np.dtype(dtype).name})")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    print("python -m shaper.ml.cnn.model: warning: this spelling is deprecated and goes in the next release; "
+          "use shaper cnn train (same options)", file=sys.stderr)
+    raise SystemExit(subprocess.call([sys.executable, "-m", "shaper", "cnn", "train", *sys.argv[1:]]))

@@ -56,6 +56,7 @@ import numpy as np
 
 from ...crypto import ckks
 from ...errors import ConfigError, ScaleError
+from .params import cnn_parameters
 
 SLOTS = 8192
 SEGMENT = 1024
@@ -323,8 +324,6 @@ def trace(params: ckks.Parameters) -> Trace:
 def rotation_steps(params: ckks.Parameters | None = None) -> tuple[int, ...]:
     """The rotation keys the plan uses (default: the CNN parameters of threshold CKKS)."""
     if params is None:
-        from ...protocols.threshold_ckks import cnn_parameters
-
         params = cnn_parameters()
     return trace(params).rotation_steps
 

@@ -55,13 +55,34 @@ def _confusion(matrix: np.ndarray) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _correct(k: int, predicted: np.ndarray, labels: np.ndarray | None, plain_predicted: np.ndarray | None) -> bool:
+    if labels is not None:
+        return bool(predicted[k] == labels[k])
+    return plain_predicted is None or bool(predicted[k] == plain_predicted[k])
+
+
+def shown_order(predicted: Any, labels: Any = None, plain_predicted: Any = None, shown: int = 16) -> list[int]:
+    """The indices of the images a report shows: every misclassified one (against the labels,
+    or the plaintext model's predictions when there are no labels), however many, then the
+    others in order up to ``shown`` in all."""
+    predicted = np.asarray(predicted)
+    ok = [_correct(k, predicted, labels, plain_predicted) for k in range(len(predicted))]
+    wrong = [k for k, good in enumerate(ok) if not good]
+    right = [k for k, good in enumerate(ok) if good]
+    return wrong + right[:max(shown - len(wrong), 0)]
+
+
 def html_report(path: str | Path, *, title: str, images: np.ndarray, labels: np.ndarray | None,
                 predicted: np.ndarray, plain_predicted: np.ndarray | None = None, confusion: np.ndarray | None = None,
                 phases: list[dict] | None = None, summary: dict[str, Any] | None = None, shown: int = 16) -> Path:
-    """Write the report; returns its path."""
+    """Write the report; returns its path. It shows every misclassified image first (the
+    encrypted prediction differs from the label, or from the plaintext model's when there are
+    no labels), then the others in order up to ``shown`` images in all (:func:`shown_order`)."""
     cards = []
-    for k in range(min(shown, len(images))):
-        ok = labels is None or predicted[k] == labels[k]
+    order = shown_order(predicted, labels, plain_predicted, shown)
+    wrong = len(order) - sum(1 for k in order if _correct(k, predicted, labels, plain_predicted))
+    for k in order:
+        ok = _correct(k, predicted, labels, plain_predicted)
         caption = f"predicted <b>{int(predicted[k])}</b>"
         if labels is not None:
             caption += f"<br>label {int(labels[k])}"
@@ -72,7 +93,9 @@ def html_report(path: str | Path, *, title: str, images: np.ndarray, labels: np.
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if summary:
         parts.append("<h2>Summary</h2>" + _table([(k, v) for k, v in summary.items()], ("measure", "value")))
-    parts.append(f"<h2>Images (first {len(cards)})</h2><div class=\"cards\">{''.join(cards)}</div>")
+    heading = f"Images ({len(cards)} of {len(images)}"
+    heading += f", the {wrong} misclassified first)" if wrong else ")"
+    parts.append(f"<h2>{heading}</h2><div class=\"cards\">{''.join(cards)}</div>")
     if confusion is not None:
         parts.append("<h2>Confusion matrix (encrypted predictions)</h2>" + _confusion(confusion))
     if phases:
@@ -90,4 +113,4 @@ th{{background:#f3f3f3}} .cards{{display:flex;flex-wrap:wrap;gap:8px}}
     return path
 
 
-__all__ = ["html_report", "png"]
+__all__ = ["html_report", "png", "shown_order"]

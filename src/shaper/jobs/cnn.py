@@ -1,4 +1,5 @@
-"""The n-party CNN inference job under a threshold CKKS key (``shaper cnn infer`` / ``demo``).
+"""The jobs of ``shaper cnn``: the n-party inference under a threshold CKKS key (``infer``,
+``demo``), its report, and training the model (``train``).
 
 Every party runs :func:`infer_job` in its own session with its own key directory (from
 ``shaper fhe keygen --rotations cnn``). Exactly one party passes ``images`` (the *client*) and
@@ -24,40 +25,34 @@ client itself), a model in the clear by its owner only (who then evaluates).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...crypto import ckks
-from ...errors import ConfigError
-from ...protocols import threshold_ckks as tc
-from . import plan as P
-from .inference import check_encrypt, confusion, encode_model, encrypt_images, encrypt_model, evaluate
+from ..crypto import ckks
+from ..errors import ConfigError
+from ..ml.cnn import mnist
+from ..ml.cnn import plan as P
+from ..ml.cnn.inference import check_encrypt, confusion, encode_model, encrypt_images, encrypt_model, evaluate
+from ..ml.cnn.model import CnnModel, bundled, train
+from ..ml.cnn.params import cnn_parameters
+from ..ml.cnn.report import html_report
+from ..net.phases import Phases, Progress
+from ..protocols import threshold_ckks as tc
+from .fhe import engine_for, local_key_dirs
 
-Progress = Callable[[dict], None]
+__all__ = ["check_keys", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
 
 
-class _Phases:
-    """Wall time and bytes this party sent, per phase."""
-
-    def __init__(self, session: Any, progress: Progress | None) -> None:
-        self.session, self.progress, self.rows = session, progress, []
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        if self.progress is not None:
-            self.progress({"phase": name, "status": "start"})
-        t, b = time.perf_counter(), self.session.stats.bytes_sent
-        yield
-        row = {"name": name, "seconds": time.perf_counter() - t, "bytes_sent": self.session.stats.bytes_sent - b}
-        self.rows.append(row)
-        if self.progress is not None:
-            self.progress({"phase": name, "status": "done", "seconds": row["seconds"], "bytes": row["bytes_sent"]})
+def _rows(phases: Phases) -> list[dict]:
+    """The phases as the reports show them: name, seconds, bytes this party sent."""
+    return [{"name": p.name, "seconds": p.seconds, "bytes_sent": p.bytes_sent} for p in phases.done]
 
 
 def _key_fingerprint(keys: tc.PublicKeys) -> str:
@@ -101,7 +96,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     encrypt = check_encrypt(encrypt)
     trace = check_keys(keys)
     params = keys.params
-    phase = _Phases(session, progress)
+    phases = Phases(session, progress)
     if images is not None:
         images = np.asarray(images, dtype=np.float64)
         images = images[None] if images.ndim == 2 else images
@@ -113,7 +108,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             if labels.shape != (len(images),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:
                 raise ConfigError(f"labels must be {len(images)} digits 0..9, got shape {labels.shape}")
 
-    with phase("agree on the setting"):
+    with phases.phase("agree on the setting"):
         hello = {"images": 0 if images is None else int(len(images)), "model": model is not None,
                  "encrypt": list(encrypt), "evaluator": evaluator, "key": _key_fingerprint(keys)}
         session.broadcast(hello, "cnn-hello")
@@ -149,7 +144,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
 
     weights: dict[str, Any] | None = None
     inputs: Any = None
-    with phase("encrypt model" if "model" in encrypt else "encode model"):
+    with phases.phase("encrypt model" if "model" in encrypt else "encode model"):
         if me == owner:
             if "model" in encrypt:
                 weights = encrypt_model(keys.public, model, params, trace)
@@ -159,7 +154,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
                 weights = encode_model(model, params, trace)
         if me == ev_index and weights is None:
             weights = dict(zip(P.WEIGHT_NAMES, _recv_all(session, owner, len(P.WEIGHT_NAMES), params, "cnn-model")))
-    with phase("encrypt images" if "image" in encrypt else "pack images"):
+    with phases.phase("encrypt images" if "image" in encrypt else "pack images"):
         if me == client:
             if "image" in encrypt:
                 inputs = encrypt_images(keys.public, images, params, progress=progress)
@@ -169,7 +164,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
                 inputs = P.pack_images(images)
         if me == ev_index and inputs is None:
             inputs = _recv_all(session, client, count, params, "cnn-images")
-    with phase("evaluate"):
+    with phases.phase("evaluate"):
         if me == ev_index:
             outputs = evaluate(keys.evaluator(), inputs, weights, trace=trace, progress=progress)
             for peer in range(session.n):
@@ -177,13 +172,13 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
                     _send_all(session, peer, outputs, "cnn-logits")
         else:
             outputs = _recv_all(session, ev_index, count, params, "cnn-logits")
-    with phase("joint decryption"):
-        slots = tc.decrypt_many(tc.engine_for(session), keys.share, outputs, to=client, smudge_bits=smudge_bits,
+    with phases.phase("joint decryption"):
+        slots = tc.decrypt_many(engine_for(session), keys.share, outputs, to=client, smudge_bits=smudge_bits,
                                 approve=lambda request: request["to"] == client)
     report: dict[str, Any] = {
         "party": session.name, "parties": session.n, "role": _role(me, client, owner, ev_index),
         "client": names[client], "model_owner": names[owner], "evaluator": names[ev_index],
-        "encrypt": list(encrypt), "images": count, "phases": phase.rows, "cost": trace.cost(),
+        "encrypt": list(encrypt), "images": count, "phases": _rows(phases), "cost": trace.cost(),
         "bytes_sent": session.stats.bytes_sent, "output_bytes": len(ckks.to_bytes(outputs[0])),
         "precision_bits": tc.decryption_precision(params, outputs[0].scale, smudge_bits)}
     if slots is not None:
@@ -206,9 +201,6 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
     """``shaper cnn demo`` in one party: joint key generation with the plan's rotation keys, then
     :func:`infer_job` with party 0 as the client (the first ``count`` bundled MNIST test images)
     and the last party as the model owner (the bundled trained model)."""
-    from .mnist import sample
-    from .model import bundled
-
     def show(event: dict) -> None:
         if not progress or session.index != 0:
             return
@@ -218,17 +210,19 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
         elif "done" in event and (event["done"] == event["total"] or event["done"] % 10 == 0):
             print(f"    {event['phase']}: {event['done']}/{event['total']}", flush=True)
 
-    params = tc.cnn_parameters()
+    params = cnn_parameters()
     steps = P.trace(params).rotation_steps
-    engine = tc.engine_for(session)
+    engine = engine_for(session)
     t = time.perf_counter()
     keys = tc.keygen(engine, params, rotations=steps, method=method,
                      progress=lambda e: show({**e, "phase": "key generation: " + e["phase"]}))
-    keygen = {"seconds": time.perf_counter() - t, "phases": [p.__dict__ for p in keys.phases], "sizes": keys.sizes(),
+    keygen = {"seconds": time.perf_counter() - t, "sizes": keys.sizes(),
+              "phases": [{"name": p.name, "seconds": p.seconds, "bytes_sent": p.bytes_sent, "items": p.items}
+                         for p in keys.phases],
               "method": method, "rotation_keys": len(keys.galois)}
     images = labels = model = None
     if session.index == 0:
-        raw, labels = sample()
+        raw, labels = mnist.sample()
         images = raw[:count] / 255.0
         labels = labels[:count]
     if session.index == session.n - 1:
@@ -240,4 +234,84 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
     return report
 
 
-__all__ = ["check_keys", "demo_job", "infer_job"]
+
+def demo_local(parties: int, count: int, method: str, encrypt: tuple[str, ...], progress: bool = True) -> list[dict]:
+    """:func:`demo_job` at every party here, as processes over loopback TLS."""
+    from ..net import launch
+
+    return launch(parties, demo_job, count, method, encrypt, progress, timeout=None)
+
+
+def infer_local(root: str | os.PathLike, images: Any, labels: Any, model: Any, encrypt: tuple[str, ...],
+                evaluator: str | None = None, *, parties: int | None = None,
+                progress: Progress | None = None) -> list[dict]:
+    """:func:`infer_job` at every party here from the key directories ``root/party0 ..``: party 0
+    the client (``images``, ``labels``), the last the model owner (``model``, default the bundled
+    one); ``progress`` gets the client's events."""
+    from ..net import launch
+
+    dirs = local_key_dirs(root, parties)
+    if images is None:
+        raise ConfigError("with --local pass the client's --images or --mnist-sample")
+    model = model if model is not None else bundled()
+    return launch(len(dirs), _infer_party, str(root), images, labels, model, encrypt, evaluator, progress,
+                  timeout=None)
+
+
+def _infer_party(session: Any, root: str, images: Any, labels: Any, model: Any, encrypt: tuple, evaluator: Any,
+                 progress: Progress | None) -> dict:
+    return infer_job(session, str(Path(root) / session.name), images=images if session.index == 0 else None,
+                     labels=labels if session.index == 0 else None,
+                     model=model if session.index == session.n - 1 else None, encrypt=encrypt, evaluator=evaluator,
+                     progress=progress if session.index == 0 else None)
+
+
+def infer_report(path: str | os.PathLike, report: dict, images: Any) -> Path:
+    """The client's HTML report of :func:`infer_job`: the images (misclassified ones first when
+    the labels are known), the setting, the accuracy when the labels are known, the confusion
+    matrix and the phases."""
+    summary: dict[str, Any] = {"images": report["images"], "client": report["client"],
+                               "model owner": report["model_owner"], "evaluator": report["evaluator"]}
+    if "accuracy" in report:
+        summary["accuracy (encrypted)"] = f"{report['accuracy']:.2%}"
+    return html_report(path, title="shaper: encrypted MNIST CNN inference", images=images,
+                       labels=report.get("labels"), predicted=report["predicted"], confusion=report.get("confusion"),
+                       phases=report["phases"], summary=summary)
+
+
+# -- training ---------------------------------------------------------------------------------------
+
+def train_job(out: str | os.PathLike, *, mnist_dir: str | os.PathLike | None = None, epochs: int | None = None,
+              seed: int = 0, learning_rate: float | None = None, shift: int | None = None, float64: bool = False,
+              overwrite: bool = False, progress: Callable[[int, int, float, float], None] | None = None) -> dict:
+    """Trains the CNN on the 5,000-image MNIST subset (``shaper cnn train``), evaluates it on the
+    10,000-image test set and writes the weights file ``out`` (float32 unless ``float64``; the
+    training settings, data hash and test accuracy in it). ``None`` options take
+    :func:`shaper.ml.cnn.train`'s defaults. Returns the figures: seconds, images, accuracies,
+    largest absolute value per layer on the test set, the file and its size."""
+    target = Path(out)
+    if target.exists() and not overwrite:
+        raise ConfigError(f"{target} exists; pass --overwrite to replace it")
+    directory = mnist.data_dir(mnist_dir)
+    train_images, train_labels = mnist.load_train_subset(directory)
+    test_images, test_labels = mnist.load_test(directory)
+    options = {k: v for k, v in (("epochs", epochs), ("learning_rate", learning_rate), ("shift", shift))
+               if v is not None}
+    started = time.perf_counter()
+    model = train(train_images / 255.0, train_labels, seed=seed, progress=progress, **options)
+    seconds = time.perf_counter() - started
+    dtype = np.float64 if float64 else np.float32
+    model = model.rounded(dtype)
+    test_x = test_images / 255.0
+    accuracy = model.accuracy(test_x, test_labels)
+    layers = model.layers(test_x)
+    training = dict(model.training or {})
+    training.update(data=mnist.TRAIN_SUBSET, data_sha256=mnist.sha256(directory / mnist.TRAIN_SUBSET),
+                    seconds=round(seconds, 1), dtype=np.dtype(dtype).name)
+    model = replace(model, training=training, test_accuracy=accuracy)
+    model.save(target, overwrite=overwrite, dtype=dtype)
+    sample_images, sample_labels = mnist.sample()
+    return {"out": str(target), "bytes": target.stat().st_size, "dtype": np.dtype(dtype).name, "seconds": seconds,
+            "images": len(train_images), "data": str(directory), "test_images": len(test_images),
+            "test_accuracy": accuracy, "sample_accuracy": model.accuracy(sample_images / 255.0, sample_labels),
+            "largest": {name: float(np.abs(layers[name]).max()) for name in ("conv", "act1", "fc1", "act2", "logits")}}

@@ -1,0 +1,125 @@
+"""GMPFHE's key generation: single-key CKKS keys generated inside the n-party MPC.
+
+The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
+with square pairs; s(X^g) is local on the shares; the uniform ``a`` polynomials come from
+jointly drawn seeds; the errors are sampled in the MPC (``method="exact"``) or by each party on
+its own (``"local"``). Each key is this party's local share
+(:mod:`shaper.crypto.ckks.multiparty`) opened to every party; a joint test decryption checks the
+result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...crypto import ckks
+from ...crypto.ckks.keys import expand_seed
+from ...crypto.ckks.multiparty import (
+    check_bound,
+    check_vectors,
+    local_errors,
+    public_key_share,
+    square_share,
+    switching_key_share,
+)
+from ...crypto.prg import Prg
+from ...errors import ConfigError, KeyValidationError
+from ...net.phases import Phases, Progress
+from .decrypt import decrypt
+from .keystore import JointKeys
+from .polys import joint_seed, open_rows, share_rows
+
+__all__ = ["METHODS", "check_keys", "keygen"]
+
+#: key generation methods: the paper's (errors sampled in MPC) and the local-noise variant
+METHODS = ("exact", "local")
+
+
+def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (), conjugation: bool = False,
+           method: str = "exact", check: bool = True, progress: Progress | None = None) -> JointKeys:
+    """Generates single-key CKKS keys inside the MPC; every party calls this with its engine.
+
+    The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
+    with square pairs; s(X^g) is local on the shares; the uniform ``a`` polynomials come from
+    jointly drawn seeds. ``method`` "exact" samples every error (sigma 3.2) in the MPC, "local"
+    lets each party add its own (module docstring). The public, relinearisation and rotation
+    keys are opened; with ``check`` a jointly chosen test vector is encrypted, multiplied,
+    rotated and jointly decrypted, and a key that does not work raises
+    :class:`~shaper.errors.KeyValidationError`. ``progress`` gets one event per phase start and
+    end (time, bytes this party sent)."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown key-generation method {method!r}; choose from {', '.join(METHODS)}")
+    rotations = [int(r) for r in rotations]
+    ctx = params.context
+    primes = params.primes
+    rows = list(range(len(primes)))
+    n = params.n
+    me, parties = engine.session.index, engine.session.n
+    phases = Phases(engine, progress)
+
+    def secret() -> np.ndarray:
+        s = share_rows(engine.ternary((n,), primes))
+        ctx.ntt(s, rows)
+        return s
+
+    s = phases.run("secret key (ternary)", secret, n)
+
+    def errors(count: int) -> np.ndarray:
+        if method == "local":  # this party's own error, added to its share
+            return local_errors(params, count)
+        e = engine.gaussian(count * n, primes).share.reshape(count, n, len(primes))
+        out = np.ascontiguousarray(np.swapaxes(e, 1, 2))  # (count, R, N)
+        ctx.ntt(out, rows)
+        return out
+
+    def public_key() -> ckks.PublicKey:  # b = -a s + e
+        seed = joint_seed(engine, "pk")
+        a = expand_seed(params, seed, rows, 1)[0]
+        b = public_key_share(params, s, a, errors(1)[0])
+        return ckks.PublicKey(params, np.stack([open_rows(engine, b, primes), a]), seed)
+
+    public = phases.run("public key", public_key, n)
+
+    def square() -> np.ndarray:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
+        alpha, alpha2 = engine.square_pairs(n, primes)
+        alpha, alpha2 = share_rows(alpha), share_rows(alpha2)
+        d = open_rows(engine, ctx.sub(s, alpha, rows), primes)
+        return square_share(params, d, alpha, alpha2, me == 0)
+
+    def switching(target: np.ndarray, galois: int, what: str) -> ckks.SwitchingKey:
+        digits = len(params.moduli)
+        seed = joint_seed(engine, what)
+        a = expand_seed(params, seed, rows, digits)
+        b = switching_key_share(params, s, target, a, errors(digits))
+        return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([open_rows(engine, b, primes), a], axis=1)),
+                                 galois, seed)
+
+    s2 = phases.run("s^2 (square pairs)", square, n * len(primes))
+    relin = phases.run("relinearisation key", lambda: switching(s2, 0, "rlk"), n * len(params.moduli))
+    elements = [ckks.galois_element(params, r) for r in rotations]
+    if conjugation:
+        elements.append(ckks.conjugation_element(params))
+    galois: dict[int, ckks.SwitchingKey] = {}
+    for g in dict.fromkeys(elements):
+        galois[g] = phases.run(f"rotation key g={g}", lambda g=g: switching(ctx.automorph(s, g), g, f"galois-{g}"),
+                               n * len(params.moduli))
+    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done)
+    if check:
+        phases.run("check (joint test decryption)", lambda: check_keys(engine, keys, rotations, conjugation))
+    return keys
+
+
+def check_keys(engine: Any, keys: JointKeys, rotations: list[int], conjugation: bool) -> None:
+    """Encrypts a jointly drawn test vector under the opened public key, squares it (relinearisation
+    key) and sums its rotations (every rotation key), decrypts both jointly and compares; raises
+    :class:`~shaper.errors.KeyValidationError` for a key that fails."""
+    params = keys.params
+    prg = Prg(joint_seed(engine, "check"))
+    for what, c, expected in check_vectors(params, keys.public, keys.evaluator(), prg, rotations, conjugation):
+        got = decrypt(engine, keys.share, c)
+        err = float(np.max(np.abs(got - expected)))
+        if not err < check_bound(params, c.scale, len(rotations) + conjugation):
+            raise KeyValidationError(f"the jointly generated {what} fails its test decryption (error {err:.3g})")
