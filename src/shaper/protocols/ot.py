@@ -55,8 +55,9 @@ import numpy as np
 
 from ..errors import ConfigError, FrameError
 from ..kernels import ot as ot_kernel
+from ..kernels.modq import Ring, lift_public, mul_mod
 
-__all__ = ["CHUNK_OTS", "K", "OtLinks", "links_for"]
+__all__ = ["CHUNK_OTS", "K", "InsecureLinks", "OtLinks", "links_for"]
 
 LABEL = b"shaper/nparty/ot-link/v1"
 BASE = 128            # base OTs per direction (the extension's security parameter)
@@ -273,6 +274,66 @@ class OtLinks:
                 out[c * step:c * step + len(part)] ^= mine ^ (part & d)
 
         self._stream(-(-len(a) // step), start, serve, finish)
+        self.ots += 2 * 64 * len(a) * len(others)
+        return out
+
+
+class InsecureLinks:
+    """The :class:`OtLinks` interface computed in the clear (INSECURE: each receiver sends its
+    choice values to the sender). For tests only, beside dealer triples, so that the
+    conversions and samplers run where the native extension is not built; the outputs have the
+    same relations (shares of a_s * b_r) and every share is masked by the session's CSPRNG, but
+    every sender learns every receiver's choices. Tags count per peer, as :class:`OtLinks`'s do,
+    so parties that sit out an operation stay in step."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.me = session.index
+        self.ots = 0
+        self._steps: dict[int, int] = {}
+
+    def _tag(self, peer: int, what: str) -> str:
+        self._steps[peer] = self._steps.get(peer, 0) + 1
+        return f"clear-ot-{what}-{self._steps[peer]}"
+
+    def cot(self, receive: Mapping[int, np.ndarray], send: Mapping[int, np.ndarray], moduli: Sequence[int],
+            bits: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """See :meth:`OtLinks.cot`: the same outputs, computed in the clear."""
+        ring, k, ses = Ring(moduli), len(moduli), self.session
+        tags = {p: self._tag(p, "cot") for p in sorted(set(receive) | set(send))}
+        for p, b in receive.items():
+            ses.send(p, np.ascontiguousarray(b, dtype=np.uint64), tags[p] + "b")
+        as_sender = {}
+        for p, a in send.items():
+            a = np.ascontiguousarray(a, dtype=np.uint64).reshape(len(a), k)
+            b = ses.recv_array(p, tags[p] + "b", dtype=np.uint64, shape=(len(a),))
+            product = a * b[:, None] if ring.wrap else mul_mod(a, lift_public(b, moduli), moduli)
+            mine = np.stack([ses.prg.below(q, len(a)) if q else ses.prg.uint64(len(a)) for q in ring.moduli], axis=-1)
+            ses.send(p, ring.sub(product, mine), tags[p] + "c")
+            as_sender[p] = mine
+        as_receiver = {p: ses.recv_array(p, tags[p] + "c", dtype=np.uint64, shape=(len(b), k))
+                       for p, b in receive.items()}
+        self.ots += bits * (sum(len(v) for v in receive.values()) + sum(len(a) for a in send.values()))
+        return as_receiver, as_sender
+
+    def bit_cross(self, a: np.ndarray, b: np.ndarray, peers: Sequence[int] | None = None) -> np.ndarray:
+        """See :meth:`OtLinks.bit_cross`: the same XOR shares, computed in the clear."""
+        a = np.ascontiguousarray(a, dtype=np.uint64)
+        b = np.ascontiguousarray(b, dtype=np.uint64)
+        if a.shape != b.shape or a.ndim != 1:
+            raise ValueError(f"bit_cross needs two packed word vectors of one length, got {a.shape} and {b.shape}")
+        others = [p for p in (range(self.session.n) if peers is None else peers) if p != self.me]
+        ses = self.session
+        tags = {p: self._tag(p, "bits") for p in others}
+        out = np.zeros_like(a)
+        for p in others:
+            ses.send(p, b, tags[p] + "b")
+        for p in others:
+            mask = ses.prg.uint64(a.shape)
+            ses.send(p, (a & ses.recv_array(p, tags[p] + "b", dtype=np.uint64, shape=a.shape)) ^ mask, tags[p] + "d")
+            out ^= mask
+        for p in others:
+            out ^= ses.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=a.shape)
         self.ots += 2 * 64 * len(a) * len(others)
         return out
 

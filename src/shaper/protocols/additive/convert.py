@@ -35,7 +35,6 @@ import numpy as np
 
 from ...kernels.modq import Ring, basis, pack_bits, unpack_bits
 from ..api import ModShares, XorShares
-from ..ot import links_for
 
 __all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
 
@@ -44,7 +43,7 @@ def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.nda
     """acc + beta_k * D for a private bit beta_k of party k and a shared D (this party's share
     ``delta``, (e, L')): party k's term is local, each m < k sends one correlated OT."""
 
-    me, links = engine.me, links_for(engine.session)
+    me, links = engine.me, engine.ot_links()
     flat = delta.reshape(len(choice), -1)
     mods = list(ring.moduli) * (flat.shape[1] // len(ring.moduli))
     if me == k:

@@ -136,6 +136,10 @@ class AdditiveEngine(FieldOps, AdditiveSharing):
         out = SharedArray(self, z, x.frac_bits + y.frac_bits)
         return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
 
+    def ot_links(self) -> Any:
+        """The correlated-OT links of the conversions and samplers (the triple source's)."""
+        return self.triple_source.links(self)
+
     def _elementwise_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``count`` fresh Beaver triples over Z_2^64 (an engine with a store takes them from it)."""
         return self.triple_source.elementwise(self, count)

@@ -37,7 +37,6 @@ import numpy as np
 from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
 from ...kernels.modq import basis, sub_mod
 from ..api import ModShares, XorShares
-from ..ot import links_for
 
 __all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
            "uniform"]
@@ -150,7 +149,7 @@ def _rotate_by_private(engine: Any, v: np.ndarray, q: int, amounts: np.ndarray) 
     B, M = v.shape
     chunk = 256
     chunks = -(-M // chunk)
-    links = links_for(engine.session)
+    links = engine.ot_links()
     ring_q = np.uint64(q)
     for k in range(1, engine.parties):
         for b in range(max(1, (M - 1).bit_length())):

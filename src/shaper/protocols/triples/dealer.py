@@ -14,6 +14,7 @@ import numpy as np
 
 from ...crypto.prg import Prg
 from ...kernels.modq import matmul_mod, mul_mod, sub_mod
+from ..ot import InsecureLinks
 from .source import Triple, TripleSource
 
 __all__ = ["InsecureDealer", "dealer_matrix_triple_insecure", "dealer_triples_insecure",
@@ -66,6 +67,15 @@ class InsecureDealer(TripleSource):
 
     def __init__(self) -> None:
         self._prg: Prg | None = None
+        self._links: InsecureLinks | None = None
+
+    def links(self, engine: Any) -> InsecureLinks:
+        """Correlated OTs computed in the clear (INSECURE, like the triples: for tests, and so that
+        conversions and samplers run without the native extension)."""
+        if self._links is None:
+            warnings.warn("dealer OTs: receivers show their choices to senders; use for tests only", stacklevel=2)
+            self._links = InsecureLinks(engine.session)
+        return self._links
 
     def _shared(self, engine: Any) -> Prg:
         if self._prg is None:

@@ -39,7 +39,6 @@ import numpy as np
 
 from ...kernels.modq import Ring, add_mod, matmul_mod, mul_mod
 from ..additive.convert import bits_to_ring
-from ..ot import links_for
 from .source import Triple, TripleSource
 
 __all__ = ["OtTriples"]
@@ -48,7 +47,7 @@ MAX_OFFSETS = 256  # offsets per choice bit in one call (the hash tweak's column
 
 
 def _links(engine: Any) -> Any:
-    return links_for(engine.session)
+    return engine.ot_links()
 
 
 def _cross(engine: Any, offsets: np.ndarray, values: np.ndarray, moduli: list[int], bits: int) -> np.ndarray:

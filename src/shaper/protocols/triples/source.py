@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..api import UnsupportedConversion
+from ..ot import links_for
 from .store import TriplesExhausted
 
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -52,6 +53,12 @@ class TripleSource(ABC):
     def mod_matrix(self, engine: Any, m: int, k: int, n: int, modulus: int) -> Triple:
         """One matrix triple mod an odd modulus: shares of A (m, k), B (k, n), C = A @ B mod q."""
         raise UnsupportedConversion(f"the {self.name} triple source makes no prime-field matrix triples")
+
+    def links(self, engine: Any) -> Any:
+        """The correlated-OT links the engine's conversions and samplers use (Z_2 -> Z_q,
+        Z_3 -> Z_q, private rotations): OT extension among the parties
+        (:class:`~shaper.protocols.ot.OtLinks`, one per session)."""
+        return links_for(engine.session)
 
     def powers(self, engine: Any, count: int, moduli: tuple[int, ...], degree: int) -> np.ndarray:
         """``count`` power tuples over a basis of odd moduli: shares (degree, count, L) of a, a^2,
