@@ -100,3 +100,23 @@ def executor_job(session, X, y, params):
     out["kernel"] = kernel.name
     out["ray_chunks"] = None if pool is None else pool.stats["chunks"]
     return out
+
+
+def events_job(session, X, y, params, validation=None):
+    """``train_job`` that also returns the epoch events it saw (and the measures they name)."""
+    Xm, ym = split(session, X, y)
+    val = None if validation is None else split(session, *validation)
+    events = []
+    model = VerticalLogisticRegression(**params)
+    model.fit(session, Xm, ym, validation=val, progress=lambda e: events.append(e) if e["event"] == "epoch" else None)
+    return {"events": events, "measures": model.measures_, "history": model.history_}
+
+
+def scores_job(session, X, y, columns, params):
+    """Both parties of a job trained on ``columns`` (host, guest) of X: the in-job scores of the
+    training rows (logits at the guest, None at the host) and each party's weights and constant."""
+    guest = session.index == 1
+    c = columns[session.index]
+    model = VerticalLogisticRegression(**params)
+    model.fit(session, X[:, c], y if guest else None)
+    return {"z": model.decision_function(session, X[:, c]), "coef": model.coef_, "intercept": model.intercept_}

@@ -208,6 +208,39 @@ def test_vertical_roles_and_settings_are_checked():
         HeteroLinearModel("logistic").fit(None, np.ones((3, 2)), np.array([0, 1, 2]), role="guest")
 
 
+def _scores_party(session, parts, X, ids):
+    from shaper.ml.scoring import joint_scores
+
+    part = parts.get(session.name)
+    c = None if part is None else part.columns
+    return joint_scores(session, part, None if part is None else X[:, c], None if part is None else ids)
+
+
+def test_joint_scores_add_every_part_once_at_the_guest():
+    """Scoring on real hosts: the guest gets sum_p (x_p . coef_p + intercept_p), each constant
+    once; with two hosts their parts reach it masked, so only their sum is learnt; the others
+    (hosts, an arbiter in the parties file) get nothing."""
+    from shaper.ml.scoring import LinearPart, local_scores
+
+    rng = np.random.default_rng(4)  # test data
+    X, ids = rng.normal(size=(50, 7)), np.array([f"r{i}" for i in range(50)])
+    cols = {"guest": np.arange(0, 3), "host-a": np.arange(3, 5), "host-b": np.arange(5, 7)}
+    parts = {name: LinearPart(rng.normal(size=c.size), float(rng.normal()), "guest" if name == "guest" else "host",
+                              columns=c) for name, c in cols.items()}
+    res = dict(zip(VERTICAL, run_in_memory(VERTICAL, _scores_party, parts, X, ids)))
+    want = sum(X[:, c] @ parts[n].coef + parts[n].intercept for n, c in cols.items())
+    np.testing.assert_allclose(res["guest"], want, atol=1e-6)
+    np.testing.assert_allclose(local_scores(list(parts.values()), X), want, atol=1e-12)
+    assert res["host-a"] is None and res["host-b"] is None and res["arbiter"] is None
+
+    def shuffled(session):
+        rows = slice(None, None, -1) if session.name == "host-b" else slice(None)
+        return _scores_party(session, parts, X[rows], ids[rows])
+
+    with pytest.raises(PartyError, match="different row set or order"):
+        run_in_memory(VERTICAL, shuffled)
+
+
 # -- horizontal ------------------------------------------------------------------------------------------
 CLIENTS = [f"client-{i}" for i in range(5)]
 

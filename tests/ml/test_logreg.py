@@ -2,6 +2,7 @@
 checkpoint/resume, monitoring and prediction."""
 
 import json
+import re
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,7 +11,8 @@ import pytest
 from shaper.errors import ConfigError, PartyError
 from shaper.ml.logreg import LRParams, reference_sgd
 from shaper.ml.logreg.features import ColumnScaler
-from shaper.ml.report import html_report, jsonl_writer
+from shaper.jobs.progress import jsonl_writer
+from shaper.jobs.report import html_report
 from shaper.net import launch, run_in_memory
 
 from . import jobs as J
@@ -120,6 +122,24 @@ def test_one_settings_digest_for_every_training_job():
             HeteroParams(**bad)
     with pytest.raises(ConfigError, match="learning_rate must be a positive number"):
         FedAvgParams(learning_rate="auto")
+
+
+def test_epoch_lines_name_what_each_loss_measures():
+    """The training loss (squared error of the linear sigmoid on sampled rows, what SGD minimises
+    and the divergence rule watches) and the monitored log-loss are different measures: every
+    epoch event says which is which, and the line `lr train` prints names them."""
+    from shaper.jobs.progress import epoch_line
+
+    X, y = J.data(rows=120)
+    host, guest = run_in_memory(2, J.events_job, X, y, SMALL, (X, y))
+    for party in (host, guest):
+        assert party["measures"] == {"train_loss": "squared error of the linear sigmoid, sampled rows",
+                                     "loss": "validation log-loss"}
+        assert all(e["measures"] == party["measures"] for e in party["events"]) and len(party["events"]) == 2
+    line = epoch_line(guest["events"][-1])
+    assert re.fullmatch(r"train loss \d\.\d{4} \(squared error of the linear sigmoid, sampled rows\)  "
+                        r"validation log-loss \d\.\d{4}  AUC \d\.\d{4}", line), line
+    assert "val loss" not in epoch_line(guest["history"][-1], guest["measures"])
 
 
 def test_kill_mid_epoch_then_resume_gives_the_uninterrupted_model(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import command, learning_rate
+from .common import command, json_option, key_bits_option, learning_rate
 
 
 def add_parser(subparsers: Any) -> None:
@@ -18,25 +18,25 @@ def add_parser(subparsers: Any) -> None:
     demo.add_argument("--batch-size", type=int, default=64, help="rows per mini-batch")
     demo.add_argument("--learning-rate", type=learning_rate, default="auto",
                       help="SGD step size, or 'auto' (from the data's curvature, docs/logreg.md)")
-    demo.add_argument("--key-bits", type=int, default=2048, help="each party's key size")
+    key_bits_option(demo, "each party's key size")
     demo.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="additively homomorphic scheme")
     demo.add_argument("--layout", choices=["encrypted", "caesar"], default="encrypted",
                       help="encrypted weights, or CAESAR's secret-shared weights (docs/logreg.md)")
     demo.add_argument("--report", default="shaper-demo-report.html", metavar="PATH",
                       help="HTML report with the loss and AUC curves ('' to skip)")
     demo.add_argument("--events", metavar="PATH", help="also write progress events as JSON lines")
-    demo.add_argument("--json", metavar="PATH", help="also write the final figures as JSON")
+    json_option(demo, "also write the final figures as JSON ('-': standard output)")
 
     he = command(subparsers, "demo-he", run_demo_he,
                  "additive-HE tour: encrypted sparse mat-vec, packing, checked",
                  "Party B encrypts a vector; party A multiplies its sparse matrix with it without the key and "
                  "packs the results; every value is checked against numpy.")
-    he.add_argument("--bits", type=int, default=2048, help="key size")
+    key_bits_option(he, "key size", old="--bits")
     he.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="additively homomorphic scheme")
     he.add_argument("--rows", type=int, default=2000, help="rows of A's sparse matrix")
     he.add_argument("--cols", type=int, default=300, help="columns (length of B's vector)")
     he.add_argument("--density", type=float, default=0.01, help="fraction of non-zero entries in A's matrix")
-    he.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    json_option(he)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -52,6 +52,6 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_demo_he(args: argparse.Namespace) -> int:
     from ..jobs import he
 
-    he.run(bits=args.bits, scheme=args.scheme, rows=args.rows, cols=args.cols, density=args.density,
+    he.run(key_bits=args.key_bits, scheme=args.scheme, rows=args.rows, cols=args.cols, density=args.density,
            json_path=args.json)
     return 0

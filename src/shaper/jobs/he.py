@@ -1,4 +1,4 @@
-"""``shaper demo``: a tour of the additive-HE engine on a SHAPER-style workload.
+"""``shaper demo-he``: a tour of the additive-HE engine on a SHAPER-style workload.
 
 Party B encrypts a weight vector under its own key; party A, holding a sparse 0/1 feature matrix
 (one-hot style, as in the SHAPER workload), computes X @ Enc(w) without seeing w, adds its
@@ -8,7 +8,6 @@ against numpy, and the timings are printed per operation.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -21,6 +20,7 @@ from .. import __version__
 from ..crypto import ou, pack, paillier
 from ..crypto.prg import default_prg
 from ..kernels import get_kernel, workers
+from .report import write_json
 
 
 def _synthetic(rows: int, cols: int, density: float) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
@@ -35,10 +35,10 @@ def _synthetic(rows: int, cols: int, density: float) -> tuple[sp.csr_matrix, np.
     return X, w, offsets
 
 
-def run(bits: int = 2048, scheme: str = "paillier", rows: int = 2000, cols: int = 300,
+def run(key_bits: int = 2048, scheme: str = "paillier", rows: int = 2000, cols: int = 300,
         density: float = 0.01, json_path: str | None = None, console: Console | None = None) -> dict[str, Any]:
     console = console or Console()
-    console.print(f"[bold]shaper {__version__}[/bold] additive-HE demo: {scheme} {bits}-bit, "
+    console.print(f"[bold]shaper {__version__}[/bold] additive-HE demo: {scheme} {key_bits}-bit, "
                   f"kernel {get_kernel().name} on {workers()} worker(s)")
     timings: list[tuple[str, float, int]] = []
 
@@ -52,7 +52,7 @@ def run(bits: int = 2048, scheme: str = "paillier", rows: int = 2000, cols: int 
         return result
 
     module = paillier if scheme == "paillier" else ou
-    pk, sk = step("B generates its key pair", 1, lambda: module.keygen(bits))
+    pk, sk = step("B generates its key pair", 1, lambda: module.keygen(key_bits))
     X, w, offsets = _synthetic(rows, cols, density)
     expected = X @ w + offsets
 
@@ -82,15 +82,13 @@ def run(bits: int = 2048, scheme: str = "paillier", rows: int = 2000, cols: int 
                   f"  (total {total:.1f} s)")
 
     summary = {
-        "scheme": scheme, "key_bits": bits, "rows": rows, "cols": cols, "nnz": int(X.nnz),
+        "scheme": scheme, "key_bits": key_bits, "rows": rows, "cols": cols, "nnz": int(X.nnz),
         "correct": correct, "workers": workers(), "seconds": round(sum(t for _, t, _ in timings), 3), "packed_bytes": wire_bytes, "unpacked_bytes": plain_bytes,
         "slots_per_ciphertext": packed.layout.slots,
         "steps": [{"step": label, "seconds": round(s, 4), "count": c} for label, s, c in timings],
     }
     if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(summary, fh, indent=1)
-        console.print(f"wrote {json_path}")
+        console.print(f"wrote the figures to {write_json(json_path, summary)}")
     if not correct:
         raise SystemExit("demo result mismatch")
     return summary

@@ -1,8 +1,12 @@
-"""The live training display shared by ``shaper demo`` and ``shaper lr train`` (guest side)."""
+"""Progress of a training job: the live display shared by ``shaper demo`` and ``shaper lr train``
+(guest side), the one line an event deserves in a log, and events written as JSON lines."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import time
+from pathlib import Path
+from typing import IO, Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -55,13 +59,30 @@ def event_line(event: dict) -> str | None:
     return None
 
 
-def epoch_line(record: dict) -> str:
-    """'train loss 0.0712  val loss 0.1033  AUC 0.9931' from an epoch record (what is known)."""
+def epoch_line(record: dict, measures: dict[str, str] | None = None) -> str:
+    """'train loss 0.0712 (squared error of the linear sigmoid, sampled rows)  validation log-loss
+    0.1033  AUC 0.9931' from an epoch record (what is known): each loss is named for what it
+    measures (``measures``, or the ``"measures"`` an epoch event carries), since the training loss
+    a job watches and the loss of its monitored rows are different quantities."""
+    measures = measures or record.get("measures") or {}
     parts = []
     if record.get("train_loss") is not None:
-        parts.append(f"train loss {record['train_loss']:.4f}")
+        what = measures.get("train_loss")
+        parts.append(f"train loss {record['train_loss']:.4f}" + (f" ({what})" if what else ""))
     if record.get("loss") is not None:
-        parts.append(f"val loss {record['loss']:.4f}")
-    if record.get("auc") is not None:
-        parts.append(f"AUC {record['auc']:.4f}")
+        parts.append(f"{measures.get('loss', 'validation loss')} {record['loss']:.4f}")
+    for key, name in (("auc", "AUC"), ("r2", "R²"), ("accuracy", "accuracy")):
+        if record.get(key) is not None:
+            parts.append(f"{name} {record[key]:.4f}")
     return "  ".join(parts)
+
+
+def jsonl_writer(target: str | Path | IO[str]) -> Callable[[dict], None]:
+    """A progress callback writing each event as one JSON line (with a wall-clock time)."""
+    fh = open(target, "a", buffering=1) if isinstance(target, (str, Path)) else target
+
+    def write(event: dict) -> None:
+        fh.write(json.dumps({"time": round(time.time(), 3), **event}) + "\n")
+        fh.flush()
+
+    return write

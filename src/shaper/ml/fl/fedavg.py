@@ -81,6 +81,7 @@ class FederatedAveraging:
         self.stats_: dict = {}
         self.resumed_from_: int | None = None
         self.model_: Any = None
+        self.measures_ = measures(self.params)  # what history_'s losses measure
 
     def set_params(self, **params: Any) -> "FederatedAveraging":
         self.params = replace(self.params, **params)
@@ -92,6 +93,7 @@ class FederatedAveraging:
             raise ConfigError(f"role must be one of {ROLES}, got {role!r}")
         progress = progress or (lambda event: None)
         params = self.params
+        self.measures_ = measures(params)
         meter = Meter(session)
         ops0 = counters.snapshot()
         if role == "client":
@@ -151,7 +153,7 @@ class FederatedAveraging:
                                     "params": glob.tolist() if role == "client" else None}, {}, None, None)
             progress({"event": "iteration", "epoch": rnd + 1, "epochs": params.rounds, "iteration": 1,
                       "iterations": 1, "times": lap})
-            progress({"event": "epoch", "epochs": params.rounds, **record,
+            progress({"event": "epoch", "epochs": params.rounds, **record, "measures": self.measures_,
                       "included": len(info.get("included") or [])})
         self.params_ = glob if role == "client" else None
         traffic = meter.read()
@@ -186,6 +188,14 @@ class FederatedAveraging:
         if self.params_ is None:
             raise ConfigError("only a client that finished fit() holds the model")
         return self.model_.predict(self.params_, np.asarray(X, dtype=float))
+
+
+def measures(params: FedAvgParams) -> dict[str, str]:
+    """What the losses of a round's record measure: the model's own loss (with its L2 penalty) on
+    the client's rows (``train_loss``) and on the validation rows (``loss``)."""
+    kind = {"logistic": "log-loss", "linear": "half squared error", "mlp": "cross-entropy"}[params.model]
+    penalty = " + L2 penalty" if params.l2 else ""
+    return {"train_loss": f"{kind}{penalty}, this client's rows", "loss": f"validation {kind}{penalty}"}
 
 
 def _roles(hellos: dict) -> tuple[str, list[str]]:

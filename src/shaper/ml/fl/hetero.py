@@ -99,6 +99,7 @@ class HeteroLinearModel:
         self.role_: str | None = None
         self.resumed_from_: int | None = None
         self.learning_rate_: float | None = None    # the base step in force (learning_rate="auto": the one chosen)
+        self.measures_ = measures(self.params.model, self.params.l2)  # what history_'s losses measure
         self._job: _Job | None = None
 
     def set_params(self, **params: Any) -> "HeteroLinearModel":
@@ -135,6 +136,7 @@ class _Job:
     def __init__(self, model: HeteroLinearModel, session: Any, role: str, X: Any, y: Any, validation: Any,
                  progress: Callable[[dict], None] | None) -> None:
         self.model, self.params, self.progress = model, model.params, progress or (lambda event: None)
+        model.measures_ = measures(self.params.model, self.params.l2)
         if role not in proto.ROLES:
             raise ConfigError(f"role must be one of {proto.ROLES}, got {role!r}")
         self.role = role
@@ -345,7 +347,7 @@ class _Job:
                 record.update(self._validate(f"fl-val-{epoch}"))
             self.model.history_.append(record)
             self._save(epoch + 1)
-            self.progress({"event": "epoch", "epochs": epochs, **record})
+            self.progress({"event": "epoch", "epochs": epochs, **record, "measures": self.model.measures_})
             if status.get("stop"):
                 converged = True
                 break
@@ -455,6 +457,16 @@ class _Job:
                         {k: it[k] for k in ("seconds", *CATEGORIES, "wait", "other")} for it in steps]),
                     "bytes_sent": traffic.bytes_sent, "bytes_received": traffic.bytes_received,
                     "crypto": counters.diff(ops0), "backend": self.params.backend, "key_bits": self.params.key_bits}
+
+
+def measures(model: str, l2: float = 0.0) -> dict[str, str]:
+    """What the losses of an epoch record measure: ``train_loss`` is the loss the job trains on
+    (the Taylor expansion of the log-loss, or half the squared error, plus the L2 penalty), ``loss``
+    the exact loss of the validation rows."""
+    penalty = " + L2 penalty" if l2 else ""
+    if model == "logistic":
+        return {"train_loss": f"second-order Taylor log-loss{penalty}", "loss": "validation log-loss"}
+    return {"train_loss": f"half squared error{penalty}", "loss": "validation half squared error"}
 
 
 def batch_sizes(rows: int, batch_size: int | None) -> list[int]:

@@ -52,6 +52,7 @@ class VerticalLogisticRegression:
         self.precond_: np.ndarray | None = None  # this party's preconditioner D (stability)
         self.scaler_: ColumnScaler | None = None  # this party's standardisation, if any
         self.resumed_from_: int | None = None  # the checkpointed epoch the last fit resumed from
+        self.measures_: dict[str, str] = measures(False)  # what "train_loss" and "loss" of history_ measure
         self._state: Layout | None = None
 
     def set_params(self, **params: Any) -> "VerticalLogisticRegression":
@@ -247,6 +248,7 @@ class _Training:
     def _epochs(self, start_epoch: int, ckpt: Checkpointer | None, started: float) -> bool:
         """Train, monitor and checkpoint the remaining epochs; True when early stopping ended them."""
         monitor_set = self._monitor_set()
+        self.model.measures_ = measures(monitor_set is not None and monitor_set[0] is not self.features)
         patience_left = self.p.early_stopping
         best = min((h["loss"] for h in self.history if h.get("loss") is not None), default=math.inf)
         for epoch in range(start_epoch, self.p.epochs):
@@ -266,7 +268,7 @@ class _Training:
                 elif self.p.early_stopping is not None:
                     patience_left = (patience_left or 0) - 1
             self.history.append(record)
-            self.progress({"event": "epoch", **record, "epochs": self.p.epochs})
+            self.progress({"event": "epoch", **record, "epochs": self.p.epochs, "measures": self.model.measures_})
             if ckpt is not None:
                 self._save(ckpt, epoch + 1)
             if stop:
@@ -388,6 +390,14 @@ class _Training:
             "rounds": self.session.stats.rounds - rounds0, "crypto": counters.diff(ops0),
             "epochs_run": len(self.history), "stopped_early": stopped_early,
         }
+
+
+def measures(validation: bool) -> dict[str, str]:
+    """What the losses of an epoch record measure: ``train_loss`` is the quantity SGD minimises
+    and the divergence rules watch (:mod:`.stability`), the mean squared error of the linear
+    sigmoid on a sample of the epoch's rows; ``loss`` the exact log-loss of the monitored rows."""
+    return {"train_loss": "squared error of the linear sigmoid, sampled rows",
+            "loss": "validation log-loss" if validation else "training log-loss"}
 
 
 class _BackOff(Exception):
