@@ -18,7 +18,6 @@ circuit used here has 6400 ANDs (key schedule included).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from meta import write_json
 from shaper.circuits import bristol
 from shaper.net import NetConfig, launch
 from shaper.protocols import replicated
@@ -58,13 +58,13 @@ def aes_job(session: Any, blocks: int, batches: int, check: int) -> dict:
         before = session.stats.peer(nxt).bytes_sent
         rounds0, ands0 = eng.rounds, eng.and_gates
         t0 = time.perf_counter()
-        k = eng.share_bits(key, 128, blocks, owner=0)
-        p = eng.share_bits(pt, 128, blocks, owner=1)
+        k = eng.share_wires(key, 128, blocks, owner=0)
+        p = eng.share_wires(pt, 128, blocks, owner=1)
         sent_inputs = session.stats.peer(nxt).bytes_sent - before
         out = eng.evaluate(circuit, [k, p])[0]
         sent_and = session.stats.peer(nxt).bytes_sent - before - sent_inputs
         rounds, ands = eng.rounds - rounds0, eng.and_gates - ands0
-        opened = eng.reveal_bits(out, to=2)
+        opened = eng.reveal_wires(out, to=2)
         elapsed = time.perf_counter() - t0
         if b:  # batch 0 warms up (allocations, page faults)
             times.append(elapsed)
@@ -110,7 +110,6 @@ def measure_aes(blocks: int, batches: int, check: int = 2048, config: NetConfig 
         "peak_rss_mib_per_party": [r["peak_rss_mib"] for r in res],
         "parties": "3 processes on this machine, " + ("plain TCP" if config and config.insecure else
                                                       "loopback TLS 1.3"),
-        "cores": os.cpu_count(),
     }
 
 
@@ -174,8 +173,7 @@ def main() -> None:
     if args.json:
         out = {"aes_tls": aes, "ring_tls": ring, "aes_plain_tcp_per_s": plain,
                "published": {"araki_ccs16_aes_per_s": 1_320_000, "araki_cores": 60, "araki_and_per_aes": 5440}}
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
         print(f"wrote {args.json}")
 
 

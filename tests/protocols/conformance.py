@@ -19,8 +19,8 @@ from shaper.protocols.additive import AdditiveEngine
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None  # OT extension is native only
 KEY_BITS = 640  # Paillier keys of the hybrid engine: insecure test size
-ENGINES = ("reference", "hybrid", "replicated", "nparty-2", "nparty-3", "nparty-5")
-PARTIES = {"reference": 1, "hybrid": 2, "replicated": 3, "nparty-2": 2, "nparty-3": 3, "nparty-5": 5}
+ENGINES = ("reference", "hybrid", "replicated", "additive-2", "additive-3", "additive-5")
+PARTIES = {"reference": 1, "hybrid": 2, "replicated": 3, "additive-2": 2, "additive-3": 3, "additive-5": 5}
 
 
 def make_engine(kind, session=None, frac_bits=16):
@@ -31,7 +31,7 @@ def make_engine(kind, session=None, frac_bits=16):
         return Hybrid2PC.setup(session, key_bits=KEY_BITS, triple_source=InsecureDealer(), frac_bits=frac_bits)
     if kind == "replicated":
         return Replicated3PC(session, frac_bits=frac_bits)
-    if kind.startswith("nparty-"):
+    if kind.startswith("additive-"):
         if NATIVE:  # the real preprocessing: OT extension among the parties
             return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=frac_bits)
         warnings.simplefilter("ignore")  # dealer triples warn on purpose
@@ -120,6 +120,46 @@ def prog_conversions(engine):
         except UnsupportedConversion as exc:
             missing[name] = str(exc)
     return sorted(engine.conversions), missing
+
+
+P61 = (1 << 61) - 1
+P50 = 1125899906842597  # the largest prime below 2^50
+BASIS = (P61, P50, 3)  # an RNS basis; its columns are three prime fields
+
+
+def _refusal(fn):
+    """The message of the UnsupportedConversion an engine raises for a domain it does not hold."""
+    from shaper.protocols import UnsupportedConversion
+
+    try:
+        fn()
+    except UnsupportedConversion as exc:
+        return {"refused": str(exc)}
+    return {"refused": None}
+
+
+def prog_mod(engine, xs, ys, mx, my):
+    """Z_q and RNS shares: inputs from both ends, linear operations, public constants, Beaver
+    products, a matrix product over one prime, openings to all and to one party."""
+    if "mod" not in engine.domains:
+        return _refusal(lambda: engine.share_mod(xs, owner=0, moduli=BASIS))
+    x = engine.share_mod(xs, owner=0, moduli=BASIS)
+    y = engine.share_mod(ys, owner=last(engine), moduli=BASIS)
+    a = engine.share_mod(mx, owner=last(engine), moduli=P61)
+    b = engine.share_mod(my, owner=0, moduli=P61)
+    return {"sum": (x + y).reveal(), "diff": (x - y - 7).reveal(), "pub": (x * -3 + 5).reveal(),
+            "prod": (x * y).reveal(), "mm": (a @ b).reveal(), "to0": (x * y + x).reveal(to=0)}
+
+
+def prog_bits(engine, xb, yb):
+    """Z_2 shares (bit-sliced): inputs from both ends, XOR and NOT (local), AND (Beaver bit
+    triples), a public mask, openings to all and to one party."""
+    if "bits" not in engine.domains:
+        return _refusal(lambda: engine.share_bits(xb, owner=0))
+    x = engine.share_bits(xb, owner=0)
+    y = engine.share_bits(yb, owner=last(engine))
+    return {"and": (x & y).reveal(), "xor": (x ^ y).reveal(), "not": (~x).reveal(),
+            "zero": (x & np.uint64(0)).reveal(), "to0": ((x & y) ^ ~y).reveal(to=0)}
 
 
 def prog_errors(engine):

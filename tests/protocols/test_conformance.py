@@ -1,6 +1,7 @@
-"""One suite, every engine: the conformance programs on the plaintext reference, Hybrid2PC
-(two parties), Replicated3PC (three parties) and AdditiveNPC (2, 3 and 5 parties), checked
-against numpy and the reference."""
+"""One suite, every engine and domain: the conformance programs on the plaintext reference,
+Hybrid2PC (two parties), Replicated3PC (three parties) and the additive engine (2, 3 and 5
+parties), over Z_2^64 fixed point, odd moduli / RNS and bits, checked against Python integers,
+numpy and the reference."""
 
 import numpy as np
 import pytest
@@ -113,3 +114,55 @@ def test_errors(kind):
     for r in res:
         assert r["bool"] == "TypeError" and r["lower-scale"] == "ValueError" and r["matmul-shape"] == "ValueError"
     assert res[0]["overflow"] == "PlaintextOverflowError"
+
+
+# -- the other domains: odd moduli (one field and an RNS basis) and bits --------------------------
+XS = [0, 1, -1, C.P61 - 1, 1 << 60, -(1 << 62), 123456789] + list(rng.integers(-(1 << 62), 1 << 62, 9))
+YS = [5, C.P61 - 1, -1, C.P61 - 1, 3, 7, 1 << 49] + list(rng.integers(-(1 << 62), 1 << 62, 9))
+MX, MY = rng.integers(-(1 << 62), 1 << 62, (3, 4)), rng.integers(-(1 << 62), 1 << 62, (4, 2))
+XB, YB = rng.integers(0, 2, (3, 130)).astype(bool), rng.integers(0, 2, (3, 130)).astype(bool)
+DOMAIN_ENGINES = {"reference": {"ring", "mod", "bits"}, "hybrid": {"ring", "mod", "bits"}, "replicated": {"ring"},
+                  "additive-2": {"ring", "mod", "bits"}, "additive-3": {"ring", "mod", "bits"},
+                  "additive-5": {"ring", "mod", "bits"}}
+
+
+def test_every_engine_declares_its_domains():
+    assert set(DOMAIN_ENGINES) == set(C.ENGINES)
+    for kind in C.ENGINES:
+        assert set(C.run(kind, lambda e: set(e.domains))[0]) == DOMAIN_ENGINES[kind]
+
+
+def test_odd_moduli_and_rns_match_python_integers(kind):
+    res = C.run(kind, C.prog_mod, XS, YS, MX, MY)
+    if "mod" not in DOMAIN_ENGINES[kind]:
+        assert all("no 'mod' share domain" in r["refused"] for r in res)
+        return
+    for c, q in enumerate(C.BASIS):
+        want = {"sum": [(int(a) + int(b)) % q for a, b in zip(XS, YS)],
+                "diff": [(int(a) - int(b) - 7) % q for a, b in zip(XS, YS)],
+                "pub": [(-3 * int(a) + 5) % q for a in XS],
+                "prod": [int(a) * int(b) % q for a, b in zip(XS, YS)]}
+        for r in res:
+            for key, vals in want.items():
+                assert [int(v) for v in r[key][:, c]] == vals, (kind, key, q)
+        assert [int(v) for v in res[0]["to0"][:, c]] == [(int(a) * int(b) + int(a)) % q for a, b in zip(XS, YS)]
+    mm = [[sum(int(MX[i, t]) * int(MY[t, j]) for t in range(4)) % C.P61 for j in range(2)] for i in range(3)]
+    assert all(r["mm"][..., 0].tolist() == mm for r in res)
+    assert all(r["to0"] is None for r in res[1:])  # only party 0 learns it
+    ref = C.run("reference", C.prog_mod, XS, YS, MX, MY)[0]
+    for key in ("sum", "diff", "pub", "prod", "mm", "to0"):
+        np.testing.assert_array_equal(res[0][key], ref[key])
+
+
+def test_bits_match_numpy(kind):
+    res = C.run(kind, C.prog_bits, XB, YB)
+    if "bits" not in DOMAIN_ENGINES[kind]:
+        assert all("no 'bits' share domain" in r["refused"] for r in res)
+        return
+    for r in res:
+        np.testing.assert_array_equal(r["and"], XB & YB)
+        np.testing.assert_array_equal(r["xor"], XB ^ YB)
+        np.testing.assert_array_equal(r["not"], ~XB)
+        assert not r["zero"].any()
+    np.testing.assert_array_equal(res[0]["to0"], (XB & YB) ^ ~YB)
+    assert all(r["to0"] is None for r in res[1:])

@@ -62,7 +62,7 @@ def _run_3pc(circuit, inputs, count):
         eng = replicated.Replicated3PC(session)
         mine = [vals if session.index == v % 3 else count for v, vals in enumerate(inputs)]
         outs = replicated.evaluate(session, circuit, mine, engine=eng)
-        opened = [eng.reveal_bits(o) for o in outs]
+        opened = [eng.reveal_wires(o) for o in outs]
         return [bristol.from_bitsliced(rows, count) for rows in opened], eng.rounds, eng.and_gates
 
     results = run_in_memory(3, job, timeout=120)
@@ -216,8 +216,8 @@ def test_views_are_independent_of_the_secret():
     def job(session, bit):
         eng = replicated.Replicated3PC(session)
         vals = [bit] * count
-        a = eng.share_values(vals if session.index == 0 else None, 1, count, owner=0)
-        b = eng.share_values(vals if session.index == 0 else None, 1, count, owner=0)
+        a = eng.share_wire_values(vals if session.index == 0 else None, 1, count, owner=0)
+        b = eng.share_wire_values(vals if session.index == 0 else None, 1, count, owner=0)
         seen = []
         orig = eng._ring_exchange
 
@@ -228,7 +228,7 @@ def test_views_are_independent_of_the_secret():
 
         eng._ring_exchange = spy
         out = eng.evaluate(and_circuit, [a, b])[0]
-        return a.x, a.a, seen[0], eng.reveal_bits(out)
+        return a.x, a.a, seen[0], eng.reveal_wires(out)
 
     def ones_fraction(words):
         return float(np.unpackbits(np.ascontiguousarray(words).view(np.uint8)).mean())
@@ -322,14 +322,14 @@ def _aes_cost_job(session, blocks):
     eng = replicated.Replicated3PC(session)
     words = bristol.words_for(blocks)
     mine = np.frombuffer(session.prg.random_bytes(128 * words * 8), dtype=np.uint64).reshape(128, words)
-    k = eng.share_bits(mine if session.index == 0 else None, 128, blocks, owner=0)
-    p = eng.share_bits(mine if session.index == 1 else None, 128, blocks, owner=1)
+    k = eng.share_wires(mine if session.index == 0 else None, 128, blocks, owner=0)
+    p = eng.share_wires(mine if session.index == 1 else None, 128, blocks, owner=1)
     nxt = eng.names[eng.next]
     before = session.stats.peer(nxt).bytes_sent
     (out,) = eng.evaluate(aes, [k, p])
     sent_and = session.stats.peer(nxt).bytes_sent - before
     result = {"rounds": eng.rounds, "ands": eng.and_gates, "sent_and_bytes": sent_and, "checked": 0}
-    opened = eng.reveal_bits(out, to=2)
+    opened = eng.reveal_wires(out, to=2)
     if session.index in (0, 1):
         session.send(2, mine, tag="aes-check")
         return result
@@ -368,8 +368,8 @@ def test_inputs_from_an_outside_data_holder():
             rows = got[0][1] ^ got[2][0]  # a_0 = x_2 ^ v (any two parties' pairs determine v)
             return bristol.int_to_block(bristol.from_bitsliced(rows, 1)[0]).hex()
         eng = replicated.Replicated3PC(session, parties=names[:3])
-        k = eng.receive_bits("holder", 128, 1)
-        p = eng.receive_bits("holder", 128, 1)
+        k = eng.receive_wires("holder", 128, 1)
+        p = eng.receive_wires("holder", 128, 1)
         out = eng.evaluate(aes, [k, p])[0]
         session.send("holder", np.stack([out.x, out.a]), tag="out")  # the holder reconstructs
         return None
@@ -408,7 +408,7 @@ def test_keystream_fallback_interoperates_with_the_vaes_one():
         k = [bristol.block_to_int(key)] if session.index == 0 else 1
         p = [bristol.block_to_int(pt)] if session.index == 1 else 1
         (out,) = replicated.evaluate(session, aes, [k, p], engine=eng)
-        rows = eng.reveal_bits(out)
+        rows = eng.reveal_wires(out)
         return bristol.int_to_block(bristol.from_bitsliced(rows, 1)[0]).hex()
 
     assert run_in_memory(3, job, timeout=60) == [ct] * 3

@@ -90,7 +90,7 @@ def _circuit_job(session: Any, circuit: bristol.Circuit, values: list[int]) -> l
 def _evaluate(session: Any, circuit: bristol.Circuit, inputs: list, owners: list[int]) -> list[str]:
     eng = replicated.Replicated3PC(session)
     outs = replicated.evaluate(session, circuit, inputs, owners=owners, engine=eng)
-    opened = [eng.reveal_bits(o) for o in outs]
+    opened = [eng.reveal_wires(o) for o in outs]
     return [_hex(bristol.from_bitsliced(rows, 1)[0], w) for rows, w in zip(opened, circuit.outputs)]
 
 

@@ -22,8 +22,10 @@ import numpy as np
 from ..crypto import encoding
 from ..crypto.encoding import SIGMA
 from ..errors import PlaintextOverflowError
+from ..kernels import modq
+from ..kernels.modq import add_mod, basis, lift_public, moduli_array, pack_bits, unpack_bits
 from .additive.shares import AdditiveSharing, IntegerShares, SharedArray
-from .api import Shared, public_matmul
+from .api import ModShares, Shared, XorShares, public_mask, public_matmul
 
 
 class Reference(AdditiveSharing):
@@ -31,6 +33,7 @@ class Reference(AdditiveSharing):
 
     me = 0
     conversions: ClassVar[frozenset[str]] = frozenset({"h2s", "s2h"})
+    domains: ClassVar[frozenset[str]] = frozenset({"ring", "mod", "bits"})
 
     def __init__(self, *, frac_bits: int = 16, sigma: int = SIGMA, parties: int = 2) -> None:
         self.frac_bits = frac_bits
@@ -67,6 +70,42 @@ class Reference(AdditiveSharing):
         z = SharedArray(self, np.matmul(x.share, y.share), x.frac_bits + y.frac_bits)
         return z.truncate(y.frac_bits) if truncate and y.frac_bits else z
 
+    # -- odd moduli and bits, in the clear (the oracle of every engine's other domains) -----------
+    def share_mod(self, values: Any, *, owner: int, moduli: Any) -> ModShares:
+        mods = basis(moduli)
+        return ModShares(self, lift_public(values, mods), mods)
+
+    def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray:
+        return x.share.copy()
+
+    def add_public_mod(self, x: ModShares, values: Any) -> ModShares:
+        return ModShares(self, add_mod(x.share, lift_public(values, x.moduli), moduli_array(x.moduli)), x.moduli)
+
+    def mul_mod(self, x: ModShares, y: ModShares) -> ModShares:
+        x._same(y)
+        return ModShares(self, modq.mul_mod(x.share, y.share, x.moduli), x.moduli)
+
+    def matmul_mod(self, x: ModShares, y: ModShares) -> ModShares:
+        x._same(y)
+        if len(x.moduli) != 1 or len(x.shape) != 2 or len(y.shape) != 2 or x.shape[1] != y.shape[0]:
+            raise ValueError(f"matmul_mod needs (m, k) @ (k, n) over one modulus, got {x.shape} @ {y.shape} "
+                             f"over {len(x.moduli)} moduli")
+        return ModShares(self, modq.matmul_mod(x.share[..., 0], y.share[..., 0], x.moduli[0])[..., None], x.moduli)
+
+    def share_bits(self, bits: Any, *, owner: int) -> XorShares:
+        arr = np.asarray(bits)
+        return XorShares(self, pack_bits(arr), arr.shape[-1])
+
+    def reveal_bits(self, x: XorShares, to: int | None = None) -> np.ndarray:
+        return unpack_bits(x.words, x.bits)
+
+    def xor_public_bits(self, x: XorShares, value: Any) -> XorShares:
+        return XorShares(self, x.words ^ public_mask(value), x.bits)
+
+    def and_bits(self, x: XorShares, y: XorShares) -> XorShares:
+        return XorShares(self, x.words & y.words, max(x.bits, y.bits))
+
+    # -- the HE boundary --------------------------------------------------------------------------
     def h2s(self, values: Any, *, holder: int, value_bits: int | None = None, mode: str = "ring",
             truncate_bits: int = 0, frac_bits: int = 0, **_: Any) -> SharedArray | IntegerShares:
         """``values``: the plaintext integers the ciphertexts would hold (at scale ``frac_bits``)."""

@@ -53,7 +53,9 @@ class Replicated3PC(Engine):
 
     Arithmetic over Z_2^64 follows the engine interface (:mod:`shaper.protocols.api`): shares
     are :class:`RingShares` at a fixed-point scale (``frac_bits``, default 16; 0 for plain ring
-    integers). Boolean circuits run on :class:`BitShares` (:meth:`share_bits`, :meth:`evaluate`).
+    integers). Boolean circuits run on :class:`BitShares` (:meth:`share_wires`, :meth:`evaluate`):
+    circuit wires, bit-sliced over instances, not the engine interface's ``bits`` domain (which
+    this engine does not hold: its ``domains`` are the ring only).
     ``native_prf=False`` forces the pure-Python keystream (tests, comparisons)."""
 
     parties = 3
@@ -114,7 +116,7 @@ class Replicated3PC(Engine):
         return self._recv_array(self.prev, tag=_TAG, dtype=U64, shape=r.shape)
 
     # -- boolean sharing ---------------------------------------------------------------------
-    def share_bits(self, rows: np.ndarray | None, width: int, instances: int, owner: int) -> BitShares:
+    def share_wires(self, rows: np.ndarray | None, width: int, instances: int, owner: int) -> BitShares:
         """Shares bit-sliced rows (width, words) held by ``owner`` (others pass None).
 
         PRF-assisted (Araki et al. §2.3): with j the owner, x_{j+1} comes from the key P_j shares
@@ -142,19 +144,19 @@ class Replicated3PC(Engine):
         a = self._recv_array(owner, tag="rss-in", dtype=U64, shape=shape)
         return BitShares(x, a, instances)
 
-    def share_values(self, values: Sequence[int] | None, width: int, instances: int, owner: int) -> BitShares:
+    def share_wire_values(self, values: Sequence[int] | None, width: int, instances: int, owner: int) -> BitShares:
         """Shares integer values (one per instance, LSB-first on ``width`` wires)."""
         rows = bristol.to_bitsliced(values, width) if self.i == owner else None
-        return self.share_bits(rows, width, instances, owner)
+        return self.share_wires(rows, width, instances, owner)
 
-    def receive_bits(self, holder: str, width: int, instances: int) -> BitShares:
+    def receive_wires(self, holder: str, width: int, instances: int) -> BitShares:
         """Receives this party's pair from an outside data holder — a member of the session that
         is not one of the three computing parties (see :func:`deal_bits`)."""
         shape = (2, width, bristol.words_for(instances))
         both = self.session.recv_array(holder, tag="rss-in", dtype=U64, shape=shape)
         return BitShares(both[0].copy(), both[1].copy(), instances)
 
-    def reveal_bits(self, sh: BitShares, to: int | None = None) -> np.ndarray | None:
+    def reveal_wires(self, sh: BitShares, to: int | None = None) -> np.ndarray | None:
         """Opens bit-sliced rows to party ``to`` (all parties when None)."""
         if to is None or to == self.next:
             self._send(self.next, sh.x, tag="rss-open")
@@ -319,7 +321,7 @@ def _split(v: np.ndarray, boolean: bool, source: prg.Prg) -> list[tuple[np.ndarr
 def deal_bits(rows: np.ndarray) -> list[np.ndarray]:
     """For an outside data holder: the three parties' (2, width, words) share arrays of
     bit-sliced rows (fresh from the process CSPRNG); send element i to computing party i, which
-    calls :meth:`Replicated3PC.receive_bits` with the holder's name."""
+    calls :meth:`Replicated3PC.receive_wires` with the holder's name."""
     parts = _split(np.ascontiguousarray(rows, dtype=U64), boolean=True, source=prg.default_prg())
     return [np.stack(p) for p in parts]
 
@@ -329,7 +331,7 @@ def evaluate(session: Any, circuit: bristol.Circuit, inputs: Sequence[Sequence[i
     """Evaluates ``circuit`` in 3PC: ``inputs[v]`` is input value v's list of instance values at
     its owner (``owners[v]``, default party v mod 3) and None elsewhere; every party must know
     the instance count, so non-owners may pass ``[None] * n`` or an int count. Returns this
-    party's shares of the outputs (reveal them with ``engine.reveal_bits``)."""
+    party's shares of the outputs (reveal them with ``engine.reveal_wires``)."""
     eng = engine or Replicated3PC(session)
     owners = list(owners) if owners is not None else [v % 3 for v in range(len(circuit.inputs))]
     counts = set()
@@ -346,7 +348,7 @@ def evaluate(session: Any, circuit: bristol.Circuit, inputs: Sequence[Sequence[i
         vals = inputs[v] if eng.i == owners[v] else None
         if eng.i == owners[v] and (vals is None or isinstance(vals, int)):
             raise ValueError(f"party {eng.i} owns input value {v} but gave no values")
-        shares.append(eng.share_values(vals, width, n, owners[v]))
+        shares.append(eng.share_wire_values(vals, width, n, owners[v]))
     return eng.evaluate(circuit, shares)
 
 
