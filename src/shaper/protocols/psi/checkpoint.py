@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ...files import write_private
+from ...files import write_atomic, write_private
 
 STATE_VERSION = 1
 
@@ -68,8 +68,7 @@ class PsiCheckpoint:
             write_private(self.dir / name, b"")
         state: dict[str, Any] = {"version": STATE_VERSION, "digest": self.digest, "run": run,
                                  **{k: None if v is None else v.hex() for k, v in secrets.items()}}
-        write_private(self.dir / "state.json.tmp", json.dumps(state).encode())
-        os.replace(self.dir / "state.json.tmp", self.dir / "state.json")
+        write_atomic(self.dir / "state.json", json.dumps(state).encode())
 
     def secret(self, state: dict, name: str) -> bytes | None:
         value = state.get(name)
