@@ -7,16 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXPECTED_ERRORS, HelpFormatter, abort_job, command, party_options
+from .common import EXPECTED_ERRORS, abort_job, command, group, party_options
 
 
 def add_parser(subparsers: Any) -> None:
-    circuit = subparsers.add_parser("circuit", help="Bristol Fashion circuits in three-party replicated sharing",
-                                    formatter_class=HelpFormatter,
-                                    description="Bristol Fashion circuits in three-party replicated sharing "
-                                                "(docs/replicated.md).")
-    circuit.set_defaults(prog=circuit.prog)
-    circuit_sub = circuit.add_subparsers(dest="circuit_command", required=True, metavar="COMMAND")
+    circuit_sub = group(subparsers, "circuit", "Bristol Fashion circuits in three-party replicated sharing",
+                        "Bristol Fashion circuits in three-party replicated sharing (docs/replicated.md).")
     run = command(circuit_sub, "run", run_circuit, "evaluate a Bristol Fashion circuit on hex inputs",
                   "Evaluate a circuit file, or a circuit bundled with shaper by name (aes_128.txt), with three "
                   "parties over TLS: local processes (--local 3, the default), or one party of a job on three hosts "

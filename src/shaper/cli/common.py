@@ -155,6 +155,14 @@ def where(args: argparse.Namespace, *, low: int = 2, high: int = MAX_LOCAL) -> i
     return None
 
 
+def group(subparsers: Any, name: str, help: str, description: str) -> Any:
+    """A command group (``shaper fhe``, ``shaper lr`` ...): its parser, with the shared formatter,
+    and the subparsers its commands are added to (one is required)."""
+    parser = subparsers.add_parser(name, help=help, formatter_class=HelpFormatter, description=description)
+    parser.set_defaults(prog=parser.prog)
+    return parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True, metavar="COMMAND")
+
+
 def debugging() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 

@@ -8,18 +8,14 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from .common import HelpFormatter, command, party_options
+from .common import command, group, party_options
 
 
 def add_parser(subparsers: Any) -> None:
     from ..jobs.mpc import OPS
 
-    mpc = subparsers.add_parser("mpc", help="n-party MPC with OT preprocessing: triples, sampling, conversions",
-                                formatter_class=HelpFormatter,
-                                description="n-party additive secret sharing with OT-based preprocessing "
-                                            "(docs/mpc.md).")
-    mpc.set_defaults(prog=mpc.prog)
-    sub = mpc.add_subparsers(dest="mpc_command", required=True, metavar="COMMAND")
+    sub = group(subparsers, "mpc", "n-party MPC with OT preprocessing: triples, sampling, conversions",
+                "n-party additive secret sharing with OT-based preprocessing (docs/mpc.md).")
     run = command(sub, "run", run_mpc, "make triples, sample and convert; report rates",
                   "Every party makes Beaver triples with OT extension, samples ternary and discrete-Gaussian "
                   "values over an RNS key basis and converts between share domains; prints items per second "
