@@ -56,12 +56,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import secrets
 import statistics
 import subprocess
 import sys
 import time
+
+from meta import cores as available_cores, write_json
 
 # Per-op batch sizes at 2048 bits (scaled down for 3072 and --quick).
 BATCH = {
@@ -277,7 +278,7 @@ def main() -> int:
         child(args.child[0], int(args.child[1]), int(args.child[2]), args.repeats, args.quick)
         return 0
 
-    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ncpu = available_cores()
     configs = []
     for bits in args.bits:
         for impl in args.impl:
@@ -321,12 +322,10 @@ def main() -> int:
 
     _print_table(rows, results)
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                "cpus": ncpu, "repeats": args.repeats, "rounds": args.rounds, "quick": args.quick,
+        meta = {"repeats": args.repeats, "rounds": args.rounds, "quick": args.quick,
                 "statistic": "us_per_op = minimum over rounds x repeats; median_us_per_op also given",
                 "network": "none (local)", "kernels": _kernels(extras)}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "rows": rows}, fh, indent=1)
+        write_json(args.json, {"meta": meta, "rows": rows})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -77,10 +77,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -90,6 +88,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+
+from meta import cpu_model, write_json
 
 ROTATION_STEPS = [1, 2, 4, 8, 14, 15, 16, 32, 64, 128, 256, 384, 512, 640, 768, 896, 1024, 2048, 4096,
                   -1, -2, -4, -8]
@@ -676,24 +676,14 @@ def table(columns: list[Column], title: str, notes: list[str]) -> str:
     return "\n".join(lines + [""] + [f"- {n}" for n in notes])
 
 
-def _machine() -> dict:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), model)
-    except OSError:
-        pass
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"machine": model, "cpus": cpus, "python": platform.python_version(), "platform": platform.platform()}
-
-
 def _versions() -> dict:
-    out: dict = {"numpy": np.__version__}
-    for mod in ("shaper", "tenseal"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except (ImportError, AttributeError):
-            pass
+    """What the shared machine block (benchmarks/meta.py) does not say: TenSEAL's version and
+    which build of the native extension ran (its file, digest and build time)."""
+    out: dict = {}
+    try:
+        out["tenseal"] = __import__("tenseal").__version__
+    except (ImportError, AttributeError):
+        pass
     try:
         import shaper._native as nat
 
@@ -703,15 +693,6 @@ def _versions() -> dict:
         out["shaper_native"] = {"path": os.path.relpath(path), "sha256_16": digest,
                                 "mtime": datetime.datetime.fromtimestamp(os.path.getmtime(path)).isoformat(timespec="seconds")}
     except (ImportError, OSError):
-        pass
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "native", "src"], cwd=root, capture_output=True,
-                               text=True, timeout=10).stdout.split("\n")
-        out["git"] = {"head": head, "modified_under_native_src": [ln[3:] for ln in dirty if ln.strip()]}
-    except (OSError, subprocess.SubprocessError):
         pass
     return out
 
@@ -801,7 +782,7 @@ def main() -> int:
     quiet = not busy_seen
     notes = [f"median of {args.reps} samples per cell (each >= {min_sample_s * 1e3:.0f} ms of calls), columns "
              "interleaved sample by sample; ratios > 1: shaper faster/smaller",
-             f"{_machine()['machine']}, {len(cpus)} CPUs; 1T columns pinned to one CPU, 2T to two"
+             f"{cpu_model()}, {len(cpus)} CPUs; 1T columns pinned to one CPU, 2T to two"
              + ("" if capacity is None else f"; two spinning processes on two CPUs do {capacity:.2f}x the work of "
                 "one (2.00: two real cores)"),
              "rotate_23: shaper hoisted (rotate_many), SEAL 23 separate rotate_vector calls; "
@@ -816,7 +797,7 @@ def main() -> int:
     print(table(columns, f"CKKS, N = 2^{args.logn}, chain {args.bits}, scale 2^{args.scale_bits}", notes))
 
     if args.json:
-        meta = {**_machine(), "date": datetime.date.today().isoformat(), "versions": _versions(),
+        meta = {"versions": _versions(),
                 "n": n, "bits": args.bits, "scale_bits": args.scale_bits, "slots": n // 2,
                 "rotation_steps": _steps(n), "reps": args.reps, "quick": args.quick,
                 "min_sample_ms": min_sample_s * 1e3,
@@ -856,8 +837,7 @@ def main() -> int:
                 entry["shaper_1t_over_2t"] = round(_value(by["shaper-1t"], op) / _value(by["shaper-2t"], op), 3)
             if len(entry) > 1:
                 ratios.append(entry)
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "rows": rows, "ratios": ratios}, fh, indent=1)
+        write_json(args.json, {"meta": meta, "rows": rows, "ratios": ratios})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -8,12 +8,12 @@ default. Run: ``python benchmarks/ckks_precision.py [--json PATH]``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import platform
 import time
 
 import numpy as np
+
+from meta import write_json
 
 
 def bits(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
@@ -82,11 +82,9 @@ def main() -> int:
     for name, level, mean, worst in rows:
         print(f"| {name} | {level} | {mean:.1f} | {worst:.1f} |")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"meta": {"params": repr(params), "machine": platform.processor() or platform.machine(),
-                                "seed": args.seed},
-                       "rows": [{"operation": r[0], "level": r[1], "mean_bits": round(r[2], 2),
-                                 "worst_bits": round(r[3], 2)} for r in rows]}, fh, indent=1)
+        write_json(args.json, {"meta": {"params": repr(params), "seed": args.seed},
+                               "rows": [{"operation": r[0], "level": r[1], "mean_bits": round(r[2], 2),
+                                         "worst_bits": round(r[3], 2)} for r in rows]})
     return 0
 
 

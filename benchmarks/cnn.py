@@ -56,9 +56,7 @@ threshold run failed.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
-import json
 import os
 import statistics
 import sys
@@ -67,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from meta import cpu_model, write_json
 from shaper.crypto import ckks
 from shaper.jobs import cnn as jobs
 from shaper.jobs.fhe import engine_for
@@ -758,7 +757,7 @@ def main() -> int:
              "take turns image by image; one untimed warm-up image each",
              f"quiet images: image rounds (shaper 1T, 2T, SEAL on one image) during which all other processes "
              f"together used < {QUIET_SHARE} of a CPU (/proc/stat minus this process; per round in the JSON)",
-             f"{bench._machine()['machine']}, {len(cpus)} CPUs; 1T pinned to one CPU, 2T to two"
+             f"{cpu_model()}, {len(cpus)} CPUs; 1T pinned to one CPU, 2T to two"
              + ("" if capacity is None else f" (two spinning processes do {capacity:.2f}x the work of one)"),
              "SEAL: tenseal.sealapi, no hoisted rotations in its API (rotate_many = separate rotate_vector calls); "
              "lazy relinearisation like shaper's (5 relinearisations); sizes uncompressed",
@@ -769,7 +768,7 @@ def main() -> int:
              "GMPFHE: 1,007 ms eval, 209 ms encryption per image, 0.04 s decryption (2 parties, LAN), their machine"]
     if seen:
         notes.append(f"machine NOT quiet during the single-key sections ({len(seen)} observations, meta.quiet)")
-    meta = {**bench._machine(), "date": datetime.date.today().isoformat(), "versions": bench._versions(),
+    meta = {"versions": bench._versions(),
             "images": len(images), "clear_images": min(clear_images, len(images)), "threshold_images": threshold_images,
             "image_selection": "the first K images of the MNIST test set (t10k, = mnist.sample()[:K])",
             "model": {"file": None if args.model else os.path.relpath(str(cnn.model.BUNDLED_FILE)),
@@ -798,9 +797,7 @@ def main() -> int:
     meta["duration_s"] = round(time.time() - started, 1)
     print_table(result)
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1)
+        write_json(args.out, result)
         print(f"wrote {args.out}", file=sys.stderr)
     for line in failures:
         print(f"FAILED: {line}", file=sys.stderr)

@@ -21,13 +21,12 @@ of ``--phe-slice`` parameters and is scaled linearly (its cost is per ciphertext
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
 import time
 
 import numpy as np
+
+from meta import machine, write_json
 
 
 def _vertical_party(session, kind: str, backend: str, bits: int, iterations: int) -> dict:
@@ -133,15 +132,10 @@ def main() -> int:
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
 
-    import shaper
-    from shaper.kernels import get_kernel
-
     backends = ["shaper"] + ([] if args.skip_phe else ["phe"])
-    report: dict = {"machine": {"platform": platform.platform(), "python": sys.version.split()[0],
-                                "cores": len(os.sched_getaffinity(0)), "kernel": type(get_kernel()).__name__,
-                                "shaper": shaper.__version__},
-                    "network": "loopback TLS 1.3, no shaping", "vertical": [], "horizontal": []}
-    print(f"fl benchmark on {report['machine']['cores']} cores, kernel {report['machine']['kernel']}", flush=True)
+    report: dict = {"network": "loopback TLS 1.3, no shaping", "vertical": [], "horizontal": []}
+    here = machine()
+    print(f"fl benchmark on {here['cores']} cores, kernel {here['kernel']}", flush=True)
     if not args.skip_vertical:
         for bits in args.bits:
             for kind in args.models:
@@ -167,8 +161,7 @@ def main() -> int:
                       f"round {row['phe_scaled']['round_wall_seconds']:.0f} s ({row['client_cpu_ratio']:.1f}x)", flush=True)
             report["horizontal"].append(row)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1, default=float)
+        write_json(args.json, report, default=float)
         print(f"wrote {args.json}")
     return 0
 

@@ -23,15 +23,13 @@ shaping and with ``--bandwidth``/``--latency`` (default SHAPER's WAN, 40 Mbit/s 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
 
+from meta import write_json
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
 from shaper.protocols.hybrid import h2s, s2h
@@ -91,7 +89,7 @@ def job_beaver(session, key_bits, count, repeats):
     ctx = _start(session, key_bits, source="dealer")
     x = ctx.share(np.ones(count), owner=0)
     y = ctx.share(np.ones(count), owner=1)
-    ctx.triples.add(*ctx._triples(count * repeats))  # ready before timing (dealer, online phase only)
+    ctx.triples.add(*ctx.triple_source.elementwise(ctx, count * repeats))  # ready before timing (dealer, online phase only)
 
     def run():
         for _ in range(repeats):
@@ -201,11 +199,8 @@ def main() -> int:
         print(f"packed H2S: {packed['bytes_per_value']:.1f} B/value = 1/{ct_bytes / packed['bytes_per_value']:.1f} "
               f"of an unpacked {ct_bytes}-byte ciphertext")
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                "key_bits": args.key_bits, "transport": "loopback TLS 1.3, 2 processes, 1 kernel worker each"}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "rows": rows}, fh, indent=1)
+        meta = {"key_bits": args.key_bits, "transport": "loopback TLS 1.3, 2 processes, 1 kernel worker each"}
+        write_json(args.json, {"meta": meta, "rows": rows})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -15,11 +15,11 @@ fixed-point values are the same), only the time.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 
 import numpy as np
+
+from meta import write_json
 
 
 def datasets() -> dict:
@@ -72,9 +72,8 @@ def main() -> int:
             print(f"{name:14s} {layout:9s} AUC {auc:.4f}  scikit-learn {sk_auc:.4f}  gap {sk_auc - auc:+.4f}  "
                   f"rate {rate:.3g}  {rows[-1]['seconds']:.0f} s", flush=True)
     if args.json:
-        meta = {"cores": os.cpu_count(), "key_bits": args.key_bits, "epochs": 10, "batch_size": 64}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "rows": rows}, fh, indent=1)
+        meta = {"key_bits": args.key_bits, "epochs": 10, "batch_size": 64}
+        write_json(args.json, {"meta": meta, "rows": rows})
     return 0
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import sys
 import time
@@ -31,6 +29,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from meta import write_json
 from shaper.ml import VerticalLogisticRegression
 from shaper.ml.data import shaper_workload
 from shaper.ml.logreg import reference_sgd
@@ -183,11 +182,7 @@ def main() -> int:
     print("paper (total training time, 1M rows, 40 Mbps / 40 ms): "
           + ", ".join(f"{k} {v} min" for k, v in PAPER_MINUTES.items()))
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                "paper_minutes": PAPER_MINUTES}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "rows": rows_out}, fh, indent=1)
+        write_json(args.json, {"meta": {"paper_minutes": PAPER_MINUTES}, "rows": rows_out})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

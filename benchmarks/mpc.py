@@ -23,13 +23,12 @@ MP-SPDZ triple rates are not published: users report MASCOT ~7.7 k/s (issue #857
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
-import time
 from typing import Any
 
+from meta import write_json
 from shaper.jobs.mpc import CKKS_14, OPS, mpc_job
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 
@@ -145,12 +144,9 @@ def main() -> int:
                   f"{paper or float('nan'):10,.0f} {(r['rate'] / paper) if paper else float('nan'):8.0f} "
                   f"{target or float('nan'):10,.0f}")
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                "cores_per_party": 1, "transport": "loopback TLS 1.3", "count": args.count,
-                "basis_bits": [q.bit_length() for q in CKKS_14], "date": time.strftime("%Y-%m-%d"),
-                "paper": PAPER, "targets": TARGET}
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "results": rows}, f, indent=1)
+        meta = {"cores_per_party": 1, "transport": "loopback TLS 1.3", "count": args.count,
+                "basis_bits": [q.bit_length() for q in CKKS_14], "paper": PAPER, "targets": TARGET}
+        write_json(args.json, {"meta": meta, "results": rows})
         print(f"written to {args.json}", file=sys.stderr)
     if args.docs:
         write_docs(args.docs, docs_table(rows, args.count))

@@ -18,15 +18,13 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 
 import numpy as np
 
+from meta import cores as available_cores, write_json
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 
 MB = 10**6
@@ -101,7 +99,7 @@ def main() -> int:
         args.size_mb, args.repeats, args.pings, args.shaped_mb = 20, 2, 500, 2
     bandwidth, latency = parse_rate(args.bandwidth), parse_duration(args.latency)
     nbytes = int(args.size_mb * MB)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = available_cores()
 
     print(f"2 parties, separate processes, loopback TLS 1.3 (mutual auth); {cores} cores", file=sys.stderr)
     tp = launch(2, throughput, nbytes, args.repeats, config=NetConfig(max_frame=4 << 20))[1]
@@ -134,10 +132,7 @@ def main() -> int:
           f"round trip {1000 * s['rtt_s']:.1f} ms (expected {1000 * s['rtt_expected_s']:.0f} ms, "
           f"{100 * s['rtt_error']:+.1f}%)")
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                "cores": cores, "transport": "loopback TLS 1.3, 2 processes"}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "results": rows}, fh, indent=1)
+        write_json(args.json, {"meta": {"transport": "loopback TLS 1.3, 2 processes"}, "results": rows})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -30,6 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from meta import write_json
 
 
 def make_files(n: int, folder: Path, seed: int = 0) -> set[str]:
@@ -169,11 +169,10 @@ def main() -> int:
             print(f"  FNP-{scheme}-{args.key_bits}: {f['seconds']:.1f} s (client encrypt {f['client_encrypt_seconds']} s, "
                   f"server evaluate {f['server_evaluate_seconds']} s, client decrypt {f['client_decrypt_seconds']} s), "
                   f"{f['bytes_per_item_per_party']} B/item", flush=True)
-    meta = {"machine": platform.machine(), "processor": platform.processor(), "cores": os.cpu_count(),
-            "python": platform.python_version(), "transport": "shaper: loopback TLS 1.3, 2 processes",
+    meta = {"transport": "shaper: loopback TLS 1.3, 2 processes",
             "openmined": "openmined-psi (PyPI), both roles in one process, P-256, GCS fpr 1e-9"}
     if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        write_json(args.json, {"meta": meta, "rows": rows})
         print(f"wrote {args.json}")
     return 0
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -26,6 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from meta import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,14 +117,13 @@ def main() -> int:
             numbers = np.array([int(s[5:]) for s in got])
             assert np.array_equal(numbers, shared), f"{me}'s aligned rows are wrong"
         print("both outputs equal the intersection (numpy), in the same order", flush=True)
-    result = {"meta": {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
-                       "transport": "loopback TLS 1.3, two `shaper psi` processes", "n": n, "overlap": 0.5},
+    result = {"meta": {"transport": "loopback TLS 1.3, two `shaper psi` processes", "n": n, "overlap": 0.5},
               "first_run": first, "resumed_run": resumed, "resume_log": log.strip().splitlines()[-3:],
               "total_seconds": round(first["seconds"] + resumed["seconds"], 1),
               "peak_rss_mib": max(p["peak_rss_mib"] for r in (first, resumed) for p in r["parties"].values())}
     print(json.dumps(result, indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        write_json(args.json, result)
     return 0
 
 

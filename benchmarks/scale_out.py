@@ -5,8 +5,10 @@ throughput for batches of 10^3 to 10^6, and the SHAPER-shaped vertical LR with t
   python benchmarks/scale_out.py --json benchmarks/results/scale_out.json           # 10^3..10^5
   python benchmarks/scale_out.py --sizes 1000 10000 100000 1000000 --lr --json ...   # everything
 
-Both executors use every core of this machine: the local one its worker processes, the Ray one
-a private Ray instance (``ray.init(num_cpus=cores)``) with one actor per core. Runs alternate
+Both executors use every core of this machine: the local one its worker processes (or, on a CPU
+with AVX-512 IFMA, the native kernel's threads: that kernel has no task pool, so its per-task
+overhead is not applicable and is reported as null), the Ray one a private Ray instance
+(``ray.init(num_cpus=cores)``) with one actor per core. Runs alternate
 local / Ray (these VMs drift by 15 % within minutes) and the table gives medians and their
 ratio. Ciphertexts are compared bit for bit (same randomness drawn by the party). The 16-node
 figures are a PROJECTION from the measured per-core rate, per-task overhead and the party's own
@@ -17,25 +19,20 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 import numpy as np
 
+from meta import cores as available_cores, write_json
 from shaper import kernels
 from shaper.crypto import paillier
 from shaper.crypto.prg import default_prg
 from shaper.kernels import ExecutorSettings, wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def digest(cts: list) -> str:
@@ -51,29 +48,43 @@ def timed_encrypt(pk, values: list, exps: np.ndarray) -> tuple[float, list]:
     return time.perf_counter() - t, cts
 
 
-def overhead(settings: ExecutorSettings, reps: int) -> dict:
-    """Per-task cost of each executor's pool on a trivial call (one 64-bit product): the round
-    trip of one task alone, and the time per task when many are in flight."""
-    out = {}
+def pool_overhead(kernel, reps: int) -> dict:
+    """Per-task cost of ``kernel``'s task pool on a trivial call (one 64-bit product): the round
+    trip of one task alone, and the time per task when many are in flight. A kernel without a
+    task pool (the native kernel, whose threads share each call; a single-worker gmpy2 kernel)
+    has no such cost: its figures are None and ``task_pool`` False."""
+    pool = getattr(kernel, "pool", None)  # the local process pool or the Ray pool
+    if pool is None:
+        return {"kernel": kernel.name, "task_pool": False, "round_trip_ms": None, "per_task_in_batch_ms": None,
+                "workers": getattr(kernel, "threads", None)}
     task = ("mulmod", ([3], [5], 7))
+    pool.map(kernel.workers, [task] * 4)  # warm
+    t = time.perf_counter()
+    for _ in range(reps):
+        pool.map(kernel.workers, [task])
+    single = (time.perf_counter() - t) / reps
+    many = 20 * kernel.workers * 4
+    t = time.perf_counter()
+    pool.map(kernel.workers, [task] * many)
+    per_task = (time.perf_counter() - t) / many
+    return {"kernel": kernel.name, "task_pool": True, "round_trip_ms": round(single * 1e3, 3),
+            "per_task_in_batch_ms": round(per_task * 1e3, 3), "workers": kernel.workers}
+
+
+def overhead(settings: ExecutorSettings, reps: int) -> dict:
+    """``pool_overhead`` of the local executor's kernel and of the Ray executor's (always both
+    keys; the local one has no task pool where the native kernel runs)."""
+    out = {}
     for name in ("local", "ray"):
         kernels.set_executor("local" if name == "local" else settings)
-        kernel = kernels.get_kernel()
-        pool = getattr(kernel, "pool", None)  # the local process pool or the Ray pool
-        if pool is None:  # the native kernel: threads, no task queue to measure
-            continue
-        pool.map(kernel.workers, [task] * 4)  # warm
-        t = time.perf_counter()
-        for _ in range(reps):
-            pool.map(kernel.workers, [task])
-        single = (time.perf_counter() - t) / reps
-        many = 20 * kernel.workers * 4
-        t = time.perf_counter()
-        pool.map(kernel.workers, [task] * many)
-        per_task = (time.perf_counter() - t) / many
-        out[name] = {"round_trip_ms": round(single * 1e3, 3), "per_task_in_batch_ms": round(per_task * 1e3, 3),
-                     "workers": kernel.workers}
+        out[name] = pool_overhead(kernels.get_kernel(), reps)
     return out
+
+
+def describe_overhead(row: dict) -> str:
+    if not row["task_pool"]:
+        return f"n/a ({row['kernel']}: no task pool)"
+    return f"round trip {row['round_trip_ms']}, in a batch {row['per_task_in_batch_ms']}"
 
 
 def party_serial_seconds(pk, count: int) -> float:
@@ -192,6 +203,27 @@ def lr(settings: ExecutorSettings, rows: int) -> dict:
     return out
 
 
+def print_report(key_bits: int, n_cores: int, over: dict, enc: list[dict], serial: float, proj: list[dict],
+                 lr_row: dict | None) -> None:
+    print()
+    print(f"Encryption, {key_bits}-bit Paillier, {n_cores} cores (both executors), no network shaping:")
+    print(f"{'batch':>10} {'local /s':>10} {'ray /s':>10} {'ray/local':>10} {'chunks':>7}  identical")
+    for r in enc:
+        print(f"{r['batch']:>10,} {r['local_per_s']:>10,} {r['ray_per_s']:>10,} {r['ray_over_local']:>10.2f} "
+              f"{r['ray_chunks'] or 0:>7}  {r['bit_identical']}")
+    print(f"per-task overhead (ms): local {describe_overhead(over['local'])}; ray {describe_overhead(over['ray'])}")
+    print(f"party's serial share per encryption: {serial * 1e6:.1f} us")
+    print("PROJECTION (not measured) for 16 nodes:")
+    for p in proj:
+        print(f"  {p['cores_per_node']:>2} cores/node, batch {p['batch']:.0e}, {p['link_gbit']:>2} Gbit/s link: "
+              f"{p['projected_per_s']:>9,} enc/s ({p['bound']}-bound; party serial share {p['party_serial_share']:.0%})")
+    if lr_row:
+        print(f"LR {lr_row['rows']:,} rows (encrypted layout, 1 epoch, 40 Mbit/s 40 ms): same model "
+              f"{lr_row['same_model']}; all local {lr_row['all_local']['fit_seconds']} s, host on Ray "
+              f"{lr_row['host_on_ray']['fit_seconds']} s ({lr_row['host_on_ray']['host_ray_chunks']} chunks on Ray); "
+              f"AUC {lr_row['all_local']['auc']:.6f} / {lr_row['host_on_ray']['auc']:.6f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -207,7 +239,7 @@ def main() -> int:
         print('needs Ray: pip install "shaper-ppml[ray]"', file=sys.stderr)
         return 2
 
-    n_cores = cores()
+    n_cores = available_cores()
     ray.init(num_cpus=n_cores, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     settings = ExecutorSettings(kind="ray", address=ray.get_runtime_context().gcs_address, actors=n_cores)
     pk, _ = paillier.keygen(args.key_bits)
@@ -215,7 +247,8 @@ def main() -> int:
           file=sys.stderr, flush=True)
 
     over = overhead(settings, 50)
-    print(f"  per-task overhead: local {over['local']}, ray {over['ray']}", file=sys.stderr, flush=True)
+    print(f"  per-task overhead (ms): local {describe_overhead(over['local'])}; ray {describe_overhead(over['ray'])}",
+          file=sys.stderr, flush=True)
     enc = encryption(pk, args.sizes, settings, args.reps)
     serial = party_serial_seconds(pk, 20_000)
     biggest = enc[-1]
@@ -227,32 +260,13 @@ def main() -> int:
     kernels.set_executor(None)
     ray.shutdown()
 
-    print()
-    print(f"Encryption, {args.key_bits}-bit Paillier, {n_cores} cores (both executors), no network shaping:")
-    print(f"{'batch':>10} {'local /s':>10} {'ray /s':>10} {'ray/local':>10} {'chunks':>7}  identical")
-    for r in enc:
-        print(f"{r['batch']:>10,} {r['local_per_s']:>10,} {r['ray_per_s']:>10,} {r['ray_over_local']:>10.2f} "
-              f"{r['ray_chunks'] or 0:>7}  {r['bit_identical']}")
-    print(f"per-task overhead (ms): local round trip {over['local']['round_trip_ms']}, in a batch "
-          f"{over['local']['per_task_in_batch_ms']}; ray round trip {over['ray']['round_trip_ms']}, in a batch "
-          f"{over['ray']['per_task_in_batch_ms']}")
-    print(f"party's serial share per encryption: {serial * 1e6:.1f} us")
-    print("PROJECTION (not measured) for 16 nodes:")
-    for p in proj:
-        print(f"  {p['cores_per_node']:>2} cores/node, batch {p['batch']:.0e}, {p['link_gbit']:>2} Gbit/s link: "
-              f"{p['projected_per_s']:>9,} enc/s ({p['bound']}-bound; party serial share {p['party_serial_share']:.0%})")
-    if lr_row:
-        print(f"LR {lr_row['rows']:,} rows (encrypted layout, 1 epoch, 40 Mbit/s 40 ms): same model "
-              f"{lr_row['same_model']}; all local {lr_row['all_local']['fit_seconds']} s, host on Ray "
-              f"{lr_row['host_on_ray']['fit_seconds']} s ({lr_row['host_on_ray']['host_ray_chunks']} chunks on Ray); "
-              f"AUC {lr_row['all_local']['auc']:.6f} / {lr_row['host_on_ray']['auc']:.6f}")
+    print_report(args.key_bits, n_cores, over, enc, serial, proj, lr_row)
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                "cores": n_cores, "ray": ray.__version__, "key_bits": args.key_bits, "network_shaping": "none",
-                "executor_local": "gmpy2/native worker per core", "executor_ray": f"private Ray instance, {n_cores} actors"}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "overhead": over, "encryption": enc, "party_serial_us_per_encryption":
-                       round(serial * 1e6, 2), "projection_16_nodes": proj, "lr": lr_row}, fh, indent=1)
+        meta = {"ray": ray.__version__, "key_bits": args.key_bits, "network_shaping": "none",
+                "executor_local": f"{over['local']['kernel']} on {n_cores} cores",
+                "executor_ray": f"private Ray instance, {n_cores} actors"}
+        write_json(args.json, {"meta": meta, "overhead": over, "encryption": enc, "party_serial_us_per_encryption":
+                               round(serial * 1e6, 2), "projection_16_nodes": proj, "lr": lr_row})
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

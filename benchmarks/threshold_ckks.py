@@ -50,7 +50,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -62,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from meta import cores as available_cores, write_json
 from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
 from shaper.errors import PartyError
@@ -360,23 +360,6 @@ def acceptance(rows: list[dict], quick: bool) -> list[dict]:
     return lines
 
 
-def machine() -> dict:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), model)
-    except OSError:
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        mem = None
-    return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": mem and round(mem, 1),
-            "python": platform.python_version(), "platform": platform.platform(),
-            "note": "a shared 2-vCPU VM: another engineer's test runs shared the CPUs during some rows, "
-                    "so CPU-bound figures are noisy (upper bounds)"}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parties", default="2,4,8", help="party counts of the pk + rlk (exact) rows, with decryption")
@@ -410,7 +393,7 @@ def main() -> int:
         of_args = ["--parties", "2", "--rotation-parties", "2", "--ring-dim", str(chain[0]),
                    "--depth", str(len(chain[1]) - 1), "--scale-bits", str(chain[3]), "--first-bits", str(chain[1][0]),
                    "--digits", str(len(chain[1])), "--rotations", "2", "--repeat", "3"]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = available_cores()
     decrypt = {"repeat": args.repeat, "repeat_smudge": args.repeat_smudge, "smudge": [tc.SMUDGE_BITS, 20, 30]}
     plain = NetConfig(timeout=3600)
     started = time.time()
@@ -442,14 +425,13 @@ def main() -> int:
                     "transport": "loopback TLS 1.3 (shaper.net.launch)", "bandwidth": args.bandwidth if shaping else None,
                     "latency": args.latency if shaping else None, "quick": args.quick,
                     "decrypt_repeat": args.repeat, "decrypt_repeat_smudge": args.repeat_smudge,
-                    "date": time.strftime("%Y-%m-%d"), "duration_s": round(time.time() - started, 1)}
+                    "duration_s": round(time.time() - started, 1)}
         paper = {"source": "GMPFHE (Zhu, Ding, Huang), Table 5, LAN",
                  "keygen": {str(k): {"seconds": v[0], "GB": v[1]} for k, v in PAPER_KEYGEN.items()},
                  "decrypt_seconds_2_parties": PAPER_DECRYPT_S}
-        with open(args.json, "w") as f:
-            json.dump({"meta": {"machine": machine(), "settings": settings, "paper": paper, "targets": TARGETS},
-                       "rows": rows, "openfhe": openfhe, "ratios": ratios, "acceptance": accept, "failures": failed},
-                      f, indent=1)
+        write_json(args.json, {"meta": {"settings": settings, "paper": paper, "targets": TARGETS},
+                               "rows": rows, "openfhe": openfhe, "ratios": ratios, "acceptance": accept,
+                               "failures": failed})
         print(f"written to {args.json}", file=sys.stderr)
     for line in failed:
         print(f"FAILED: {line}", file=sys.stderr)
