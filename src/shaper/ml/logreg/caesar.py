@@ -95,7 +95,7 @@ class SharedWeights(Layout):
         self.loss_rows += len(sample)
 
     def epoch_loss(self) -> float:
-        total = self.ctx.reveal_ring(SharedArray(self.ctx, self._loss, 0), None, "lr-loss")
+        total = self.ctx.reveal_ring(SharedArray(self.ctx, self._loss, 0), None)  # to both parties
         value = int(encoding.to_signed(np.asarray(total, dtype=np.uint64))[0])
         loss = value / 2.0 ** (2 * LOSS_FRAC) / max(self.loss_rows, 1) if value >= 0 else float("inf")
         self._loss, self.loss_rows = np.zeros(1, dtype=np.uint64), 0
