@@ -102,6 +102,9 @@ def test_local_train_writes_the_model_where_out_says(bc_csv, tmp_path, capsys):
     assert main(["fl", "train", "--mode", "horizontal", "--local", "3", "--data", str(bc_csv), "--label-column",
                  "label", "--epochs", "1", "--key-bits", "512", "--out", str(out)]) == 0
     assert np.load(out)["params"].shape == (31,) and f"the model written to {out}" in capsys.readouterr().out
+    assert main(["fl", "predict", "--weights", str(out), "--data", str(bc_csv), "--label-column", "label",
+                 "--out", str(tmp_path / "p.csv")]) == 0  # a horizontal model is whole at a client: scored here
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == 570
 
 
 def _in_job_scores(session, X, y, columns, opts):
