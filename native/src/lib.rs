@@ -5,7 +5,9 @@
 //! - [`bigint`]: the Montgomery engines (IFMA on x86-64, portable everywhere), batch algorithms
 //!   and input checks;
 //! - [`rss`]: bit-sliced boolean gates of replicated sharing;
-//! - [`prf`] (with `aes`, x86-64 only): the AES-128-CTR keystreams of the zero sharings;
+//! - [`aes`]: AES-128, the one implementation (VAES where the CPU has it, else RustCrypto's),
+//!   for [`prf`] and [`ot`];
+//! - [`prf`]: the AES-128-CTR keystreams of the zero sharings;
 //! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection;
 //! - [`modq`]: products modulo odd word-size moduli (prime-field and RNS shares);
 //! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa);
@@ -18,8 +20,7 @@
 
 use pyo3::prelude::*;
 
-#[cfg(target_arch = "x86_64")]
-mod aes;
+pub mod aes;
 pub mod bigint;
 pub mod modq;
 pub mod ot;

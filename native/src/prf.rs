@@ -1,41 +1,27 @@
 //! Keystreams behind the zero sharings of three-party replicated sharing: AES-128 in counter
-//! mode with VAES (see `aes.rs`). Byte-for-byte the same stream as AES-128-CTR with a zero IV
-//! and a 128-bit big-endian counter (the `cryptography` library's `modes.CTR(b"\0" * 16)`), so
-//! parties with and without VAES agree.
+//! mode ([`Cipher::ctr_be`], the VAES code of `aes.rs`). Byte-for-byte the same stream as
+//! AES-128-CTR with a zero IV and a 128-bit big-endian counter (the `cryptography` library's
+//! `modes.CTR(b"\0" * 16)`), so parties with and without VAES agree.
 //!
-//! The AES code is x86-64 only; on other architectures [`available`] is false and
+//! The keystream is offered where the CPU runs the VAES code ([`available`]); elsewhere
 //! [`KeyStream::new`] returns `None`, so callers fall back to another implementation of the same
 //! stream.
 
-#[cfg(target_arch = "x86_64")]
-pub use crate::aes::{available, Aes128};
-#[cfg(not(target_arch = "x86_64"))]
-pub use fallback::{available, Aes128};
+use crate::aes::Cipher;
 
-/// Stand-in off x86-64: no AES here, so no value of [`Aes128`] can exist.
-#[cfg(not(target_arch = "x86_64"))]
-mod fallback {
-    /// Always false: the VAES keystream is x86-64 only.
-    pub fn available() -> bool {
-        false
-    }
+/// True when this CPU runs the VAES keystream (AES-NI, VAES and AVX2).
+pub fn available() -> bool {
+    crate::aes::vaes_available()
+}
 
-    /// Uninhabited off x86-64 ([`Aes128::new`] always fails).
-    pub struct Aes128 {
-        never: std::convert::Infallible,
-    }
-
-    impl Aes128 {
-        /// Always `None` off x86-64.
-        pub fn new(_key: &[u8; 16]) -> Option<Self> {
-            None
-        }
-
-        /// Unreachable: no `Aes128` exists off x86-64.
-        pub fn ctr(&self, _counter: u64, _out: &mut [u64]) {
-            match self.never {}
-        }
-    }
+/// Keystream blocks `first, first + 1, ...` into `out` (an even number of words), block bytes in
+/// memory order: little-endian words on x86-64, the only place the stream runs.
+#[inline]
+fn blocks(aes: &Cipher, first: u64, out: &mut [u64]) {
+    // SAFETY: the bytes of `out` viewed as `u8` (alignment 1, and every byte pattern is a valid
+    // u64), only while `out` is borrowed mutably here.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), out.len() * 8) };
+    aes.ctr_be(u128::from(first), bytes);
 }
 
 /// Words of keystream generated per refill (16 KiB: stays in L1/L2 while consumed).
@@ -43,15 +29,16 @@ const CHUNK: usize = 2048;
 
 /// A keystream read word by word in any amounts: consecutive calls continue the stream.
 pub struct KeyStream {
-    aes: Aes128,
+    aes: Cipher,
     next_block: u64,
     buf: Vec<u64>,
     pos: usize,
 }
 
 impl KeyStream {
+    /// `None` where the CPU lacks the VAES code ([`available`]).
     pub fn new(key: &[u8; 16]) -> Option<Self> {
-        Some(KeyStream { aes: Aes128::new(key)?, next_block: 0, buf: vec![0u64; CHUNK], pos: CHUNK })
+        available().then(|| KeyStream { aes: Cipher::new(key), next_block: 0, buf: vec![0u64; CHUNK], pos: CHUNK })
     }
 
     /// The next `dst.len()` words of the stream.
@@ -63,12 +50,12 @@ impl KeyStream {
                 if rest >= CHUNK {
                     // whole chunks straight into the destination
                     let whole = rest - rest % CHUNK;
-                    self.aes.ctr(self.next_block, &mut dst[done..done + whole]);
+                    blocks(&self.aes, self.next_block, &mut dst[done..done + whole]);
                     self.next_block += (whole / 2) as u64;
                     done += whole;
                     continue;
                 }
-                self.aes.ctr(self.next_block, &mut self.buf);
+                blocks(&self.aes, self.next_block, &mut self.buf);
                 self.next_block += (CHUNK / 2) as u64;
                 self.pos = 0;
             }
@@ -97,13 +84,17 @@ mod tests {
     #[test]
     fn stream_continues_across_reads() {
         if !available() {
-            eprintln!("note: this CPU lacks VAES/AVX-512; the keystream test does nothing here");
+            eprintln!("note: this CPU lacks VAES/AVX2; the keystream test does nothing here");
             return;
         }
         let sizes = [1usize, 3, 2047, 2, CHUNK, 5, 2 * CHUNK + 5, 0, 7, CHUNK - 1, 3 * CHUNK];
         let total: usize = sizes.iter().sum();
         let mut want = vec![0u64; total + total % 2];
-        Aes128::new(&KEY).unwrap().ctr(0, &mut want);
+        let mut stream = vec![0u8; 8 * want.len()];
+        Cipher::new(&KEY).ctr_be(0, &mut stream);
+        for (w, b) in want.iter_mut().zip(stream.chunks_exact(8)) {
+            *w = u64::from_le_bytes(b.try_into().unwrap());
+        }
         let mut ks = KeyStream::new(&KEY).unwrap();
         let mut got = Vec::new();
         for &n in &sizes {

@@ -415,7 +415,7 @@ mod tests {
     fn and_prf_matches_and_masked() {
         use crate::prf::{available, KeyStream};
         if !available() {
-            eprintln!("note: this CPU lacks VAES/AVX-512; the keystream AND test does nothing here");
+            eprintln!("note: this CPU lacks VAES/AVX2; the keystream AND test does nothing here");
             return;
         }
         let mut rng = Rng(4);

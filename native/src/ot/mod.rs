@@ -47,10 +47,10 @@
 //! one seed would run the same PRG streams.
 //!
 //! # Speed
-//! AES runs in batches (64 counter blocks per column, 240 rows per hash batch). On CPUs with VAES
-//! and AVX2 but no AVX-512 (Zen 3) [`block`] uses its own 256-bit VAES code: RustCrypto's `aes`
-//! 0.9 only picks VAES where the OS enables AVX-512 state (`cpufeatures` checks ZMM), and would
-//! run 8-way AES-NI at about half the rate; elsewhere RustCrypto's backends run.
+//! AES runs in batches (64 counter blocks per column, 240 rows per hash batch) through the crate's
+//! AES-128 ([`crate::aes`]): its own 256-bit VAES code on CPUs with VAES and AVX2 (RustCrypto's
+//! `aes` 0.9 only picks VAES where the OS enables AVX-512 state, and would run 8-way AES-NI at
+//! about half the rate on Zen 3), RustCrypto's backends elsewhere.
 //!
 //! The extension and its consumer can run fused ([`iknp::IknpReceiver::extend_hash`],
 //! `extend_bits`, [`iknp::IknpSender::extend_cot`], ...): each 8192-row chunk of t or q is

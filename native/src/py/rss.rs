@@ -70,8 +70,8 @@ fn rss_and_finish(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyRe
     Ok(())
 }
 
-/// AES-128-CTR keystream (zero IV, big-endian block counter) computed with VAES: the same
-/// stream as the `cryptography` library's; consecutive calls continue it.
+/// AES-128-CTR keystream (zero IV, big-endian block counter) computed with VAES (and AVX2): the
+/// same stream as the `cryptography` library's; consecutive calls continue it.
 #[pyclass(module = "shaper._native")]
 struct KeyStream {
     inner: prf::KeyStream,
@@ -82,7 +82,7 @@ impl KeyStream {
     #[new]
     fn new(key: &[u8]) -> PyResult<Self> {
         let k: [u8; 16] = key.try_into().map_err(|_| PyValueError::new_err(format!("AES-128 key must be 16 bytes, got {}", key.len())))?;
-        let inner = prf::KeyStream::new(&k).ok_or_else(|| PyRuntimeError::new_err("this CPU lacks VAES/AVX-512"))?;
+        let inner = prf::KeyStream::new(&k).ok_or_else(|| PyRuntimeError::new_err("this CPU lacks VAES/AVX2"))?;
         Ok(KeyStream { inner })
     }
 
