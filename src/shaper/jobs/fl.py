@@ -588,10 +588,11 @@ def fl_report(path: str | Path, *, summary: dict, rows: list, jobs: list[dict], 
         train = [(h["epoch"], h["train_loss"]) for h in history if h.get("train_loss") is not None]
         score = [(h["epoch"], h[key]) for h in history if h.get(key) is not None]
         page.heading(f"{k}. {job['title']}")
-        page.charts(line_chart(f"{job['short']}: losses", {f"train ({measures['train_loss']})": train,
-                                                             measures["loss"]: loss}, y_label="loss"),
+        page.charts(line_chart(f"{job['short']}: losses", {"train": train, "validation": loss}, y_label="loss"),
                     line_chart(f"{job['short']}: {metric}", {"secure training": score}, job["reference"],
                                y_label=metric))
+        page.paragraph(f"The two losses are different measures: train = {measures['train_loss']}; "
+                       f"validation = {measures['loss']}.")
         page.heading(f"Time per {job['step']}, by party (seconds; the parts add up)", 3).table(job["split"],
                                                                                                  SPLIT_HEADER)
         page.record({"history": history}, epoch_labels={
