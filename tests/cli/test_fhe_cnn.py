@@ -43,7 +43,8 @@ def public_keys(tmp_path_factory):
 def test_encrypt_refuses_bad_input_in_one_line(public_keys, tmp_path, capsys, name, text, problem):
     path = tmp_path / name
     path.write_text(text)
-    assert main(["fhe", "encrypt", "--keys", str(public_keys), "--input", str(path), "--out", str(tmp_path / "x.ct")]) == 2
+    assert main(["fhe", "encrypt", "--keys", str(public_keys), "--input", str(path),
+                 "--out", str(tmp_path / "x.ct")]) == 2
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and problem in lines[0] and name in lines[0], err

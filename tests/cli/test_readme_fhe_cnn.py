@@ -33,9 +33,10 @@ FILLED = {"FILE": "parties.toml", "NAME": "bank", "DIR": "keys/bank", "N": "3", 
 
 
 def readme_commands() -> list[str]:
-    """The ``shaper fhe ...`` and ``shaper cnn ...`` commands in the README's code spans, in order."""
+    """The ``shaper fhe ...`` and ``shaper cnn ...`` commands in the README's code spans, in order
+    (not a list of subcommands such as ``shaper fhe keygen/encrypt``)."""
     text = (ROOT / "README.md").read_text()
-    return [m.group(1).strip() for m in re.finditer(r"`(shaper (?:fhe|cnn) [^`]*)`", text)]
+    return [m.group(1).strip() for m in re.finditer(r"`(shaper (?:fhe|cnn) [a-z-]+(?: [^`]*)?)`", text)]
 
 
 def _mnist_files() -> bool:

@@ -40,7 +40,7 @@ from ..errors import ConfigError
 from ..ml.cnn import mnist
 from ..ml.cnn import plan as P
 from ..ml.cnn.inference import check_encrypt, confusion, encode_model, encrypt_images, encrypt_model, evaluate
-from ..ml.cnn.model import CnnModel, bundled, train
+from ..ml.cnn.model import bundled, train
 from ..ml.cnn.params import cnn_parameters
 from ..ml.cnn.report import html_report
 from ..net.phases import Phases, Progress

@@ -32,8 +32,8 @@ from ..protocols import threshold_ckks as tc
 from ..protocols.nparty import AdditiveNPC
 from ..protocols.triples import OtTriples
 
-__all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job", "engine_for", "keygen_job", "keygen_local",
-           "local_key_dirs", "parameters", "read_vector"]
+__all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job", "engine_for", "keygen_job",
+           "keygen_local", "local_key_dirs", "parameters", "read_vector"]
 
 
 def engine_for(session: Any) -> Any:
@@ -172,7 +172,8 @@ def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[
     """The party directories ``root/party0 ..`` of ``shaper fhe keygen --local N``, in party
     order; with ``parties`` given, exactly that many must be there."""
     root = Path(root)
-    found = sorted((p for p in root.glob("party*") if p.is_dir() and p.name[5:].isdigit()), key=lambda p: int(p.name[5:]))
+    found = sorted((p for p in root.glob("party*") if p.is_dir() and p.name[5:].isdigit()),
+                   key=lambda p: int(p.name[5:]))
     if len(found) < 2 or [p.name for p in found] != [f"party{i}" for i in range(len(found))]:
         raise ConfigError(f"{root} holds no party directories (party0, party1, ...) from 'shaper fhe keygen --local'")
     if parties is not None and parties != len(found):

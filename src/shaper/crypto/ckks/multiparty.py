@@ -89,7 +89,8 @@ def local_errors(params: Parameters, count: int) -> np.ndarray:
 def seed_from_opened(what: str, opened: np.ndarray) -> bytes:
     """A 32-byte seed from values every party opened together (no party chose them alone),
     separated by ``what`` so that no two uses share a seed."""
-    return hashlib.sha256(b"shaper-threshold-ckks/" + what.encode() + np.asarray(opened, dtype="<u8").tobytes()).digest()
+    data = b"shaper-threshold-ckks/" + what.encode() + np.asarray(opened, dtype="<u8").tobytes()
+    return hashlib.sha256(data).digest()
 
 
 # -- the key check -------------------------------------------------------------------------------
@@ -160,7 +161,8 @@ def decryption_request(cts: Sequence[Ciphertext], to: int | None, smudge_bits: i
     return {"digest": digests[0] if len(cts) == 1 else digests, "to": to, "smudge_bits": int(smudge_bits)}
 
 
-def decryption_share(share: SecretKeyShare, cts: Sequence[Ciphertext], smudge: np.ndarray, smudge_bits: int) -> np.ndarray:
+def decryption_share(share: SecretKeyShare, cts: Sequence[Ciphertext], smudge: np.ndarray,
+                     smudge_bits: int) -> np.ndarray:
     """This party's decryption shares on limb q_0, (len(cts), 1, N) NTT rows: c_1 s_i + r_i, plus
     c_0 at party 0. ``smudge`` (len(cts), 1, N), coefficient form, is this party's share of
     r in [0, 2^k); party 0 subtracts 2^(k-1) so that r is centred."""

@@ -43,8 +43,8 @@ decryptions a key may serve.
 from ...crypto.ckks.multiparty import SMUDGE_BITS, ciphertext_digest, decryption_precision
 from ...net.phases import Phase
 from .decrypt import SMUDGE_CHUNK, decrypt, decrypt_many
-from .keygen import METHODS, check_keys, keygen
+from .keygen import METHODS, check_joint_keys, keygen
 from .keystore import SHARE_FILE, JointKeys, PublicKeys
 
-__all__ = ["METHODS", "SHARE_FILE", "SMUDGE_BITS", "SMUDGE_CHUNK", "JointKeys", "Phase", "PublicKeys", "check_keys",
-           "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "keygen"]
+__all__ = ["METHODS", "SHARE_FILE", "SMUDGE_BITS", "SMUDGE_CHUNK", "JointKeys", "Phase", "PublicKeys",
+           "check_joint_keys", "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "keygen"]

@@ -32,7 +32,7 @@ from .decrypt import decrypt
 from .keystore import JointKeys
 from .polys import joint_seed, open_rows, share_rows
 
-__all__ = ["METHODS", "check_keys", "keygen"]
+__all__ = ["METHODS", "check_joint_keys", "keygen"]
 
 #: key generation methods: the paper's (errors sampled in MPC) and the local-noise variant
 METHODS = ("exact", "local")
@@ -108,11 +108,12 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
                                n * len(params.moduli))
     keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done)
     if check:
-        phases.run("check (joint test decryption)", lambda: check_keys(engine, keys, rotations, conjugation))
+        phases.run("check (joint test decryption)",
+                   lambda: check_joint_keys(engine, keys, rotations, conjugation))
     return keys
 
 
-def check_keys(engine: Any, keys: JointKeys, rotations: list[int], conjugation: bool) -> None:
+def check_joint_keys(engine: Any, keys: JointKeys, rotations: list[int], conjugation: bool) -> None:
     """Encrypts a jointly drawn test vector under the opened public key, squares it (relinearisation
     key) and sums its rotations (every rotation key), decrypts both jointly and compares; raises
     :class:`~shaper.errors.KeyValidationError` for a key that fails."""
