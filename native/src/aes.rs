@@ -364,7 +364,8 @@ mod tests {
         let (mut b1, mut b2, mut b3, mut b4) = (vec![0u8; 16384], vec![0u8; 16384], vec![0u8; 16384], vec![0u8; 16384]);
         let mut ks = crate::prf::KeyStream::new(&[7u8; 16]);
         let mut w = vec![0u64; 2048];
-        let mut ops: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+        type Op<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+        let mut ops: Vec<Op> = vec![
             ("ctr (little-endian counter, OT)", Box::new(|| c.ctr(5, std::hint::black_box(&mut b1)))),
             ("ctr_be (AES-128-CTR)", Box::new(|| c.ctr_be(5, std::hint::black_box(&mut b2)))),
             ("encrypt in place", Box::new(|| c.encrypt(std::hint::black_box(&mut b3)))),

@@ -18,6 +18,12 @@
 //! (`RistrettoKey`), `rns` (`RnsContext`, `ntt_primes`) and `ot` (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its
 //! names to the one flat module.
 
+// Every `unsafe fn` states its callers' obligations (`# Safety`), every unsafe block why it is
+// sound (`// SAFETY:`), and unsafe operations inside an `unsafe fn` sit in explicit blocks
+// (tests/test_native_hygiene.py checks the same without a Rust toolchain).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
 use pyo3::prelude::*;
 
 pub mod aes;

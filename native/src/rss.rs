@@ -4,8 +4,9 @@
 //! party's two share components of the wire in register s, bit k of word j being circuit
 //! instance 64 j + k. Gates come from the layered schedule built in Python
 //! (`shaper.protocols.bristol`): local gates as rows [op, a, b, c, out] (op: 0 XOR, 2 INV,
-//! 3 EQW, 4 EQ0, 5 EQ1, 6 XOR3), AND gates as rows [a, b, out]. Every slot number is checked once per call, so
-//! the word loops run without bounds checks and vectorise.
+//! 3 EQW, 4 EQ0, 5 EQ1, 6 XOR3), AND gates as rows [a, b, out]. Every slot number is checked once
+//! per call by the caller ([`check_slots`], [`check_local_inputs`]; the gate functions are
+//! `unsafe` to say so), so the word loops run without bounds checks and vectorise.
 
 /// Gate codes, as in `shaper.protocols.bristol`.
 pub const XOR: i32 = 0;
@@ -48,18 +49,26 @@ pub fn check_local_inputs(rows: &[i32]) -> Result<(), String> {
     Ok(())
 }
 
+/// # Safety
+/// `s` must be a slot (>= 0) of the array `p` points into, of rows `w` words apart, so that
+/// `p + s w` stays inside it (slots are checked once per call, [`check_slots`]).
 #[inline(always)]
 unsafe fn row(p: *mut u64, s: i32, w: usize) -> *mut u64 {
-    p.add(s as usize * w)
+    // SAFETY: inside the array by the caller's guarantee.
+    unsafe { p.add(s as usize * w) }
 }
 
 /// Words of a column block: the gate list of a layer runs over one block of columns at a time,
 /// so the rows it touches (hundreds of slots) stay in L2 instead of streaming from memory per gate.
 const BLOCK: usize = 256;
 
-/// Local gates on both share arrays, in order, block of columns by block. Slots must have been
-/// checked.
-pub fn local(x: &mut [u64], a: &mut [u64], w: usize, gates: &[i32]) -> Result<(), String> {
+/// Local gates on both share arrays, in order, block of columns by block.
+///
+/// # Safety
+/// `x` and `a` must be `slots` rows of `w` words each, and every slot a gate reads or writes
+/// a row: [`check_slots`] (`gates`, width 5, skip 1, `slots`, inputs optional) and
+/// [`check_local_inputs`] passed. Unknown gate codes are an error, not a safety matter.
+pub unsafe fn local(x: &mut [u64], a: &mut [u64], w: usize, gates: &[i32]) -> Result<(), String> {
     for g in gates.chunks(5) {
         if !matches!(g[0], XOR | XOR3 | INV | EQW | EQ0 | EQ1) {
             return Err(format!("unknown local gate code {}", g[0]));
@@ -69,7 +78,9 @@ pub fn local(x: &mut [u64], a: &mut [u64], w: usize, gates: &[i32]) -> Result<()
     let mut c0 = 0;
     while c0 < w {
         let n = BLOCK.min(w - c0);
-        // SAFETY: columns c0..c0+n lie inside every row of `w` words.
+        // SAFETY: `x` and `a` are distinct arrays of rows of `w` words, borrowed mutably here;
+        // every slot the gates use is a row (this function's contract) and columns c0..c0 + n
+        // lie inside every row.
         unsafe { local_block(px.add(c0), pa.add(c0), w, n, gates) };
         c0 += n;
     }
@@ -78,14 +89,20 @@ pub fn local(x: &mut [u64], a: &mut [u64], w: usize, gates: &[i32]) -> Result<()
 
 type V = [u64; 8];
 
+/// # Safety
+/// `p` must be readable for 8 words.
 #[inline(always)]
 unsafe fn ld(p: *const u64) -> V {
-    std::ptr::read_unaligned(p as *const V)
+    // SAFETY: 8 readable words (caller's guarantee); `read_unaligned`: any alignment.
+    unsafe { std::ptr::read_unaligned(p as *const V) }
 }
 
+/// # Safety
+/// `p` must be writable for 8 words.
 #[inline(always)]
 unsafe fn st(p: *mut u64, v: V) {
-    std::ptr::write_unaligned(p as *mut V, v)
+    // SAFETY: 8 writable words (caller's guarantee); `write_unaligned`: any alignment.
+    unsafe { std::ptr::write_unaligned(p as *mut V, v) }
 }
 
 #[inline(always)]
@@ -108,82 +125,99 @@ fn not8(a: V) -> V {
 
 /// The gates on columns [0, n) of rows of stride `w` starting at px/pa, eight words at a time
 /// (each eight-word chunk is read whole before it is written, so in-place gates are fine).
+///
+/// # Safety
+/// `px` and `pa` must point at column c0 of row 0 of two arrays of rows `w` words apart
+/// (distinct arrays, live and not otherwise borrowed), columns c0..c0 + `n` inside every
+/// row; every slot the gates read or write must be a row of both (checked by
+/// [`check_slots`] and [`check_local_inputs`]).
 unsafe fn local_block(px: *mut u64, pa: *mut u64, w: usize, n: usize, gates: &[i32]) {
-    let full = n - n % 8;
-    for g in gates.chunks(5) {
-        let (op, ia, ib, ic, o) = (g[0], g[1], g[2], g[3], g[4]);
-        let (xo, ao) = (row(px, o, w), row(pa, o, w));
-        match op {
-            XOR3 => {
-                let (xa, xb, xc) = (row(px, ia, w), row(px, ib, w), row(px, ic, w));
-                let (aa, ab, ac) = (row(pa, ia, w), row(pa, ib, w), row(pa, ic, w));
-                let mut j = 0;
-                while j < full {
-                    let vx = xor8(xor8(ld(xa.add(j)), ld(xb.add(j))), ld(xc.add(j)));
-                    let va = xor8(xor8(ld(aa.add(j)), ld(ab.add(j))), ld(ac.add(j)));
-                    st(xo.add(j), vx);
-                    st(ao.add(j), va);
-                    j += 8;
+    // SAFETY: every access is word j < n of a gate's slot row in `px` or `pa`, inside the
+    // arrays by the caller's guarantee; rows are only reached through these two pointers here,
+    // and each eight-word chunk is read whole before it is written.
+    unsafe {
+        let full = n - n % 8;
+        for g in gates.chunks(5) {
+            let (op, ia, ib, ic, o) = (g[0], g[1], g[2], g[3], g[4]);
+            let (xo, ao) = (row(px, o, w), row(pa, o, w));
+            match op {
+                XOR3 => {
+                    let (xa, xb, xc) = (row(px, ia, w), row(px, ib, w), row(px, ic, w));
+                    let (aa, ab, ac) = (row(pa, ia, w), row(pa, ib, w), row(pa, ic, w));
+                    let mut j = 0;
+                    while j < full {
+                        let vx = xor8(xor8(ld(xa.add(j)), ld(xb.add(j))), ld(xc.add(j)));
+                        let va = xor8(xor8(ld(aa.add(j)), ld(ab.add(j))), ld(ac.add(j)));
+                        st(xo.add(j), vx);
+                        st(ao.add(j), va);
+                        j += 8;
+                    }
+                    for j in full..n {
+                        let vx = *xa.add(j) ^ *xb.add(j) ^ *xc.add(j);
+                        let va = *aa.add(j) ^ *ab.add(j) ^ *ac.add(j);
+                        *xo.add(j) = vx;
+                        *ao.add(j) = va;
+                    }
                 }
-                for j in full..n {
-                    let vx = *xa.add(j) ^ *xb.add(j) ^ *xc.add(j);
-                    let va = *aa.add(j) ^ *ab.add(j) ^ *ac.add(j);
-                    *xo.add(j) = vx;
-                    *ao.add(j) = va;
+                XOR => {
+                    let (xa, xb, aa, ab) = (row(px, ia, w), row(px, ib, w), row(pa, ia, w), row(pa, ib, w));
+                    let mut j = 0;
+                    while j < full {
+                        let vx = xor8(ld(xa.add(j)), ld(xb.add(j)));
+                        let va = xor8(ld(aa.add(j)), ld(ab.add(j)));
+                        st(xo.add(j), vx);
+                        st(ao.add(j), va);
+                        j += 8;
+                    }
+                    for j in full..n {
+                        let (vx, va) = (*xa.add(j) ^ *xb.add(j), *aa.add(j) ^ *ab.add(j));
+                        *xo.add(j) = vx;
+                        *ao.add(j) = va;
+                    }
                 }
+                INV | EQW => {
+                    let (xa, aa) = (row(px, ia, w), row(pa, ia, w));
+                    let flip = op == INV;
+                    let mut j = 0;
+                    while j < full {
+                        let vx = ld(xa.add(j));
+                        let va = ld(aa.add(j));
+                        st(xo.add(j), vx);
+                        st(ao.add(j), if flip { not8(va) } else { va });
+                        j += 8;
+                    }
+                    for j in full..n {
+                        let (vx, va) = (*xa.add(j), *aa.add(j));
+                        *xo.add(j) = vx;
+                        *ao.add(j) = if flip { !va } else { va };
+                    }
+                }
+                EQ0 | EQ1 => {
+                    let fill = if op == EQ1 { u64::MAX } else { 0 };
+                    for j in 0..n {
+                        *xo.add(j) = 0;
+                        *ao.add(j) = fill;
+                    }
+                }
+                _ => unreachable!("gate codes checked by the caller"),
             }
-            XOR => {
-                let (xa, xb, aa, ab) = (row(px, ia, w), row(px, ib, w), row(pa, ia, w), row(pa, ib, w));
-                let mut j = 0;
-                while j < full {
-                    let vx = xor8(ld(xa.add(j)), ld(xb.add(j)));
-                    let va = xor8(ld(aa.add(j)), ld(ab.add(j)));
-                    st(xo.add(j), vx);
-                    st(ao.add(j), va);
-                    j += 8;
-                }
-                for j in full..n {
-                    let (vx, va) = (*xa.add(j) ^ *xb.add(j), *aa.add(j) ^ *ab.add(j));
-                    *xo.add(j) = vx;
-                    *ao.add(j) = va;
-                }
-            }
-            INV | EQW => {
-                let (xa, aa) = (row(px, ia, w), row(pa, ia, w));
-                let flip = op == INV;
-                let mut j = 0;
-                while j < full {
-                    let vx = ld(xa.add(j));
-                    let va = ld(aa.add(j));
-                    st(xo.add(j), vx);
-                    st(ao.add(j), if flip { not8(va) } else { va });
-                    j += 8;
-                }
-                for j in full..n {
-                    let (vx, va) = (*xa.add(j), *aa.add(j));
-                    *xo.add(j) = vx;
-                    *ao.add(j) = if flip { !va } else { va };
-                }
-            }
-            EQ0 | EQ1 => {
-                let fill = if op == EQ1 { u64::MAX } else { 0 };
-                for j in 0..n {
-                    *xo.add(j) = 0;
-                    *ao.add(j) = fill;
-                }
-            }
-            _ => unreachable!("gate codes checked by the caller"),
         }
     }
 }
 
 /// First half of an AND layer, the zero sharing given as this party's two keystreams:
 /// `out[g] = m1[g] ^ m2[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`, this party's message r.
-pub fn and_local_masked(x: &[u64], a: &[u64], w: usize, ands: &[i32], out: &mut [u64], m1: &[u64], m2: &[u64]) {
+///
+/// # Safety
+/// `x` and `a` must be `slots` rows of `w` words each and the input slots of every AND row a
+/// row of them ([`check_slots`] on `ands`, width 3, passed). (`out`, `m1`, `m2` are indexed
+/// with bounds checks.)
+pub unsafe fn and_local_masked(x: &[u64], a: &[u64], w: usize, ands: &[i32], out: &mut [u64], m1: &[u64], m2: &[u64]) {
     let (px, pa) = (x.as_ptr() as *mut u64, a.as_ptr() as *mut u64);
     for (g, t) in ands.chunks(3).enumerate() {
         let (o, k1, k2) = (&mut out[g * w..(g + 1) * w], &m1[g * w..(g + 1) * w], &m2[g * w..(g + 1) * w]);
-        // SAFETY: slots checked; only reads through px/pa.
+        // SAFETY: rows t[0] and t[1] of `x` and `a` (this function's contract), words 0..w;
+        // only reads through px/pa (cast from shared borrows, never written).
         unsafe {
             let (xa, xb, aa, ab) = (row(px, t[0], w), row(px, t[1], w), row(pa, t[0], w), row(pa, t[1], w));
             for j in 0..w {
@@ -209,7 +243,10 @@ pub fn and_finish(x: &mut [u64], a: &mut [u64], w: usize, ands: &[i32], r: &[u64
 
 /// `and_masked` with the keystreams generated on the fly, row by row (no keystream arrays in
 /// memory): `out[g] = own[g] ^ prev[g] ^ (x[a] & x[b]) ^ (a[a] & a[b])`.
-pub fn and_prf(
+///
+/// # Safety
+/// As for [`and_local_masked`].
+pub unsafe fn and_prf(
     x: &[u64],
     a: &[u64],
     w: usize,
@@ -225,7 +262,8 @@ pub fn and_prf(
         own.fill(&mut k1);
         prev.fill(&mut k2);
         let o = &mut out[g * w..(g + 1) * w];
-        // SAFETY: slots checked; only reads through px/pa.
+        // SAFETY: rows t[0] and t[1] of `x` and `a` (this function's contract), words 0..w;
+        // only reads through px/pa (cast from shared borrows, never written).
         unsafe {
             let (xa, xb, aa, ab) = (row(px, t[0], w), row(px, t[1], w), row(pa, t[0], w), row(pa, t[1], w));
             for j in 0..w {
@@ -305,7 +343,8 @@ mod tests {
         for w in [1usize, 7, 8, 19, 256, 300] {
             let (mut x, mut a) = (rng.words(slots * w), rng.words(slots * w));
             let (mut rx, mut ra) = (x.clone(), a.clone());
-            local(&mut x, &mut a, w, &gates).unwrap();
+            // SAFETY: `x`, `a` are `slots` rows of `w` words and the gates were checked above.
+            unsafe { local(&mut x, &mut a, w, &gates) }.unwrap();
             local_ref(&mut rx, &mut ra, w, &gates);
             assert!(x == rx && a == ra, "{w} words");
         }
@@ -320,7 +359,8 @@ mod tests {
         assert_eq!(check_local_inputs(&[1, 0, 0, 0, 0]).unwrap_err(), "gate row 0: unknown gate code 1");
         assert!(check_local_inputs(&[EQ1, -1, -1, -1, 0, INV, 0, -1, -1, 1]).is_ok());
         let (mut x, mut a) = (vec![0u64; 2], vec![0u64; 2]);
-        assert_eq!(local(&mut x, &mut a, 1, &[7, 0, 0, 0, 1]).unwrap_err(), "unknown local gate code 7");
+        // SAFETY: slots 0 and 1 are the two rows of one word (the code is rejected before use).
+        assert_eq!(unsafe { local(&mut x, &mut a, 1, &[7, 0, 0, 0, 1]) }.unwrap_err(), "unknown local gate code 7");
     }
 
     /// The two halves of an AND layer against the bitwise definition.
@@ -333,7 +373,8 @@ mod tests {
         let (x, a) = (rng.words(slots * w), rng.words(slots * w));
         let (m1, m2) = (rng.words(n * w), rng.words(n * w));
         let mut out = vec![0u64; n * w];
-        and_local_masked(&x, &a, w, &ands, &mut out, &m1, &m2);
+        // SAFETY: every slot in `ands` is below `slots`, the rows of `x` and `a`.
+        unsafe { and_local_masked(&x, &a, w, &ands, &mut out, &m1, &m2) };
         for (g, t) in ands.chunks(3).enumerate() {
             for k in 0..64 * w {
                 let want = get(&m1, w, g as i32, k) ^ get(&m2, w, g as i32, k)
@@ -378,7 +419,9 @@ mod tests {
         // cleartext
         let mut cx = vec![0u64; slots * w];
         let mut ca = clear.clone();
-        local(&mut cx, &mut ca, w, &gates).unwrap();
+        // SAFETY: every slot in `gates` and `ands` is below `slots`, the rows of every state here
+        // (and no gate reads an input it lacks).
+        unsafe { local(&mut cx, &mut ca, w, &gates) }.unwrap();
         let n = ands.len() / 3;
         let mut want = ca.clone();
         for t in ands.chunks(3) {
@@ -389,14 +432,16 @@ mod tests {
         }
         // shared
         for (x, a) in parties.iter_mut() {
-            local(x, a, w, &gates).unwrap();
+            // SAFETY: as above.
+            unsafe { local(x, a, w, &gates) }.unwrap();
         }
         let streams: Vec<Vec<u64>> = (0..3).map(|_| rng.words(n * w)).collect();
         let r: Vec<Vec<u64>> = (0..3)
             .map(|i| {
                 let mut out = vec![0u64; n * w];
                 let (x, a) = &parties[i];
-                and_local_masked(x, a, w, &ands, &mut out, &streams[i], &streams[(i + 2) % 3]);
+                // SAFETY: as above.
+                unsafe { and_local_masked(x, a, w, &ands, &mut out, &streams[i], &streams[(i + 2) % 3]) };
                 out
             })
             .collect();
@@ -428,10 +473,12 @@ mod tests {
         KeyStream::new(&k1).unwrap().fill(&mut m1);
         KeyStream::new(&k2).unwrap().fill(&mut m2);
         let mut want = vec![0u64; n * w];
-        and_local_masked(&x, &a, w, &ands, &mut want, &m1, &m2);
+        // SAFETY: every slot in `ands` is below `slots`, the rows of `x` and `a`.
+        unsafe { and_local_masked(&x, &a, w, &ands, &mut want, &m1, &m2) };
         let mut got = vec![0u64; n * w];
         let (mut s1, mut s2) = (KeyStream::new(&k1).unwrap(), KeyStream::new(&k2).unwrap());
-        and_prf(&x, &a, w, &ands, &mut got, &mut s1, &mut s2);
+        // SAFETY: as above.
+        unsafe { and_prf(&x, &a, w, &ands, &mut got, &mut s1, &mut s2) };
         assert_eq!(got, want);
     }
 }

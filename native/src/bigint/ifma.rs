@@ -97,14 +97,22 @@ impl Ifma {
 
 /// Digit j of lane k = table[off[k] + j]: one 8-lane gather per digit (whole-register writes, so
 /// the product that reads the group next does not stall on partial stores).
+///
+/// # Safety
+/// The CPU must have AVX-512F ([`available`]). For every lane k, words `off[k]..off[k] + l`
+/// of `table` must be readable (`off[k]` >= 0), and `out` valid for writing 8 l words.
 #[target_feature(enable = "avx512f")]
 unsafe fn gather8(out: *mut u64, table: *const u64, off: &[i64; 8], l: usize) {
-    let mut idx = _mm512_loadu_si512(off.as_ptr() as *const _);
-    let one = _mm512_set1_epi64(1);
-    for j in 0..l {
-        let v = _mm512_i64gather_epi64::<8>(idx, table as *const i64);
-        _mm512_storeu_si512(out.add(j * 8) as *mut _, v);
-        idx = _mm512_add_epi64(idx, one);
+    // SAFETY: every gather reads words `off[k] + j` (j < l) of `table` and every store writes
+    // words `8 j..8 j + 8` of `out`, inside the ranges the caller guarantees.
+    unsafe {
+        let mut idx = _mm512_loadu_si512(off.as_ptr() as *const _);
+        let one = _mm512_set1_epi64(1);
+        for j in 0..l {
+            let v = _mm512_i64gather_epi64::<8>(idx, table as *const i64);
+            _mm512_storeu_si512(out.add(j * 8) as *mut _, v);
+            idx = _mm512_add_epi64(idx, one);
+        }
     }
 }
 
@@ -115,278 +123,343 @@ const R: usize = 2;
 
 type Slots<const N: usize> = [std::mem::MaybeUninit<__m512i>; N];
 
+/// # Safety
+/// `k` must be at most the number of slots of the allocation `p` points into.
 #[inline(always)]
 unsafe fn slot(p: *mut __m512i, k: usize) -> *mut __m512i {
-    p.add(k)
+    // SAFETY: in bounds by the caller's guarantee.
+    unsafe { p.add(k) }
 }
 
+/// # Safety
+/// The CPU must have AVX-512F, and `m.add(k)` must be a readable `u64`.
 #[inline(always)]
 unsafe fn bcast(m: *const u64, k: usize) -> __m512i {
-    _mm512_set1_epi64(*m.add(k) as i64)
+    // SAFETY: AVX-512F and the readable word are the caller's guarantee.
+    unsafe { _mm512_set1_epi64(*m.add(k) as i64) }
 }
 
 /// One pass of word-serial almost-Montgomery multiplication over `RR` digits of b (`b_i..`),
 /// on the shifted accumulator `acc` (l + R slots, the top R zero). `ap` is a with R+1 zero
 /// digits of padding; `m` the modulus with R+1 zero digits of padding.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `acc` must be valid for reading and
+/// writing l + RR slots, `ap` readable for l + RR slots (a's l digits, then zeros), `b`
+/// readable for RR slots and `m` for l + RR words (the modulus's l digits, then zeros).
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn amm_rows<const RR: usize>(acc: *mut __m512i, ap: *const __m512i, b: *const __m512i, m: *const u64,
                                     k0: __m512i, l: usize) {
-    let zero = _mm512_setzero_si512();
-    let mut bs = [zero; RR];
-    for r in 0..RR {
-        bs[r] = _mm512_loadu_si512(b.add(r));
-    }
-    let mut ys = [zero; RR];
-    let mut carry = zero;
-    // columns 0..RR fix the reduction digits y_0..y_{RR-1}, one after the other
-    for c in 0..RR {
-        let mut v = _mm512_add_epi64(*acc.add(c), carry);
-        for r in 0..=c {
-            v = _mm512_madd52lo_epu64(v, *ap.add(c - r), bs[r]);
-            if r < c {
-                v = _mm512_madd52hi_epu64(v, *ap.add(c - r - 1), bs[r]);
-                v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
-                v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+    // SAFETY: the slots read and written are `acc[0..l + RR]`, `ap[0..l + RR]`, `b[0..RR]`
+    // and `m[0..l + RR]`, the ranges the caller guarantees.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut bs = [zero; RR];
+        for r in 0..RR {
+            bs[r] = _mm512_loadu_si512(b.add(r));
+        }
+        let mut ys = [zero; RR];
+        let mut carry = zero;
+        // columns 0..RR fix the reduction digits y_0..y_{RR-1}, one after the other
+        for c in 0..RR {
+            let mut v = _mm512_add_epi64(*acc.add(c), carry);
+            for r in 0..=c {
+                v = _mm512_madd52lo_epu64(v, *ap.add(c - r), bs[r]);
+                if r < c {
+                    v = _mm512_madd52hi_epu64(v, *ap.add(c - r - 1), bs[r]);
+                    v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
+                    v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+                }
+            }
+            ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
+            v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
+            carry = _mm512_srli_epi64::<52>(v);
+        }
+        // the remaining columns take every row's four terms; results shift down by RR digits.
+        // aw[k] = a_{c-k}, mw[k] = m_{c-k}: one new digit of each per column, the rest rotate
+        // through registers (loads, not multiplies, would otherwise bound the speed).
+        let mut aw = [zero; 5];
+        let mut mw = [zero; 5];
+        for k in 1..=RR {
+            aw[k] = *ap.add(RR - k);
+            mw[k] = bcast(m, RR - k);
+        }
+        for c in RR..l + RR {
+            aw[0] = *ap.add(c);
+            mw[0] = bcast(m, c);
+            // two independent chains per column keep the multiply-add latency hidden
+            let mut v = *acc.add(c);
+            let mut h = zero;
+            for r in 0..RR {
+                v = _mm512_madd52lo_epu64(v, aw[r], bs[r]);
+                h = _mm512_madd52hi_epu64(h, aw[r + 1], bs[r]);
+                v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
+                h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+            }
+            v = _mm512_add_epi64(v, h);
+            if c == RR {
+                v = _mm512_add_epi64(v, carry);
+            }
+            *acc.add(c - RR) = v;
+            for k in (1..=RR).rev() {
+                aw[k] = aw[k - 1];
+                mw[k] = mw[k - 1];
             }
         }
-        ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
-        v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
-        carry = _mm512_srli_epi64::<52>(v);
-    }
-    // the remaining columns take every row's four terms; results shift down by RR digits.
-    // aw[k] = a_{c-k}, mw[k] = m_{c-k}: one new digit of each per column, the rest rotate
-    // through registers (loads, not multiplies, would otherwise bound the speed).
-    let mut aw = [zero; 5];
-    let mut mw = [zero; 5];
-    for k in 1..=RR {
-        aw[k] = *ap.add(RR - k);
-        mw[k] = bcast(m, RR - k);
-    }
-    for c in RR..l + RR {
-        aw[0] = *ap.add(c);
-        mw[0] = bcast(m, c);
-        // two independent chains per column keep the multiply-add latency hidden
-        let mut v = *acc.add(c);
-        let mut h = zero;
-        for r in 0..RR {
-            v = _mm512_madd52lo_epu64(v, aw[r], bs[r]);
-            h = _mm512_madd52hi_epu64(h, aw[r + 1], bs[r]);
-            v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
-            h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+        for c in l..l + RR {
+            *acc.add(c) = zero;
         }
-        v = _mm512_add_epi64(v, h);
-        if c == RR {
-            v = _mm512_add_epi64(v, carry);
-        }
-        *acc.add(c - RR) = v;
-        for k in (1..=RR).rev() {
-            aw[k] = aw[k - 1];
-            mw[k] = mw[k - 1];
-        }
-    }
-    for c in l..l + RR {
-        *acc.add(c) = zero;
     }
 }
 
 /// Almost-Montgomery multiplication of eight lane pairs: out = a * b / 2^(52 l) mod m, in
 /// [0, 2m) for inputs in [0, 2m).
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `l` <= `MAX_L`; `a` and `b` must be
+/// readable for 8 l words, `out` writable for 8 l words, and `m` readable for l + R words
+/// (the modulus's l digits, then zeros).
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn amm8(out: *mut u64, a: *const u64, b: *const u64, m: *const u64, k0: u64, l: usize) {
-    let zero = _mm512_setzero_si512();
-    let mut acc_slots: Slots<{ MAX_L + R + 1 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 1];
-    let acc = acc_slots.as_mut_ptr() as *mut __m512i;
-    let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
-    let ap = a_slots.as_mut_ptr() as *mut __m512i;
-    let src = a as *const __m512i;
-    for k in 0..l {
-        *slot(acc, k) = zero;
-        *slot(ap, k) = _mm512_loadu_si512(src.add(k));
+    // SAFETY: the local `acc` and `ap` hold MAX_L + R + 1 and MAX_L + R + 2 >= l + R slots,
+    // every one written before it is read; `a`, `b`, `m` and `out` are accessed within the
+    // ranges the caller guarantees, which are those `amm_rows` and `normalize` need.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut acc_slots: Slots<{ MAX_L + R + 1 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 1];
+        let acc = acc_slots.as_mut_ptr() as *mut __m512i;
+        let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
+        let ap = a_slots.as_mut_ptr() as *mut __m512i;
+        let src = a as *const __m512i;
+        for k in 0..l {
+            *slot(acc, k) = zero;
+            *slot(ap, k) = _mm512_loadu_si512(src.add(k));
+        }
+        for k in l..l + R + 1 {
+            *slot(acc, k) = zero;
+            *slot(ap, k) = zero;
+        }
+        let k0v = _mm512_set1_epi64(k0 as i64);
+        let bp = b as *const __m512i;
+        let mut i = 0;
+        while i + R <= l {
+            amm_rows::<R>(acc, ap, bp.add(i), m, k0v, l);
+            i += R;
+        }
+        while i < l {
+            amm_rows::<1>(acc, ap, bp.add(i), m, k0v, l);
+            i += 1;
+        }
+        normalize(out, acc, l);
     }
-    for k in l..l + R + 1 {
-        *slot(acc, k) = zero;
-        *slot(ap, k) = zero;
-    }
-    let k0v = _mm512_set1_epi64(k0 as i64);
-    let bp = b as *const __m512i;
-    let mut i = 0;
-    while i + R <= l {
-        amm_rows::<R>(acc, ap, bp.add(i), m, k0v, l);
-        i += R;
-    }
-    while i < l {
-        amm_rows::<1>(acc, ap, bp.add(i), m, k0v, l);
-        i += 1;
-    }
-    normalize(out, acc, l);
 }
 
 /// Cross products of rows i..i+RR of a squaring into absolute columns: lo(a_{i+r} a_j) at
 /// column i+r+j and hi at i+r+j+1, for j > i+r. `ap` has R+1 zero digits of padding.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `acc` must be valid for reading and
+/// writing i + l + RR slots and `ap` readable for l + RR slots (a's l digits, then zeros).
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn ams_cross<const RR: usize>(acc: *mut __m512i, ap: *const __m512i, i: usize, l: usize) {
-    let zero = _mm512_setzero_si512();
-    let mut ar = [zero; RR];
-    for r in 0..RR {
-        ar[r] = *ap.add(i + r);
-    }
-    let last = i + RR - 1 + l; // hi of the last row's last product
-    let full = 2 * i + 2 * RR; // from here on every row's terms are in range
-    for c in 2 * i + 1..full.min(last + 1) {
-        let mut v = *acc.add(c);
+    // SAFETY: the columns touched are `acc[2 i + 1..i + l + RR]` and the digits read
+    // `ap[i..l + RR]`, the ranges the caller guarantees.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut ar = [zero; RR];
         for r in 0..RR {
-            let lo_j = c as isize - (i + r) as isize;
-            if lo_j > (i + r) as isize {
-                v = _mm512_madd52lo_epu64(v, ar[r], *ap.add(lo_j as usize));
+            ar[r] = *ap.add(i + r);
+        }
+        let last = i + RR - 1 + l; // hi of the last row's last product
+        let full = 2 * i + 2 * RR; // from here on every row's terms are in range
+        for c in 2 * i + 1..full.min(last + 1) {
+            let mut v = *acc.add(c);
+            for r in 0..RR {
+                let lo_j = c as isize - (i + r) as isize;
+                if lo_j > (i + r) as isize {
+                    v = _mm512_madd52lo_epu64(v, ar[r], *ap.add(lo_j as usize));
+                }
+                if lo_j - 1 > (i + r) as isize {
+                    v = _mm512_madd52hi_epu64(v, ar[r], *ap.add(lo_j as usize - 1));
+                }
             }
-            if lo_j - 1 > (i + r) as isize {
-                v = _mm512_madd52hi_epu64(v, ar[r], *ap.add(lo_j as usize - 1));
+            *acc.add(c) = v;
+        }
+        // aw[k] = a_{c-i-k}, rotated through registers
+        let mut aw = [zero; 5];
+        if full <= last {
+            for k in 1..=RR {
+                aw[k] = *ap.add(full - i - k);
             }
         }
-        *acc.add(c) = v;
-    }
-    // aw[k] = a_{c-i-k}, rotated through registers
-    let mut aw = [zero; 5];
-    if full <= last {
-        for k in 1..=RR {
-            aw[k] = *ap.add(full - i - k);
-        }
-    }
-    for c in full..=last {
-        aw[0] = *ap.add(c - i);
-        let mut v = *acc.add(c);
-        let mut h = zero;
-        for r in 0..RR {
-            v = _mm512_madd52lo_epu64(v, ar[r], aw[r]);
-            h = _mm512_madd52hi_epu64(h, ar[r], aw[r + 1]);
-        }
-        v = _mm512_add_epi64(v, h);
-        *acc.add(c) = v;
-        for k in (1..=RR).rev() {
-            aw[k] = aw[k - 1];
+        for c in full..=last {
+            aw[0] = *ap.add(c - i);
+            let mut v = *acc.add(c);
+            let mut h = zero;
+            for r in 0..RR {
+                v = _mm512_madd52lo_epu64(v, ar[r], aw[r]);
+                h = _mm512_madd52hi_epu64(h, ar[r], aw[r + 1]);
+            }
+            v = _mm512_add_epi64(v, h);
+            *acc.add(c) = v;
+            for k in (1..=RR).rev() {
+                aw[k] = aw[k - 1];
+            }
         }
     }
 }
 
 /// Montgomery reduction of columns i..i+RR of a squaring's 2l-column sum (absolute columns).
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `acc` must be valid for reading and
+/// writing i + l + RR slots and `m` readable for l + RR words (the modulus's l digits,
+/// then zeros).
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn ams_reduce<const RR: usize>(acc: *mut __m512i, m: *const u64, k0: __m512i, i: usize, l: usize) {
-    let zero = _mm512_setzero_si512();
-    let mut ys = [zero; RR];
-    let mut carry = zero;
-    for c in 0..RR {
-        let mut v = _mm512_add_epi64(*acc.add(i + c), carry);
-        for r in 0..c {
-            v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
-            v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+    // SAFETY: the columns touched are `acc[i..i + l + RR]` and the words read `m[0..l + RR]`,
+    // the ranges the caller guarantees.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut ys = [zero; RR];
+        let mut carry = zero;
+        for c in 0..RR {
+            let mut v = _mm512_add_epi64(*acc.add(i + c), carry);
+            for r in 0..c {
+                v = _mm512_madd52lo_epu64(v, bcast(m, c - r), ys[r]);
+                v = _mm512_madd52hi_epu64(v, bcast(m, c - r - 1), ys[r]);
+            }
+            ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
+            v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
+            carry = _mm512_srli_epi64::<52>(v);
         }
-        ys[c] = _mm512_madd52lo_epu64(zero, v, k0);
-        v = _mm512_madd52lo_epu64(v, bcast(m, 0), ys[c]);
-        carry = _mm512_srli_epi64::<52>(v);
-    }
-    let mut mw = [zero; 5];
-    for k in 1..=RR {
-        mw[k] = bcast(m, RR - k);
-    }
-    for c in RR..l + RR {
-        mw[0] = bcast(m, c);
-        let mut v = *acc.add(i + c);
-        let mut h = zero;
-        for r in 0..RR {
-            v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
-            h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+        let mut mw = [zero; 5];
+        for k in 1..=RR {
+            mw[k] = bcast(m, RR - k);
         }
-        v = _mm512_add_epi64(v, h);
-        for k in (1..=RR).rev() {
-            mw[k] = mw[k - 1];
+        for c in RR..l + RR {
+            mw[0] = bcast(m, c);
+            let mut v = *acc.add(i + c);
+            let mut h = zero;
+            for r in 0..RR {
+                v = _mm512_madd52lo_epu64(v, mw[r], ys[r]);
+                h = _mm512_madd52hi_epu64(h, mw[r + 1], ys[r]);
+            }
+            v = _mm512_add_epi64(v, h);
+            for k in (1..=RR).rev() {
+                mw[k] = mw[k - 1];
+            }
+            if c == RR {
+                v = _mm512_add_epi64(v, carry);
+            }
+            *acc.add(i + c) = v;
         }
-        if c == RR {
-            v = _mm512_add_epi64(v, carry);
-        }
-        *acc.add(i + c) = v;
     }
 }
 
 /// Almost-Montgomery squaring: cross products once (doubled), the squares, then the
 /// word-serial reduction of the 2l-digit column sums; R rows per pass in both phases.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `l` <= `MAX_L`; `a` must be readable for
+/// 8 l words, `out` writable for 8 l words, and `m` readable for l + R words (the
+/// modulus's l digits, then zeros).
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn ams8(out: *mut u64, a: *const u64, m: *const u64, k0: u64, l: usize) {
-    let zero = _mm512_setzero_si512();
-    let mut acc_slots: Slots<{ 2 * MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); 2 * MAX_L + R + 2];
-    let acc = acc_slots.as_mut_ptr() as *mut __m512i;
-    for k in 0..2 * l + R + 2 {
-        *slot(acc, k) = zero;
+    // SAFETY: the local `acc` holds 2 MAX_L + R + 2 >= 2 l + R + 2 slots and `ap` MAX_L + R + 2,
+    // all zeroed or loaded before use; `a`, `m` and `out` are accessed within the ranges the
+    // caller guarantees, which are those `ams_cross`, `ams_reduce` and `normalize` need.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut acc_slots: Slots<{ 2 * MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); 2 * MAX_L + R + 2];
+        let acc = acc_slots.as_mut_ptr() as *mut __m512i;
+        for k in 0..2 * l + R + 2 {
+            *slot(acc, k) = zero;
+        }
+        let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
+        let ap = a_slots.as_mut_ptr() as *mut __m512i;
+        let src = a as *const __m512i;
+        for k in 0..l {
+            *slot(ap, k) = _mm512_loadu_si512(src.add(k));
+        }
+        for k in l..l + R + 2 {
+            *slot(ap, k) = zero;
+        }
+        let mut i = 0;
+        while i + R <= l {
+            ams_cross::<R>(acc, ap, i, l);
+            i += R;
+        }
+        while i < l {
+            ams_cross::<1>(acc, ap, i, l);
+            i += 1;
+        }
+        for i in 0..l {
+            let ai = *ap.add(i);
+            let lo = acc.add(2 * i);
+            *lo = _mm512_madd52lo_epu64(_mm512_add_epi64(*lo, *lo), ai, ai);
+            let hi = acc.add(2 * i + 1);
+            *hi = _mm512_madd52hi_epu64(_mm512_add_epi64(*hi, *hi), ai, ai);
+        }
+        let k0v = _mm512_set1_epi64(k0 as i64);
+        let mut i = 0;
+        while i + R <= l {
+            ams_reduce::<R>(acc, m, k0v, i, l);
+            i += R;
+        }
+        while i < l {
+            ams_reduce::<1>(acc, m, k0v, i, l);
+            i += 1;
+        }
+        normalize(out, acc.add(l), l);
     }
-    let mut a_slots: Slots<{ MAX_L + R + 2 }> = [std::mem::MaybeUninit::uninit(); MAX_L + R + 2];
-    let ap = a_slots.as_mut_ptr() as *mut __m512i;
-    let src = a as *const __m512i;
-    for k in 0..l {
-        *slot(ap, k) = _mm512_loadu_si512(src.add(k));
-    }
-    for k in l..l + R + 2 {
-        *slot(ap, k) = zero;
-    }
-    let mut i = 0;
-    while i + R <= l {
-        ams_cross::<R>(acc, ap, i, l);
-        i += R;
-    }
-    while i < l {
-        ams_cross::<1>(acc, ap, i, l);
-        i += 1;
-    }
-    for i in 0..l {
-        let ai = *ap.add(i);
-        let lo = acc.add(2 * i);
-        *lo = _mm512_madd52lo_epu64(_mm512_add_epi64(*lo, *lo), ai, ai);
-        let hi = acc.add(2 * i + 1);
-        *hi = _mm512_madd52hi_epu64(_mm512_add_epi64(*hi, *hi), ai, ai);
-    }
-    let k0v = _mm512_set1_epi64(k0 as i64);
-    let mut i = 0;
-    while i + R <= l {
-        ams_reduce::<R>(acc, m, k0v, i, l);
-        i += R;
-    }
-    while i < l {
-        ams_reduce::<1>(acc, m, k0v, i, l);
-        i += 1;
-    }
-    normalize(out, acc.add(l), l);
 }
 
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `acc` must be readable for l slots
+/// and `out` writable for 8 l words.
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn normalize(out: *mut u64, acc: *const __m512i, l: usize) {
-    let mask = _mm512_set1_epi64(MASK52 as i64);
-    let mut carry = _mm512_setzero_si512();
-    let op = out as *mut __m512i;
-    for j in 0..l {
-        let v = _mm512_add_epi64(*acc.add(j), carry);
-        carry = _mm512_srli_epi64::<52>(v);
-        _mm512_storeu_si512(op.add(j), _mm512_and_si512(v, mask));
+    // SAFETY: reads `acc[0..l]` and writes `out[0..8 l]`, as the caller guarantees.
+    unsafe {
+        let mask = _mm512_set1_epi64(MASK52 as i64);
+        let mut carry = _mm512_setzero_si512();
+        let op = out as *mut __m512i;
+        for j in 0..l {
+            let v = _mm512_add_epi64(*acc.add(j), carry);
+            carry = _mm512_srli_epi64::<52>(v);
+            _mm512_storeu_si512(op.add(j), _mm512_and_si512(v, mask));
+        }
     }
 }
 
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `entries` <= 256; `table` must be
+/// readable for `entries` · 8 l words and `out` writable for 8 l words.
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn select8(out: *mut u64, table: *const u64, entries: usize, idx: &[u32], l: usize) {
-    let mut lanes = [0u64; 8];
-    for (k, v) in idx.iter().take(8).enumerate() {
-        lanes[k] = *v as u64;
-    }
-    let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
-    let op = out as *mut __m512i;
-    let tp = table as *const __m512i;
-    let gw = l; // in zmm units
-    let mut masks = [0u8; 256];
-    for e in 0..entries.min(256) {
-        masks[e] = _mm512_cmpeq_epi64_mask(want, _mm512_set1_epi64(e as i64));
-    }
-    for j in 0..l {
-        let mut r = _mm512_setzero_si512();
-        for e in 0..entries {
-            r = _mm512_mask_mov_epi64(r, *masks.get_unchecked(e), _mm512_loadu_si512(tp.add(e * gw + j)));
+    // SAFETY: `masks` has 256 >= `entries` slots; entry e's digit j is read at slot e l + j of
+    // `table` (< `entries` l) and `out` written at slots 0..l, as the caller guarantees.
+    unsafe {
+        let mut lanes = [0u64; 8];
+        for (k, v) in idx.iter().take(8).enumerate() {
+            lanes[k] = *v as u64;
         }
-        _mm512_storeu_si512(op.add(j), r);
+        let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
+        let op = out as *mut __m512i;
+        let tp = table as *const __m512i;
+        let gw = l; // in zmm units
+        let mut masks = [0u8; 256];
+        for e in 0..entries.min(256) {
+            masks[e] = _mm512_cmpeq_epi64_mask(want, _mm512_set1_epi64(e as i64));
+        }
+        for j in 0..l {
+            let mut r = _mm512_setzero_si512();
+            for e in 0..entries {
+                r = _mm512_mask_mov_epi64(r, *masks.get_unchecked(e), _mm512_loadu_si512(tp.add(e * gw + j)));
+            }
+            _mm512_storeu_si512(op.add(j), r);
+        }
     }
 }
 
@@ -394,44 +467,53 @@ unsafe fn select8(out: *mut u64, table: *const u64, entries: usize, idx: &[u32],
 /// a multiple of 8 or 16 for 16+ entries): per digit, in-register permutes pick each lane's
 /// entry out of 16 at a time and a blend tree on the higher index bits merges the blocks. Every
 /// entry is loaded and the permutes' timing does not depend on the indices (constant time).
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 IFMA ([`available`]). `stride` is 8 or a multiple of
+/// 16 up to 256; `table` must be readable for l `stride` words and `out` writable for
+/// 8 l words.
 #[target_feature(enable = "avx512f,avx512ifma")]
 unsafe fn select_shared8(out: *mut u64, table: *const u64, stride: usize, idx: &[u32], l: usize) {
-    let mut lanes = [0u64; 8];
-    for (k, v) in idx.iter().take(8).enumerate() {
-        lanes[k] = *v as u64;
-    }
-    let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
-    let op = out as *mut __m512i;
-    if stride == 8 {
-        for j in 0..l {
-            let col = _mm512_loadu_si512(table.add(j * 8) as *const __m512i);
-            _mm512_storeu_si512(op.add(j), _mm512_permutexvar_epi64(want, col));
+    // SAFETY: digit j reads words `j stride..(j + 1) stride` of `table` (`level` holds the
+    // `stride` / 16 <= 16 blocks) and writes slot j of `out`, within the caller's guarantees.
+    unsafe {
+        let mut lanes = [0u64; 8];
+        for (k, v) in idx.iter().take(8).enumerate() {
+            lanes[k] = *v as u64;
         }
-        return;
-    }
-    let blocks = stride / 16;
-    let mut bit = [0u8; 4];
-    for (k, b) in bit.iter_mut().enumerate() {
-        *b = _mm512_test_epi64_mask(want, _mm512_set1_epi64(16i64 << k));
-    }
-    let mut level = [_mm512_setzero_si512(); 16];
-    for j in 0..l {
-        let col = table.add(j * stride) as *const __m512i;
-        for k in 0..blocks {
-            let lo = _mm512_loadu_si512(col.add(2 * k));
-            let hi = _mm512_loadu_si512(col.add(2 * k + 1));
-            level[k] = _mm512_permutex2var_epi64(lo, want, hi);
-        }
-        let mut n = blocks;
-        let mut depth = 0;
-        while n > 1 {
-            for k in 0..n / 2 {
-                level[k] = _mm512_mask_blend_epi64(bit[depth], level[2 * k], level[2 * k + 1]);
+        let want = _mm512_loadu_si512(lanes.as_ptr() as *const __m512i);
+        let op = out as *mut __m512i;
+        if stride == 8 {
+            for j in 0..l {
+                let col = _mm512_loadu_si512(table.add(j * 8) as *const __m512i);
+                _mm512_storeu_si512(op.add(j), _mm512_permutexvar_epi64(want, col));
             }
-            n /= 2;
-            depth += 1;
+            return;
         }
-        _mm512_storeu_si512(op.add(j), level[0]);
+        let blocks = stride / 16;
+        let mut bit = [0u8; 4];
+        for (k, b) in bit.iter_mut().enumerate() {
+            *b = _mm512_test_epi64_mask(want, _mm512_set1_epi64(16i64 << k));
+        }
+        let mut level = [_mm512_setzero_si512(); 16];
+        for j in 0..l {
+            let col = table.add(j * stride) as *const __m512i;
+            for k in 0..blocks {
+                let lo = _mm512_loadu_si512(col.add(2 * k));
+                let hi = _mm512_loadu_si512(col.add(2 * k + 1));
+                level[k] = _mm512_permutex2var_epi64(lo, want, hi);
+            }
+            let mut n = blocks;
+            let mut depth = 0;
+            while n > 1 {
+                for k in 0..n / 2 {
+                    level[k] = _mm512_mask_blend_epi64(bit[depth], level[2 * k], level[2 * k + 1]);
+                }
+                n /= 2;
+                depth += 1;
+            }
+            _mm512_storeu_si512(op.add(j), level[0]);
+        }
     }
 }
 

@@ -233,25 +233,37 @@ pub mod fold {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             done = p.bytes & !31;
-            // SAFETY: AVX2 is present; the lanes lie inside the buffers (checked by the callers).
+            // SAFETY: AVX2 is present; `p` comes from `Lanes::new` on the buffers `receiver` or
+            // `sender` checked (and still borrows), and `done` <= `bytes` is a multiple of 32.
             unsafe { avx2::<K, RECV, EXTRA>(p, done) };
         }
-        // SAFETY: as above.
+        // SAFETY: as above; `done` is a multiple of 16 (0 or a multiple of 32).
         unsafe { portable::<K, RECV, EXTRA>(p, done) };
     }
 
     // Index loops, not iterator adapters: these must unroll into registers, and adapters are not
     // always inlined into a `target_feature` function.
     /// Lanes `from..bytes`, 16 bytes at a time.
+    ///
+    /// # Safety
+    /// `p`'s buffers must be live and laid out as [`Lanes`] says (`bytes` a multiple of 16; `u`
+    /// not null for `RECV`; `cols` not aliasing the streams read, except stream 1 for K = 1), as
+    /// `Lanes::new` on the buffers [`receiver`] and [`sender`] check makes them; `from` a multiple
+    /// of 16.
     #[allow(clippy::needless_range_loop)]
     pub(super) unsafe fn portable<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes, from: usize) {
+        // SAFETY: `rd` and `wr` (like the address arithmetic below) only get lane addresses,
+        // offset `off` < `bytes` into stream y < 2^K, `extra`, column c < K or `u`, each with 16
+        // bytes inside its buffer by the caller's guarantee; the access is unaligned.
         let rd = |q: *const u8| u128::from_le_bytes(unsafe { q.cast::<[u8; 16]>().read_unaligned() });
+        // SAFETY: see above.
         let wr = |q: *mut u8, v: u128| unsafe { q.cast::<[u8; 16]>().write_unaligned(v.to_le_bytes()) };
         let take: [u128; 4] = core::array::from_fn(|c| if (p.mask >> c) & 1 == 1 { !0 } else { 0 });
         let mut off = from;
         while off < p.bytes {
             let mut s = [0u128; 16];
             for y in usize::from(!RECV)..1 << K {
+                // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                 s[y] = rd(unsafe { p.stream::<K>(y).add(off) });
             }
             let mut v = [0u128; 4];
@@ -267,13 +279,16 @@ pub mod fold {
                 }
                 m = h;
             }
+            // SAFETY: a lane of one of `p`'s buffers (see `rd`).
             let e = if EXTRA { rd(unsafe { p.extra.add(off) }) } else { 0 };
             for c in 0..K {
                 if !(RECV && K == 1) {
+                    // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                     wr(unsafe { p.cols.add(c * p.bytes + off) }, if RECV { v[c] } else { v[c] ^ (e & take[c]) });
                 }
             }
             if RECV {
+                // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                 wr(unsafe { p.u.add(off) }, s[0] ^ e);
             }
             off += 16;
@@ -281,12 +296,18 @@ pub mod fold {
     }
 
     /// Lanes `0..to` (a multiple of 32), 32 bytes at a time.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `p` as for [`portable`], and `to` <= `bytes`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     #[allow(clippy::needless_range_loop)]
     unsafe fn avx2<const K: usize, const RECV: bool, const EXTRA: bool>(p: &Lanes, to: usize) {
         use core::arch::x86_64::*;
+        // SAFETY: as in `portable` (`rd`, `wr` and the address arithmetic below), with lanes of
+        // 32 bytes at offsets `off` < `to` <= `bytes`; `loadu`/`storeu` need no alignment.
         let rd = |q: *const u8| unsafe { _mm256_loadu_si256(q.cast()) };
+        // SAFETY: see above.
         let wr = |q: *mut u8, v: __m256i| unsafe { _mm256_storeu_si256(q.cast(), v) };
         let zero = _mm256_setzero_si256();
         let take: [__m256i; 4] = core::array::from_fn(|c| if (p.mask >> c) & 1 == 1 { _mm256_set1_epi8(-1) } else { zero });
@@ -294,6 +315,7 @@ pub mod fold {
         while off < to {
             let mut s = [zero; 16];
             for y in usize::from(!RECV)..1 << K {
+                // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                 s[y] = rd(unsafe { p.stream::<K>(y).add(off) });
             }
             let mut v = [zero; 4];
@@ -309,14 +331,17 @@ pub mod fold {
                 }
                 m = h;
             }
+            // SAFETY: a lane of one of `p`'s buffers (see `rd`).
             let e = if EXTRA { rd(unsafe { p.extra.add(off) }) } else { zero };
             for c in 0..K {
                 if !(RECV && K == 1) {
                     let x = if RECV { v[c] } else { _mm256_xor_si256(v[c], _mm256_and_si256(e, take[c])) };
+                    // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                     wr(unsafe { p.cols.add(c * p.bytes + off) }, x);
                 }
             }
             if RECV {
+                // SAFETY: a lane of one of `p`'s buffers (see `rd`).
                 wr(unsafe { p.u.add(off) }, _mm256_xor_si256(s[0], e));
             }
             off += 32;
@@ -681,6 +706,9 @@ mod tests {
         assert_eq!(rows.len(), n);
     }
 
+    /// A portable fold kernel, called directly.
+    type Fold = unsafe fn(&fold::Lanes, usize);
+
     /// The fold kernels (AVX2 with its 16-byte tail, and portable alone) against the definition,
     /// bit by bit: receiver v_c, u ⊕ r; sender (slot 0 ignored) v_c ⊕ mask_c·msg.
     #[test]
@@ -708,11 +736,17 @@ mod tests {
                         cols.copy_from_slice(stream(1));
                     }
                     let p = fold::Lanes::new(&streams, len, &extra, 0, &mut cols, Some(&mut u));
-                    match (k, portable) {
-                        (1, true) => unsafe { fold::portable::<1, true, true>(&p, 0) },
-                        (2, true) => unsafe { fold::portable::<2, true, true>(&p, 0) },
-                        (4, true) => unsafe { fold::portable::<4, true, true>(&p, 0) },
-                        _ => fold::receiver(k, &streams, len, &extra, &mut cols, &mut u),
+                    let direct: Option<Fold> = match (k, portable) {
+                        (1, true) => Some(fold::portable::<1, true, true>),
+                        (2, true) => Some(fold::portable::<2, true, true>),
+                        (4, true) => Some(fold::portable::<4, true, true>),
+                        _ => None,
+                    };
+                    match direct {
+                        // SAFETY: `p` covers live buffers of the sizes `fold::receiver` checks
+                        // (2^k streams, k columns, `extra` and `u` of `len` bytes, len % 16 == 0).
+                        Some(f) => unsafe { f(&p, 0) },
+                        None => fold::receiver(k, &streams, len, &extra, &mut cols, &mut u),
                     }
                     assert!(cols == want_cols && u == want_u, "receiver k {k} len {len} portable {portable}");
                 }
@@ -730,12 +764,17 @@ mod tests {
                     for portable in [false, true] {
                         let mut cols = if k == 1 { stream(1).to_vec() } else { vec![7u8; k * len] };
                         let p = fold::Lanes::new(&blanked, len, &extra, mask, &mut cols, None);
-                        match (k, portable, mask != 0) {
-                            (1, true, true) => unsafe { fold::portable::<1, false, true>(&p, 0) },
-                            (2, true, false) => unsafe { fold::portable::<2, false, false>(&p, 0) },
-                            (2, true, true) => unsafe { fold::portable::<2, false, true>(&p, 0) },
-                            (4, true, true) => unsafe { fold::portable::<4, false, true>(&p, 0) },
-                            _ => fold::sender(k, &blanked, len, &extra, mask, &mut cols),
+                        let direct: Option<Fold> = match (k, portable, mask != 0) {
+                            (1, true, true) => Some(fold::portable::<1, false, true>),
+                            (2, true, false) => Some(fold::portable::<2, false, false>),
+                            (2, true, true) => Some(fold::portable::<2, false, true>),
+                            (4, true, true) => Some(fold::portable::<4, false, true>),
+                            _ => None,
+                        };
+                        match direct {
+                            // SAFETY: `p` covers live buffers of the sizes `fold::sender` checks.
+                            Some(f) => unsafe { f(&p, 0) },
+                            None => fold::sender(k, &blanked, len, &extra, mask, &mut cols),
                         }
                         assert!(cols == want, "sender k {k} len {len} mask {mask} portable {portable}");
                     }

@@ -137,6 +137,8 @@ pub(crate) mod x86 {
         for group in 0..8 {
             let mut x = [_mm_setzero_si128(); 16];
             for (k, v) in x.iter_mut().enumerate() {
+                // SAFETY: row 16 group + k <= 127 starts at byte (16 group + k) stride, and
+                // 16 bytes from there lie in `input` (caller's guarantee); unaligned load.
                 *v = unsafe { _mm_loadu_si128(src.add((group * 16 + k) * stride) as *const __m128i) };
             }
             transpose_bytes!(x, _mm_unpacklo_epi8, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpackhi_epi16,
@@ -146,6 +148,8 @@ pub(crate) mod x86 {
                 for t in (0..8).rev() {
                     // top bit of byte k = bit 8b + t of row 16 group + k
                     let mask = _mm_movemask_epi8(v) as u16;
+                    // SAFETY: bytes 2 group..2 group + 2 (group < 8) of output row 8 b + t < 128:
+                    // inside the TILE bytes of `out` (caller's guarantee); unaligned store.
                     unsafe { (dst.add((8 * b + t) * ROW + 2 * group) as *mut u16).write_unaligned(mask) };
                     v = _mm_slli_epi64(v, 1);
                 }
@@ -166,7 +170,10 @@ pub(crate) mod x86 {
             // lane 0: rows 32 group + k, lane 1: rows 32 group + 16 + k
             let mut x = [_mm256_setzero_si256(); 16];
             for (k, v) in x.iter_mut().enumerate() {
+                // SAFETY: rows 32 group + k and 32 group + 16 + k (<= 127), 16 bytes each, lie in
+                // `input` (caller's guarantee); unaligned loads.
                 let lo = unsafe { _mm_loadu_si128(src.add((group * 32 + k) * stride) as *const __m128i) };
+                // SAFETY: see above.
                 let hi = unsafe { _mm_loadu_si128(src.add((group * 32 + 16 + k) * stride) as *const __m128i) };
                 *v = _mm256_set_m128i(hi, lo);
             }
@@ -176,6 +183,8 @@ pub(crate) mod x86 {
                 let mut v = *v;
                 for t in (0..8).rev() {
                     let mask = _mm256_movemask_epi8(v) as u32;
+                    // SAFETY: bytes 4 group..4 group + 4 (group < 4) of output row 8 b + t < 128:
+                    // inside the TILE bytes of `out` (caller's guarantee); unaligned store.
                     unsafe { (dst.add((8 * b + t) * ROW + 4 * group) as *mut u32).write_unaligned(mask) };
                     v = _mm256_slli_epi64(v, 1);
                 }
@@ -233,10 +242,12 @@ mod tests {
             let mut want = vec![0u8; TILE];
             naive(&input, stride, &mut want);
             let mut got = vec![0u8; TILE];
+            // SAFETY: SSE2 is part of x86-64; `input` holds 127 strides + 16 bytes, `got` TILE.
             unsafe { x86::tile_sse2(&input, stride, &mut got) };
             assert_eq!(want, got, "sse2");
             if std::arch::is_x86_feature_detected!("avx2") {
                 let mut got = vec![0u8; TILE];
+                // SAFETY: AVX2 checked just above; buffers as for SSE2.
                 unsafe { x86::tile_avx2(&input, stride, &mut got) };
                 assert_eq!(want, got, "avx2");
             }

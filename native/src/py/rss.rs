@@ -34,7 +34,9 @@ fn rss_local(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadwri
     let rows = gate_rows(&gates, 5, slots, 1, &[false, true, true, true, false])?;
     // inputs may be -1 only where the gate has no such input
     rss::check_local_inputs(rows).map_err(PyValueError::new_err)?;
-    py.detach(|| rss::local(xs, as_, w, rows)).map_err(PyValueError::new_err)
+    // SAFETY: `rss_state` gave two arrays of `slots` rows of `w` words, and every slot in the
+    // rows was checked against `slots` (`gate_rows`), the inputs each gate reads just above.
+    py.detach(|| unsafe { rss::local(xs, as_, w, rows) }).map_err(PyValueError::new_err)
 }
 
 /// First half of an AND layer with the zero sharing as two keystreams (n, words):
@@ -51,7 +53,9 @@ fn rss_and_masked(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyRe
     }
     let (k1, k2) = (contiguous(&m1, "m1")?, contiguous(&m2, "m2")?);
     let o = out.as_slice_mut().map_err(|_| PyValueError::new_err("output must be C-contiguous"))?;
-    py.detach(|| rss::and_local_masked(xs, as_, w, rows, o, k1, k2));
+    // SAFETY: two arrays of `slots` rows of `w` words (`rss_state`), every slot in the AND rows
+    // checked against `slots` (`gate_rows`).
+    py.detach(|| unsafe { rss::and_local_masked(xs, as_, w, rows, o, k1, k2) });
     Ok(())
 }
 
@@ -115,7 +119,8 @@ fn rss_and_prf(py: Python<'_>, mut x: PyReadwriteArray2<'_, u64>, mut a: PyReadw
     }
     let o = out.as_slice_mut().map_err(|_| PyValueError::new_err("output must be C-contiguous"))?;
     let (s1, s2) = (&mut own.inner, &mut prev.inner);
-    py.detach(|| rss::and_prf(xs, as_, w, rows, o, s1, s2));
+    // SAFETY: as in `rss_and_masked`.
+    py.detach(|| unsafe { rss::and_prf(xs, as_, w, rows, o, s1, s2) });
     Ok(())
 }
 

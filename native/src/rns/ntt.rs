@@ -272,24 +272,35 @@ mod avx2 {
         hi_mask: __m256i,
     }
 
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
     #[inline(always)]
     unsafe fn tw(w: __m256i, ws: __m256i) -> Tw {
-        Tw { w, wswap: _mm256_shuffle_epi32(w, 0xB1), ws, wsh: _mm256_srli_epi64(ws, 32) }
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe { Tw { w, wswap: _mm256_shuffle_epi32(w, 0xB1), ws, wsh: _mm256_srli_epi64(ws, 32) } }
     }
 
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
     #[inline(always)]
     unsafe fn tw1(w: u64, ws: u64) -> Tw {
-        tw(_mm256_set1_epi64x(w as i64), _mm256_set1_epi64x(ws as i64))
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe { tw(_mm256_set1_epi64x(w as i64), _mm256_set1_epi64x(ws as i64)) }
     }
 
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
     #[inline(always)]
     unsafe fn consts(q: u64) -> Q {
-        let qv = _mm256_set1_epi64x(q as i64);
-        Q {
-            q: qv,
-            qswap: _mm256_shuffle_epi32(qv, 0xB1),
-            two_q: _mm256_set1_epi64x(2 * q as i64),
-            hi_mask: _mm256_set1_epi64x(0xffff_ffff_0000_0000u64 as i64),
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe {
+            let qv = _mm256_set1_epi64x(q as i64);
+            Q {
+                q: qv,
+                qswap: _mm256_shuffle_epi32(qv, 0xB1),
+                two_q: _mm256_set1_epi64x(2 * q as i64),
+                hi_mask: _mm256_set1_epi64x(0xffff_ffff_0000_0000u64 as i64),
+            }
         }
     }
 
@@ -300,223 +311,292 @@ mod avx2 {
     /// - of the low product y w - qhat q (mod 2^64) the cross terms are needed only mod 2^32:
     ///   one vpmulld of y by w with halves swapped gives both (one per 32-bit half), for y w and
     ///   for qhat q alike.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
     #[inline(always)]
     unsafe fn mul_shoup(y: __m256i, t: &Tw, c: &Q) -> __m256i {
-        let yh = _mm256_srli_epi64(y, 32);
-        let lh = _mm256_mul_epu32(y, t.wsh);
-        let hl = _mm256_mul_epu32(yh, t.ws);
-        let hh = _mm256_mul_epu32(yh, t.wsh);
-        let qhat = _mm256_add_epi64(hh, _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(lh, 32)));
-        let lo = _mm256_sub_epi64(_mm256_mul_epu32(y, t.w), _mm256_mul_epu32(qhat, c.q));
-        let cr = _mm256_sub_epi32(_mm256_mullo_epi32(y, t.wswap), _mm256_mullo_epi32(qhat, c.qswap));
-        // high half: sum of the two halves of cr (mod 2^32)
-        let cross = _mm256_and_si256(_mm256_add_epi64(cr, _mm256_slli_epi64(cr, 32)), c.hi_mask);
-        csub(_mm256_add_epi64(lo, cross), c.two_q)
-    }
-
-    /// x - b if x >= b else x (x < 2^64, b < 2^63, x - b < 2^63 when x >= b).
-    #[inline(always)]
-    unsafe fn csub(x: __m256i, b: __m256i) -> __m256i {
-        let d = _mm256_sub_epi64(x, b);
-        _mm256_castpd_si256(_mm256_blendv_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(x), _mm256_castsi256_pd(d)))
-    }
-
-    /// Harvey's forward butterfly: x, y in [0, 4q) -> x + wy, x - wy + 2q in [0, 4q).
-    #[inline(always)]
-    unsafe fn fwd_bf(x: __m256i, y: __m256i, t: &Tw, c: &Q) -> (__m256i, __m256i) {
-        let x = csub(x, c.two_q);
-        let v = mul_shoup(y, t, c);
-        (_mm256_add_epi64(x, v), _mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), v))
-    }
-
-    /// Gentleman–Sande butterfly: x, y in [0, 2q) -> x + y, (x - y) w in [0, 2q).
-    #[inline(always)]
-    unsafe fn inv_bf(x: __m256i, y: __m256i, t: &Tw, c: &Q) -> (__m256i, __m256i) {
-        let s = csub(_mm256_add_epi64(x, y), c.two_q);
-        let d = mul_shoup(_mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), y), t, c);
-        (s, d)
-    }
-
-    #[inline(always)]
-    unsafe fn ld(p: *const u64) -> __m256i {
-        _mm256_loadu_si256(p as *const __m256i)
-    }
-
-    #[inline(always)]
-    unsafe fn st(p: *mut u64, v: __m256i) {
-        _mm256_storeu_si256(p as *mut __m256i, v)
-    }
-
-    /// One group of a stage with half-length t >= 4 (twiddle index k).
-    #[inline(always)]
-    unsafe fn fwd_group(tb: &NttTable, g: *mut u64, k: usize, t: usize, c: &Q) {
-        let w = tw1(tb.fwd[k], tb.fwd_s[k]);
-        let mut j = 0;
-        while j < t {
-            let (x, y) = fwd_bf(ld(g.add(j)), ld(g.add(j + t)), &w, c);
-            st(g.add(j), x);
-            st(g.add(j + t), y);
-            j += 4;
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe {
+            let yh = _mm256_srli_epi64(y, 32);
+            let lh = _mm256_mul_epu32(y, t.wsh);
+            let hl = _mm256_mul_epu32(yh, t.ws);
+            let hh = _mm256_mul_epu32(yh, t.wsh);
+            let qhat = _mm256_add_epi64(hh, _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(lh, 32)));
+            let lo = _mm256_sub_epi64(_mm256_mul_epu32(y, t.w), _mm256_mul_epu32(qhat, c.q));
+            let cr = _mm256_sub_epi32(_mm256_mullo_epi32(y, t.wswap), _mm256_mullo_epi32(qhat, c.qswap));
+            // high half: sum of the two halves of cr (mod 2^32)
+            let cross = _mm256_and_si256(_mm256_add_epi64(cr, _mm256_slli_epi64(cr, 32)), c.hi_mask);
+            csub(_mm256_add_epi64(lo, cross), c.two_q)
         }
     }
 
+    /// x - b if x >= b else x (x < 2^64, b < 2^63, x - b < 2^63 when x >= b).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
+    #[inline(always)]
+    unsafe fn csub(x: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe {
+            let d = _mm256_sub_epi64(x, b);
+            _mm256_castpd_si256(_mm256_blendv_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(x), _mm256_castsi256_pd(d)))
+        }
+    }
+
+    /// Harvey's forward butterfly: x, y in [0, 4q) -> x + wy, x - wy + 2q in [0, 4q).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
+    #[inline(always)]
+    unsafe fn fwd_bf(x: __m256i, y: __m256i, t: &Tw, c: &Q) -> (__m256i, __m256i) {
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe {
+            let x = csub(x, c.two_q);
+            let v = mul_shoup(y, t, c);
+            (_mm256_add_epi64(x, v), _mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), v))
+        }
+    }
+
+    /// Gentleman–Sande butterfly: x, y in [0, 2q) -> x + y, (x - y) w in [0, 2q).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (it runs inside the AVX2 [`forward`] and [`inverse`] only).
+    #[inline(always)]
+    unsafe fn inv_bf(x: __m256i, y: __m256i, t: &Tw, c: &Q) -> (__m256i, __m256i) {
+        // SAFETY: AVX2 is present (this function's contract); registers only.
+        unsafe {
+            let s = csub(_mm256_add_epi64(x, y), c.two_q);
+            let d = mul_shoup(_mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), y), t, c);
+            (s, d)
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2, and `p` must be readable for 4 words.
+    #[inline(always)]
+    unsafe fn ld(p: *const u64) -> __m256i {
+        // SAFETY: AVX2 and the 32 readable bytes are the caller's guarantee (`loadu`: any alignment).
+        unsafe { _mm256_loadu_si256(p as *const __m256i) }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2, and `p` must be writable for 4 words.
+    #[inline(always)]
+    unsafe fn st(p: *mut u64, v: __m256i) {
+        // SAFETY: AVX2 and the 32 writable bytes are the caller's guarantee (`storeu`: any alignment).
+        unsafe { _mm256_storeu_si256(p as *mut __m256i, v) }
+    }
+
+    /// One group of a stage with half-length t >= 4 (twiddle index k).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `g` must be valid for reading and writing 2 t words, t a multiple
+    /// of 4.
+    #[inline(always)]
+    unsafe fn fwd_group(tb: &NttTable, g: *mut u64, k: usize, t: usize, c: &Q) {
+        // SAFETY: the butterflies touch words `j` and `j + t` of `g` for j < t, t a multiple of 4:
+        // inside the 2 t words the caller guarantees.
+        unsafe {
+            let w = tw1(tb.fwd[k], tb.fwd_s[k]);
+            let mut j = 0;
+            while j < t {
+                let (x, y) = fwd_bf(ld(g.add(j)), ld(g.add(j + t)), &w, c);
+                st(g.add(j), x);
+                st(g.add(j + t), y);
+                j += 4;
+            }
+        }
+    }
+
+    /// # Safety
+    /// As for [`fwd_group`].
     #[inline(always)]
     unsafe fn inv_group(tb: &NttTable, g: *mut u64, k: usize, t: usize, c: &Q) {
-        let w = tw1(tb.inv[k], tb.inv_s[k]);
-        let mut j = 0;
-        while j < t {
-            let (x, y) = inv_bf(ld(g.add(j)), ld(g.add(j + t)), &w, c);
-            st(g.add(j), x);
-            st(g.add(j + t), y);
-            j += 4;
+        // SAFETY: as in `fwd_group`.
+        unsafe {
+            let w = tw1(tb.inv[k], tb.inv_s[k]);
+            let mut j = 0;
+            while j < t {
+                let (x, y) = inv_bf(ld(g.add(j)), ld(g.add(j + t)), &w, c);
+                st(g.add(j), x);
+                st(g.add(j + t), y);
+                j += 4;
+            }
         }
     }
 
     /// The last two forward stages (t = 2, then t = 1) on `len` words at offset e of the row,
     /// with the final reduction to [0, q).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `a` must be valid for reading and writing words `e0..e0 + len`,
+    /// `e0` and `len` multiples of 8 with `e0 + len` <= n (`tb.n`), and the twiddle tables hold
+    /// n words each (as [`NttTable::new`] makes them).
     #[inline(always)]
     unsafe fn fwd_last2(tb: &NttTable, a: *mut u64, e0: usize, len: usize, c: &Q) {
-        let n = tb.n;
-        let (m2, m1) = (n / 4, n / 2);
-        let dup = _mm256_setr_epi64x(0, 0, 1, 1);
-        let _ = dup;
-        let mut e = e0;
-        while e < e0 + len {
-            let v0 = ld(a.add(e));
-            let v1 = ld(a.add(e + 4));
-            let x = _mm256_permute2x128_si256(v0, v1, 0x20);
-            let y = _mm256_permute2x128_si256(v0, v1, 0x31);
-            let i2 = m2 + e / 4;
-            let w2 = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.fwd.as_ptr().add(i2) as *const __m128i)), 0x50);
-            let w2s = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.fwd_s.as_ptr().add(i2) as *const __m128i)), 0x50);
-            let (x, y) = fwd_bf(x, y, &tw(w2, w2s), c);
-            let lo = _mm256_unpacklo_epi64(x, y);
-            let hi = _mm256_unpackhi_epi64(x, y);
-            let i1 = m1 + e / 2;
-            let t1 = tw(ld(tb.fwd.as_ptr().add(i1)), ld(tb.fwd_s.as_ptr().add(i1)));
-            let (x, y) = fwd_bf(lo, hi, &t1, c);
-            let x = csub(csub(x, c.two_q), c.q);
-            let y = csub(csub(y, c.two_q), c.q);
-            let lo = _mm256_unpacklo_epi64(x, y);
-            let hi = _mm256_unpackhi_epi64(x, y);
-            st(a.add(e), _mm256_permute2x128_si256(lo, hi, 0x20));
-            st(a.add(e + 4), _mm256_permute2x128_si256(lo, hi, 0x31));
-            e += 8;
+        // SAFETY: words `e..e + 8` of `a` lie in `e0..e0 + len`; the twiddles read are words
+        // n/4 + e/4 (two) and n/2 + e/2 (four) of tables of n words, e <= n - 8.
+        unsafe {
+            let n = tb.n;
+            let (m2, m1) = (n / 4, n / 2);
+            let dup = _mm256_setr_epi64x(0, 0, 1, 1);
+            let _ = dup;
+            let mut e = e0;
+            while e < e0 + len {
+                let v0 = ld(a.add(e));
+                let v1 = ld(a.add(e + 4));
+                let x = _mm256_permute2x128_si256(v0, v1, 0x20);
+                let y = _mm256_permute2x128_si256(v0, v1, 0x31);
+                let i2 = m2 + e / 4;
+                let w2 = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.fwd.as_ptr().add(i2) as *const __m128i)), 0x50);
+                let w2s = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.fwd_s.as_ptr().add(i2) as *const __m128i)), 0x50);
+                let (x, y) = fwd_bf(x, y, &tw(w2, w2s), c);
+                let lo = _mm256_unpacklo_epi64(x, y);
+                let hi = _mm256_unpackhi_epi64(x, y);
+                let i1 = m1 + e / 2;
+                let t1 = tw(ld(tb.fwd.as_ptr().add(i1)), ld(tb.fwd_s.as_ptr().add(i1)));
+                let (x, y) = fwd_bf(lo, hi, &t1, c);
+                let x = csub(csub(x, c.two_q), c.q);
+                let y = csub(csub(y, c.two_q), c.q);
+                let lo = _mm256_unpacklo_epi64(x, y);
+                let hi = _mm256_unpackhi_epi64(x, y);
+                st(a.add(e), _mm256_permute2x128_si256(lo, hi, 0x20));
+                st(a.add(e + 4), _mm256_permute2x128_si256(lo, hi, 0x31));
+                e += 8;
+            }
         }
     }
 
     /// The first two inverse stages (t = 1, then t = 2) on `len` words at offset e0.
+    ///
+    /// # Safety
+    /// As for [`fwd_last2`].
     #[inline(always)]
     unsafe fn inv_first2(tb: &NttTable, a: *mut u64, e0: usize, len: usize, c: &Q) {
-        let n = tb.n;
-        let (m1, m2) = (n / 2, n / 4);
-        let mut e = e0;
-        while e < e0 + len {
-            let v0 = ld(a.add(e));
-            let v1 = ld(a.add(e + 4));
-            let x = _mm256_unpacklo_epi64(v0, v1); // a0 a4 a2 a6
-            let y = _mm256_unpackhi_epi64(v0, v1); // a1 a5 a3 a7
-            let i1 = m1 + e / 2;
-            let t1 = tw(_mm256_permute4x64_epi64(ld(tb.inv.as_ptr().add(i1)), 0xD8),
-                        _mm256_permute4x64_epi64(ld(tb.inv_s.as_ptr().add(i1)), 0xD8));
-            let (x, y) = inv_bf(x, y, &t1, c);
-            let lo = _mm256_unpacklo_epi64(x, y); // a0 a1 a2 a3
-            let hi = _mm256_unpackhi_epi64(x, y); // a4 a5 a6 a7
-            let x = _mm256_permute2x128_si256(lo, hi, 0x20);
-            let y = _mm256_permute2x128_si256(lo, hi, 0x31);
-            let i2 = m2 + e / 4;
-            let w2 = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.inv.as_ptr().add(i2) as *const __m128i)), 0x50);
-            let w2s = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.inv_s.as_ptr().add(i2) as *const __m128i)), 0x50);
-            let (x, y) = inv_bf(x, y, &tw(w2, w2s), c);
-            st(a.add(e), _mm256_permute2x128_si256(x, y, 0x20));
-            st(a.add(e + 4), _mm256_permute2x128_si256(x, y, 0x31));
-            e += 8;
+        // SAFETY: as in `fwd_last2`.
+        unsafe {
+            let n = tb.n;
+            let (m1, m2) = (n / 2, n / 4);
+            let mut e = e0;
+            while e < e0 + len {
+                let v0 = ld(a.add(e));
+                let v1 = ld(a.add(e + 4));
+                let x = _mm256_unpacklo_epi64(v0, v1); // a0 a4 a2 a6
+                let y = _mm256_unpackhi_epi64(v0, v1); // a1 a5 a3 a7
+                let i1 = m1 + e / 2;
+                let t1 = tw(_mm256_permute4x64_epi64(ld(tb.inv.as_ptr().add(i1)), 0xD8),
+                            _mm256_permute4x64_epi64(ld(tb.inv_s.as_ptr().add(i1)), 0xD8));
+                let (x, y) = inv_bf(x, y, &t1, c);
+                let lo = _mm256_unpacklo_epi64(x, y); // a0 a1 a2 a3
+                let hi = _mm256_unpackhi_epi64(x, y); // a4 a5 a6 a7
+                let x = _mm256_permute2x128_si256(lo, hi, 0x20);
+                let y = _mm256_permute2x128_si256(lo, hi, 0x31);
+                let i2 = m2 + e / 4;
+                let w2 = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.inv.as_ptr().add(i2) as *const __m128i)), 0x50);
+                let w2s = _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(tb.inv_s.as_ptr().add(i2) as *const __m128i)), 0x50);
+                let (x, y) = inv_bf(x, y, &tw(w2, w2s), c);
+                st(a.add(e), _mm256_permute2x128_si256(x, y, 0x20));
+                st(a.add(e + 4), _mm256_permute2x128_si256(x, y, 0x31));
+                e += 8;
+            }
         }
     }
 
+    /// # Safety
+    /// The CPU must have AVX2 ([`available`]), and `row` must hold `tb.n` words.
     #[target_feature(enable = "avx2")]
     pub unsafe fn forward(tb: &NttTable, row: &mut [u64]) {
-        let n = tb.n;
-        if n < 8 {
-            return tb.forward_portable(row);
-        }
-        let c = consts(tb.p.q);
-        let a = row.as_mut_ptr();
-        let (mut m, mut t) = (1, n / 2);
-        while 2 * t > BLOCK {
-            for i in 0..m {
-                fwd_group(tb, a.add(2 * i * t), m + i, t, &c);
+        // SAFETY: every group, `fwd_last2` block and butterfly pair lies inside the n words of
+        // `row` (the stage loops split 0..n into disjoint groups), as those helpers require.
+        unsafe {
+            let n = tb.n;
+            if n < 8 {
+                return tb.forward_portable(row);
             }
-            m *= 2;
-            t /= 2;
-        }
-        let blk = 2 * t;
-        for b in 0..n / blk {
-            let base = b * blk;
-            let (mut mm, mut tt) = (m, t);
-            while tt >= 4 {
-                let first = base / (2 * tt);
-                for i in first..first + blk / (2 * tt) {
-                    fwd_group(tb, a.add(2 * i * tt), mm + i, tt, &c);
+            let c = consts(tb.p.q);
+            let a = row.as_mut_ptr();
+            let (mut m, mut t) = (1, n / 2);
+            while 2 * t > BLOCK {
+                for i in 0..m {
+                    fwd_group(tb, a.add(2 * i * t), m + i, t, &c);
                 }
-                mm *= 2;
-                tt /= 2;
+                m *= 2;
+                t /= 2;
             }
-            fwd_last2(tb, a, base, blk, &c);
+            let blk = 2 * t;
+            for b in 0..n / blk {
+                let base = b * blk;
+                let (mut mm, mut tt) = (m, t);
+                while tt >= 4 {
+                    let first = base / (2 * tt);
+                    for i in first..first + blk / (2 * tt) {
+                        fwd_group(tb, a.add(2 * i * tt), mm + i, tt, &c);
+                    }
+                    mm *= 2;
+                    tt /= 2;
+                }
+                fwd_last2(tb, a, base, blk, &c);
+            }
         }
     }
 
+    /// # Safety
+    /// As for [`forward`].
     #[target_feature(enable = "avx2")]
     pub unsafe fn inverse(tb: &NttTable, row: &mut [u64]) {
-        let n = tb.n;
-        if n < 8 {
-            return tb.inverse_portable(row);
-        }
-        let c = consts(tb.p.q);
-        let a = row.as_mut_ptr();
-        let blk = BLOCK.min(n);
-        // per block: stages t = 1, 2 (m = n/2, n/4), then t = 4.. while within the block
-        // (and never the last stage, m = 1)
-        let mut m_after = n / 8;
-        let mut t_after = 4;
-        while m_after > 1 && 2 * t_after <= blk {
-            m_after /= 2;
-            t_after *= 2;
-        }
-        for b in 0..n / blk {
-            let base = b * blk;
-            inv_first2(tb, a, base, blk, &c);
-            let (mut mm, mut tt) = (n / 8, 4);
-            while mm > m_after {
-                let first = base / (2 * tt);
-                for i in first..first + blk / (2 * tt) {
-                    inv_group(tb, a.add(2 * i * tt), mm + i, tt, &c);
+        // SAFETY: as in `forward`: `inv_first2`, the groups and the last stage stay inside `row`.
+        unsafe {
+            let n = tb.n;
+            if n < 8 {
+                return tb.inverse_portable(row);
+            }
+            let c = consts(tb.p.q);
+            let a = row.as_mut_ptr();
+            let blk = BLOCK.min(n);
+            // per block: stages t = 1, 2 (m = n/2, n/4), then t = 4.. while within the block
+            // (and never the last stage, m = 1)
+            let mut m_after = n / 8;
+            let mut t_after = 4;
+            while m_after > 1 && 2 * t_after <= blk {
+                m_after /= 2;
+                t_after *= 2;
+            }
+            for b in 0..n / blk {
+                let base = b * blk;
+                inv_first2(tb, a, base, blk, &c);
+                let (mut mm, mut tt) = (n / 8, 4);
+                while mm > m_after {
+                    let first = base / (2 * tt);
+                    for i in first..first + blk / (2 * tt) {
+                        inv_group(tb, a.add(2 * i * tt), mm + i, tt, &c);
+                    }
+                    mm /= 2;
+                    tt *= 2;
                 }
-                mm /= 2;
-                tt *= 2;
             }
-        }
-        let (mut m, mut t) = (m_after, t_after);
-        while m > 1 {
-            for i in 0..m {
-                inv_group(tb, a.add(2 * i * t), m + i, t, &c);
+            let (mut m, mut t) = (m_after, t_after);
+            while m > 1 {
+                for i in 0..m {
+                    inv_group(tb, a.add(2 * i * t), m + i, t, &c);
+                }
+                m /= 2;
+                t *= 2;
             }
-            m /= 2;
-            t *= 2;
-        }
-        // last stage, n^-1 folded in, reduced to [0, q)
-        let h = n / 2;
-        let ti = tw1(tb.n_inv, tb.n_inv_s);
-        let tl = tw1(tb.last, tb.last_s);
-        let mut j = 0;
-        while j < h {
-            let x = ld(a.add(j));
-            let y = ld(a.add(j + h));
-            let s = mul_shoup(_mm256_add_epi64(x, y), &ti, &c);
-            let d = mul_shoup(_mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), y), &tl, &c);
-            st(a.add(j), csub(s, c.q));
-            st(a.add(j + h), csub(d, c.q));
-            j += 4;
+            // last stage, n^-1 folded in, reduced to [0, q)
+            let h = n / 2;
+            let ti = tw1(tb.n_inv, tb.n_inv_s);
+            let tl = tw1(tb.last, tb.last_s);
+            let mut j = 0;
+            while j < h {
+                let x = ld(a.add(j));
+                let y = ld(a.add(j + h));
+                let s = mul_shoup(_mm256_add_epi64(x, y), &ti, &c);
+                let d = mul_shoup(_mm256_sub_epi64(_mm256_add_epi64(x, c.two_q), y), &tl, &c);
+                st(a.add(j), csub(s, c.q));
+                st(a.add(j + h), csub(d, c.q));
+                j += 4;
+            }
         }
     }
 }

@@ -79,6 +79,7 @@ impl Lift {
 struct SendPtr(*mut u64);
 // SAFETY: used only for writes to disjoint rows of a buffer that outlives the parallel loop
 unsafe impl Send for SendPtr {}
+// SAFETY: as for `Send`: tasks share the pointer only to reach their own rows.
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
@@ -111,6 +112,9 @@ fn any_at_least(row: &[u64], q: u64) -> bool {
 }
 
 /// x >= q as a signed comparison of x ^ 2^63 with (q - 1) ^ 2^63, OR-ed over the row.
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn any_at_least_avx2(row: &[u64], q: u64) -> bool {
@@ -120,8 +124,10 @@ unsafe fn any_at_least_avx2(row: &[u64], q: u64) -> bool {
     let (mut acc0, mut acc1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
     let mut chunks = row.chunks_exact(8);
     for c in &mut chunks {
-        let v0 = _mm256_loadu_si256(c.as_ptr() as *const __m256i);
-        let v1 = _mm256_loadu_si256(c.as_ptr().add(4) as *const __m256i);
+        // SAFETY: `c` is 8 words: two unaligned 4-word loads (`loadu`) at words 0 and 4.
+        let (v0, v1) = unsafe {
+            (_mm256_loadu_si256(c.as_ptr() as *const __m256i), _mm256_loadu_si256(c.as_ptr().add(4) as *const __m256i))
+        };
         acc0 = _mm256_or_si256(acc0, _mm256_cmpgt_epi64(_mm256_xor_si256(v0, flip), lim));
         acc1 = _mm256_or_si256(acc1, _mm256_cmpgt_epi64(_mm256_xor_si256(v1, flip), lim));
     }
