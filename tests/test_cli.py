@@ -189,7 +189,7 @@ def test_psi_row_files_read_alike_with_and_without_pyarrow(tmp_path):
     """Arrow columns (compact, used when pyarrow is installed) and lists of str (the fallback)
     give the same cells, ids and written rows: quotes, commas, a BOM, empty cells, leading zeros."""
     pytest.importorskip("pyarrow")
-    from shaper.cli.psi import RowFile
+    from shaper.jobs.psi import RowFile
 
     path = tmp_path / "rows.csv"
     path.write_bytes("\ufeffid,name,n\n007,\"Lee, Ann\",\n\"\",x,3\n 8 ,\"say \"\"hi\"\"\",\n9,é,1\n".encode())
