@@ -89,15 +89,13 @@ def killed_peer(session, report_path):
         _crash(session, 0)
         return "crashed"
     session.send(1, "go", tag="go")
-    t0 = time.monotonic()
     try:
         session.recv(1, "never", timeout=30)
         outcome = ("no error", "")
     except (PeerError, PeerTimeout) as exc:
         outcome = (type(exc).__name__, str(exc))
-    elapsed = time.monotonic() - t0
     with open(report_path, "w") as fh:
-        json.dump({"error": outcome[0], "message": outcome[1], "elapsed": elapsed}, fh)
+        json.dump({"error": outcome[0], "message": outcome[1]}, fh)
     return outcome
 
 
@@ -120,18 +118,6 @@ def corrupt(session, mode):
         return ("no error", "")
     except (FrameError, PeerError) as exc:
         return (type(exc).__name__, str(exc))
-
-
-def stall(session, timeout):
-    if session.index == 1:
-        time.sleep(timeout + 1.5)
-        return None
-    t0 = time.monotonic()
-    try:
-        session.recv(1, "late", timeout=timeout)
-        return ("no error", 0.0, "")
-    except PeerTimeout as exc:
-        return ("PeerTimeout", time.monotonic() - t0, str(exc))
 
 
 def fails(session):
@@ -188,31 +174,6 @@ def ping_pong(session, count):
     for _ in range(count):
         session.send(0, session.recv(0, "ping"), tag="pong")
     return None
-
-
-def timed_transfer(session, nbytes):
-    """Seconds from a synchronised start until the receiver holds nbytes."""
-    session.barrier("start")
-    if session.index == 0:
-        session.send(1, np.zeros(nbytes, dtype=np.uint8), tag="data")
-        session.recv(1, "got")
-        return None
-    t0 = time.perf_counter()
-    session.recv_array(0, "data")
-    elapsed = time.perf_counter() - t0
-    session.send(0, None, tag="got")
-    return elapsed
-
-
-def pipelined(session, items, produce_seconds):
-    if session.index == 0:
-        def produce(i):
-            time.sleep(produce_seconds)
-            return np.full(100_000, i, dtype=np.uint8)
-
-        report = session.send_pipelined(1, range(items), produce, tag="p")
-        return report.as_dict()
-    return [int(session.recv_array(0, "p")[0]) for _ in range(items)]
 
 
 def reader_crash(session):

@@ -4,6 +4,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from shaper.net import NetConfig, launch, load_parties, run_in_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "three_party_sum.py"
+PATIENCE = 300  # seconds: a hang guard only, never what ends a test that passes
 
 
 def _sleepy(session, seconds):
@@ -22,13 +24,31 @@ def _sleepy(session, seconds):
     return session.name
 
 
-def test_job_timeout_names_a_party():
-    t0 = time.monotonic()
-    with pytest.raises(PartyError, match="did not finish within 1"):
-        launch(2, _sleepy, 30, timeout=1)
-    assert time.monotonic() - t0 < 10
-    with pytest.raises(PartyError, match="did not finish within 0.5"):
-        run_in_memory(2, _sleepy, 2, timeout=0.5)
+def _held(session, folder):
+    """A party that cannot finish until the test lets it (creates ``folder/release``); released,
+    it leaves ``NAME.finished`` there. (The limit is a hang guard, for a launcher that never
+    stops it.)"""
+    gate, deadline = Path(folder) / "release", time.monotonic() + PATIENCE
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (Path(folder) / f"{session.name}.finished").touch()
+    return session.name
+
+
+def test_job_timeout_names_a_party(tmp_path):
+    # the parties can only end by being stopped: the job's timeout is what ended it, and the
+    # launcher stopped them rather than waiting for them to finish (which would leave the markers)
+    with pytest.raises(PartyError, match="did not finish within 1s") as info:
+        launch(2, _held, str(tmp_path), timeout=1)
+    assert info.value.party in ("party0", "party1")
+    assert list(tmp_path.glob("*.finished")) == []
+    release = threading.Event()  # threads cannot be stopped: released once the timeout has fired
+    try:
+        with pytest.raises(PartyError, match="did not finish within 0.5s") as info:
+            run_in_memory(2, lambda session: release.wait(PATIENCE), timeout=0.5)
+    finally:
+        release.set()
+    assert info.value.party in ("party0", "party1")
 
 
 def test_names_and_arguments():
@@ -57,7 +77,7 @@ def _free_ports(count):
 
 def test_example_runs_from_a_parties_file(tmp_path):
     base = _free_ports(1)[0]
-    code = cli_main(["certs", "--parties", "alice", "bob", "carol", "--out", str(tmp_path / "certs"),
+    code = cli_main(["certs", "--names", "alice", "bob", "carol", "--out", str(tmp_path / "certs"),
                      "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)])
     assert code == 0
     pf = load_parties(tmp_path / "parties.toml")
@@ -74,11 +94,11 @@ def test_example_runs_from_a_parties_file(tmp_path):
 
 
 def test_certs_refuses_to_overwrite(tmp_path, capsys):
-    assert cli_main(["certs", "--parties", "a", "b", "--out", str(tmp_path)]) == 0
+    assert cli_main(["certs", "--names", "a", "b", "--out", str(tmp_path)]) == 0
     capsys.readouterr()
-    assert cli_main(["certs", "--parties", "a", "b", "--out", str(tmp_path)]) == 2
+    assert cli_main(["certs", "--names", "a", "b", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("shaper certs: error: refusing to overwrite")
-    assert cli_main(["certs", "--parties", "a", "b", "--out", str(tmp_path / "x"), "--hosts", "a:1"]) == 2
+    assert cli_main(["certs", "--names", "a", "b", "--out", str(tmp_path / "x"), "--hosts", "a:1"]) == 2
     assert "NAME=HOST" in capsys.readouterr().err
 
 
