@@ -59,7 +59,7 @@ impl Cipher {
         #[cfg(target_arch = "x86_64")]
         if let Some(rk) = &self.rk {
             // SAFETY: round keys exist only where `vaes::available` found AES-NI, VAES and AVX2.
-            return unsafe { vaes::encrypt(rk, buf) };
+            return unsafe { vaes::blocks::<false, false>(rk, 0, 0, buf) };
         }
         let (blocks, _) = Array::slice_as_chunks_mut(buf);
         self.soft.encrypt_blocks(blocks);
@@ -86,9 +86,9 @@ impl Cipher {
         if let Some(rk) = &self.rk {
             let (lo, hi) = (counter as u64, (counter >> 64) as u64);
             if lo.checked_add((out.len() / BLOCK) as u64).is_some() {
-                // SAFETY: as in `encrypt`. (`vaes::ctr` increments the low half alone; it does
+                // SAFETY: as in `encrypt`. (`vaes::blocks` increments the low half alone; it does
                 // not wrap here, checked just above.)
-                return unsafe { vaes::ctr::<BE>(rk, lo, hi, out) };
+                return unsafe { vaes::blocks::<true, BE>(rk, lo, hi, out) };
             }
         }
         for (k, b) in out.chunks_exact_mut(BLOCK).enumerate() {
@@ -148,28 +148,41 @@ mod vaes {
         k
     }
 
-    /// Counter mode into `out` (whole blocks): block n is E(c + n), c = lo | hi << 64, the
-    /// counter little-endian in the block, or big-endian with `BE` (one byte shuffle per
-    /// register); the counters are made in registers (no store and reload of counter blocks).
+    /// The one kernel, 16 blocks in flight per loop (eight registers), then pairs, then a last
+    /// block on a 128-bit register. `CTR` false: encrypts `buf` (whole blocks) in place (`lo`,
+    /// `hi` unused). `CTR` true: fills `buf` with counter mode, block n = E(c + n) for
+    /// c = lo | hi << 64, the counter little-endian in the block, or big-endian with `BE` (one
+    /// byte shuffle per register); the counters are made in registers (no store and reload).
     /// Only the low half is incremented: `lo + blocks` must not wrap, or the stream is wrong.
     ///
     /// # Safety
     /// The CPU must have AES-NI, VAES and AVX2 ([`available`]).
     #[target_feature(enable = "aes,vaes,avx2")]
-    pub unsafe fn ctr<const BE: bool>(rk: &[__m128i; 11], lo: u64, hi: u64, out: &mut [u8]) {
+    pub unsafe fn blocks<const CTR: bool, const BE: bool>(rk: &[__m128i; 11], lo: u64, hi: u64, buf: &mut [u8]) {
         let k: [__m256i; 11] = core::array::from_fn(|r| _mm256_broadcastsi128_si256(rk[r]));
         // reverses the 16 bytes of each 128-bit lane: little-endian counter to big-endian block
         let bswap = _mm256_set_epi64x(0x0001020304050607, 0x08090a0b0c0d0e0f, 0x0001020304050607, 0x08090a0b0c0d0e0f);
         let two = _mm256_set_epi64x(0, 2, 0, 2);
         let mut next = _mm256_set_epi64x(hi as i64, lo.wrapping_add(1) as i64, hi as i64, lo as i64);
-        let mut chunks = out.chunks_exact_mut(16 * 16);
+        // two blocks, whitened: the next two counter blocks, or the 32 bytes at `$p`
+        macro_rules! first {
+            ($p:expr) => {{
+                let x = if CTR {
+                    let c = if BE { _mm256_shuffle_epi8(next, bswap) } else { next };
+                    next = _mm256_add_epi64(next, two);
+                    c
+                } else {
+                    // SAFETY: `$p` is 32 bytes of `buf` (the callers' chunks); unaligned load.
+                    unsafe { _mm256_loadu_si256($p) }
+                };
+                _mm256_xor_si256(x, k[0])
+            }};
+        }
+        let mut chunks = buf.chunks_exact_mut(16 * 16);
         for c in &mut chunks {
             let p = c.as_mut_ptr() as *mut __m256i;
-            let mut x = [k[0]; 8];
-            for v in x.iter_mut() {
-                *v = _mm256_xor_si256(if BE { _mm256_shuffle_epi8(next, bswap) } else { next }, k[0]);
-                next = _mm256_add_epi64(next, two);
-            }
+            // SAFETY: `c` is 256 bytes, eight registers' worth at p + 0..8.
+            let mut x: [__m256i; 8] = core::array::from_fn(|i| first!(unsafe { p.add(i) }));
             for rkey in &k[1..10] {
                 for v in x.iter_mut() {
                     *v = _mm256_aesenc_epi128(*v, *rkey);
@@ -184,8 +197,7 @@ mod vaes {
         let mut pairs = rest.chunks_exact_mut(32);
         for c in &mut pairs {
             let p = c.as_mut_ptr() as *mut __m256i;
-            let mut v = _mm256_xor_si256(if BE { _mm256_shuffle_epi8(next, bswap) } else { next }, k[0]);
-            next = _mm256_add_epi64(next, two);
+            let mut v = first!(p);
             for rkey in &k[1..10] {
                 v = _mm256_aesenc_epi128(v, *rkey);
             }
@@ -195,59 +207,17 @@ mod vaes {
         let last = pairs.into_remainder();
         if !last.is_empty() {
             let p = last.as_mut_ptr() as *mut __m128i;
-            let block = if BE { _mm256_shuffle_epi8(next, bswap) } else { next };
-            let mut v = _mm_xor_si128(_mm256_castsi256_si128(block), rk[0]);
+            let x = if CTR {
+                _mm256_castsi256_si128(if BE { _mm256_shuffle_epi8(next, bswap) } else { next })
+            } else {
+                // SAFETY: `buf` is whole blocks, so the one left is 16 bytes: one unaligned load.
+                unsafe { _mm_loadu_si128(p) }
+            };
+            let mut v = _mm_xor_si128(x, rk[0]);
             for rkey in &rk[1..10] {
                 v = _mm_aesenc_si128(v, *rkey);
             }
-            // SAFETY: `out` is whole blocks, so the one left is 16 bytes: one unaligned store.
-            unsafe { _mm_storeu_si128(p, _mm_aesenclast_si128(v, rk[10])) };
-        }
-    }
-
-    /// Encrypts `buf` (whole blocks) in place.
-    ///
-    /// # Safety
-    /// The CPU must have AES-NI, VAES and AVX2 ([`available`]).
-    #[target_feature(enable = "aes,vaes,avx2")]
-    pub unsafe fn encrypt(rk: &[__m128i; 11], buf: &mut [u8]) {
-        let k: [__m256i; 11] = core::array::from_fn(|r| _mm256_broadcastsi128_si256(rk[r]));
-        let mut chunks = buf.chunks_exact_mut(16 * 16);
-        for c in &mut chunks {
-            let p = c.as_mut_ptr() as *mut __m256i;
-            // SAFETY: `c` is 256 bytes: eight unaligned 32-byte loads at p + 0..8.
-            let mut x: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(unsafe { _mm256_loadu_si256(p.add(i)) }, k[0]));
-            for rkey in &k[1..10] {
-                for v in x.iter_mut() {
-                    *v = _mm256_aesenc_epi128(*v, *rkey);
-                }
-            }
-            for (i, v) in x.iter().enumerate() {
-                // SAFETY: as for the loads, stores at p + 0..8.
-                unsafe { _mm256_storeu_si256(p.add(i), _mm256_aesenclast_epi128(*v, k[10])) };
-            }
-        }
-        let rest = chunks.into_remainder();
-        let mut pairs = rest.chunks_exact_mut(32);
-        for c in &mut pairs {
-            let p = c.as_mut_ptr() as *mut __m256i;
-            // SAFETY: `c` is 32 bytes, one unaligned load.
-            let mut v = _mm256_xor_si256(unsafe { _mm256_loadu_si256(p) }, k[0]);
-            for rkey in &k[1..10] {
-                v = _mm256_aesenc_epi128(v, *rkey);
-            }
-            // SAFETY: as for the load.
-            unsafe { _mm256_storeu_si256(p, _mm256_aesenclast_epi128(v, k[10])) };
-        }
-        let last = pairs.into_remainder();
-        if !last.is_empty() {
-            let p = last.as_mut_ptr() as *mut __m128i;
-            // SAFETY: `buf` is whole blocks, so the one left is 16 bytes: one unaligned load.
-            let mut v = _mm_xor_si128(unsafe { _mm_loadu_si128(p) }, rk[0]);
-            for rkey in &rk[1..10] {
-                v = _mm_aesenc_si128(v, *rkey);
-            }
-            // SAFETY: as for the load.
+            // SAFETY: as for the load, one unaligned 16-byte store.
             unsafe { _mm_storeu_si128(p, _mm_aesenclast_si128(v, rk[10])) };
         }
     }
