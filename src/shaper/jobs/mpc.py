@@ -9,10 +9,11 @@ in all (within the 438 bits of 128-bit security at degree 2^14).
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from ..net.phases import Meter
 
 __all__ = ["CKKS_14", "OPS", "P61", "mpc_job"]
 
@@ -25,13 +26,13 @@ OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "
 def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
     """Run fn between two barriers; seconds, items/s and bytes this party sent per item."""
     session.barrier("mpc-op-start")
-    sent = session.stats.bytes_sent
-    start = time.perf_counter()
+    meter = Meter(session)
     out = fn()
-    seconds = time.perf_counter() - start
+    step = meter.read(items=items)
     session.barrier("mpc-op-end")
+    seconds = step.seconds
     return {"seconds": seconds, "items": items, "rate": items / seconds if seconds else float("inf"),
-            "bytes_per_item": (session.stats.bytes_sent - sent) / max(items, 1), "result": out}
+            "bytes_per_item": step.bytes_sent / max(items, 1), "result": out}
 
 
 def _random_ots(engine: Any, count: int) -> int:
