@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shaper.cli import build_parser, main
+from shaper.cli import build_parser
 from shaper.cli.common import RETIRED, VOCABULARY
 
 from .test_help import COMMANDS

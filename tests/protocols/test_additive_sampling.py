@@ -8,7 +8,6 @@ import warnings
 from itertools import combinations
 
 import numpy as np
-import pytest
 from scipy import stats
 
 from shaper.net import run_in_memory

@@ -8,7 +8,6 @@ random bases), which has no known pseudoprime.
 
 from __future__ import annotations
 
-import gmpy2
 from gmpy2 import mpz
 
 from ..kernels.modq import is_prime

@@ -43,7 +43,7 @@ Each engine states its security model and what each party learns in its own modu
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
