@@ -45,7 +45,7 @@ def _vaes() -> bool:
 
 def native_keystream(key: bytes) -> Any | None:
     """A VAES AES-128-CTR keystream for ``key`` (the object has ``words(count)``), or ``None``
-    where the CPU lacks VAES/AVX-512, the extension is absent or ``SHAPER_NATIVE=off``."""
+    where the CPU lacks VAES (with AVX2), the extension is absent or ``SHAPER_NATIVE=off``."""
     return _native.KeyStream(key) if native_gates() and _vaes() else None
 
 
