@@ -24,16 +24,16 @@ from shaper.ml.cnn.params import cnn_parameters
 from shaper.net import NetConfig, launch, run_in_memory
 from shaper.protocols import threshold_ckks as tc
 from shaper.protocols.additive.sampling import gaussian_law
-from shaper.protocols.nparty import ModShares
+from shaper.protocols.api import ModShares
 
 from .dealer_engine import NATIVE, engine_for_tests
 
 # Every test runs with or without the native extension: with it, on the production engine (OT
-# triples and the MPC sampler); without it, on dealer triples and dealer sampling (the engine's
-# sampler and edaBits need correlated OT whatever the triple source, and OT is native only; see
-# dealer_engine.py). Only the example is skipped without it: it runs the production engine, as a
-# user would, and so needs OT. (The N = 2^14 test runs on the numpy reference kernels there, as it
-# does under SHAPER_NATIVE=off: about two minutes on 2 cores.)
+# triples and the MPC sampler); without it, on the same engine and sampler over the insecure
+# dealer (its triples, and its correlated OTs in the clear; see dealer_engine.py). Only the example
+# is skipped without it: it runs the production engine, as a user would, and so needs OT. (The
+# N = 2^14 test runs on the numpy reference kernels there, as it does under SHAPER_NATIVE=off:
+# about a minute and a half on 2 cores.)
 NEEDS_NATIVE = pytest.mark.skipif(not NATIVE, reason="the example runs the production engine: OT extension is "
                                                      "native only")
 

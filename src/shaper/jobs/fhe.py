@@ -29,7 +29,7 @@ from ..errors import ConfigError, KeyValidationError
 from ..ml.cnn.params import CNN_CHAIN
 from ..net.phases import Progress
 from ..protocols import threshold_ckks as tc
-from ..protocols.nparty import AdditiveNPC
+from ..protocols.additive import AdditiveEngine
 from ..protocols.triples import OtTriples
 
 __all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job", "engine_for", "keygen_job",
@@ -38,7 +38,7 @@ __all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "en
 
 def engine_for(session: Any) -> Any:
     """The n-party engine key generation and decryption run on: OT-extension preprocessing."""
-    return AdditiveNPC(session, triple_source=OtTriples(), frac_bits=0)
+    return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
 
 
 def parameters(chain: tuple, insecure: bool = False) -> ckks.Parameters:

@@ -15,7 +15,7 @@ The jobs of ``shaper fhe`` (``keygen_job``, ``decrypt_job``, ``engine_for``) are
 ``cnn_parameters``) in :mod:`shaper.ml.cnn.params`.
 
 Security model: passive (semi-honest) parties, dishonest majority (any n - 1 may collude), as
-the engine (:class:`~shaper.protocols.nparty.AdditiveNPC`). What each party learns:
+the engine (:class:`~shaper.protocols.additive.AdditiveEngine`). What each party learns:
 
 * the public key, the relinearisation key and the rotation keys, opened. With the default
   ``method="exact"`` (the paper's) the secret s is a uniform ternary polynomial and every error a

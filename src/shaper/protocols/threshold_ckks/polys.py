@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...crypto.ckks.multiparty import seed_from_opened
-from ..nparty import ModShares
+from ..api import ModShares
 
 __all__ = ["joint_seed", "open_rows", "share_rows"]
 
