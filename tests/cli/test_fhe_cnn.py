@@ -16,7 +16,7 @@ import pytest
 from shaper.cli import build_parser, main
 from shaper.crypto import ckks
 from shaper.jobs.cnn import infer_report
-from shaper.ml.cnn.report import html_report, shown_order
+from shaper.jobs.cnn import html_report, shown_order
 from shaper.protocols import threshold_ckks as tc
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None
@@ -140,7 +140,7 @@ def test_the_report_cards_put_the_misclassified_image_in(tmp_path):
     predicted[30] = 3
     text = html_report(tmp_path / "r.html", title="t", images=images, labels=labels, predicted=predicted).read_text()
     assert text.count("data:image/png;base64,") == 16
-    assert "predicted <b>3</b><br>label 0" in text  # image 30's card: label 0, predicted 3
+    assert "<b>predicted 3</b><br>label 0" in text  # image 30's card: label 0, predicted 3
     assert "the 1 misclassified first" in text
 
 

@@ -12,12 +12,11 @@ The pieces, each in its own module:
   cost, or evaluate it homomorphically;
 * :mod:`.params` — the CKKS parameters (:data:`~.params.CNN_CHAIN`, :func:`~.params.cnn_parameters`)
   and the plan's rotation steps (:data:`~.params.CNN_ROTATIONS`);
-* :mod:`.inference` — encrypt images and/or the model, evaluate, decrypt (single key);
-* :mod:`.report` — the HTML report (images, misclassified first; predictions, confusion matrix,
-  timings).
+* :mod:`.inference` — encrypt images and/or the model, evaluate, decrypt (single key).
 
 The n-party job (threshold key, encrypted inputs from the client and the model owner,
-evaluation, joint decryption to the client; ``shaper cnn infer`` / ``demo`` / ``train``) is
+evaluation, joint decryption to the client; ``shaper cnn infer`` / ``demo`` / ``train``) and its
+HTML report (images, misclassified first; predictions, confusion matrix, timings) are
 :mod:`shaper.jobs.cnn`.
 
 Example (single key, both image and model encrypted)::
@@ -28,10 +27,10 @@ Example (single key, both image and model encrypted)::
     result.predicted, result.agree          # predictions; 1.0 = same as the plaintext model
 """
 
-from . import mnist, params, plan, report
+from . import mnist, params, plan
 from .inference import Result, encode_model, encrypt_images, encrypt_model, evaluate, single_key
 from .model import CnnModel, bundled, train
 from .params import CNN_CHAIN, CNN_ROTATIONS, cnn_parameters
 
 __all__ = ["CNN_CHAIN", "CNN_ROTATIONS", "CnnModel", "Result", "bundled", "cnn_parameters", "encode_model",
-           "encrypt_images", "encrypt_model", "evaluate", "mnist", "params", "plan", "report", "single_key", "train"]
+           "encrypt_images", "encrypt_model", "evaluate", "mnist", "params", "plan", "single_key", "train"]
