@@ -16,7 +16,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ..errors import ConfigError
 from .common import HelpFormatter, command, deprecated_alias, local_count, out_option, party_options, where
@@ -120,67 +119,6 @@ def _rotations(text: str) -> tuple[int, ...]:
         raise ConfigError(f"--rotations {text!r}: expected comma-separated integers or '{CNN}'") from None
 
 
-def _print_phases(report: dict) -> None:
-    print(f"{'phase':<34s} {'seconds':>8s} {'MB sent':>10s}")
-    for p in report["phases"]:
-        print(f"{p['name']:<34s} {p['seconds']:8.2f} {p['bytes_sent'] / 1e6:10.1f}")
-    print(f"{'total':<34s} {report['seconds']:8.2f} {report['bytes_sent'] / 1e6:10.1f}")
-    print("key sizes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in report["sizes"].items()))
-
-
-def _progress(event: dict) -> None:
-    if event["status"] == "start":
-        print(f"  ... {event['phase']}", flush=True)
-    else:
-        print(f"  done {event['phase']}: {event['seconds']:.2f} s, {event['bytes'] / 1e6:.1f} MB sent", flush=True)
-
-
-def run_keygen(args: argparse.Namespace) -> int:
-    from ..jobs.fhe import check_new_key_dirs, keygen_job, keygen_local
-
-    local = where(args)
-    chain, rotations = _chain(args.params, args.insecure), _rotations(args.rotations)
-    out = Path(args.out)
-    options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure}
-    if local is not None:
-        check_new_key_dirs(out, local)
-        print(f"{local} parties as local processes over TLS: joint key generation ({args.method}), "
-              f"{len(rotations)} rotation keys", flush=True)
-        results = keygen_local(local, out, chain, options, _progress)
-        _print_phases(results[0])
-        print(f"keys written to {out}/party0 .. party{local - 1} (each with its own share, mode 0600)")
-        return 0
-    if out.exists():
-        raise ConfigError(f"{out} exists already; key directories are never overwritten")
-    from ..net import Session
-
-    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-        report = keygen_job(session, chain, out=out, progress=_progress, **options)
-        _print_phases(report)
-        print(session.stats.table(f"traffic of {args.me}"))
-    print(f"keys written to {out} (secret-key share mode 0600)")
-    return 0
-
-
-def run_encrypt(args: argparse.Namespace) -> int:
-    from ..jobs.fhe import encrypt_job
-
-    report = encrypt_job(args.keys, args.input, args.out)
-    print(f"{report['values']} values encrypted to {report['out']} (SHA-256 {report['digest']})")
-    return 0
-
-
-def _write_values(path: str | None, values: np.ndarray) -> None:
-    real = np.ascontiguousarray(values.real)
-    if path is None:
-        shown = ", ".join(f"{v:.6g}" for v in real[:8])
-        print(f"slots 0..7: {shown}{', ...' if real.size > 8 else ''}")
-    elif path.endswith(".npy"):
-        np.save(path, real)
-    else:
-        np.savetxt(path, real, delimiter=",")
-
-
 def _local_from_keys(args: argparse.Namespace) -> int | None:
     """``--local N``, or, with neither --local nor a parties file, the count of party directories
     under ``--keys`` (what the retired ``--local-keys DIR`` meant)."""
@@ -192,66 +130,31 @@ def _local_from_keys(args: argparse.Namespace) -> int | None:
     return where(args)
 
 
-def run_decrypt(args: argparse.Namespace) -> int:
-    from ..jobs.fhe import decrypt_job, decrypt_local
-    from ..protocols.threshold_ckks import SMUDGE_BITS
+def run_keygen(args: argparse.Namespace) -> int:
+    from ..jobs import fhe
 
-    smudge = SMUDGE_BITS if args.smudge_bits is None else args.smudge_bits
-    local = _local_from_keys(args)
-    if not args.keys:
-        raise ConfigError("pass --keys DIR (this party's key directory; with --local N the one holding party0 ..)")
-    if local is not None:
-        results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, smudge_bits=smudge,
-                                digest=args.digest)
-        report = next(r for r in results if r["values"] is not None)
-    else:
-        from ..net import Session
+    local = where(args)
+    return fhe.keygen_command(args, local, _chain(args.params, args.insecure), _rotations(args.rotations))
 
-        with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, smudge_bits=smudge, digest=args.digest)
-        if report["values"] is None:
-            print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here")
-            return 0
-    print(f"ciphertext {report['digest']} decrypted jointly in {report['seconds'] * 1e3:.0f} ms "
-          f"(smudging 2^{smudge}: about {report['precision_bits']:.1f} bits of precision at scale "
-          f"2^{np.log2(report['scale']):.1f})")
-    _write_values(args.out, report["values"])
-    if args.out:
-        print(f"real parts of {report['values'].size} slots written to {args.out}")
+
+def run_encrypt(args: argparse.Namespace) -> int:
+    from ..jobs.fhe import encrypt_job
+
+    report = encrypt_job(args.keys, args.input, args.out)
+    print(f"{report['values']} values encrypted to {report['out']} (SHA-256 {report['digest']})")
     return 0
+
+
+def run_decrypt(args: argparse.Namespace) -> int:
+    from ..jobs import fhe
+
+    return fhe.decrypt_command(args, _local_from_keys(args))
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ..jobs.fhe import demo_job
+    from ..jobs import fhe
 
-    local = local_count(args)
-    if local is None and not args.parties and not args.me:
-        local = args.local = DEMO_PARTIES
+    if local_count(args) is None and not args.parties and not args.me:
+        args.local = DEMO_PARTIES
     local = where(args)
-    chain = _chain(args.params, args.insecure)
-    if local is not None:
-        from ..net import launch
-
-        print(f"{local} parties as local processes over TLS generate one CKKS key in MPC ({args.method}); "
-              f"party0 encrypts x, party{local - 1} computes rot(x*x, 1), all decrypt jointly", flush=True)
-        results = launch(local, demo_job, chain, (1,), args.method, args.insecure, True, timeout=None)
-        r, busiest, where_ = results[0], max(x["bytes_sent"] for x in results), "on every party"
-    else:
-        from ..net import Session
-
-        with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-            print(f"{session.n} parties generate one CKKS key in MPC ({args.method}); {session.parties[0]} "
-                  f"encrypts x, {session.parties[-1]} computes rot(x*x, 1), all decrypt jointly", flush=True)
-            r = demo_job(session, chain, (1,), args.method, args.insecure, True)
-            print(session.stats.table(f"traffic of {args.me}"))
-        busiest, where_ = r["bytes_sent"], f"at {args.me}"
-    print(r["params"])
-    print("key sizes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in r["sizes"].items())
-          + " (the same for any number of parties)")
-    sent = "by the busiest party" if local is not None else f"by {args.me}"
-    print(f"key generation {r['keygen_s']:.1f} s, {busiest / 1e6:.0f} MB sent {sent} in all; compute "
-          f"{r['compute_s'] * 1e3:.0f} ms; joint decryption {r['decrypt_s'] * 1e3:.0f} ms")
-    print(f"decrypted {', '.join(f'{v:.6f}' for v in r['sample'])} ... expected "
-          f"{', '.join(f'{v:.6f}' for v in r['expected'])}; largest error {r['error']:.2e} "
-          f"over all slots ({-np.log2(r['error']):.1f} bits; the smudging predicts {r['predicted_bits']:.1f}), {where_}")
-    return 0
+    return fhe.demo_command(args, local, _chain(args.params, args.insecure))

@@ -27,6 +27,7 @@ import numpy as np
 from ..crypto import ckks
 from ..errors import ConfigError, KeyValidationError
 from ..ml.cnn.params import CNN_CHAIN
+from ..net import launch
 from ..net.phases import Progress
 from ..protocols import threshold_ckks as tc
 from ..protocols.additive import AdditiveEngine
@@ -80,7 +81,6 @@ def keygen_local(parties: int, out: str | os.PathLike, chain: tuple, options: di
     """Every party's :func:`keygen_job` here, as processes over loopback TLS, party i's keys in
     ``out/party<i>``; ``progress`` gets party 0's events. Refuses an ``out`` that already holds
     key directories before any party starts."""
-    from ..net import launch
 
     check_new_key_dirs(out, parties)
     return launch(parties, _keygen_party, str(out), chain, options, progress, timeout=None)
@@ -184,7 +184,6 @@ def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[
 def decrypt_local(root: str | os.PathLike, ciphertext: str | os.PathLike, *, parties: int | None = None,
                   to: str | None = None, smudge_bits: int = tc.SMUDGE_BITS, digest: str | None = None) -> list[dict]:
     """Every party's :func:`decrypt_job` here, from the key directories under ``root``."""
-    from ..net import launch
 
     dirs = local_key_dirs(root, parties)
     return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, smudge_bits, digest)
@@ -240,3 +239,108 @@ def demo_job(session: Any, chain: tuple, rotations: tuple[int, ...], method: str
             "digest": tc.ciphertext_digest(y), "predicted_bits": tc.decryption_precision(params, y.scale),
             "bytes_sent": session.stats.bytes_sent, "params": repr(params),
             "sample": [float(v) for v in got[:4].real], "expected": [float(v) for v in want[:4].real]}
+
+
+# -- the commands (cli/fhe.py resolves the options and calls these) ----------------------------------
+def print_phases(report: dict) -> None:
+    print(f"{'phase':<34s} {'seconds':>8s} {'MB sent':>10s}")
+    for p in report["phases"]:
+        print(f"{p['name']:<34s} {p['seconds']:8.2f} {p['bytes_sent'] / 1e6:10.1f}")
+    print(f"{'total':<34s} {report['seconds']:8.2f} {report['bytes_sent'] / 1e6:10.1f}")
+    print("key sizes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in report["sizes"].items()))
+
+
+def show_progress(event: dict) -> None:
+    if event["status"] == "start":
+        print(f"  ... {event['phase']}", flush=True)
+    else:
+        print(f"  done {event['phase']}: {event['seconds']:.2f} s, {event['bytes'] / 1e6:.1f} MB sent", flush=True)
+
+
+def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[int, ...]) -> int:
+    """``shaper fhe keygen``: ``local`` parties here, or this party of a parties file."""
+    out = Path(args.out)
+    options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure}
+    if local is not None:
+        check_new_key_dirs(out, local)
+        print(f"{local} parties as local processes over TLS: joint key generation ({args.method}), "
+              f"{len(rotations)} rotation keys", flush=True)
+        results = keygen_local(local, out, chain, options, show_progress)
+        print_phases(results[0])
+        print(f"keys written to {out}/party0 .. party{local - 1} (each with its own share, mode 0600)")
+        return 0
+    if out.exists():
+        raise ConfigError(f"{out} exists already; key directories are never overwritten")
+    from ..net import Session
+
+    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        report = keygen_job(session, chain, out=out, progress=show_progress, **options)
+        print_phases(report)
+        print(session.stats.table(f"traffic of {args.me}"))
+    print(f"keys written to {out} (secret-key share mode 0600)")
+    return 0
+
+
+def write_values(path: str | None, values: np.ndarray) -> None:
+    real = np.ascontiguousarray(values.real)
+    if path is None:
+        shown = ", ".join(f"{v:.6g}" for v in real[:8])
+        print(f"slots 0..7: {shown}{', ...' if real.size > 8 else ''}")
+    elif path.endswith(".npy"):
+        np.save(path, real)
+    else:
+        np.savetxt(path, real, delimiter=",")
+
+
+def decrypt_command(args: Any, local: int | None) -> int:
+    """``shaper fhe decrypt``: ``local`` parties here from ``--keys``, or this party of a parties file."""
+    smudge = tc.SMUDGE_BITS if args.smudge_bits is None else args.smudge_bits
+    if not args.keys:
+        raise ConfigError("pass --keys DIR (this party's key directory; with --local N the one holding party0 ..)")
+    if local is not None:
+        results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, smudge_bits=smudge,
+                                digest=args.digest)
+        report = next(r for r in results if r["values"] is not None)
+    else:
+        from ..net import Session
+
+        with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, smudge_bits=smudge, digest=args.digest)
+        if report["values"] is None:
+            print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here")
+            return 0
+    print(f"ciphertext {report['digest']} decrypted jointly in {report['seconds'] * 1e3:.0f} ms "
+          f"(smudging 2^{smudge}: about {report['precision_bits']:.1f} bits of precision at scale "
+          f"2^{np.log2(report['scale']):.1f})")
+    write_values(args.out, report["values"])
+    if args.out:
+        print(f"real parts of {report['values'].size} slots written to {args.out}")
+    return 0
+
+
+def demo_command(args: Any, local: int | None, chain: tuple) -> int:
+    """``shaper fhe demo``: ``local`` parties here, or this party of a parties file."""
+    if local is not None:
+        print(f"{local} parties as local processes over TLS generate one CKKS key in MPC ({args.method}); "
+              f"party0 encrypts x, party{local - 1} computes rot(x*x, 1), all decrypt jointly", flush=True)
+        results = launch(local, demo_job, chain, (1,), args.method, args.insecure, True, timeout=None)
+        r, busiest, where_ = results[0], max(x["bytes_sent"] for x in results), "on every party"
+    else:
+        from ..net import Session
+
+        with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+            print(f"{session.n} parties generate one CKKS key in MPC ({args.method}); {session.parties[0]} "
+                  f"encrypts x, {session.parties[-1]} computes rot(x*x, 1), all decrypt jointly", flush=True)
+            r = demo_job(session, chain, (1,), args.method, args.insecure, True)
+            print(session.stats.table(f"traffic of {args.me}"))
+        busiest, where_ = r["bytes_sent"], f"at {args.me}"
+    print(r["params"])
+    print("key sizes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in r["sizes"].items())
+          + " (the same for any number of parties)")
+    sent = "by the busiest party" if local is not None else f"by {args.me}"
+    print(f"key generation {r['keygen_s']:.1f} s, {busiest / 1e6:.0f} MB sent {sent} in all; compute "
+          f"{r['compute_s'] * 1e3:.0f} ms; joint decryption {r['decrypt_s'] * 1e3:.0f} ms")
+    print(f"decrypted {', '.join(f'{v:.6f}' for v in r['sample'])} ... expected "
+          f"{', '.join(f'{v:.6f}' for v in r['expected'])}; largest error {r['error']:.2e} "
+          f"over all slots ({-np.log2(r['error']):.1f} bits; the smudging predicts {r['predicted_bits']:.1f}), {where_}")
+    return 0
