@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
-    HelpFormatter,
+    group,
     command,
     deprecated_alias,
     deprecation,
@@ -37,13 +37,10 @@ SAMPLE = 1000  # images in the bundled MNIST test sample (shaper.ml.cnn.mnist.SA
 
 
 def add_parser(subparsers: Any) -> None:
-    cnn = subparsers.add_parser("cnn", help="encrypted MNIST CNN inference (single key or the joint key of 'fhe')",
-                                formatter_class=HelpFormatter,
-                                description="A 5-layer CNN evaluated on CKKS ciphertexts, one image per ciphertext; "
-                                            "under a threshold key the logits are decrypted jointly, to the client "
-                                            "only (docs/cnn.md).")
-    cnn.set_defaults(prog=cnn.prog)
-    sub = cnn.add_subparsers(dest="cnn_command", required=True, metavar="COMMAND")
+    sub = group(subparsers, "cnn", "encrypted MNIST CNN inference (single key or the joint key of 'fhe')",
+                "A 5-layer CNN evaluated on CKKS ciphertexts, one image per ciphertext; "
+                "under a threshold key the logits are decrypted jointly, to the client "
+                "only (docs/cnn.md).")
 
     demo = command(sub, "demo", run_demo, "n parties: joint key, encrypted images and model, joint decryption",
                    "Runs every party here (--local N, the default with 2 parties) or one party on each host "

@@ -18,20 +18,17 @@ from typing import Any
 
 
 from ..errors import ConfigError
-from .common import HelpFormatter, command, deprecated_alias, local_count, out_option, party_options, where
+from .common import group, command, deprecated_alias, local_count, out_option, party_options, where
 
 CNN = "cnn"
 DEMO_PARTIES = 3
 
 
 def add_parser(subparsers: Any) -> None:
-    fhe = subparsers.add_parser("fhe", help="threshold CKKS: joint key generation in MPC, joint decryption",
-                                formatter_class=HelpFormatter,
-                                description="n parties generate one CKKS key inside the MPC (the secret key stays "
-                                            "shared), anyone computes with the opened keys, the parties decrypt "
-                                            "jointly (docs/threshold-ckks.md).")
-    fhe.set_defaults(prog=fhe.prog)
-    sub = fhe.add_subparsers(dest="fhe_command", required=True, metavar="COMMAND")
+    sub = group(subparsers, "fhe", "threshold CKKS: joint key generation in MPC, joint decryption",
+                "n parties generate one CKKS key inside the MPC (the secret key stays "
+                "shared), anyone computes with the opened keys, the parties decrypt "
+                "jointly (docs/threshold-ckks.md).")
 
     kg = command(sub, "keygen", run_keygen, "generate a joint CKKS key in MPC",
                  "Every party runs this (or --local N runs N parties here). The secret key is sampled "

@@ -22,19 +22,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import (EXPECTED_ERRORS, HelpFormatter, abort_job, command, json_option, key_bits_option, learning_rate,
+from .common import (group, EXPECTED_ERRORS, abort_job, command, json_option, key_bits_option, learning_rate,
                      out_option, party_options)
 
 VERTICAL_ROLES, HORIZONTAL_ROLES = ("guest", "host", "arbiter"), ("client", "coordinator")
 
 
 def add_parser(subparsers: Any) -> None:
-    fl = subparsers.add_parser("fl", help="federated learning with Paillier (vertical and horizontal)",
-                               formatter_class=HelpFormatter,
-                               description="Federated learning with Paillier: coordinated vertical linear models with "
-                                           "an arbiter, and horizontal FedAvg with encrypted aggregation (docs/fl.md).")
-    fl.set_defaults(prog=fl.prog)
-    sub = fl.add_subparsers(dest="fl_command", required=True, metavar="COMMAND")
+    sub = group(subparsers, "fl", "federated learning with Paillier (vertical and horizontal)",
+                "Federated learning with Paillier: coordinated vertical linear models with "
+                "an arbiter, and horizontal FedAvg with encrypted aggregation (docs/fl.md).")
     train = command(sub, "train", run_train, "run this party's side of a job (or all roles with --local N)")
     train.add_argument("--mode", choices=["vertical", "horizontal"], required=True,
                        help="vertical: parties hold different columns of the same rows; horizontal: different rows")

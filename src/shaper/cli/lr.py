@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import (EXPECTED_ERRORS, HelpFormatter, abort_job, command, key_bits_option, learning_rate, out_option,
+from .common import (group, EXPECTED_ERRORS, abort_job, command, key_bits_option, learning_rate, out_option,
                      party_options, where)
 
 # The estimator's own defaults (LRParams; a test keeps them equal), written out so that building
@@ -26,10 +26,8 @@ EPOCHS, BATCH_SIZE, LEARNING_RATE = 10, 64, "auto"
 
 
 def add_parser(subparsers: Any) -> None:
-    lr = subparsers.add_parser("lr", help="vertical logistic regression on real hosts", formatter_class=HelpFormatter,
-                               description="Vertical logistic regression between two hosts (docs/logreg.md).")
-    lr.set_defaults(prog=lr.prog)
-    lr_sub = lr.add_subparsers(dest="lr_command", required=True, metavar="COMMAND")
+    lr_sub = group(subparsers, "lr", "vertical logistic regression on real hosts",
+                   "Vertical logistic regression between two hosts (docs/logreg.md).")
     train = command(lr_sub, "train", run_train, "run this party's side of a training job (or both with --local 2)",
                     "Run one party of a two-party training job; start the other party on its own host with "
                     "the same parties file. --local 2 runs both here, the columns of --data split between a "
