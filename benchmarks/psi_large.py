@@ -56,7 +56,7 @@ def make_files(n: int, folder: Path, seed: int = 0) -> np.ndarray:
 
 def start(folder: Path, me: str, resume: bool) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "shaper", "psi", "--parties", str(folder / "parties.toml"), "--me", me,
-           "--input", str(folder / f"{me}.csv"), "--id-column", "customer", "--out", str(folder / f"{me}.out.csv"),
+           "--data", str(folder / f"{me}.csv"), "--id-column", "customer", "--out", str(folder / f"{me}.out.csv"),
            "--checkpoint-dir", str(folder / "ckpt")] + (["--resume"] if resume else [])
     return subprocess.Popen(cmd, stdout=open(folder / f"{me}.{'resume' if resume else 'first'}.log", "w"),
                             stderr=subprocess.STDOUT)

@@ -154,7 +154,7 @@ def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
     (tmp_path / "a.csv").write_text("email,region\n" + "".join(f" U{i}@x.org ,r{i % 3}\n" for i in range(0, 60, 2)))
     (tmp_path / "b.csv").write_text("email,score\n" + "".join(f"u{i}@x.org,{i}\n" for i in range(0, 60, 3)))
     procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--parties", str(tmp_path / "parties.toml"),
-                               "--me", me, "--input", str(tmp_path / f"{me}.csv"), "--id-column", "email",
+                               "--me", me, "--data", str(tmp_path / f"{me}.csv"), "--id-column", "email",
                                "--strip", "--casefold", "--output", str(tmp_path / f"{me}.out.csv")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("a", "b")]
     outs = [p.communicate(timeout=120) for p in procs]

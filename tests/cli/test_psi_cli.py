@@ -41,7 +41,7 @@ def test_both_hosts_log_the_steps_and_counts_of_a_run(job):
     a = job.csv("bank.csv", "id,x\n" + "".join(f"k{i},{i}\n" for i in range(0, 60, 2)))
     b = job.csv("shop.csv", "id,y\n" + "".join(f"k{i},{i}\n" for i in range(0, 60, 3)))
     procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--parties", str(job.parties), "--me", me,
-                               "--input", str(data), "--id-column", "id", "--protocol", "fnp", "--key-bits", "768",
+                               "--data", str(data), "--id-column", "id", "--protocol", "fnp", "--key-bits", "768",
                                "--out", str(job.root / f"{me}.out.csv")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for me, data in (("bank", a), ("shop", b))]

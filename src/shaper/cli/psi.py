@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXPECTED_ERRORS, abort_job, command, key_bits_option, out_option, party_options
+from ..errors import ConfigError
+from .common import EXPECTED_ERRORS, abort_job, command, deprecated_alias, key_bits_option, out_option, party_options
 
 
 def add_parser(subparsers: Any) -> None:
@@ -15,7 +16,8 @@ def add_parser(subparsers: Any) -> None:
                 "rows of the intersection in an order both parties share (docs/psi.md). Start the other party on its "
                 "own host with the same parties file and options. Progress goes to stderr.")
     party_options(p, local=False, required=True)
-    p.add_argument("--input", required=True, metavar="FILE", help="CSV or Parquet file of this party's rows")
+    p.add_argument("--data", metavar="FILE", help="CSV or Parquet file of this party's rows (required)")
+    deprecated_alias(p, "--input", "--data")
     p.add_argument("--id-column", action="append", required=True, metavar="NAME",
                    help="column holding the ids; repeat for a key of several columns")
     p.add_argument("--protocol", choices=["ecdh", "fnp"], default="ecdh",
@@ -42,6 +44,8 @@ def add_parser(subparsers: Any) -> None:
 def run_psi(args: argparse.Namespace) -> int:
     from ..jobs import psi as job
 
+    if not getattr(args, "data", None):
+        raise ConfigError("pass --data FILE: the CSV or Parquet file of this party's rows")
     options = job.PsiOptions(tuple(args.id_column), protocol=args.protocol, key_bits=args.key_bits,
                              scheme=args.scheme, cardinality_only=args.cardinality_only, to=args.to,
                              strip=args.strip, casefold=args.casefold, duplicates=args.duplicates,
@@ -49,7 +53,7 @@ def run_psi(args: argparse.Namespace) -> int:
                              checkpoint_dir=args.checkpoint_dir, resume=args.resume)
     with job.PsiProgress(args.me) as progress:
         try:
-            table = job.prepare(args.me, args.input, args.out, options, progress)
+            table = job.prepare(args.me, args.data, args.out, options, progress)
         except EXPECTED_ERRORS as exc:
             abort_job(args, exc)
             return 2
