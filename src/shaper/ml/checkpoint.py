@@ -18,7 +18,7 @@ from typing import Any
 
 from ..crypto.serialization import key_from_bytes, key_to_bytes
 from ..errors import ConfigError
-from ..files import write_private
+from ..files import atomic_directory, write_private
 
 KEEP = 2
 
@@ -41,20 +41,14 @@ class Checkpointer:
 
     def save(self, epoch: int, state: dict, blobs: dict[str, bytes], private_key: Any, peer_key: Any) -> Path:
         final = self.dir / f"epoch-{epoch:06d}"
-        tmp = self.dir / f".tmp-{epoch:06d}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(mode=0o700)
-        if private_key is not None:  # jobs whose keys live in their blobs (or nowhere) pass None
-            write_private(tmp / "key.bin", key_to_bytes(private_key))
-        if peer_key is not None:
-            write_private(tmp / "peer.bin", key_to_bytes(peer_key))
-        for name, data in blobs.items():
-            write_private(tmp / f"{name}.bin", data)
-        write_private(tmp / "state.json", json.dumps({**state, "epoch": epoch}, sort_keys=True).encode())
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        with atomic_directory(final, replace=True) as tmp:  # an existing epoch goes only once this one is whole
+            if private_key is not None:  # jobs whose keys live in their blobs (or nowhere) pass None
+                write_private(tmp / "key.bin", key_to_bytes(private_key))
+            if peer_key is not None:
+                write_private(tmp / "peer.bin", key_to_bytes(peer_key))
+            for name, data in blobs.items():
+                write_private(tmp / f"{name}.bin", data)
+            write_private(tmp / "state.json", json.dumps({**state, "epoch": epoch}, sort_keys=True).encode())
         for old in self.epochs()[:-KEEP]:
             shutil.rmtree(self.dir / f"epoch-{old:06d}", ignore_errors=True)
         return final
