@@ -16,16 +16,16 @@ The options are parsed here; the jobs are :mod:`shaper.jobs.cnn`.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from .common import (
-    group,
     command,
     deprecated_alias,
     deprecation,
+    group,
     json_option,
     local_count,
+    local_from_keys,
     out_option,
     party_options,
     where,
@@ -129,15 +129,6 @@ def _demo_local(args: argparse.Namespace) -> int | None:
     return where(args)
 
 
-def _infer_local(args: argparse.Namespace) -> int | None:
-    """``--local N``, or, with neither --local nor a parties file, the count of party directories
-    under ``--keys`` (what the retired ``--local-keys DIR`` meant)."""
-    from ..jobs.fhe import local_key_dirs
-
-    local = local_count(args)
-    if local is None and not args.parties and not args.me and args.keys and (Path(args.keys) / "party0").is_dir():
-        args.local = len(local_key_dirs(args.keys))
-    return where(args)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -149,7 +140,7 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_infer(args: argparse.Namespace) -> int:
     from ..jobs import cnn
 
-    return cnn.infer_command(args, _infer_local(args))
+    return cnn.infer_command(args, local_from_keys(args))
 
 
 def run_plan(args: argparse.Namespace) -> int:

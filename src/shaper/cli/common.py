@@ -163,6 +163,18 @@ def group(subparsers: Any, name: str, help: str, description: str) -> Any:
     return parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True, metavar="COMMAND")
 
 
+def local_from_keys(args: argparse.Namespace) -> int | None:
+    """``--local N``, or, with neither --local nor a parties file, the count of party directories
+    under ``--keys`` (what the retired ``--local-keys DIR`` meant); then as :func:`where`."""
+    from ..jobs.fhe import local_key_dirs
+
+    local = local_count(args)
+    keys = getattr(args, "keys", None)
+    if local is None and not args.parties and not args.me and keys and os.path.isdir(os.path.join(keys, "party0")):
+        args.local = len(local_key_dirs(keys))
+    return where(args)
+
+
 def debugging() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 

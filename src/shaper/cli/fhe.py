@@ -13,12 +13,19 @@ The options are parsed here; the jobs are :mod:`shaper.jobs.fhe`.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-
 from ..errors import ConfigError
-from .common import group, command, deprecated_alias, local_count, out_option, party_options, where
+from .common import (
+    command,
+    deprecated_alias,
+    group,
+    local_count,
+    local_from_keys,
+    out_option,
+    party_options,
+    where,
+)
 
 CNN = "cnn"
 DEMO_PARTIES = 3
@@ -116,15 +123,6 @@ def _rotations(text: str) -> tuple[int, ...]:
         raise ConfigError(f"--rotations {text!r}: expected comma-separated integers or '{CNN}'") from None
 
 
-def _local_from_keys(args: argparse.Namespace) -> int | None:
-    """``--local N``, or, with neither --local nor a parties file, the count of party directories
-    under ``--keys`` (what the retired ``--local-keys DIR`` meant)."""
-    from ..jobs.fhe import local_key_dirs
-
-    local = local_count(args)
-    if local is None and not args.parties and not args.me and args.keys and (Path(args.keys) / "party0").is_dir():
-        args.local = len(local_key_dirs(args.keys))
-    return where(args)
 
 
 def run_keygen(args: argparse.Namespace) -> int:
@@ -145,7 +143,7 @@ def run_encrypt(args: argparse.Namespace) -> int:
 def run_decrypt(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
-    return fhe.decrypt_command(args, _local_from_keys(args))
+    return fhe.decrypt_command(args, local_from_keys(args))
 
 
 def run_demo(args: argparse.Namespace) -> int:
