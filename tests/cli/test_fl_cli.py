@@ -26,7 +26,8 @@ def bc_csv(tmp_path):
 @pytest.mark.parametrize("mode", ["vertical", "horizontal"])
 def test_local_run_of_every_role(bc_csv, tmp_path, capsys, mode):
     code = main(["fl", "train", "--mode", mode, "--model", "logistic", "--local", "3", "--data", str(bc_csv),
-                 "--label-column", "label", "--epochs", "2", "--key-bits", "512", "--validation", str(bc_csv)])
+                 "--label-column", "label", "--epochs", "2", "--key-bits", "512", "--validation", str(bc_csv),
+                 "--out", str(tmp_path / "fl-model.npz")])  # not into the working directory
     captured = capsys.readouterr()
     out = captured.out
     assert code == 0, captured.err
