@@ -115,7 +115,7 @@ def test_fhe_demo_runs_on_real_hosts_from_a_parties_file(tmp_path):
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     for me, (out, _) in zip(("bank", "shop", "lab"), outs):
         assert "bank encrypts x, lab computes rot(x*x, 1)" in out
-        assert f"largest error" in out and f"at {me}" in out
+        assert "largest error" in out and f"at {me}" in out
 
 
 # -- the CNN report ----------------------------------------------------------------------------------
