@@ -153,3 +153,11 @@ def test_the_infer_report_has_an_accuracy_line_when_labels_are_known(tmp_path):
     assert "accuracy (encrypted)" in text and "75.00%" in text
     del report["labels"], report["accuracy"], report["confusion"]
     assert "accuracy" not in infer_report(tmp_path / "s.html", report, images).read_text()
+
+
+def test_the_parser_knows_the_bundled_sample_size():
+    """cli/cnn.py keeps the sample size as a literal (the parser does not import the ML stack)."""
+    from shaper.cli import cnn as cli_cnn
+    from shaper.ml.cnn import mnist
+
+    assert cli_cnn.SAMPLE == mnist.SAMPLE_COUNT == len(mnist.sample()[1])
