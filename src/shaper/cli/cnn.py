@@ -78,8 +78,7 @@ def add_parser(subparsers: Any) -> None:
     infer.add_argument("--model", metavar="FILE", help="the model owner's weights (.npz from 'shaper cnn train')")
     infer.add_argument("--bundled-model", action="store_true", help="the model owner uses the bundled trained model")
     _encrypt_option(infer)
-    infer.add_argument("--evaluator", metavar="NAME",
-                       help="who evaluates when image and model are both encrypted (default: the client)")
+    infer.add_argument("--evaluator", metavar="NAME", help=argparse.SUPPRESS)  # retired: every party evaluates
     out_option(infer, "client: write the logits (.npy or .csv)", metavar="FILE")
     infer.add_argument("--report", metavar="FILE", help="client: write an HTML report")
 

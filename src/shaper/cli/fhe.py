@@ -2,7 +2,8 @@
 
     shaper fhe keygen --local 3 --out keys/              three local parties, keys/party0..2
     shaper fhe keygen --parties p.toml --me bank --out keys/bank --rotations 1,2,4
-    shaper fhe encrypt --keys keys/party0 --input x.csv --out x.ct
+    shaper fhe encrypt --local 3 --keys keys/ --input x.csv --bound 4 --out x.ct    (joint; party0's values)
+    shaper fhe eval --local 3 --keys keys/ --circuit square,rotate:1 --ciphertext x.ct --out y.ct
     shaper fhe decrypt --parties p.toml --me bank --keys keys/bank --ciphertext y.ct --to bank
     shaper fhe decrypt --local 3 --keys keys/ --ciphertext y.ct --out y.csv
     shaper fhe demo --local 3                            (or --parties p.toml --me bank on each host)
@@ -27,6 +28,8 @@ from .common import (
     where,
 )
 
+from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA
+
 CNN = "cnn"
 DEMO_PARTIES = 3
 
@@ -48,28 +51,58 @@ def add_parser(subparsers: Any) -> None:
     kg.add_argument("--rotations", default="", metavar="R,...",
                     help=f"slot rotation steps to make keys for, or '{CNN}' for the CNN plan's 28 steps")
     kg.add_argument("--conjugation", action="store_true", help="also make the conjugation key")
+    kg.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="Q",
+                    help=f"decryptions (ciphertexts) the key serves before its parties refuse (default {DEFAULT_BUDGET}); "
+                         "the flood grows with sqrt(Q)")
     _method_option(kg)
     _params_options(kg)
 
-    enc = command(sub, "encrypt", run_encrypt, "encrypt a vector under a joint public key (public material only)")
-    enc.add_argument("--keys", required=True, metavar="DIR", help="a key directory (the share is not read)")
-    enc.add_argument("--input", required=True, metavar="FILE", help=".npy, or .csv/.txt with one number per line")
+    enc = command(sub, "encrypt", run_encrypt, "encrypt a vector jointly (its error chosen by no party)",
+                  "Every party runs this (or --local N runs every party here, party0 bringing the values). The "
+                  "party with --input brings the vector; a seed no party chose gives the ciphertext's c1, and each "
+                  "party adds its own error, so no party can choose the ciphertext's noise. Every party records it "
+                  "in its key directory's ledger: only such ciphertexts, and what every party computes from them "
+                  "with 'shaper fhe eval', can be decrypted.")
+    party_options(enc)
+    enc.add_argument("--keys", required=True, metavar="DIR",
+                     help="this party's key directory (with --local N: the directory holding party0 ..)")
+    enc.add_argument("--input", metavar="FILE", help="the values (.npy, or .csv/.txt with one number per line); "
+                                                     "only the party that brings them")
+    enc.add_argument("--bound", type=float, default=1.0, metavar="B",
+                     help="the largest |value| (default 1; every party the same): the decryption's flood is sized by it")
     out_option(enc, "ciphertext file to write", metavar="FILE", required=True)
+
+    ev = command(sub, "eval", run_eval, "evaluate an agreed circuit on accounted ciphertexts (every party)",
+                 "Every party runs the same circuit itself on its own copies of the inputs (no network): the "
+                 "outputs are byte-identical, and each party records them, with their worst-case error, in its "
+                 "ledger. Circuits: 'identity', or operations in order separated by commas: square, rotate:R, "
+                 "conjugate (e.g. 'square,rotate:1').")
+    ev.add_argument("--local", type=int, metavar="N", help="evaluate for every party directory party0 .. under --keys")
+    ev.add_argument("--keys", required=True, metavar="DIR", help="this party's key directory (with --local N: their root)")
+    ev.add_argument("--circuit", required=True, metavar="SPEC", help="e.g. square,rotate:1")
+    ev.add_argument("--ciphertext", required=True, action="append", metavar="FILE",
+                    help="an input ciphertext (a joint input or an earlier output); repeat for several")
+    out_option(ev, "output ciphertext file", metavar="FILE", required=True)
 
     dec = command(sub, "decrypt", run_decrypt, "decrypt a ciphertext jointly",
                   "Every party runs this with its own key directory and its copy of the ciphertext (or --local N "
-                  "--keys DIR runs every party here). The parties first exchange the ciphertext's digest: if one "
-                  "holds another ciphertext, or refuses (--digest given and not matching), nobody learns "
-                  "anything. Smudging noise is sampled jointly in the MPC.")
+                  "--keys DIR runs every party here). A party consents only to a ciphertext its ledger accounts for "
+                  "(a joint input, or an output of 'shaper fhe eval' it ran itself), while the key's budget lasts; "
+                  "if one refuses, holds another ciphertext or asks for another flood, nobody learns anything. Each "
+                  "party floods its share with Gaussian noise sized by the ciphertext's worst-case error.")
     party_options(dec)
     dec.add_argument("--keys", metavar="DIR",
                      help="this party's key directory (with --local N: the directory holding party0 ..)")
     deprecated_alias(dec, "--local-keys", "--keys", metavar="DIR")
     dec.add_argument("--ciphertext", required=True, metavar="FILE", help="this party's copy of the ciphertext")
     dec.add_argument("--to", metavar="NAME", help="the only party to learn the result (default: every party)")
-    dec.add_argument("--digest", metavar="HEX", help="consent only to a ciphertext whose SHA-256 starts with HEX")
-    dec.add_argument("--smudge-bits", type=int, default=None,
-                     help="width of the joint smudging noise in bits (default: the library's, 25)")
+    dec.add_argument("--digest", metavar="HEX", help="consent only to the ciphertext with this SHA-256 (all 64 hex digits)")
+    dec.add_argument("--flood", choices=FLOOD_MODES, default=FLOOD_MODES[0],
+                     help="key-recovery (default): the key is safe with probability 1 - 2^-lambda over the budget; "
+                          "statistical: the view is 2^-lambda close to the results alone (about lambda/2 bits less "
+                          "precision)")
+    dec.add_argument("--security", type=int, default=SECURITY_LAMBDA, metavar="LAMBDA",
+                     help=f"statistical security parameter lambda, at least 40 (default {SECURITY_LAMBDA})")
     out_option(dec, "write the real parts of the slots (.npy or .csv)", metavar="FILE")
 
     demo = command(sub, "demo", run_demo, "n parties: joint keys, one encrypts, one computes, all decrypt",
@@ -133,11 +166,15 @@ def run_keygen(args: argparse.Namespace) -> int:
 
 
 def run_encrypt(args: argparse.Namespace) -> int:
-    from ..jobs.fhe import encrypt_job
+    from ..jobs import fhe
 
-    report = encrypt_job(args.keys, args.input, args.out)
-    print(f"{report['values']} values encrypted to {report['out']} (SHA-256 {report['digest']})")
-    return 0
+    return fhe.encrypt_command(args, local_from_keys(args))
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from ..jobs import fhe
+
+    return fhe.eval_command(args, local_count(args))
 
 
 def run_decrypt(args: argparse.Namespace) -> int:

@@ -5,22 +5,26 @@ Every party runs :func:`infer_job` in its own session with its own key directory
 ``shaper fhe keygen --rotations cnn``). Exactly one party passes ``images`` (the *client*) and
 exactly one passes ``model`` (the *model owner*; it may be the client). Then:
 
-1. the parties agree on the setting (parameters and public key fingerprint, what is encrypted,
-   who evaluates) and on the roles;
-2. the model owner packs the model and encrypts each vector at the level the plan consumes it
-   at (or, with the model in the clear, evaluates itself); the client encrypts its images (or,
-   with the images in the clear, evaluates itself); both send their ciphertexts to the evaluator
-   (by default the client when both are encrypted: the model is smaller than a batch of images);
-3. the evaluator runs the plan on every image and sends the level-0 output ciphertexts to all;
-4. all parties decrypt them jointly in one batch (one consent round, smudging sampled in the MPC)
-   *to the client only*: every party consents only to a request whose recipient is the client.
+1. the parties agree on the setting (parameters and public key fingerprint, what is encrypted)
+   and on the roles; the model owner announces its model's digest and the bound of its weights
+   (a power of two);
+2. the weights (model encrypted) and the images (images encrypted) are encrypted *jointly*
+   (:func:`~shaper.protocols.threshold_ckks.encrypt_jointly`): their owner brings the values,
+   the ciphertexts' randomness is chosen by no party, and every party holds every ciphertext.
+   A part in the clear goes to every party;
+3. *every* party evaluates the plan itself (:func:`~shaper.protocols.threshold_ckks.evaluate`):
+   the outputs are byte-identical, and each party records them with their worst-case error
+   bound (the plan run on bounds);
+4. all parties decrypt the outputs jointly in one batch *to the client only*, each flooding its
+   share by that bound, within the key's budget.
 
-Security model (semi-honest, n-out-of-n threshold key; docs/cnn.md): the evaluator and every
-key holder see only ciphertexts under the joint key, the number of images and the timing; the
-client learns the logits of its images (the 64 copies of them in the output slots, plus smudged
-CKKS noise) and nothing else of the model; the model owner learns nothing of the images. What is
-in the clear is the choice of the parties: an image in the clear is seen by the evaluator (the
-client itself), a model in the clear by its owner only (who then evaluates).
+Security model (docs/cnn.md, docs/threshold-ckks.md): the MPC and joint steps are followed
+(passive), everything else may be chosen by a deviating party. No party can get a ciphertext
+decrypted that is not the plan's output on jointly encrypted inputs, so the client cannot make
+the decryption show the key; the flood hides the outputs' errors (the key is recovered with
+probability at most 2^-40 over the key's budget). The client learns the logits of its images
+(plus the flood) and nothing else of the model but the bound of its weights; the model owner and
+every other party learn nothing of the images. A part in the clear is seen by every party.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from ..crypto import ckks
 from ..errors import ConfigError
 from ..ml.cnn import mnist
 from ..ml.cnn import plan as P
-from ..ml.cnn.inference import check_encrypt, confusion, encode_model, encrypt_images, encrypt_model, evaluate
+from ..ml.cnn.inference import check_encrypt, cnn_circuit, confusion, encode_model_packed, model_bound
 from ..ml.cnn.model import bundled, train
 from ..ml.cnn.params import cnn_parameters
 from ..net.phases import Phases, Progress
@@ -84,10 +88,13 @@ def _recv_all(session: Any, peer: int, count: int, params: ckks.Parameters, tag:
 
 def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: Any = None, labels: Any = None,
               model: Any = None, encrypt: Iterable[str] = ("image", "model"), evaluator: str | None = None,
-              smudge_bits: int = tc.SMUDGE_BITS, progress: Progress | None = None) -> dict:
+              policy: tc.FloodPolicy = tc.FloodPolicy(), progress: Progress | None = None) -> dict:
     """One party's part of the encrypted inference (see the module docstring). Returns the phases
     (seconds, bytes sent) and, at the client, the logits, predictions and (with ``labels``) the
     accuracy and confusion matrix."""
+    if evaluator is not None:
+        raise ConfigError("every party evaluates the CNN itself (it decrypts only what it computed), so there is "
+                          "no --evaluator to choose")
     if not isinstance(keys, tc.JointKeys):
         keys = tc.JointKeys.load(keys)
     if keys.share.parties != session.n or keys.share.index != session.index:
@@ -110,18 +117,14 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
 
     with phases.phase("agree on the setting"):
         hello = {"images": 0 if images is None else int(len(images)), "model": model is not None,
-                 "encrypt": list(encrypt), "evaluator": evaluator, "key": _key_fingerprint(keys)}
+                 "encrypt": list(encrypt), "key": _key_fingerprint(keys),
+                 "model_digest": None if model is None else _model_digest(model),
+                 "bound": None if model is None else model_bound(model)}
         session.broadcast(hello, "cnn-hello")
         hellos = {session.name: hello, **session.gather("cnn-hello")}
     names = list(session.parties)
-
-    def index_of(name: str) -> int:
-        if name not in names:
-            raise ConfigError(f"no party is called {name!r}; the parties are {', '.join(names)}")
-        return names.index(name)
-
     for name, h in hellos.items():
-        for k in ("encrypt", "evaluator", "key"):
+        for k in ("encrypt", "key"):
             if h.get(k) != hello[k]:
                 raise ConfigError(f"party {name!r} runs with {k} = {h.get(k)!r}, we with {hello[k]!r}")
     clients = [n for n in names if hellos[n]["images"]]
@@ -129,58 +132,60 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     if len(clients) != 1 or len(owners) != 1:
         raise ConfigError(f"exactly one party must bring images and one the model; images: {clients or 'none'}, "
                           f"model: {owners or 'none'}")
-    client, owner = index_of(clients[0]), index_of(owners[0])
+    client, owner = names.index(clients[0]), names.index(owners[0])
     count = hellos[clients[0]]["images"]
-    if "image" not in encrypt:
-        ev_index = client
-    elif "model" not in encrypt:
-        ev_index = owner
-    else:
-        ev_index = client if evaluator is None else index_of(evaluator)
-    if evaluator is not None and index_of(evaluator) != ev_index:
-        raise ConfigError(f"with the {'image' if ev_index == client else 'model'} in the clear, its owner "
-                          f"{names[ev_index]!r} must evaluate, not {evaluator!r}")
+    digest, bound = hellos[owners[0]]["model_digest"], float(hellos[owners[0]]["bound"])
     me = session.index
+    engine = engine_for(session)
 
-    weights: dict[str, Any] | None = None
-    inputs: Any = None
-    with phases.phase("encrypt model" if "model" in encrypt else "encode model"):
-        if me == owner:
-            if "model" in encrypt:
-                weights = encrypt_model(keys.public, model, params, trace)
-                if owner != ev_index:
-                    _send_all(session, ev_index, (weights[n] for n in P.WEIGHT_NAMES), "cnn-model")
-            else:
-                weights = encode_model(model, params, trace)
-        if me == ev_index and weights is None:
-            weights = dict(zip(P.WEIGHT_NAMES, _recv_all(session, owner, len(P.WEIGHT_NAMES), params, "cnn-model")))
-    with phases.phase("encrypt images" if "image" in encrypt else "pack images"):
-        if me == client:
-            if "image" in encrypt:
-                inputs = encrypt_images(keys.public, images, params, progress=progress)
-                if client != ev_index:
-                    _send_all(session, ev_index, inputs, "cnn-images")
-            else:
-                inputs = P.pack_images(images)
-        if me == ev_index and inputs is None:
-            inputs = _recv_all(session, client, count, params, "cnn-images")
-    with phases.phase("evaluate"):
-        if me == ev_index:
-            outputs = evaluate(keys.evaluator(), inputs, weights, trace=trace, progress=progress)
-            for peer in range(session.n):
-                if peer != me:
-                    _send_all(session, peer, outputs, "cnn-logits")
+    cts: list[ckks.Ciphertext] = []
+    plain_weights = plain_images = None
+    images_digest = ""
+    with phases.phase("encrypt model" if "model" in encrypt else "share the model"):
+        if "model" in encrypt:  # one joint encryption per (level, scale) the plan consumes weights at
+            packed = P.pack_model(model) if me == owner else None
+            by_spec: dict[tuple[int, float], list[str]] = {}
+            for name in P.WEIGHT_NAMES:
+                by_spec.setdefault(trace.specs[name], []).append(name)
+            weights: dict[str, ckks.Ciphertext] = {}
+            for (level, scale), group in by_spec.items():
+                values = np.stack([packed[n] for n in group]) if packed is not None else None
+                for n, ct in zip(group, tc.encrypt_jointly(engine, keys, values, owner=owner, value_bound=bound,
+                                                          level=level, scale=scale, tag=f"cnn weights {level}"),
+                                 strict=True):
+                    weights[n] = ct
+            cts += [weights[n] for n in P.WEIGHT_NAMES]
+        else:  # every party evaluates, so a model in the clear goes to every party
+            packed = _share_arrays(session, owner, P.pack_model(model) if me == owner else None, "cnn-model")
+            if _model_digest_packed(packed) != digest:
+                raise ConfigError(f"the model party {names[owner]!r} sent is not the one it announced")
+            plain_weights = encode_model_packed(packed, params, trace)
+    with phases.phase("encrypt images" if "image" in encrypt else "share the images"):
+        if "image" in encrypt:
+            level, scale = trace.specs["image"]
+            cts += tc.encrypt_jointly(engine, keys, P.pack_images(images) if me == client else None, owner=client,
+                                      value_bound=1.0, level=level, scale=scale, tag="cnn images")
         else:
-            outputs = _recv_all(session, ev_index, count, params, "cnn-logits")
+            plain_images = _share_arrays(session, client, {"images": P.pack_images(images)} if me == client else None,
+                                         "cnn-images")["images"]
+            images_digest = hashlib.sha256(np.ascontiguousarray(plain_images).tobytes()).hexdigest()
+    with phases.phase("evaluate"):
+        circuit = cnn_circuit(params, encrypt=encrypt, model_digest=digest, bound=bound, weights=plain_weights,
+                              images=plain_images, images_digest=images_digest)
+        outputs = tc.evaluate(keys, circuit, cts) if cts else None
+        if outputs is None:
+            raise ConfigError("nothing is encrypted")
     with phases.phase("joint decryption"):
-        slots = tc.decrypt_many(engine_for(session), keys.share, outputs, to=client, smudge_bits=smudge_bits,
+        flood = tc.plan_flood(keys, outputs, policy)
+        slots = tc.decrypt_many(engine, keys, outputs, to=client, policy=policy,
                                 approve=lambda request: request["to"] == client)
     report: dict[str, Any] = {
-        "party": session.name, "parties": session.n, "role": _role(me, client, owner, ev_index),
-        "client": names[client], "model_owner": names[owner], "evaluator": names[ev_index],
+        "party": session.name, "parties": session.n, "role": _role(me, client, owner),
+        "client": names[client], "model_owner": names[owner], "evaluator": "every party",
         "encrypt": list(encrypt), "images": count, "phases": _rows(phases), "cost": trace.cost(),
         "bytes_sent": session.stats.bytes_sent, "output_bytes": len(ckks.to_bytes(outputs[0])),
-        "precision_bits": tc.decryption_precision(params, outputs[0].scale, smudge_bits)}
+        "precision_bits": flood.precision_bits, "sigma": flood.sigma, "error_bound": flood.error_bound,
+        "output_scale": outputs[0].scale, "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining}
     if slots is not None:
         logits = P.logits(slots)
         report["logits"] = logits
@@ -192,9 +197,40 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     return report
 
 
-def _role(me: int, client: int, owner: int, ev: int) -> str:
-    roles = [r for r, i in (("client", client), ("model owner", owner), ("evaluator", ev)) if i == me]
-    return " + ".join(roles) or "key holder"
+def _model_digest(model: Any) -> str:
+    return _model_digest_packed(P.pack_model(model))
+
+
+def _model_digest_packed(packed: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in P.WEIGHT_NAMES:
+        h.update(name.encode() + np.ascontiguousarray(packed[name], dtype="<f8").tobytes())
+    return h.hexdigest()
+
+
+def _share_arrays(session: Any, owner: int, arrays: dict[str, np.ndarray] | None, tag: str) -> dict[str, np.ndarray]:
+    """``owner``'s float arrays at every party (a model or images in the clear, which every
+    party needs to evaluate), as raw little-endian bytes with their names and shapes."""
+    if session.index == owner:
+        meta = {k: list(np.shape(v)) for k, v in arrays.items()}
+        session.broadcast(meta, tag + "-meta")
+        for k in arrays:
+            session.broadcast(np.ascontiguousarray(arrays[k], dtype="<f8").tobytes(), tag)
+        return arrays
+    meta = session.recv_meta(owner, tag + "-meta")
+    out = {}
+    for k, shape in meta.items():
+        data = session.recv_bytes(owner, tag)
+        size = int(np.prod(shape)) * 8
+        if len(data) != size or len(shape) > 3:
+            raise ConfigError(f"party {session.parties[owner]!r} sent {len(data)} bytes for {k} of shape {shape}")
+        out[k] = np.frombuffer(data, dtype="<f8").reshape(shape).copy()
+    return out
+
+
+def _role(me: int, client: int, owner: int) -> str:
+    roles = [r for r, i in (("client", client), ("model owner", owner)) if i == me]
+    return " + ".join(roles + ["evaluator"])
 
 
 def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], progress: bool) -> dict:

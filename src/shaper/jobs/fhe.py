@@ -1,16 +1,19 @@
 """The jobs of ``shaper fhe`` (and ``benchmarks/threshold_ckks.py``): threshold CKKS key
-generation, encryption under a joint public key, joint decryption, and the demo.
+generation, joint encryption, agreed evaluation, joint decryption, and the demo.
 
 Each ``*_job`` is one party's side, run in its own session (on real hosts, or as one of the
 processes of ``shaper.net.launch`` for ``--local N``); the ``*_local`` helpers run every party
 here. The protocol steps are :mod:`shaper.protocols.threshold_ckks`.
 
-``shaper fhe demo`` (:func:`demo_job`): n parties generate one CKKS key inside the MPC, one party
-encrypts, another computes on the ciphertext with the opened keys alone, and all decrypt
-jointly. Party 0 encrypts x and sends the ciphertext to everyone; the last party computes
-y = rot(x * x, r) with the public material only and sends y to everyone; the parties check y's
-digest, consent, and decrypt it jointly with smudging sampled in the MPC. Every party compares
-the result with numpy.
+A ciphertext is decrypted only when every party can account for it (docs/threshold-ckks.md):
+it was encrypted jointly (``shaper fhe encrypt``, :func:`encrypt_job`) or computed by every
+party itself from such inputs (``shaper fhe eval``, :func:`eval_job`); each party keeps that
+account, and the key's decryption budget, in its key directory's ledger.
+
+``shaper fhe demo`` (:func:`demo_job`): n parties generate one CKKS key inside the MPC, party 0's
+vector x is encrypted jointly, every party computes y = rot(x * x, r) itself, and all decrypt y
+jointly, each flooding its share by the worst-case error bound of y. Every party compares the
+result with numpy.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from ..protocols import threshold_ckks as tc
 from ..protocols.additive import AdditiveEngine
 from ..protocols.triples import OtTriples
 
-__all__ = ["check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job", "engine_for", "keygen_job",
-           "keygen_local", "local_key_dirs", "parameters", "read_vector"]
+__all__ = ["check_digest", "check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job",
+           "encrypt_local", "engine_for", "eval_job", "eval_local", "keygen_job", "keygen_local", "local_key_dirs",
+           "parameters", "read_vector"]
 
 
 def engine_for(session: Any) -> Any:
@@ -51,7 +55,7 @@ def parameters(chain: tuple, insecure: bool = False) -> ckks.Parameters:
 # -- key generation --------------------------------------------------------------------------------
 
 def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[int] = (), conjugation: bool = False,
-               method: str = "exact", check: bool = True, insecure: bool = False,
+               method: str = "exact", check: bool = True, insecure: bool = False, budget: int = tc.DEFAULT_BUDGET,
                out: str | os.PathLike | None = None, progress: Progress | None = None, engine: Any = None) -> dict:
     """One party's key generation as a job: builds the engine (``engine``, default
     :func:`engine_for`) and the parameters from ``chain`` (N, q bits, p bits, scale bits), runs
@@ -61,14 +65,15 @@ def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[in
     params = parameters(chain, insecure)
     start, sent0 = time.perf_counter(), session.stats.bytes_sent
     keys = tc.keygen(engine if engine is not None else engine_for(session), params, rotations=rotations,
-                     conjugation=conjugation, method=method, check=check, progress=progress)
+                     conjugation=conjugation, method=method, check=check, budget=budget, progress=progress)
     seconds = time.perf_counter() - start
     if out is not None:
         keys.save(out)
     return {"party": session.name, "parties": session.n, "seconds": seconds,
             "bytes_sent": session.stats.bytes_sent - sent0, "phases": [_phase_row(p) for p in keys.phases],
             "sizes": keys.sizes(), "rotation_keys": len(keys.galois), "method": method,
-            "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out)}
+            "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out),
+            "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining}
 
 
 def _phase_row(p: Any) -> dict:
@@ -129,43 +134,118 @@ def read_vector(path: str | os.PathLike, slots: int | None = None) -> np.ndarray
     return values
 
 
-def encrypt_job(keys_dir: str | os.PathLike, input_path: str | os.PathLike, out: str | os.PathLike) -> dict:
-    """Encrypts the vector of ``input_path`` under the public key of ``keys_dir`` (the share is
-    never read) into the ciphertext file ``out``: the count of values and the digest."""
-    keys = tc.PublicKeys.load(keys_dir)
-    values = read_vector(input_path, keys.params.slots)
-    ct = ckks.encrypt(keys.public, ckks.Encoder(keys.params).encode(values))
-    ckks.save(ct, out)
-    return {"values": int(values.size), "out": str(out), "digest": tc.ciphertext_digest(ct)}
-
-
-# -- decryption ------------------------------------------------------------------------------------
-
-def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
-                smudge_bits: int = tc.SMUDGE_BITS, digest: str | None = None, engine: Any = None) -> dict:
-    """One party's part of a joint decryption as a job: loads its key directory and the
-    ciphertext file, consents only when ``digest`` (a hex prefix, if given) matches the
-    ciphertext's, and decrypts to party ``to`` (every party when None)."""
+def _joint_keys(session: Any, keys_dir: str | os.PathLike) -> tc.JointKeys:
+    """A party's key directory, checked against the session (same parties, same order)."""
     keys = tc.JointKeys.load(keys_dir)
     if keys.share.parties != session.n:
         raise ConfigError(f"{keys_dir} holds a share of a {keys.share.parties}-party key, this job has {session.n} parties")
     if keys.share.index != session.index:
         raise ConfigError(f"{keys_dir} holds party {keys.share.index}'s share, but this is party {session.index} "
                           f"({session.name!r}): parties must keep the order they had at key generation")
+    return keys
+
+
+def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.PathLike | None,
+                out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None) -> dict:
+    """One party's side of a joint encryption (:func:`~shaper.protocols.threshold_ckks.encrypt_jointly`):
+    the party with ``input_path`` brings the vector (|values| <= ``bound``, which every party
+    must give alike), every party writes the ciphertext to ``out`` (when given) and records it in
+    its ledger. Returns the count of values (at the owner), the digest and the file."""
+    keys = _joint_keys(session, keys_dir)
+    values = None if input_path is None else read_vector(input_path, keys.params.slots)
+    if values is not None and float(np.max(np.abs(values))) > bound:
+        raise ConfigError(f"{input_path} holds values up to {float(np.max(np.abs(values))):.6g}, beyond --bound {bound:g}; "
+                          "pass a larger --bound (every party the same)")
+    ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session), keys, values, value_bound=bound,
+                            tag=f"shaper fhe encrypt {Path(str(out)).name if out is not None else ''}")[0]
+    if out is not None:
+        ckks.save(ct, out)
+    return {"party": session.name, "values": None if values is None else int(values.size),
+            "out": None if out is None else str(out), "digest": tc.ciphertext_digest(ct)}
+
+
+def encrypt_local(root: str | os.PathLike, input_path: str | os.PathLike, out: str | os.PathLike, *,
+                  parties: int | None = None, bound: float = 1.0) -> list[dict]:
+    """Every party's :func:`encrypt_job` here from ``root/party0 ..``: party 0 brings the
+    values and writes ``out``; every party records the input in its own ledger."""
+    dirs = local_key_dirs(root, parties)
+    read_vector(input_path)  # a clear error before any party starts
+    return launch(len(dirs), _encrypt_party, str(root), str(input_path), str(out), bound)
+
+
+def _encrypt_party(session: Any, root: str, input_path: str, out: str, bound: float) -> dict:
+    me = session.index == 0
+    return encrypt_job(session, str(Path(root) / session.name), input_path if me else None, out if me else None,
+                       bound=bound)
+
+
+# -- agreed evaluation ----------------------------------------------------------------------------
+
+def eval_job(keys_dir: str | os.PathLike, circuit: str, ciphertexts: Iterable[str | os.PathLike],
+             out: str | os.PathLike | None) -> dict:
+    """One party's evaluation (no network): the circuit ``circuit`` (e.g. "square,rotate:1") on
+    the ciphertext files, which its ledger must hold; the outputs are recorded in the ledger and
+    written to ``out`` (one output; the first when several)."""
+    keys = tc.JointKeys.load(keys_dir)
+    plan = tc.parse(circuit)
+    inputs = []
+    for path in ciphertexts:
+        ct = ckks.load(path, keys.params)
+        if not isinstance(ct, ckks.Ciphertext):
+            raise ConfigError(f"{path} does not hold a CKKS ciphertext")
+        inputs.append(ct)
+    start = time.perf_counter()
+    outputs = tc.evaluate(keys, plan, inputs)
+    seconds = time.perf_counter() - start
+    if out is not None:
+        ckks.save(outputs[0], out)
+    entry = keys.ledger.find(outputs[0])
+    return {"circuit": plan.name, "outputs": [tc.ciphertext_digest(c) for c in outputs], "seconds": seconds,
+            "out": None if out is None else str(out), "error_bound": entry.error, "scale": outputs[0].scale}
+
+
+def eval_local(root: str | os.PathLike, circuit: str, ciphertexts: list[str], out: str | os.PathLike,
+               parties: int | None = None) -> list[dict]:
+    """:func:`eval_job` at every party's key directory under ``root`` (party 0 writes ``out``)."""
+    return [eval_job(d, circuit, ciphertexts, out if k == 0 else None)
+            for k, d in enumerate(local_key_dirs(root, parties))]
+
+
+# -- decryption ------------------------------------------------------------------------------------
+
+def check_digest(digest: str | None) -> str | None:
+    """A ``--digest`` value: None, or exactly 64 hex digits (a full SHA-256; a prefix, or an
+    empty string, would consent to ciphertexts the party never saw)."""
+    if digest is None:
+        return None
+    d = digest.strip().lower()
+    if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
+        raise ConfigError(f"--digest takes the full 64-hex SHA-256 of the ciphertext, got {digest!r}")
+    return d
+
+
+def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
+                digest: str | None = None, policy: tc.FloodPolicy = tc.FloodPolicy(), engine: Any = None) -> dict:
+    """One party's part of a joint decryption as a job: loads its key directory (share and
+    ledger) and the ciphertext file, and decrypts to party ``to`` (every party when None). It
+    consents only to a ciphertext its ledger accounts for (a joint input, or an output of an
+    evaluation it ran), while the budget lasts, and, with ``digest`` (64 hex), only to that one."""
+    keys = _joint_keys(session, keys_dir)
+    want = check_digest(digest)
     ct = ckks.load(ciphertext, keys.params)
     if not isinstance(ct, ckks.Ciphertext):
         raise ConfigError(f"{ciphertext} does not hold a CKKS ciphertext")
-    want = None if digest is None else digest.strip().lower()
     if to is not None and to not in session.parties:
         raise ConfigError(f"decryption recipient {to!r} is not a party of this job ({', '.join(session.parties)})")
     target = None if to is None else session.parties.index(to)
     start = time.perf_counter()
-    values = tc.decrypt(engine if engine is not None else engine_for(session), keys.share, ct, to=target,
-                        smudge_bits=smudge_bits,
-                        approve=None if want is None else lambda req: req["digest"].startswith(want))
+    values = tc.decrypt(engine if engine is not None else engine_for(session), keys, ct, to=target, policy=policy,
+                        approve=None if want is None else lambda req: req["digests"] == [want])
+    flood = tc.plan_flood(keys, [ct], policy)
     return {"party": session.name, "digest": tc.ciphertext_digest(ct), "values": values,
-            "seconds": time.perf_counter() - start, "scale": ct.scale,
-            "precision_bits": tc.decryption_precision(keys.params, ct.scale, smudge_bits)}
+            "seconds": time.perf_counter() - start, "scale": ct.scale, "precision_bits": flood.precision_bits,
+            "sigma": flood.sigma, "error_bound": flood.error_bound, "budget_left": keys.ledger.remaining,
+            "budget": keys.ledger.budget}
 
 
 def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[Path]:
@@ -182,15 +262,17 @@ def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[
 
 
 def decrypt_local(root: str | os.PathLike, ciphertext: str | os.PathLike, *, parties: int | None = None,
-                  to: str | None = None, smudge_bits: int = tc.SMUDGE_BITS, digest: str | None = None) -> list[dict]:
+                  to: str | None = None, digest: str | None = None,
+                  policy: tc.FloodPolicy = tc.FloodPolicy()) -> list[dict]:
     """Every party's :func:`decrypt_job` here, from the key directories under ``root``."""
-
     dirs = local_key_dirs(root, parties)
-    return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, smudge_bits, digest)
+    check_digest(digest)
+    return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, digest, policy)
 
 
-def _decrypt_party(session: Any, root: str, ciphertext: str, to: str | None, smudge: int, digest: str | None) -> dict:
-    return decrypt_job(session, str(Path(root) / session.name), ciphertext, to=to, smudge_bits=smudge, digest=digest)
+def _decrypt_party(session: Any, root: str, ciphertext: str, to: str | None, digest: str | None,
+                   policy: tc.FloodPolicy) -> dict:
+    return decrypt_job(session, str(Path(root) / session.name), ciphertext, to=to, digest=digest, policy=policy)
 
 
 # -- the demo --------------------------------------------------------------------------------------
@@ -208,35 +290,28 @@ def demo_job(session: Any, chain: tuple, rotations: tuple[int, ...], method: str
     start = time.perf_counter()
     keys = tc.keygen(engine, params, rotations=rotations, method=method, progress=progress)
     keygen_s = time.perf_counter() - start
-    last = session.n - 1
     x = np.sin(np.arange(params.slots) * 0.01)  # party 0's data; the others know it only to check the demo
-    if session.index == 0:  # the data owner encrypts (anyone holding the public key could)
-        ct = ckks.encrypt(keys.public, ckks.Encoder(params).encode(x))
-        session.broadcast(ckks.to_bytes(ct), "fhe-demo-input")
-    else:
-        ct = ckks.from_bytes(session.recv_bytes(0, "fhe-demo-input"), params)
-    if session.index == last:  # someone computes with the opened keys only
-        ev = keys.evaluator()
-        t0 = time.perf_counter()
-        y = ev.rotate(ev.mul_rescale(ct, ct), rotations[0])
-        compute_s = time.perf_counter() - t0
-        # the ciphertext goes as a bytes frame (megabytes at the default chain), the time as metadata
-        session.broadcast(ckks.to_bytes(y), "fhe-demo-result")
-        session.broadcast({"compute_s": compute_s}, "fhe-demo-result-time")
-    else:
-        y = ckks.from_bytes(session.recv_bytes(last, "fhe-demo-result"), params)
-        compute_s = float(session.recv_meta(last, "fhe-demo-result-time")["compute_s"])
     t0 = time.perf_counter()
-    got = tc.decrypt(engine, keys.share, y)
+    ct = tc.encrypt_jointly(engine, keys, x if session.index == 0 else None, value_bound=1.0, tag="fhe demo x")[0]
+    encrypt_s = time.perf_counter() - t0
+    circuit = tc.chain(["square", f"rotate:{rotations[0]}"])
+    t0 = time.perf_counter()
+    y = tc.evaluate(keys, circuit, [ct])[0]  # every party computes y itself
+    compute_s = time.perf_counter() - t0
+    flood = tc.plan_flood(keys, [y])
+    t0 = time.perf_counter()
+    got = tc.decrypt(engine, keys, y)
     decrypt_s = time.perf_counter() - t0
     want = np.roll(x * x, -rotations[0])
     error = float(np.max(np.abs(got - want)))
-    bound = 1e-6 + 4 * 2.0 ** -tc.decryption_precision(params, y.scale)  # what the smudging costs here
+    bound = 4 * 2.0 ** -flood.precision_bits + flood.error_bound / y.scale  # the flood plus the worst-case error
     if not error < bound:
-        raise KeyValidationError(f"joint decryption is off by {error:.3g} (the smudging explains {bound:.3g})")
+        raise KeyValidationError(f"joint decryption is off by {error:.3g} (flood and error bound explain {bound:.3g})")
     return {"party": session.name, "keygen_s": keygen_s, "phases": [_phase_row(p) for p in keys.phases],
-            "sizes": keys.sizes(), "compute_s": compute_s, "decrypt_s": decrypt_s, "error": error,
-            "digest": tc.ciphertext_digest(y), "predicted_bits": tc.decryption_precision(params, y.scale),
+            "sizes": keys.sizes(), "encrypt_s": encrypt_s, "compute_s": compute_s, "decrypt_s": decrypt_s,
+            "error": error, "digest": tc.ciphertext_digest(y), "predicted_bits": flood.precision_bits,
+            "error_bound_bits": float(np.log2(flood.error_bound)), "sigma_bits": float(np.log2(flood.sigma)),
+            "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining,
             "bytes_sent": session.stats.bytes_sent, "params": repr(params),
             "sample": [float(v) for v in got[:4].real], "expected": [float(v) for v in want[:4].real]}
 
@@ -260,14 +335,16 @@ def show_progress(event: dict) -> None:
 def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[int, ...]) -> int:
     """``shaper fhe keygen``: ``local`` parties here, or this party of a parties file."""
     out = Path(args.out)
-    options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure}
+    options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure,
+               "budget": args.budget}
     if local is not None:
         check_new_key_dirs(out, local)
         print(f"{local} parties as local processes over TLS: joint key generation ({args.method}), "
               f"{len(rotations)} rotation keys", flush=True)
         results = keygen_local(local, out, chain, options, show_progress)
         print_phases(results[0])
-        print(f"keys written to {out}/party0 .. party{local - 1} (each with its own share, mode 0600)")
+        print(f"keys written to {out}/party0 .. party{local - 1} (each with its own share and ledger, mode 0600); "
+              f"{results[0]['budget_left']} of {results[0]['budget']} decryptions left")
         return 0
     if out.exists():
         raise ConfigError(f"{out} exists already; key directories are never overwritten")
@@ -277,7 +354,8 @@ def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[
         report = keygen_job(session, chain, out=out, progress=show_progress, **options)
         print_phases(report)
         print(session.stats.table(f"traffic of {args.me}"))
-    print(f"keys written to {out} (secret-key share mode 0600)")
+    print(f"keys written to {out} (secret-key share and ledger mode 0600); {report['budget_left']} of "
+          f"{report['budget']} decryptions left")
     return 0
 
 
@@ -292,26 +370,62 @@ def write_values(path: str | None, values: np.ndarray) -> None:
         np.savetxt(path, real, delimiter=",")
 
 
+def encrypt_command(args: Any, local: int | None) -> int:
+    """``shaper fhe encrypt``: a joint encryption, ``local`` parties here or this party of a parties file."""
+    if local is not None:
+        if not args.input:
+            raise ConfigError("with --local pass --input FILE (party0 brings the values)")
+        results = encrypt_local(args.keys, args.input, args.out, parties=local, bound=args.bound)
+        r = results[0]
+        print(f"{r['values']} values encrypted jointly by {local} parties to {r['out']} (SHA-256 {r['digest']}); "
+              "every party's ledger holds it")
+        return 0
+    from ..net import Session
+
+    with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+        r = encrypt_job(session, args.keys, args.input, args.out, bound=args.bound)
+    what = f"{r['values']} values" if r["values"] is not None else "another party's values"
+    print(f"{what} encrypted jointly to {r['out']} (SHA-256 {r['digest']}); recorded in {args.keys}'s ledger")
+    return 0
+
+
+def eval_command(args: Any, local: int | None) -> int:
+    """``shaper fhe eval``: every party's own evaluation (``local``: every key directory under --keys)."""
+    if local is not None:
+        r = eval_local(args.keys, args.circuit, args.ciphertext, args.out, parties=local)[0]
+        who = f"each of the {local} parties"
+    else:
+        r = eval_job(args.keys, args.circuit, args.ciphertext, args.out)
+        who = "this party"
+    print(f"{r['circuit']} evaluated by {who} in {r['seconds'] * 1e3:.0f} ms: {r['outputs'][0]} written to "
+          f"{r['out']}; worst-case error 2^{np.log2(r['error_bound']):.1f} at scale 2^{np.log2(r['scale']):.1f}")
+    return 0
+
+
 def decrypt_command(args: Any, local: int | None) -> int:
     """``shaper fhe decrypt``: ``local`` parties here from ``--keys``, or this party of a parties file."""
-    smudge = tc.SMUDGE_BITS if args.smudge_bits is None else args.smudge_bits
     if not args.keys:
         raise ConfigError("pass --keys DIR (this party's key directory; with --local N the one holding party0 ..)")
+    check_digest(args.digest)
+    policy = tc.FloodPolicy(mode=args.flood, lam=args.security)
     if local is not None:
-        results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, smudge_bits=smudge,
-                                digest=args.digest)
+        results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, digest=args.digest,
+                                policy=policy)
         report = next(r for r in results if r["values"] is not None)
     else:
         from ..net import Session
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, smudge_bits=smudge, digest=args.digest)
+            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, digest=args.digest, policy=policy)
         if report["values"] is None:
-            print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here")
+            print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here "
+                  f"({report['budget_left']} of {report['budget']} decryptions left)")
             return 0
-    print(f"ciphertext {report['digest']} decrypted jointly in {report['seconds'] * 1e3:.0f} ms "
-          f"(smudging 2^{smudge}: about {report['precision_bits']:.1f} bits of precision at scale "
-          f"2^{np.log2(report['scale']):.1f})")
+    print(f"ciphertext {report['digest']} decrypted jointly in {report['seconds'] * 1e3:.0f} ms: each party flooded "
+          f"its share with sigma 2^{np.log2(report['sigma']):.1f} (worst-case error 2^"
+          f"{np.log2(report['error_bound']):.1f}, {args.flood}, lambda {args.security}), about "
+          f"{report['precision_bits']:.1f} bits of precision at scale 2^{np.log2(report['scale']):.1f}; "
+          f"{report['budget_left']} of {report['budget']} decryptions left")
     write_values(args.out, report["values"])
     if args.out:
         print(f"real parts of {report['values'].size} slots written to {args.out}")
@@ -322,15 +436,15 @@ def demo_command(args: Any, local: int | None, chain: tuple) -> int:
     """``shaper fhe demo``: ``local`` parties here, or this party of a parties file."""
     if local is not None:
         print(f"{local} parties as local processes over TLS generate one CKKS key in MPC ({args.method}); "
-              f"party0 encrypts x, party{local - 1} computes rot(x*x, 1), all decrypt jointly", flush=True)
+              f"party0's x is encrypted jointly, every party computes rot(x*x, 1), all decrypt jointly", flush=True)
         results = launch(local, demo_job, chain, (1,), args.method, args.insecure, True, timeout=None)
         r, busiest, where_ = results[0], max(x["bytes_sent"] for x in results), "on every party"
     else:
         from ..net import Session
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-            print(f"{session.n} parties generate one CKKS key in MPC ({args.method}); {session.parties[0]} "
-                  f"encrypts x, {session.parties[-1]} computes rot(x*x, 1), all decrypt jointly", flush=True)
+            print(f"{session.n} parties generate one CKKS key in MPC ({args.method}); {session.parties[0]}'s x "
+                  "is encrypted jointly, every party computes rot(x*x, 1), all decrypt jointly", flush=True)
             r = demo_job(session, chain, (1,), args.method, args.insecure, True)
             print(session.stats.table(f"traffic of {args.me}"))
         busiest, where_ = r["bytes_sent"], f"at {args.me}"
@@ -338,9 +452,12 @@ def demo_command(args: Any, local: int | None, chain: tuple) -> int:
     print("key sizes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in r["sizes"].items())
           + " (the same for any number of parties)")
     sent = "by the busiest party" if local is not None else f"by {args.me}"
-    print(f"key generation {r['keygen_s']:.1f} s, {busiest / 1e6:.0f} MB sent {sent} in all; compute "
-          f"{r['compute_s'] * 1e3:.0f} ms; joint decryption {r['decrypt_s'] * 1e3:.0f} ms")
+    print(f"key generation {r['keygen_s']:.1f} s, {busiest / 1e6:.0f} MB sent {sent} in all; joint encryption "
+          f"{r['encrypt_s'] * 1e3:.0f} ms; compute {r['compute_s'] * 1e3:.0f} ms (every party); joint decryption "
+          f"{r['decrypt_s'] * 1e3:.0f} ms")
+    print(f"flood per party sigma 2^{r['sigma_bits']:.1f} from the worst-case error 2^{r['error_bound_bits']:.1f} "
+          f"(budget {r['budget']}, lambda {tc.SECURITY_LAMBDA}); {r['budget_left']} decryptions left")
     print(f"decrypted {', '.join(f'{v:.6f}' for v in r['sample'])} ... expected "
           f"{', '.join(f'{v:.6f}' for v in r['expected'])}; largest error {r['error']:.2e} "
-          f"over all slots ({-np.log2(r['error']):.1f} bits; the smudging predicts {r['predicted_bits']:.1f}), {where_}")
+          f"over all slots ({-np.log2(r['error']):.1f} bits; the flood predicts {r['predicted_bits']:.1f}), {where_}")
     return 0

@@ -16,35 +16,37 @@ All polynomials are kernel rows in NTT form, (..., rows, N) uint64 over the basi
   the ``method="local"`` variant), :func:`seed_from_opened` (a seed from jointly opened values);
 * the key check: :func:`check_vectors` (what the joint test decryption must give) and
   :func:`check_bound`;
-* decryption: :func:`decryption_request` and :func:`validate_ciphertexts` (what the parties
-  agree on before anything is opened), :func:`decryption_share` (c_1 s_i + r_i on limb q_0,
-  plus c_0 at party 0, the smudging centred there), :func:`decode_opened`,
-  :func:`ciphertext_digest` and :func:`decryption_precision` (the bits smudging leaves).
+* joint inputs: :func:`joint_input_share` (b_i = e_i - a s_i, plus the encoded message at the
+  owner, under a jointly seeded ``a``: the input's error never depends on s);
+* decryption: :func:`validate_ciphertexts`, :func:`flood_sigma` (the width of each party's
+  flood from the ciphertext's worst-case error bound, the key's budget and lambda, with the
+  argument), :func:`sample_flood`, :func:`decryption_share` (c_1 s_i + f_i on limb q_0, plus c_0
+  at party 0), :func:`decode_opened`, :func:`ciphertext_digest`, :func:`decryption_precision`
+  (the bits the flood leaves) and :func:`check_flood_fits`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, KeyMismatchError
-from ..prg import Prg
+from ..prg import Prg, default_prg
 from .encoder import Encoder, Plaintext
 from .keys import PublicKey, SecretKeyShare, sample_gaussian, small_to_rns
 from .params import Parameters
 from .scheme import Ciphertext, Evaluator, encrypt
 from .serial import to_bytes
 
-__all__ = ["SMUDGE_BITS", "check_bound", "check_vectors", "ciphertext_digest", "decode_opened", "decryption_precision",
-           "decryption_request", "decryption_share", "local_errors", "public_key_share", "seed_from_opened",
+__all__ = ["DEFAULT_BUDGET", "FLOOD_MODES", "KAPPA", "SECURITY_LAMBDA", "check_bound", "check_flood_fits",
+           "check_vectors", "ciphertext_digest", "decode_opened", "decryption_precision", "decryption_share",
+           "flood_sigma", "joint_input_share", "local_errors", "public_key_share", "sample_flood", "seed_from_opened",
            "square_share", "switching_key_share", "validate_ciphertexts"]
 
-#: smudging bits for threshold decryption: r uniform in [-2^(k-1), 2^(k-1)) per coefficient.
-#: 25 keeps 20 bits of slot precision at the CNN's scale 2^53 with N = 2^14 (docs/threshold-ckks.md)
-SMUDGE_BITS = 25
 
 
 # -- key generation ------------------------------------------------------------------------------
@@ -116,29 +118,107 @@ def check_vectors(params: Parameters, public: PublicKey, evaluator: Evaluator, p
     return tests
 
 
-def check_bound(params: Parameters, scale: float, terms: int) -> float:
-    """The largest slot error a working key leaves in a check of ``terms`` summed rotations."""
-    return (1e-3 + 2.0 ** -decryption_precision(params, scale)) * max(1, terms)
+def check_bound(precision_bits: float, terms: int) -> float:
+    """The largest slot error a working key leaves in a check of ``terms`` summed rotations,
+    decrypted with a flood that leaves ``precision_bits`` (:func:`decryption_precision`)."""
+    return (1e-3 + 4 * 2.0 ** -precision_bits) * max(1, terms)
 
 
 # -- decryption ----------------------------------------------------------------------------------
+
+#: statistical security parameter lambda of the flooding (bits): a coalition recovers the key (or
+#: any value it could not guess with probability above 2^-kappa without the decryptions) with
+#: probability at most 2^-lambda (``key-recovery``), or its view is 2^-lambda close to one that
+#: shows only the results (``statistical``)
+SECURITY_LAMBDA = 40
+#: decryptions (ciphertexts) a key serves by default before its parties refuse: Q of the argument
+DEFAULT_BUDGET = 1024
+#: how the flooding width follows from the error bound E (docs/threshold-ckks.md)
+FLOOD_MODES = ("key-recovery", "statistical")
+#: computational security kappa of the parameters' RLWE instance the key-recovery mode relies on
+KAPPA = 128
+
+
+def flood_sigma(error_bound: float, budget: int, *, mode: str = "key-recovery", lam: int = SECURITY_LAMBDA,
+                kappa: int = KAPPA) -> float:
+    """The width sigma_f of the Gaussian flood *each* party adds to its decryption share, from
+    the worst-case error bound E of the ciphertext (||e||_2 <= E), the key's decryption budget Q
+    and the security parameter lambda.
+
+    ``key-recovery`` (default): sigma_f = E sqrt(Q / ((kappa - 2 lambda) ln 2)). Over Q
+    decryptions the Renyi divergence of order 2 between the real view (e + f) and the ideal one
+    (f alone) is at most exp(Q E^2 / sigma_f^2) = 2^(kappa - 2 lambda); by probability
+    preservation (Bai et al., ASIACRYPT 2015) any event of probability p in the ideal view has
+    probability at most sqrt(2^(kappa - 2 lambda) p) in the real one: recovering s, whose ideal
+    probability is that of breaking RLWE (<= 2^-kappa), succeeds with probability <= 2^-lambda.
+
+    ``statistical``: sigma_f = sqrt(24 Q) 2^(lambda/2) E, Li-Micciancio-Schultz-Sorrell's bound
+    (CRYPTO 2022; OpenFHE's NOISE_FLOODING_DECRYPT, whose sqrt(N) B_inf is our E >= ||e||_2): the
+    view is statistically close to one that reveals only the results, so the error hides also
+    what it carries of other parties' inputs. It costs about lambda/2 + 2 more bits of precision.
+
+    Only the honest party's own flood counts in either argument (a coalition knows its own), so
+    each party floods with the full sigma_f."""
+    if mode not in FLOOD_MODES:
+        raise ConfigError(f"flood mode must be one of {', '.join(FLOOD_MODES)}, got {mode!r}")
+    if not lam >= 40:
+        raise ConfigError(f"the statistical security parameter lambda must be at least 40, got {lam}")
+    if budget < 1:
+        raise ConfigError(f"a decryption budget is at least 1, got {budget}")
+    if not (math.isfinite(error_bound) and error_bound > 0):
+        raise ConfigError(f"the error bound must be positive and finite, got {error_bound!r}")
+    if mode == "statistical":
+        return float(math.sqrt(24.0 * budget) * 2.0 ** (lam / 2) * error_bound)
+    if kappa - 2 * lam < 1:
+        raise ConfigError(f"key-recovery flooding needs kappa - 2 lambda >= 1 (kappa {kappa}, lambda {lam})")
+    return float(error_bound * math.sqrt(budget / ((kappa - 2 * lam) * math.log(2.0))))
+
+
+def sample_flood(shape: int | tuple[int, ...], sigma: float, prg: Prg | None = None) -> np.ndarray:
+    """This party's flooding noise: rounded Gaussian integers of standard deviation ``sigma``
+    (int64), from the CSPRNG (Box-Muller on 53-bit uniforms; |f| <= 8.6 sigma, the largest value
+    53-bit uniforms can give). Far wider than the key errors, so the rounding's distance from
+    a discrete Gaussian is negligible next to the flooding argument."""
+    prg = prg or default_prg()
+    count = int(np.prod(shape))
+    half = (count + 1) // 2
+    u = (prg.uint64((2, half)) >> np.uint64(11)).astype(np.float64)
+    u1 = (u[0] + 1.0) * 2.0 ** -53  # (0, 1]
+    u2 = u[1] * 2.0 ** -53
+    r = np.sqrt(-2.0 * np.log(u1)) * float(sigma)
+    z = np.concatenate([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)])[:count]
+    return np.rint(z).astype(np.int64).reshape(shape)
+
 
 def ciphertext_digest(ct: Ciphertext) -> str:
     """SHA-256 of the ciphertext's canonical serialisation (hex): what a decryption request names."""
     return hashlib.sha256(to_bytes(ct)).hexdigest()
 
 
-def decryption_precision(params: Parameters, scale: float, smudge_bits: int = SMUDGE_BITS) -> float:
-    """Expected bits of precision (-log2 of the largest slot error over all slots) that smudging
-    leaves at ``scale``: the coefficient noise (std 2^k / sqrt 12) spreads over N/2 complex slots
-    with std 2^k sqrt(N / 24) / scale; the largest of N/2 is about 4.5 std."""
-    std = 2.0 ** smudge_bits * np.sqrt(params.n / 24.0) / float(scale)
-    return float(-np.log2(4.5 * std))
+def decryption_precision(params: Parameters, scale: float, sigma: float, parties: int) -> float:
+    """Expected bits of precision (-log2 of the largest slot error over all slots) that the
+    flooding leaves at ``scale``: n parties' Gaussians of width sigma add up to sqrt(n) sigma per
+    coefficient, which spreads over the N/2 slots with std sqrt(n) sigma sqrt(N/2) / scale (real
+    part); the largest of N/2 is about 4.5 std."""
+    std = float(sigma) * math.sqrt(parties) * math.sqrt(params.n / 2.0) / float(scale)
+    return float(-math.log2(4.5 * std))
 
 
-def validate_ciphertexts(params: Parameters, cts: Sequence[Any], smudge_bits: int) -> list[Ciphertext]:
+def check_flood_fits(params: Parameters, sigma: float, parties: int, message_bound: float) -> None:
+    """Raises :class:`~shaper.errors.ConfigError` unless the message plus the flood (9 sigma
+    sqrt(n) per coefficient, beyond any Box-Muller value) stays below q_0 / 2, where one limb
+    decrypts exactly."""
+    reach = float(message_bound) + 9.0 * float(sigma) * math.sqrt(parties)
+    if not reach < params.moduli[0] / 2:
+        raise ConfigError(f"the flood (sigma 2^{math.log2(sigma):.1f}) and the message (2^"
+                          f"{math.log2(max(message_bound, 1.0)):.1f}) reach 2^{math.log2(reach):.1f}, beyond q_0 / 2 "
+                          f"= 2^{math.log2(params.moduli[0] / 2):.1f}: this ciphertext's error bound is too large to "
+                          "decrypt safely at this budget")
+
+
+def validate_ciphertexts(params: Parameters, cts: Sequence[Any]) -> list[Ciphertext]:
     """The ciphertexts of a joint decryption, checked: CKKS ciphertexts of ``params``,
-    relinearised, at least one; and a smudging width of 8..58 bits."""
+    relinearised, at least one."""
     cts = list(cts)
     if not cts:
         raise ValueError("decrypt_many needs at least one ciphertext")
@@ -149,33 +229,19 @@ def validate_ciphertexts(params: Parameters, cts: Sequence[Any], smudge_bits: in
             raise KeyMismatchError(f"ciphertext {k} belongs to other parameters than the key share")
         if ct.size != 2:
             raise ValueError(f"ciphertext {k}: threshold decryption takes relinearised (2-component) ciphertexts")
-    if not 8 <= smudge_bits <= 58:
-        raise ConfigError(f"smudge_bits must be 8..58, got {smudge_bits}")
     return cts
 
 
-def decryption_request(cts: Sequence[Ciphertext], to: int | None, smudge_bits: int) -> dict:
-    """What every party of a joint decryption must agree on before anything is opened: the
-    ciphertexts' digests (one string for one ciphertext), the recipient and the smudging width."""
-    digests = [ciphertext_digest(ct) for ct in cts]
-    return {"digest": digests[0] if len(cts) == 1 else digests, "to": to, "smudge_bits": int(smudge_bits)}
-
-
-def decryption_share(share: SecretKeyShare, cts: Sequence[Ciphertext], smudge: np.ndarray,
-                     smudge_bits: int) -> np.ndarray:
-    """This party's decryption shares on limb q_0, (len(cts), 1, N) NTT rows: c_1 s_i + r_i, plus
-    c_0 at party 0. ``smudge`` (len(cts), 1, N), coefficient form, is this party's share of
-    r in [0, 2^k); party 0 subtracts 2^(k-1) so that r is centred."""
+def decryption_share(share: SecretKeyShare, cts: Sequence[Ciphertext], flood: np.ndarray) -> np.ndarray:
+    """This party's decryption shares on limb q_0, (len(cts), 1, N) NTT rows: c_1 s_i + f_i, plus
+    c_0 at party 0. ``flood`` (len(cts), N) int64 coefficients is this party's own flood."""
     params = share.params
     ctx = params.context
-    n = params.n
-    if share.index == 0:
-        offset = ctx.from_signed(np.full(n, -(1 << (smudge_bits - 1)), dtype=np.int64), [0])
-        smudge = ctx.add(smudge, np.broadcast_to(offset, smudge.shape).copy(), [0])
-    ctx.ntt(smudge, [0])
+    f = ctx.from_signed(np.ascontiguousarray(flood, dtype=np.int64).reshape(len(cts), params.n), [0])
+    ctx.ntt(f, [0])
     c1 = np.ascontiguousarray(np.stack([ct.data[1, :1] for ct in cts]))
     s0 = np.ascontiguousarray(np.broadcast_to(share.ntt[:1], c1.shape))
-    part = ctx.add(ctx.mul(c1, s0, [0]), smudge, [0])
+    part = ctx.add(ctx.mul(c1, s0, [0]), f, [0])
     if share.index == 0:
         part = ctx.add(part, np.ascontiguousarray(np.stack([ct.data[0, :1] for ct in cts])), [0])
     return part
@@ -186,3 +252,25 @@ def decode_opened(params: Parameters, total: np.ndarray, cts: Sequence[Ciphertex
     encoder = Encoder(params)
     return np.stack([encoder.decode(Plaintext(params, np.ascontiguousarray(total[k]), ct.scale))
                      for k, ct in enumerate(cts)])
+
+
+# -- joint input encryption ------------------------------------------------------------------------
+
+def joint_input_share(share: SecretKeyShare, a: np.ndarray, level: int, message: np.ndarray | None = None,
+                      prg: Prg | None = None) -> np.ndarray:
+    """This party's share of jointly encrypted inputs: b_i = e_i - a s_i (+ the encoded message
+    at the owner) on the rows 0..level, for ``a`` (count, level + 1, N) NTT form expanded from a
+    joint seed; e_i this party's own Gaussian (sigma of the parameters). The opened sum
+    c_0 = sum_i b_i makes (c_0, a) a ciphertext of phase m + sum_i e_i: its error does not
+    depend on s, and a party that adds anything else to its share adds only a term it knows and
+    that does not depend on s either."""
+    params = share.params
+    ctx = params.context
+    rows = list(range(level + 1))
+    count = a.shape[0]
+    e = small_to_rns(params, sample_gaussian((count, params.n), params.sigma, prg), rows)
+    s = np.ascontiguousarray(np.broadcast_to(share.ntt[:level + 1], a.shape))
+    b = ctx.sub(e, ctx.mul(np.ascontiguousarray(a), s, rows), rows)
+    if message is not None:
+        b = ctx.add(b, np.ascontiguousarray(message, dtype=np.uint64), rows)
+    return b

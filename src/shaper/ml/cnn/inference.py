@@ -50,10 +50,16 @@ def _spec(trace: P.Trace, name: str) -> tuple[int, float]:
 
 def encode_model(model: Any, params: ckks.Parameters, trace: P.Trace | None = None) -> dict[str, ckks.Plaintext]:
     """The model's packed vectors as plaintexts at their levels and scales (model in the clear)."""
+    return encode_model_packed(P.pack_model(model), params, trace)
+
+
+def encode_model_packed(packed: dict[str, np.ndarray], params: ckks.Parameters,
+                        trace: P.Trace | None = None) -> dict[str, ckks.Plaintext]:
+    """:func:`encode_model` of already packed weights (:func:`~.plan.pack_model`)."""
     trace = trace or P.trace(params)
     encoder = ckks.Encoder(params)
     out = {}
-    for name, v in P.pack_model(model).items():
+    for name, v in packed.items():
         level, scale = _spec(trace, name)
         out[name] = encoder.encode(v, level=level, scale=scale)
     return out
@@ -167,5 +173,61 @@ def single_key(model: Any, images: Any, *, encrypt: Iterable[str] = ENCRYPT_CHOI
     return Result(P.logits(slots), np.asarray(model.forward(np.asarray(images, dtype=np.float64))), seconds, sizes)
 
 
-__all__ = ["ENCRYPT_CHOICES", "Result", "check_encrypt", "confusion", "encode_model", "encrypt_images",
-           "encrypt_model", "evaluate", "predictions", "single_key"]
+def model_bound(model: Any) -> float:
+    """The value bound a model owner declares for its packed weights: the largest |weight|
+    rounded up to a power of two (what the decryption's flood is sized by; it reveals no more
+    than that power of two)."""
+    peak = max(float(np.max(np.abs(v))) for v in P.pack_model(model).values())
+    return float(2.0 ** np.ceil(np.log2(max(peak, 2.0 ** -20))))
+
+
+def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest: str, bound: float,
+                weights: dict[str, ckks.Plaintext] | None = None, images: np.ndarray | None = None,
+                images_digest: str = "") -> Any:
+    """The CNN plan as an agreed evaluation (:class:`shaper.protocols.threshold_ckks.Circuit`):
+    its inputs are the 25 jointly encrypted weight vectors in :data:`~.plan.WEIGHT_NAMES` order
+    (model encrypted), then the jointly encrypted images (images encrypted); a part in the clear
+    is part of the circuit (``weights`` plaintexts, or ``images`` packed) and so of its name,
+    with the model's digest and the declared weight bound. Its outputs' worst-case bound is the
+    plan run on bounds (:func:`~.plan.output_bound`), after checking every input's recorded
+    bound is within what that assumes."""
+    from ...protocols.threshold_ckks import Circuit
+
+    encrypt = check_encrypt(encrypt)
+    trace = P.trace(params)
+    n_weights = len(P.WEIGHT_NAMES) if "model" in encrypt else 0
+    if "model" not in encrypt and weights is None:
+        raise ConfigError("with the model in the clear the circuit holds its encoded weights")
+    if "image" not in encrypt and images is None:
+        raise ConfigError("with the images in the clear the circuit holds them")
+    name = (f"cnn plan {params.fingerprint.hex()[:16]} model {model_digest[:32]} bound {bound!r} "
+            f"encrypt {'+'.join(encrypt)}" + (f" images {images_digest[:32]}" if images is not None else ""))
+
+    def run(ev: ckks.Evaluator, inputs: list[ckks.Ciphertext]) -> list[ckks.Ciphertext]:
+        w = dict(zip(P.WEIGHT_NAMES, inputs[:n_weights], strict=True)) if n_weights else dict(weights)
+        xs: Sequence[Any] = inputs[n_weights:] if "image" in encrypt else images
+        if "image" in encrypt and not xs:
+            raise ConfigError("the CNN circuit got no image ciphertexts")
+        return evaluate(ev, xs, w, trace=trace)
+
+    def bounds(nm: Any, given: list[Any]) -> list[Any]:
+        for k, b in enumerate(given):
+            if k < n_weights:
+                level, scale = trace.specs[P.WEIGHT_NAMES[k]]
+                want, what = nm.joint_input(level, scale, bound), f"weight {P.WEIGHT_NAMES[k]}"
+            else:
+                level, scale = trace.specs["image"]
+                want, what = nm.joint_input(level, scale, 1.0), f"image {k - n_weights}"
+            if b.level != level or b.error > want.error or b.message > want.message:
+                raise ConfigError(f"the CNN circuit's {what} was not encrypted jointly at the plan's level and "
+                                  f"bound (level {b.level}, error 2^{np.log2(b.error):.1f}, message "
+                                  f"2^{np.log2(max(b.message, 1)):.1f})")
+        out = P.output_bound(params, nm, model_bound=bound, encrypt=encrypt)
+        count = len(given) - n_weights if "image" in encrypt else len(images)
+        return [out] * count
+
+    return Circuit(name, run, bounds)
+
+
+__all__ = ["ENCRYPT_CHOICES", "Result", "check_encrypt", "cnn_circuit", "confusion", "encode_model",
+           "encode_model_packed", "encrypt_images", "encrypt_model", "evaluate", "model_bound", "predictions", "single_key"]

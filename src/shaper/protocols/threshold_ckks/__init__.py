@@ -1,50 +1,66 @@
 """Threshold CKKS by MPC key generation (GMPFHE): n parties generate the keys of ordinary
-single-key RNS-CKKS inside the n-party MPC engine, anyone computes with them, and the parties
-decrypt jointly.
+single-key RNS-CKKS inside the n-party MPC engine, encrypt inputs jointly, each evaluate agreed
+circuits, and decrypt jointly only what every party can account for.
 
 The pieces (Lattigo's split: local steps apart from the protocol that moves them):
 
 * :mod:`shaper.crypto.ckks.multiparty` — the local steps on one party's share, no I/O;
+* :mod:`shaper.crypto.ckks.bounds` — worst-case error bounds of every CKKS operation;
+* :mod:`.commit` — commit-before-open for key material, joint seeds and joint inputs;
 * :mod:`.keygen` — :func:`keygen` over the n-party engine, with its joint test decryption;
-* :mod:`.decrypt` — :func:`decrypt` / :func:`decrypt_many`: consent, joint smudging, opening;
-* :mod:`.keystore` — :class:`PublicKeys`, :class:`JointKeys` and the key directory on disk;
+* :mod:`.inputs` — :func:`encrypt_jointly`: inputs whose error no party chose;
+* :mod:`.evaluation` — :func:`evaluate`: agreed circuits every party runs itself;
+* :mod:`.decrypt` — :func:`decrypt` / :func:`decrypt_many`: accounting, consent, budget,
+  per-party flooding by the worst case, the opening;
+* :mod:`.ledger` — what each party accounts for, and the key's decryption budget, on disk;
+* :mod:`.keystore` — :class:`PublicKeys`, :class:`JointKeys` and the key directory;
 * :mod:`.polys` — shared polynomials on the engine (kernel rows, openings, joint seeds).
 
-The jobs of ``shaper fhe`` (``keygen_job``, ``decrypt_job``, ``engine_for``) are in
-:mod:`shaper.jobs.fhe`; the CNN's parameters (``CNN_CHAIN``, ``CNN_ROTATIONS``,
-``cnn_parameters``) in :mod:`shaper.ml.cnn.params`.
+Threat model (docs/threshold-ckks.md has the argument). Any n - 1 parties may collude. Inside
+shaper's sub-protocols (MPC key generation, joint encryption, joint decryption) parties send the
+messages the protocol says (the engine is passive), except that they may send them last, which
+the commitments neutralise. Outside them a party may do anything: choose circuits, craft
+ciphertexts, encrypt alone with any error, ask for any decryption any number of times.
 
-Security model: passive (semi-honest) parties, dishonest majority (any n - 1 may collude), as
-the engine (:class:`~shaper.protocols.additive.AdditiveEngine`). What each party learns:
+What each party learns:
 
-* the public key, the relinearisation key and the rotation keys, opened. With the default
-  ``method="exact"`` (the paper's) the secret s is a uniform ternary polynomial and every error a
-  discrete Gaussian of sigma 3.2, both sampled *inside* the MPC, so the opened keys have exactly
-  the single-key distribution: their security is single-key RLWE at these parameters.
-  ``method="local"`` (OpenFHE and Lattigo's way) keeps s joint but lets every party add its own
-  Gaussian error to its share of each key: no MPC Gaussian sampling at all, but the opened
-  errors are sums of n Gaussians (sigma 3.2 sqrt(n)), known to each party in part; security then
-  rests on the honest parties' errors alone and key-switching noise grows with sqrt(n).
-* the masked differences of the square-pair multiplication for s^2 (uniform);
-* its own additive share s_i of the secret (s = sum_i s_i on every limb, NTT form): uniform on
-  its own, never sent, stored 0600. No coalition short of all n parties learns anything of s.
-* per joint decryption, the recipient(s) learn m + e + r on limb q_0: the message, plus the
-  ciphertext's error e, plus smudging noise r sampled jointly (see :func:`decrypt`).
+* the public, relinearisation and rotation keys, opened. With ``method="exact"`` (the paper's)
+  the secret s is uniform ternary and every error a discrete Gaussian of width ``params.sigma``,
+  all sampled *inside* the MPC: the keys have exactly the single-key distribution;
+  ``method="local"`` lets every party add its own error (sigma sqrt(n) in all);
+* its own additive share s_i of the secret (NTT form, every limb): uniform on its own, never
+  sent, stored 0600;
+* joint inputs (c_0 = sum_i (e_i - a s_i) + the owner's message, c_1 = a from a joint seed):
+  RLWE under s;
+* per joint decryption, the recipient(s) learn m + e + sum_i f_i on limb q_0, f_i party i's own
+  Gaussian flood, sized from the ciphertext's worst-case error bound E, the key's budget Q and
+  lambda = 40 so that no coalition recovers s with probability above 2^-40 over the whole budget
+  (or, in ``statistical`` mode, its view is 2^-40 close to the results alone). The bound holds
+  because a party consents only to ciphertexts in its own ledger: joint inputs and outputs of
+  evaluations it ran itself. Anything else is refused before anything is opened.
 
-Decryption: party i sends c_1 s_i (+ c_0 for party 0) + r_i on limb q_0, where r = sum r_i is
-uniform in [-2^(k-1), 2^(k-1)) per coefficient and sampled *jointly* (edaBits): smudging each
-party adds on its own would not be simulation-secure (the others' noise is known to a
-coalition). The parties first exchange the ciphertext's digest and their consent: a party that
-refuses, or holds a different ciphertext, stops the decryption before anything is opened.
-docs/threshold-ckks.md has the smudging argument, its precision cost and the number of
-decryptions a key may serve.
+What remains: a party that deviates inside the joint encryption can add a message beyond the
+declared bound (no range proof); a party that deviates inside the MPC engine can make keys or
+results wrong, not choose them; any party can abort.
 """
 
-from ...crypto.ckks.multiparty import SMUDGE_BITS, ciphertext_digest, decryption_precision
+from ...crypto.ckks.multiparty import (
+    DEFAULT_BUDGET,
+    FLOOD_MODES,
+    SECURITY_LAMBDA,
+    ciphertext_digest,
+    decryption_precision,
+    flood_sigma,
+)
 from ...net.phases import Phase
-from .decrypt import SMUDGE_CHUNK, decrypt, decrypt_many
+from .decrypt import Flood, FloodPolicy, decrypt, decrypt_many, plan_flood
+from .evaluation import Circuit, chain, evaluate, identity, parse
+from .inputs import encrypt_jointly, noise_model
 from .keygen import METHODS, check_joint_keys, keygen
 from .keystore import SHARE_FILE, JointKeys, PublicKeys
+from .ledger import LEDGER_FILE, Ledger
 
-__all__ = ["METHODS", "SHARE_FILE", "SMUDGE_BITS", "SMUDGE_CHUNK", "JointKeys", "Phase", "PublicKeys",
-           "check_joint_keys", "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "keygen"]
+__all__ = ["DEFAULT_BUDGET", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
+           "Flood", "FloodPolicy", "JointKeys", "Ledger", "Phase", "PublicKeys", "chain", "check_joint_keys",
+           "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate",
+           "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood"]

@@ -1,98 +1,180 @@
-"""Joint decryption under a threshold CKKS key, with consent and jointly sampled smudging.
+"""Joint decryption under a threshold CKKS key: only what every party can account for, flooded
+by the worst case, within the key's budget.
 
-First every party sends the request it is answering (the ciphertexts' digests, the recipient,
-the smudging width) and whether it consents; unless all requests agree and all consent, nothing
-is opened. Then the smudging noise r (uniform in [-2^(k-1), 2^(k-1)) per coefficient) is sampled
-jointly with edaBits, and each party sends its share of c_0 + c_1 s + r on limb q_0
-(:func:`shaper.crypto.ckks.multiparty.decryption_share`), opened to the recipient.
+Every party calls :func:`decrypt_many` with its own keys (share and :class:`~.ledger.Ledger`)
+and its own copy of the ciphertexts. Then:
+
+1. **Accounting.** Each party looks every ciphertext up in its own ledger: it must be a joint
+   input (:func:`~.inputs.encrypt_jointly`) or the output of an evaluation this party ran itself
+   (:func:`~.evaluation.evaluate`). A ciphertext of unknown provenance — encrypted by one party
+   alone, computed by one party alone, crafted — is refused. The ledger gives its worst-case
+   error bound E.
+2. **Consent.** Each party sends the request it would answer — the 64-hex digests, the
+   recipient, the flood width, mode and lambda, the key's budget — and whether it consents
+   (accounted, budget left, ``approve(request)``). Unless every request is the same and every
+   party consents, every party raises :class:`~shaper.errors.DecryptionRefused` naming who
+   refused and why; nothing but the requests has been sent.
+3. **Budget.** Each party charges the decryptions to its ledger, on disk, before opening.
+4. **Opening.** Party i sends c_1 s_i + f_i on limb q_0 (party 0 adds c_0), f_i its own Gaussian
+   flood of width sigma_f (:func:`~shaper.crypto.ckks.multiparty.flood_sigma`: from E, the budget
+   Q and lambda; the argument is there and in docs/threshold-ckks.md), to the recipient only (or
+   to every party). The recipient decodes m + e + sum_i f_i.
+
+Security: the recipient and any coalition of up to n - 1 parties learn the results; what the
+errors carry of s is hidden by the honest party's flood alone (``key-recovery`` mode: the key is
+recovered with probability at most 2^-lambda over the whole budget; ``statistical`` mode: the
+view is 2^-lambda close to one that shows only the results). The argument needs E to bound the
+error of *every* decrypted ciphertext, whatever the parties chose to encrypt and compute: that is
+what the accounting buys. A party that deviates inside the protocol (sends a wrong share) can
+make the result wrong, not learn more.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...crypto import ckks
 from ...crypto.ckks.multiparty import (
-    SMUDGE_BITS,
+    FLOOD_MODES,
+    SECURITY_LAMBDA,
+    check_flood_fits,
+    ciphertext_digest,
     decode_opened,
-    decryption_request,
+    decryption_precision,
     decryption_share,
+    flood_sigma,
+    sample_flood,
     validate_ciphertexts,
 )
 from ...errors import ConfigError, DecryptionRefused
 from .polys import open_rows
 
-__all__ = ["SMUDGE_CHUNK", "decrypt", "decrypt_many"]
-
-#: coefficients whose smudging noise is sampled per edaBits call in a batch decryption
-SMUDGE_CHUNK = 1 << 16
+__all__ = ["Flood", "FloodPolicy", "decrypt", "decrypt_many", "plan_flood"]
 
 
-def decrypt(engine: Any, share: ckks.SecretKeyShare, ct: ckks.Ciphertext, *, to: int | None = None,
-            smudge_bits: int = SMUDGE_BITS, approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
-    """Joint decryption of ``ct`` to party ``to`` (every party when None): the decoded slots
-    there, None elsewhere. Every party calls it with its own copy of the ciphertext.
+@dataclass(frozen=True)
+class FloodPolicy:
+    """How wide the flood is: ``mode`` "key-recovery" (default) or "statistical", and the
+    statistical security parameter ``lam`` (>= 40). Every party must use the same policy."""
 
-    First every party sends the request it is answering (the ciphertext's digest, the
-    recipient, the smudging width) and whether it consents (``approve(request)``, default yes);
-    unless all requests agree and all consent, every party raises
-    :class:`~shaper.errors.DecryptionRefused` and nothing is opened. Then the smudging noise is
-    sampled jointly and each party sends its share of c_0 + c_1 s + r on limb q_0."""
-    out = decrypt_many(engine, share, [ct], to=to, smudge_bits=smudge_bits, approve=approve)
+    mode: str = "key-recovery"
+    lam: int = SECURITY_LAMBDA
+
+    def __post_init__(self) -> None:
+        if self.mode not in FLOOD_MODES:
+            raise ConfigError(f"flood mode must be one of {', '.join(FLOOD_MODES)}, got {self.mode!r}")
+        if not isinstance(self.lam, int) or self.lam < 40:
+            raise ConfigError(f"lambda must be an integer of at least 40, got {self.lam!r}")
+
+
+@dataclass(frozen=True)
+class Flood:
+    """The flood of one joint decryption as every party computes it: the worst-case error bound
+    E of the ciphertexts, the budget Q, the width sigma_f each party adds, and the bits of slot
+    precision left at the ciphertexts' scale (:func:`plan_flood`)."""
+
+    error_bound: float
+    message_bound: float
+    budget: int
+    sigma: float
+    precision_bits: float
+    policy: FloodPolicy
+
+    def request(self) -> dict[str, Any]:
+        return {"sigma_bits": round(math.log2(self.sigma), 9), "mode": self.policy.mode, "lambda": self.policy.lam,
+                "budget": self.budget}
+
+
+def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = FloodPolicy()) -> Flood:
+    """The flood this party would use for ``cts``: E and the message bound from its ledger
+    (raises :class:`~shaper.errors.DecryptionRefused` for a ciphertext it cannot account for),
+    sigma_f from E, the key's budget and the policy; raises :class:`~shaper.errors.ConfigError`
+    when message and flood would not fit below q_0 / 2."""
+    params = keys.params
+    cts = validate_ciphertexts(params, cts)
+    entries = keys.ledger.accounted(cts)
+    error = max(e.error for e in entries)
+    message = max(e.message for e in entries)
+    sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam)
+    parties = keys.share.parties
+    check_flood_fits(params, sigma, parties, message)
+    precision = min(decryption_precision(params, ct.scale, sigma, parties) for ct in cts)
+    return Flood(error, message, keys.ledger.budget, sigma, precision, policy)
+
+
+def decrypt(engine: Any, keys: Any, ct: ckks.Ciphertext, *, to: int | None = None,
+            approve: Callable[[dict], bool] | None = None, policy: FloodPolicy = FloodPolicy()) -> np.ndarray | None:
+    """Joint decryption of one accounted ciphertext to party ``to`` (every party when None):
+    the decoded slots there, None elsewhere. See :func:`decrypt_many`."""
+    out = decrypt_many(engine, keys, [ct], to=to, approve=approve, policy=policy)
     return None if out is None else out[0]
 
 
-def decrypt_many(engine: Any, share: ckks.SecretKeyShare, cts: Sequence[ckks.Ciphertext], *, to: int | None = None,
-                 smudge_bits: int = SMUDGE_BITS, approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
-    """:func:`decrypt` of many ciphertexts in one consent round, one smudging draw and one
-    opening: (len(cts), slots) decoded values at party ``to`` (every party when None), None
-    elsewhere. The request names every ciphertext's digest, in order."""
-    params = share.params
-    cts = validate_ciphertexts(params, cts, smudge_bits)
-    session = engine.session
-    if to is not None and not 0 <= to < session.n:
-        raise ConfigError(f"decryption recipient {to} is not a party index 0..{session.n - 1}")
-    request = decryption_request(cts, to, smudge_bits)
-    _agree(session, request, approve, len(cts))
+def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: int | None = None,
+                 approve: Callable[[dict], bool] | None = None,
+                 policy: FloodPolicy = FloodPolicy()) -> np.ndarray | None:
+    """Joint decryption of accounted ciphertexts in one consent round and one opening:
+    (len(cts), slots) decoded values at party ``to`` (every party when None), None elsewhere.
 
-    q0, n, m = params.moduli[0], params.n, len(cts)
-    # r < 2^k jointly (minus 2^(k-1) centres it), in chunks of SMUDGE_CHUNK coefficients: the
-    # bit planes of one chunk stay in cache (one call for a batch of 20 ciphertexts took 2.2x the
-    # CPU per ciphertext of a single decryption)
-    total = m * n
-    parts = [engine.edabits(min(SMUDGE_CHUNK, total - at), smudge_bits, (q0,))[1].share
-             for at in range(0, total, SMUDGE_CHUNK)]
-    smudge = np.ascontiguousarray(np.concatenate(parts).T).reshape(m, 1, n)
-    opened = open_rows(engine, decryption_share(share, cts, smudge, smudge_bits), (q0,), to)
+    ``keys`` is this party's :class:`~.keystore.JointKeys` (its share and ledger). ``approve``
+    sees the request (digests, recipient, flood) and may refuse it. Raises
+    :class:`~shaper.errors.DecryptionRefused` at every party unless every party accounts for
+    every ciphertext, has budget left, agrees on the request and consents (module docstring)."""
+    params = keys.params
+    cts = validate_ciphertexts(params, cts)
+    session = engine.session
+    if to is not None and not (isinstance(to, int) and 0 <= to < session.n):
+        raise ConfigError(f"decryption recipient {to!r} is not a party index 0..{session.n - 1}")
+    digests = [ciphertext_digest(ct) for ct in cts]
+    request: dict[str, Any] | None = None
+    reason = ""
+    try:
+        flood = plan_flood(keys, cts, policy)
+        keys.ledger.check_budget(len(cts))
+        request = {"digests": digests, "to": to, **flood.request()}
+        if approve is not None and not approve(dict(request)):
+            reason = "not approved"
+    except (DecryptionRefused, ConfigError) as exc:
+        reason = str(exc)
+    if request is None:
+        request = {"digests": digests, "to": to}
+    _agree(session, request, reason)
+    keys.ledger.spend(len(cts))
+    f = sample_flood((len(cts), params.n), flood.sigma)
+    opened = open_rows(engine, decryption_share(keys.share, cts, f), (params.moduli[0],), to)
     return None if opened is None else decode_opened(params, opened, cts)
 
 
-def _agree(session: Any, request: dict, approve: Callable[[dict], bool] | None, count: int) -> None:
-    """The consent round: every party's request and consent to every other; raises
+def _agree(session: Any, request: dict, reason: str) -> None:
+    """The consent round: every party's request, consent and reason to every other; raises
     :class:`~shaper.errors.DecryptionRefused` at every party unless all agree and consent."""
-    consent = bool(approve(dict(request))) if approve is not None else True
-    session.broadcast({"request": request, "consent": consent}, tag="tckks-decrypt")
+    session.broadcast({"request": request, "consent": not reason, "reason": reason[:500]}, tag="tckks-decrypt")
     answers = session.gather(tag="tckks-decrypt")
+    refused = [(session.name, reason)] if reason else []
     for name, a in answers.items():
-        if not isinstance(a, dict) or a.get("request") != request:
-            theirs = a.get("request") if isinstance(a, dict) else a
+        if not isinstance(a, dict):
+            raise DecryptionRefused(f"party {name!r} sent a malformed decryption answer")
+        if a.get("consent") is not True:
+            refused.append((name, str(a.get("reason", ""))[:500] or "refused"))
+        elif a.get("request") != request and not reason:
             raise DecryptionRefused(f"party {name!r} answered a different decryption request "
-                                    f"({_short(theirs)}; ours {_short(request)})")
-    refused = sorted(name for name, a in answers.items() if a.get("consent") is not True)
-    if not consent:
-        refused.insert(0, session.name)
+                                    f"({_short(a.get('request'))}; ours {_short(request)})")
     if refused:
-        digest = request["digest"]
-        what = f"ciphertext {digest[:16]}..." if count == 1 else f"{count} ciphertexts"
-        raise DecryptionRefused(f"decryption of {what} refused by {', '.join(refused)}")
+        what = (f"ciphertext {request['digests'][0][:16]}..." if len(request["digests"]) == 1
+                else f"{len(request['digests'])} ciphertexts")
+        raise DecryptionRefused(f"decryption of {what} refused by "
+                                + "; ".join(f"{name} ({why})" for name, why in refused))
 
 
 def _short(request: Any) -> Any:
-    """A request for an error message: a list of digests shortened to its length and first one."""
-    if isinstance(request, dict) and isinstance(request.get("digest"), list):
-        d = request["digest"]
-        return {**request, "digest": f"[{len(d)} digests, first {str(d[0])[:16] if d else ''}...]"}
+    """A request for an error message: the digests shortened to their count and first one."""
+    if isinstance(request, dict) and isinstance(request.get("digests"), list):
+        d = request["digests"]
+        return {**request, "digests": f"[{len(d)} digests, first {str(d[0])[:16] if d else ''}...]"}
     return request
+

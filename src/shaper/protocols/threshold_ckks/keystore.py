@@ -2,7 +2,7 @@
 
 A key directory holds ``params.shpr``, ``public.shpr``, ``relin.shpr``, one ``galois-<g>.shpr``
 per rotation key (g its Galois element) and, in a party's own directory, its secret-key share
-``secret-share.shpr`` (mode 0600). The public files are the same at every party and enough to
+``secret-share.shpr`` and its ledger ``ledger.json`` (both mode 0600; :mod:`.ledger`). The public files are the same at every party and enough to
 encrypt and compute; the share never leaves its party's machine. Directories are written
 atomically (:func:`shaper.files.atomic_directory`) and never overwritten.
 """
@@ -17,6 +17,7 @@ from ...crypto import ckks
 from ...errors import ConfigError, KeyValidationError
 from ...files import atomic_directory
 from ...net.phases import Phase
+from .ledger import LEDGER_FILE, Ledger
 
 __all__ = ["SHARE_FILE", "JointKeys", "PublicKeys"]
 
@@ -42,10 +43,13 @@ class PublicKeys:
             out["rotation keys"] = sum(len(ckks.to_bytes(k)) for k in self.galois.values())
         return out
 
-    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None) -> Path:
-        """Writes the keys (and a party's ``share``, mode 0600) as a new directory, atomically:
-        everything goes to a temporary sibling first, renamed into place only once complete, so a
-        failure leaves nothing behind. Refuses to overwrite an existing directory."""
+    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
+             ledger: Ledger | None = None) -> Path:
+        """Writes the keys (and a party's ``share`` and ``ledger``, mode 0600) as a new directory,
+        atomically: everything goes to a temporary sibling first, renamed into place only once
+        complete, so a failure leaves nothing behind. Refuses to overwrite an existing directory.
+        The ledger stays attached to the new directory (every later entry and decryption is
+        written there)."""
         target = Path(directory)
         if target.exists():
             raise ConfigError(f"{target} exists already; key directories are never overwritten")
@@ -57,6 +61,10 @@ class PublicKeys:
                 ckks.save(key, tmp / f"galois-{g}.shpr")
             if share is not None:
                 ckks.save(share, tmp / SHARE_FILE)
+            if ledger is not None:
+                ledger.attach(tmp)  # mode 0600, inside the directory renamed into place
+        if ledger is not None:
+            ledger.path = target / LEDGER_FILE
         return target
 
     @classmethod
@@ -85,9 +93,12 @@ class JointKeys(PublicKeys):
 
     share: ckks.SecretKeyShare = field(default=None)  # type: ignore[assignment]
     phases: list[Phase] = field(default_factory=list)
+    #: what this party can account for and how many decryptions the key has left
+    ledger: Ledger = field(default_factory=Ledger)
 
-    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None) -> Path:
-        return super().save(directory, share or self.share)
+    def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
+             ledger: Ledger | None = None) -> Path:
+        return super().save(directory, share or self.share, ledger or self.ledger)
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> JointKeys:
@@ -99,4 +110,4 @@ class JointKeys(PublicKeys):
         share = ckks.load(path, pub.params)
         if not isinstance(share, ckks.SecretKeyShare):
             raise KeyValidationError(f"{path} is not a secret-key share")
-        return cls(pub.params, pub.public, pub.relin, pub.galois, share)
+        return cls(pub.params, pub.public, pub.relin, pub.galois, share, ledger=Ledger.load(directory))

@@ -1,0 +1,127 @@
+"""Joint input encryption: ciphertexts whose error no party chooses, so that every party can
+account for them when they (or what is computed from them) are decrypted.
+
+A party that encrypts alone (``ckks.encrypt``) chooses its ciphertext's randomness: with a large
+or structured error e_1 (or a crafted c_1) the phase of the ciphertext carries e_1 s, which a
+later decryption shows to the recipient. Here the parties make the ciphertext together:
+
+1. the owner says how many vectors it brings; every party checks the level, scale and value
+   bound it expects (the evaluation they will run fixes them);
+2. a seed no party chose alone (committed, then opened) gives a_k, uniform, one per vector;
+3. party i opens b_i = e_i - a_k s_i, the owner adding its encoded vector; e_i is party i's own
+   Gaussian (sigma of the parameters); the openings are committed first, so that no party picks
+   its share after seeing the others';
+4. c_0 = sum_i b_i, c_1 = a_k: a ciphertext of phase Delta m + sum_i e_i.
+
+The error does not depend on s at all, and c_1 is fixed by the joint seed: a party that sends
+some other b_i only adds a term it knows, which does not depend on s either. Every party records
+each ciphertext in its ledger with its worst-case bound (:class:`~shaper.crypto.ckks.bounds.NoiseModel`
+``joint_input``); the owner's values must lie within the declared bound.
+
+What stays the owner's to choose is its message: within the declared bound it is any input the
+application allows; a party that deviates from the protocol could add a message beyond it, which
+the bound does not cover (docs/threshold-ckks.md, "What remains").
+
+Cost: per vector, one multiplication a_k s_i per limb, one Gaussian polynomial and one opening of
+one polynomial (the inputs' c_1 travel as 32-byte seeds). No MPC sampling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ...crypto import ckks
+from ...crypto.ckks.bounds import NoiseModel
+from ...crypto.ckks.keys import uniform_poly
+from ...crypto.ckks.multiparty import joint_input_share
+from ...crypto.prg import Prg
+from ...errors import ConfigError
+from .polys import joint_seed, open_rows
+
+__all__ = ["encrypt_jointly", "noise_model"]
+
+#: the most vectors one call encrypts (bounds the memory a peer's count can cause)
+MAX_VECTORS = 1 << 14
+
+
+def noise_model(keys: Any) -> NoiseModel:
+    """The worst-case noise model of a party's joint key (parameters, parties, key method)."""
+    return NoiseModel(keys.params, keys.share.parties, key_method=keys.ledger.key_method)
+
+
+def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: float, owner: int | None = None,
+                    level: int | None = None, scale: float | None = None, tag: str = "input") -> list[ckks.Ciphertext]:
+    """Every party's side of the joint encryption (module docstring): the owner passes
+    ``values`` (one vector, or a (count, <= slots) array of real numbers with |v| <= value_bound),
+    the others None. ``owner`` (a party index) may be left None: the one party that passes
+    values is the owner. Every party gets the same ciphertexts, at ``level`` (default the top)
+    and ``scale`` (default the parameters'), recorded in its ledger as inputs."""
+    session = engine.session
+    params = keys.params
+    me = session.index
+    if owner is not None and not (isinstance(owner, int) and 0 <= owner < session.n):
+        raise ConfigError(f"the owner of a joint input is a party index 0..{session.n - 1}, got {owner!r}")
+    level = params.max_level if level is None else int(level)
+    params.mods(level)
+    scale = params.scale if scale is None else float(scale)
+    value_bound = float(value_bound)
+    if not (np.isfinite(value_bound) and value_bound > 0):
+        raise ConfigError(f"the value bound of a joint input must be positive and finite, got {value_bound!r}")
+    count = None
+    if values is not None:
+        if owner is not None and owner != me:
+            raise ConfigError(f"only the owner (party {owner}) passes values to a joint encryption")
+        values = _check_values(values, params.slots, value_bound)
+        count = len(values)
+    agreed = ("level", "scale", "bound", "tag")
+    header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count}
+    session.broadcast(header, "tckks-input")
+    headers = {session.name: header, **session.gather("tckks-input")}
+    for name, h in headers.items():
+        if not isinstance(h, dict) or {k: h.get(k) for k in agreed} != {k: header[k] for k in agreed}:
+            raise ConfigError(f"party {name!r} encrypts a different joint input ({h!r}; ours {header!r})")
+    owners = [session.parties.index(name) for name, h in headers.items() if h.get("count") is not None]
+    if len(owners) != 1 or (owner is not None and owners != [owner]):
+        raise ConfigError(f"exactly one party brings the values of a joint input (expected "
+                          f"{'any' if owner is None else session.parties[owner]}; got "
+                          f"{', '.join(session.parties[i] for i in owners) or 'none'})")
+    owner = owners[0]
+    count = headers[session.parties[owner]]["count"]
+    if not (isinstance(count, int) and 1 <= count <= MAX_VECTORS):
+        raise ConfigError(f"the owner announced {count!r} vectors; a joint encryption takes 1..{MAX_VECTORS}")
+    seed = joint_seed(engine, f"input/{tag}")
+    rows = params.mods(level)
+    seeds = [hashlib.sha256(seed + k.to_bytes(4, "big")).digest() for k in range(count)]
+    a = np.stack([uniform_poly(params, rows, Prg(s)) for s in seeds])
+    message = None
+    if me == owner:
+        encoder = ckks.Encoder(params)
+        message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
+    b = joint_input_share(keys.share, a, level, message)
+    c0 = open_rows(engine, b, params.moduli[:level + 1])
+    cts = [ckks.Ciphertext(params, np.stack([c0[k], a[k]]), scale, seeds[k]) for k in range(count)]
+    bound = noise_model(keys).joint_input(level, scale, value_bound)
+    keys.ledger.record(cts, [bound] * count, kind="input", source=f"joint input {tag!r} of party {owner}")
+    return cts
+
+
+def _check_values(values: Any, slots: int, bound: float) -> np.ndarray:
+    if values is None:
+        raise ConfigError("the owner of a joint input passes its values")
+    v = np.asarray(values)
+    if v.ndim == 1:
+        v = v[None]
+    if v.ndim != 2 or v.shape[0] == 0 or not 1 <= v.shape[1] <= slots:
+        raise ConfigError(f"joint input values must be one vector or (count, <= {slots}) vectors, got shape {v.shape}")
+    if not np.issubdtype(v.dtype, np.number) or np.iscomplexobj(v):
+        raise ConfigError(f"joint input values must be real numbers, got {v.dtype}")
+    v = v.astype(np.float64)
+    if not np.all(np.isfinite(v)):
+        raise ConfigError("joint input values hold NaN or infinite numbers")
+    peak = float(np.max(np.abs(v)))
+    if peak > bound:
+        raise ConfigError(f"a joint input value reaches {peak:.6g}, beyond the declared bound {bound:.6g}")
+    return v

@@ -1,0 +1,165 @@
+"""What a party can account for under its threshold CKKS key: the joint inputs it helped
+encrypt, the outputs of the evaluations it ran itself, and the decryptions it has served.
+
+A party consents to a joint decryption only of ciphertexts in its own ledger, and only while the
+key's decryption budget Q lasts. Each entry keeps what the flooding needs: the ciphertext's
+worst-case error bound E (||e||_can, :mod:`shaper.crypto.ckks.bounds`), its message bound, level
+and scale, and how it came to be (``input`` of a joint encryption, or ``output`` of a named
+evaluation over named inputs). Anything else (a ciphertext encrypted by one party alone, a
+homomorphic result only one party computed, a crafted one) is not in the ledger and is refused.
+
+The ledger of a key directory is ``ledger.json`` (mode 0600) beside the share. It is rewritten
+atomically (write to a temporary file, fsync, rename), and the budget is charged *before*
+anything is opened: a crash can lose a decryption, never give one twice. Re-keying (a new
+``shaper fhe keygen``) starts a new ledger with a fresh budget; the old key's parties refuse
+once theirs is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...crypto import ckks
+from ...crypto.ckks.multiparty import DEFAULT_BUDGET, ciphertext_digest
+from ...errors import ConfigError, DecryptionRefused
+from ...files import write_atomic
+
+__all__ = ["LEDGER_FILE", "Entry", "Ledger"]
+
+LEDGER_FILE = "ledger.json"
+#: entries kept per ledger (a bound on the file a long-lived key can grow)
+MAX_ENTRIES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One accounted ciphertext: its digest, how it came to be, and its bounds."""
+
+    digest: str
+    kind: str  # "input" or "output"
+    source: str  # the joint encryption's tag, or the evaluation's name
+    error: float  # worst-case ||e||_can
+    message: float  # worst-case ||scale * m||_can
+    level: int
+    scale: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, "error": self.error, "message": self.message,
+                "level": self.level, "scale": self.scale}
+
+
+@dataclass
+class Ledger:
+    """A party's account of its key (see the module docstring). ``path`` None keeps it in memory."""
+
+    budget: int = DEFAULT_BUDGET
+    spent: int = 0
+    entries: dict[str, Entry] = field(default_factory=dict)
+    path: Path | None = None
+    #: how the key was generated ("exact" or "local"): its error bounds depend on it
+    key_method: str = "exact"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.budget, int) or self.budget < 1:
+            raise ConfigError(f"a decryption budget is a positive integer, got {self.budget!r}")
+
+    @property
+    def remaining(self) -> int:
+        return max(self.budget - self.spent, 0)
+
+    # -- recording -----------------------------------------------------------------------------
+    def record(self, cts: Sequence[ckks.Ciphertext], bounds: Sequence[Any], *, kind: str, source: str) -> list[str]:
+        """Accounts for ``cts`` (with their :class:`~shaper.crypto.ckks.bounds.Bound`) as joint
+        inputs or as outputs of the evaluation ``source``; returns their digests."""
+        if kind not in ("input", "output"):
+            raise ValueError(f"kind is 'input' or 'output', got {kind!r}")
+        if len(cts) != len(bounds):
+            raise ValueError(f"{len(cts)} ciphertexts but {len(bounds)} bounds")
+        if len(self.entries) + len(cts) > MAX_ENTRIES:
+            raise ConfigError(f"the ledger holds {len(self.entries)} ciphertexts already; re-key")
+        digests = []
+        for ct, b in zip(cts, bounds, strict=True):
+            if b.level != ct.level or abs(b.scale / ct.scale - 1.0) > 2.0 ** -30:
+                raise ValueError(f"bound at level {b.level}, scale {b.scale:.4g} does not describe a ciphertext at "
+                                 f"level {ct.level}, scale {ct.scale:.4g}")
+            d = ciphertext_digest(ct)
+            self.entries[d] = Entry(d, kind, source, float(b.error), float(b.message), ct.level, float(ct.scale))
+            digests.append(d)
+        self._save()
+        return digests
+
+    # -- looking up ----------------------------------------------------------------------------
+    def find(self, ct: ckks.Ciphertext, digest: str | None = None) -> Entry | None:
+        return self.entries.get(digest or ciphertext_digest(ct))
+
+    def accounted(self, cts: Iterable[ckks.Ciphertext]) -> list[Entry]:
+        """The entries of ``cts``; raises :class:`~shaper.errors.DecryptionRefused` for the first
+        one this party cannot account for."""
+        out = []
+        for k, ct in enumerate(cts):
+            d = ciphertext_digest(ct)
+            entry = self.entries.get(d)
+            if entry is None:
+                raise DecryptionRefused(
+                    f"ciphertext {k} ({d[:16]}...) is neither a joint input nor the output of an evaluation this "
+                    "party ran itself: refusing to decrypt a ciphertext of unknown provenance")
+            out.append(entry)
+        return out
+
+    # -- spending ------------------------------------------------------------------------------
+    def check_budget(self, count: int) -> None:
+        if self.spent + count > self.budget:
+            raise DecryptionRefused(f"the key's decryption budget is spent ({self.spent} of {self.budget} used, "
+                                    f"{count} asked): generate a new key (shaper fhe keygen) to decrypt more")
+
+    def spend(self, count: int) -> None:
+        """Charges ``count`` decryptions, persisted before anything is opened."""
+        self.check_budget(count)
+        self.spent += count
+        self._save()
+
+    # -- disk ----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"format": "shaper-threshold-ckks-ledger/1", "budget": self.budget, "spent": self.spent,
+                "key_method": self.key_method,
+                "entries": {d: e.as_dict() for d, e in self.entries.items()}}
+
+    def attach(self, directory: str | os.PathLike) -> Ledger:
+        """Keeps this ledger in ``directory``/ledger.json from now on (written at once)."""
+        self.path = Path(directory) / LEDGER_FILE
+        self._save()
+        return self
+
+    def _save(self) -> None:
+        if self.path is not None:
+            write_atomic(self.path, json.dumps(self.to_json(), separators=(",", ":")).encode())
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, *, default_budget: int = DEFAULT_BUDGET) -> Ledger:
+        """The ledger of a key directory; a directory without one (keys made before ledgers)
+        starts one with ``default_budget``."""
+        path = Path(directory) / LEDGER_FILE
+        if not path.exists():
+            return cls(budget=default_budget).attach(directory)
+        try:
+            data = json.loads(path.read_bytes())
+            if data.get("format") != "shaper-threshold-ckks-ledger/1":
+                raise ValueError("unknown format")
+            entries = {}
+            for d, e in data["entries"].items():
+                if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
+                    raise ValueError(f"bad digest {d[:20]!r}")
+                entries[d] = Entry(d, str(e["kind"]), str(e["source"]), float(e["error"]), float(e["message"]),
+                                   int(e["level"]), float(e["scale"]))
+            ledger = cls(budget=int(data["budget"]), spent=int(data["spent"]), entries=entries,
+                         key_method=str(data.get("key_method", "exact")))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"{path} is not a readable ledger ({exc}); refusing to decrypt with an unknown budget") \
+                from None
+        ledger.path = path
+        return ledger
