@@ -9,7 +9,10 @@ The plan is written once, as :func:`forward` over a *backend*, and run by four o
   encoded/encrypted at, the rotation steps (so the rotation keys are *derived* from the plan),
   and the cost (ciphertext products, rotations, relinearisations, depth);
 * :class:`CkksBackend` — the homomorphic evaluation (``shaper.crypto.ckks``), with the image
-  and the model each encrypted or in the clear (not both in the clear).
+  and the model each encrypted or in the clear (not both in the clear);
+* :class:`BoundBackend` — worst-case error bounds (``shaper.crypto.ckks.bounds``) of that
+  evaluation, operation for operation: :func:`output_bound` is what the output's threshold
+  decryption floods by.
 
 Slot layout (rot(v, k) moves slot k to slot 0; a *segment* is 1,024 slots, a *block* 128):
 
@@ -55,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from ...crypto import ckks
+from ...crypto.ckks import bounds as ckks_bounds
 from ...errors import ConfigError, ScaleError
 from .params import cnn_parameters
 
@@ -390,7 +394,128 @@ class CkksBackend:
         return self.ev.rescale(self.ev.square(x))
 
 
+# -- worst-case error bounds --------------------------------------------------------------------
+
+class BoundBackend:
+    """The plan on worst-case bounds (:mod:`shaper.crypto.ckks.bounds`), operation for operation
+    as :class:`CkksBackend` evaluates it: what the output's error can be at most, to size the
+    flooding of its threshold decryption.
+
+    ``model_bound`` declares the weights: one number (every entry of every packed weight vector
+    within it in absolute value: max |packed weight|), or a mapping from each name of
+    :data:`WEIGHT_NAMES` to a number or a per-slot array of bounds (e.g.
+    :func:`slot_bounds`), which the bounds then track slot by slot (:class:`~shaper.crypto.ckks.
+    bounds.SlotBound`). ``noise_model`` is the key's :class:`~shaper.crypto.ckks.bounds.
+    NoiseModel`. ``encrypt`` names what is encrypted ("image", "model", or both, as
+    :class:`CkksBackend`); an encrypted weight is a fresh ciphertext at its traced level and
+    scale (``encryption="joint"``: the joint input encryption, or ``"public"``: public-key
+    encryption), a weight in the clear a plaintext at that scale. The image is given to
+    :func:`forward` as its value bound (a number or per slot; ``image_bound`` is kept as the
+    caller's default, :func:`output_bound` passes it): a fresh ciphertext at the plan's image
+    level and scale, or a plaintext when in the clear."""
+
+    def __init__(self, model_bound: Any, noise_model: Any, encrypt: Iterable[str] = ("image", "model"),
+                 image_bound: Any = 1.0, *, encryption: str = "joint", plan: Trace | None = None) -> None:
+        self.nm = noise_model
+        self.plan = plan or trace(noise_model.params)
+        self.encrypt = tuple(dict.fromkeys(encrypt))
+        bad = [e for e in self.encrypt if e not in ("image", "model")]
+        if bad or not self.encrypt:
+            raise ConfigError(f"encrypt takes 'image' and/or 'model' (at least one), got {list(encrypt)!r}")
+        self.encryption = encryption
+        self.image_bound = image_bound
+        values = model_bound if isinstance(model_bound, dict) else {name: model_bound for name in WEIGHT_NAMES}
+        missing = [n for n in WEIGHT_NAMES if n not in values]
+        if missing:
+            raise ConfigError(f"the model bound lacks {', '.join(missing)}")
+        self.weights: dict[str, Any] = {}
+        for name in WEIGHT_NAMES:
+            if "model" in self.encrypt:
+                level, scale = self.plan.specs[name]
+                self.weights[name] = noise_model.fresh(level, scale, values[name], encryption)
+            else:
+                self.weights[name] = values[name]
+
+    def _bound(self, x: Any) -> bool:
+        return isinstance(x, (ckks_bounds.Bound, ckks_bounds.SlotBound))
+
+    def _lift(self, x: Any) -> Any:
+        """The image as forward receives it (its value bound) -> its ciphertext bound when the
+        image is encrypted; a clear image stays its value bound."""
+        if self._bound(x) or "image" not in self.encrypt:
+            return x
+        level, scale = self.plan.specs["image"]
+        return self.nm.fresh(level, scale, x, self.encryption)
+
+    def rotate(self, x: Any, step: int) -> Any:
+        x = self._lift(x)
+        if not self._bound(x):
+            return np.roll(x, -step) if np.ndim(x) else x
+        return self.nm.rotate(x, step)
+
+    def rotate_many(self, x: Any, steps: Iterable[int]) -> dict[int, Any]:
+        x = self._lift(x)
+        if not self._bound(x):
+            return {s: self.rotate(x, s) for s in steps}
+        return self.nm.rotate_many(x, steps)
+
+    def mul(self, x: Any, name: str) -> Any:
+        x, w = self._lift(x), self.weights[name]
+        if not self._bound(x):  # the image in the clear times an encrypted weight
+            if not self._bound(w):
+                raise ConfigError("the image and the model are both in the clear: nothing would be encrypted")
+            return self.nm.mul_plain(w, x, self.plan.specs["image"][1])
+        if not self._bound(w):
+            return self.nm.mul_plain(x, w, self.plan.specs[name][1])
+        return self.nm.mul(x, w)
+
+    def add(self, x: Any, y: Any) -> Any:
+        return self.nm.add(self._lift(x), self._lift(y))
+
+    def add_weight(self, x: Any, name: str) -> Any:
+        w = self.weights[name]
+        return self.nm.add(x, w) if self._bound(w) else self.nm.add_plain(x, w, self.plan.specs[name][1])
+
+    def finish(self, x: Any) -> Any:
+        return self.nm.rescale(self.nm.relinearize(x))
+
+    def square(self, x: Any) -> Any:
+        return self.nm.rescale(self.nm.relinearize(self.nm.square(x)))
+
+
+def output_bound(params: ckks.Parameters, parties: Any, model_bound: Any, encrypt: Iterable[str] = ("image", "model"),
+                 key_method: str = "exact", *, image_bound: Any = 1.0, encryption: str = "joint",
+                 tail_bits: float = 64) -> Any:
+    """The worst-case :class:`~shaper.crypto.ckks.bounds.Bound` of the plan's output ciphertext
+    (every slot, logits and the rest): :func:`forward` on :class:`BoundBackend`. ``parties`` is
+    the number of key holders (with ``key_method`` "exact" or "local") or a ready
+    :class:`~shaper.crypto.ckks.bounds.NoiseModel`; ``model_bound`` and ``image_bound`` as
+    :class:`BoundBackend` (one number: max |packed weight|, and pixels within 1)."""
+    if isinstance(parties, ckks_bounds.NoiseModel):
+        nm = parties
+    else:
+        nm = ckks_bounds.NoiseModel(params, int(parties), key_method, tail_bits)
+    if nm.params != params:
+        raise ConfigError("the noise model belongs to other parameters")
+    be = BoundBackend(model_bound, nm, encrypt, image_bound, encryption=encryption)
+    return forward(be, image_bound).bound()
+
+
+def slot_bounds(model: Any) -> dict[str, np.ndarray]:
+    """Per-slot bounds of the packed model: |packed weight| of each vector (a declaration that
+    tracks the packing's zeros and each weight's own size; :func:`output_bound` accepts it as
+    ``model_bound``)."""
+    return {name: np.abs(v) for name, v in pack_model(model).items()}
+
+
+#: per-slot bound of a packed image with pixels in [0, 1]: 1 where the layout writes a pixel, 0 elsewhere
+IMAGE_SUPPORT = np.zeros(SLOTS)
+IMAGE_SUPPORT[IMAGE_SLOTS] = 1.0
+IMAGE_SUPPORT.flags.writeable = False
+
+
 __all__ = [
-    "BLOCK", "CLASSES", "DEPTH", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "CkksBackend", "SlotBackend", "Trace", "Tracer",
-    "forward", "logits", "pack_images", "pack_model", "packed_forward", "rotation_steps", "trace",
+    "BLOCK", "CLASSES", "DEPTH", "IMAGE_SUPPORT", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "BoundBackend", "CkksBackend",
+    "SlotBackend", "Trace", "Tracer", "forward", "logits", "output_bound", "pack_images", "pack_model", "packed_forward",
+    "rotation_steps", "slot_bounds", "trace",
 ]
