@@ -55,9 +55,12 @@ def ev(params, keys):
     return ckks.Evaluator(params, keys.relin, keys.galois)
 
 
-@pytest.fixture(scope="module")
-def nm(params):
-    return B.NoiseModel(params, 1, "local")  # the single-key KeySet's laws
+@pytest.fixture(scope="module", params=["worst", "tail"])
+def nm(params, request):
+    """The single-key KeySet's laws, with rounding and digits at their deterministic worst case
+    (the proof) and by the independent-uniform heuristic ("tail"): both must cover every
+    measured error."""
+    return B.NoiseModel(params, 1, "local", rounding=request.param)
 
 
 def messages(rng, slots, trials=TRIALS):
@@ -441,3 +444,36 @@ def test_bound_reading(params, nm):
     assert B.NoiseModel(params, 3).joint_input(1, params.scale, 1.0).error > b.error - nm.encoding(params.scale, 3.0)
     assert B.NoiseModel(params, 3, "local").key_switch(2) > B.NoiseModel(params, 3, "exact").key_switch(2)
     assert "NoiseModel(N=2^11" in repr(nm)
+
+
+# -- the rounding rules ----------------------------------------------------------------------------
+
+def test_tail_rounding_rule_constants(params):
+    worst, tail = B.NoiseModel(params, 1, "local"), B.NoiseModel(params, 1, "local", rounding="tail")
+    assert worst.rounding == "worst" and "worst rounding" in repr(worst)
+    # heuristic: ||r||_can <= C sqrt(N / 12) for residues uniform on [-1/2, 1/2]
+    assert tail.round_can == pytest.approx(tail.C * math.sqrt(params.n / 12.0), rel=1e-12)
+    assert tail.round_can < worst.round_can == pytest.approx(worst.W / 2)
+    assert tail.key_switch(2) < worst.key_switch(2)
+    assert tail.secret == worst.secret and tail.key_error == worst.key_error  # the random polynomials unchanged
+    with pytest.raises(ConfigError, match="rounding"):
+        B.NoiseModel(params, 1, rounding="typical")
+
+
+def test_tail_rule_covers_sampled_rounding_and_digit_polynomials(params):
+    """The heuristic's premise on its own: uniform residues and centred digits of a prime, as
+    polynomials, stay within the tail rule's canonical norm (and the worst case above it)."""
+    n = params.n
+    tail = B.NoiseModel(params, 1, "local", rounding="tail")
+    enc = ckks.Encoder(params)
+    rng = np.random.default_rng(34)
+    q = int(params.moduli[1])
+    worst_r = worst_d = 0.0
+    for _ in range(100):
+        r = rng.integers(0, q, n, dtype=np.int64)
+        r = np.where(r > q // 2, r - q, r).astype(np.float64)  # a centred digit
+        worst_d = max(worst_d, float(np.max(np.abs(enc.coefficients_to_slots(r)))) / (q - 1))
+        u = rng.uniform(-0.5, 0.5, n)
+        worst_r = max(worst_r, float(np.max(np.abs(enc.coefficients_to_slots(u)))))
+    assert worst_r <= tail.round_can and worst_d <= tail.digit_can
+    assert tail.round_can / worst_r < 4 and tail.digit_can / worst_d < 4

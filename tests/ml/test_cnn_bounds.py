@@ -87,6 +87,70 @@ def test_output_bound_covers_encrypted_inference(setup, encrypt):
     assert factor < 2.0 ** 40
 
 
+@pytest.mark.parametrize("encrypt", [("image", "model"), ("image",)])
+def test_tail_rules_and_declared_activations_cover_encrypted_inference(setup, encrypt):
+    """The heuristic rounding rule ("tail") and activation bounds declared from other images of
+    the owner's data (images 2..101, margin 4: the two evaluated images are not among them)
+    still cover every measured output slot, alone and together, and each tightens the bound."""
+    params, keys, model, images = setup
+    ev = ckks.Evaluator(params, keys.relin, keys.galois)
+    weights = encrypt_model(keys.public, model, params) if "model" in encrypt else encode_model(model, params)
+    inputs = encrypt_images(keys.public, images, params) if "image" in encrypt else P.pack_images(images)
+    want = P.packed_forward(model, images)
+    errs = output_errors(keys, evaluate(ev, inputs, weights), want)
+    acts = P.activation_bounds(model, cnn.mnist.sample()[0][2:102] / 255.0, 4.0)
+    mine = P.activation_bounds(model, images, 1.0)  # what the evaluated images reach: within the declaration
+    assert all(m <= a for m, a in zip(mine.values, acts.values, strict=True))
+    tag = "+".join(encrypt)
+    found = {}
+    for rounding in ("worst", "tail"):
+        nm = B.NoiseModel(params, 1, "local", rounding=rounding)
+        for act in (None, acts):
+            be = P.BoundBackend(P.slot_bounds(model), nm, encrypt, P.IMAGE_SUPPORT, encryption="public",
+                                activations=act)
+            out = P.forward(be, P.IMAGE_SUPPORT)
+            assert np.all(errs <= out.error[None, :])
+            assert np.all(np.abs(want) * out.scale <= out.message[None, :] * (1 + 1e-9))
+            found[rounding, act is not None] = report(f"{tag}: {rounding}, per-slot w" + (", act x4" if act else ""),
+                                                      out, errs)
+    assert found["tail", False] < found["worst", False] and found["worst", True] < found["worst", False]
+    assert found["tail", True] < min(found["tail", False], found["worst", True])
+
+
+def test_activation_bounds():
+    model = cnn.bundled()
+    images = cnn.mnist.sample()[0] / 255.0
+    acts = P.activation_bounds(model, images[:100], 4.0)
+    assert len(acts) == len(acts.ops) == len(acts.values) and acts.images == 100 and not acts.per_slot
+    assert acts.ops[-1] == "add_weight" and acts.ops.count("square") == 2
+    once = P.activation_bounds(model, images[:100], 1.0)
+    assert all(a == pytest.approx(4.0 * b) for a, b in zip(acts.values, once.values, strict=True))
+    # the other 900 bundled images stay within the margin (on this data they reach at most ~1.43x)
+    rest = P.activation_bounds(model, images[100:], 1.0)
+    assert max(r / b for r, b in zip(rest.values, once.values, strict=True) if b > 0) < 2.0
+    # per slot, the first 100 images do not predict the rest (slots zero on them are not zero
+    # later): why the per-operation declaration is the one to use
+    slots = P.activation_bounds(model, images[:100], 4.0, per_slot=True)
+    slots_rest = P.activation_bounds(model, images[100:], 1.0, per_slot=True)
+    assert any(np.any(r > s) for r, s in zip(slots_rest.values, slots.values, strict=True))
+    # the declarations tighten the output bound; the message of each op is at most the declaration
+    params = cnn_parameters()
+    nm = B.NoiseModel(params, 2)
+    be = P.BoundBackend(P.slot_bounds(model), nm, activations=acts)
+    out = P.forward(be, P.IMAGE_SUPPORT)
+    assert np.max(out.message) / out.scale <= acts.values[-1] * (1 + 1e-12)
+    plain = P.output_bound(params, nm, P.slot_bounds(model), image_bound=P.IMAGE_SUPPORT)
+    assert out.bound().error < plain.error
+    assert P.output_bound(params, nm, P.slot_bounds(model), image_bound=P.IMAGE_SUPPORT,
+                          activations=acts).error == out.bound().error
+    # declarations that do not follow the plan, bad margins
+    short = P.Activations(acts.ops[:3], acts.values[:3], 4.0, 100, False)
+    with pytest.raises(ConfigError, match="do not follow"):
+        P.forward(P.BoundBackend(1.0, nm, activations=short), 1.0)
+    with pytest.raises(ConfigError, match="margin"):
+        P.activation_bounds(model, images[:2], 0.5)
+
+
 def test_output_bound_with_joint_inputs(setup):
     """Image and weights encrypted jointly (the design's symmetric joint encryption, 2 parties,
     simulated here) under the single-key evaluation keys."""

@@ -412,11 +412,20 @@ class BoundBackend:
     encryption), a weight in the clear a plaintext at that scale. The image is given to
     :func:`forward` as its value bound (a number or per slot; ``image_bound`` is kept as the
     caller's default, :func:`output_bound` passes it): a fresh ciphertext at the plan's image
-    level and scale, or a plaintext when in the clear."""
+    level and scale, or a plaintext when in the clear.
+
+    ``activations`` (:func:`activation_bounds`) declares a bound on the values of every
+    operation's result: the message bound there is min(propagated, scale x declared). Such a
+    bound holds for inputs like the data it was computed from, not for adversarial images: the
+    flood it sizes is sound only while the declaration holds. Without it the bound is a worst
+    case over every image within ``image_bound`` and every model within ``model_bound``."""
 
     def __init__(self, model_bound: Any, noise_model: Any, encrypt: Iterable[str] = ("image", "model"),
-                 image_bound: Any = 1.0, *, encryption: str = "joint", plan: Trace | None = None) -> None:
+                 image_bound: Any = 1.0, *, encryption: str = "joint", plan: Trace | None = None,
+                 activations: Activations | None = None) -> None:
         self.nm = noise_model
+        self.activations = activations
+        self._step = 0
         self.plan = plan or trace(noise_model.params)
         self.encrypt = tuple(dict.fromkeys(encrypt))
         bad = [e for e in self.encrypt if e not in ("image", "model")]
@@ -439,6 +448,21 @@ class BoundBackend:
     def _bound(self, x: Any) -> bool:
         return isinstance(x, (ckks_bounds.Bound, ckks_bounds.SlotBound))
 
+    def _declare(self, op: str, x: Any) -> Any:
+        """The declared activation bound of the plan's next operation (``op``) applied to its
+        result: message = min(propagated, scale x declared), slot by slot where either is."""
+        if self.activations is None:
+            return x
+        if self._step >= len(self.activations.ops) or self.activations.ops[self._step] != op:
+            raise ConfigError(f"the activation bounds do not follow the plan (operation {self._step}: {op})")
+        declared = self.activations.values[self._step]
+        self._step += 1
+        if not self._bound(x):
+            return x
+        message = np.minimum(x.message, x.scale * np.asarray(declared, dtype=np.float64))
+        return ckks_bounds._make(x.level, x.scale, message, x.error, x.size, self.nm.slots,
+                                 ckks_bounds._is_slotwise(x) or np.ndim(declared) > 0)
+
     def _lift(self, x: Any) -> Any:
         """The image as forward receives it (its value bound) -> its ciphertext bound when the
         image is encrypted; a clear image stays its value bound."""
@@ -447,57 +471,64 @@ class BoundBackend:
         level, scale = self.plan.specs["image"]
         return self.nm.fresh(level, scale, x, self.encryption)
 
+    def _rotate(self, x: Any, step: int) -> Any:
+        return (np.roll(x, -step) if np.ndim(x) else x) if not self._bound(x) else self.nm.rotate(x, step)
+
     def rotate(self, x: Any, step: int) -> Any:
-        x = self._lift(x)
-        if not self._bound(x):
-            return np.roll(x, -step) if np.ndim(x) else x
-        return self.nm.rotate(x, step)
+        return self._declare("rotate", self._rotate(self._lift(x), step))
 
     def rotate_many(self, x: Any, steps: Iterable[int]) -> dict[int, Any]:
         x = self._lift(x)
-        if not self._bound(x):
-            return {s: self.rotate(x, s) for s in steps}
-        return self.nm.rotate_many(x, steps)
+        steps = list(steps)
+        out = {s: self._rotate(x, s) for s in steps} if not self._bound(x) else self.nm.rotate_many(x, steps)
+        return {s: self._declare("rotate", out[s]) for s in steps}
 
     def mul(self, x: Any, name: str) -> Any:
         x, w = self._lift(x), self.weights[name]
         if not self._bound(x):  # the image in the clear times an encrypted weight
             if not self._bound(w):
                 raise ConfigError("the image and the model are both in the clear: nothing would be encrypted")
-            return self.nm.mul_plain(w, x, self.plan.specs["image"][1])
-        if not self._bound(w):
-            return self.nm.mul_plain(x, w, self.plan.specs[name][1])
-        return self.nm.mul(x, w)
+            out = self.nm.mul_plain(w, x, self.plan.specs["image"][1])
+        elif not self._bound(w):
+            out = self.nm.mul_plain(x, w, self.plan.specs[name][1])
+        else:
+            out = self.nm.mul(x, w)
+        return self._declare("mul", out)
 
     def add(self, x: Any, y: Any) -> Any:
-        return self.nm.add(self._lift(x), self._lift(y))
+        return self._declare("add", self.nm.add(self._lift(x), self._lift(y)))
 
     def add_weight(self, x: Any, name: str) -> Any:
         w = self.weights[name]
-        return self.nm.add(x, w) if self._bound(w) else self.nm.add_plain(x, w, self.plan.specs[name][1])
+        out = self.nm.add(x, w) if self._bound(w) else self.nm.add_plain(x, w, self.plan.specs[name][1])
+        return self._declare("add_weight", out)
 
     def finish(self, x: Any) -> Any:
-        return self.nm.rescale(self.nm.relinearize(x))
+        return self._declare("finish", self.nm.rescale(self.nm.relinearize(x)))
 
     def square(self, x: Any) -> Any:
-        return self.nm.rescale(self.nm.relinearize(self.nm.square(x)))
+        return self._declare("square", self.nm.rescale(self.nm.relinearize(self.nm.square(x))))
 
 
 def output_bound(params: ckks.Parameters, parties: Any, model_bound: Any, encrypt: Iterable[str] = ("image", "model"),
                  key_method: str = "exact", *, image_bound: Any = 1.0, encryption: str = "joint",
-                 tail_bits: float = 64) -> Any:
+                 tail_bits: float = 64, rounding: str = "worst", activations: Activations | None = None) -> Any:
     """The worst-case :class:`~shaper.crypto.ckks.bounds.Bound` of the plan's output ciphertext
     (every slot, logits and the rest): :func:`forward` on :class:`BoundBackend`. ``parties`` is
     the number of key holders (with ``key_method`` "exact" or "local") or a ready
     :class:`~shaper.crypto.ckks.bounds.NoiseModel`; ``model_bound`` and ``image_bound`` as
-    :class:`BoundBackend` (one number: max |packed weight|, and pixels within 1)."""
+    :class:`BoundBackend` (one number: max |packed weight|, and pixels within 1). ``rounding``
+    is the :class:`~shaper.crypto.ckks.bounds.NoiseModel`'s rule ("worst", the default, a
+    proof; "tail", the independent-uniform heuristic) when one is built here; ``activations``
+    the declared bounds of the intermediate values (:func:`activation_bounds`; not a worst case
+    over adversarial images)."""
     if isinstance(parties, ckks_bounds.NoiseModel):
         nm = parties
     else:
-        nm = ckks_bounds.NoiseModel(params, int(parties), key_method, tail_bits)
+        nm = ckks_bounds.NoiseModel(params, int(parties), key_method, tail_bits, rounding=rounding)
     if nm.params != params:
         raise ConfigError("the noise model belongs to other parameters")
-    be = BoundBackend(model_bound, nm, encrypt, image_bound, encryption=encryption)
+    be = BoundBackend(model_bound, nm, encrypt, image_bound, encryption=encryption, activations=activations)
     return forward(be, image_bound).bound()
 
 
@@ -508,6 +539,83 @@ def slot_bounds(model: Any) -> dict[str, np.ndarray]:
     return {name: np.abs(v) for name, v in pack_model(model).items()}
 
 
+@dataclass(frozen=True, eq=False)
+class Activations:
+    """Declared bounds of the plan's intermediate values, one per operation of :func:`forward`
+    in order (``ops[i]`` its backend method, ``values[i]`` a bound on |slot value| of its
+    result: a number, or per slot), from :func:`activation_bounds`."""
+
+    ops: tuple[str, ...]
+    values: tuple[Any, ...]
+    margin: float
+    images: int
+    per_slot: bool
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
+class _Recorder(SlotBackend):
+    """:class:`SlotBackend` recording max |value| of every operation's result (over the batch)."""
+
+    def __init__(self, weights: dict[str, np.ndarray]) -> None:
+        super().__init__(weights)
+        self.ops: list[str] = []
+        self.peaks: list[np.ndarray] = []
+
+    def _rec(self, op: str, x: np.ndarray) -> np.ndarray:
+        self.ops.append(op)
+        self.peaks.append(np.max(np.abs(x), axis=0))
+        return x
+
+    def rotate(self, x: np.ndarray, step: int) -> np.ndarray:
+        return self._rec("rotate", super().rotate(x, step))
+
+    def rotate_many(self, x: np.ndarray, steps: Iterable[int]) -> dict[int, np.ndarray]:
+        return {s: self.rotate(x, s) for s in steps}
+
+    def mul(self, x: np.ndarray, name: str) -> np.ndarray:
+        return self._rec("mul", super().mul(x, name))
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self._rec("add", super().add(x, y))
+
+    def add_weight(self, x: np.ndarray, name: str) -> np.ndarray:
+        return self._rec("add_weight", super().add_weight(x, name))
+
+    def finish(self, x: np.ndarray) -> np.ndarray:
+        return self._rec("finish", x)
+
+    def square(self, x: np.ndarray) -> np.ndarray:
+        return self._rec("square", x * x)
+
+
+def activation_bounds(model: Any, images: Any, margin: float = 4.0, *, per_slot: bool = False) -> Activations:
+    """Declared bounds of every intermediate value of the plan, from the model owner's data:
+    the plan in the clear on ``images`` ((m, 28, 28) in [0, 1]), and for each operation of
+    :func:`forward` ``margin`` times the largest |slot value| seen, over all slots (a number
+    per operation, ``per_slot=False``) or slot by slot (``per_slot=True``: a slot that is zero
+    on every image, e.g. one the weights mask, is declared zero).
+
+    **Not a worst case.** These hold for inputs like the owner's data, not for every image in
+    [0, 1]^784 (a crafted image can exceed them; through two squares the worst case is far
+    larger: :func:`output_bound` without them). A bound computed with them
+    (``activations=`` of :func:`output_bound` / :class:`BoundBackend`, which take for each
+    intermediate min(propagated, declared)) sizes a flood that is sound only while the
+    declaration holds; an evaluation whose inputs break it is outside the guarantee (the
+    design's documented residual for messages beyond the declared bounds)."""
+    if not (math.isfinite(margin) and margin >= 1.0):
+        raise ConfigError(f"the activation margin must be >= 1, got {margin!r}")
+    rec = _Recorder(pack_model(model))
+    forward(rec, pack_images(images))
+    m = len(pack_images(images)) if np.ndim(images) == 3 else 1
+    values = tuple((margin * p) if per_slot else float(margin * np.max(p)) for p in rec.peaks)
+    for v in values:
+        if isinstance(v, np.ndarray):
+            v.flags.writeable = False
+    return Activations(tuple(rec.ops), values, float(margin), m, bool(per_slot))
+
+
 #: per-slot bound of a packed image with pixels in [0, 1]: 1 where the layout writes a pixel, 0 elsewhere
 IMAGE_SUPPORT = np.zeros(SLOTS)
 IMAGE_SUPPORT[IMAGE_SLOTS] = 1.0
@@ -515,7 +623,27 @@ IMAGE_SUPPORT.flags.writeable = False
 
 
 __all__ = [
-    "BLOCK", "CLASSES", "DEPTH", "IMAGE_SUPPORT", "SEGMENT", "SLOTS", "WEIGHT_NAMES", "BoundBackend", "CkksBackend",
-    "SlotBackend", "Trace", "Tracer", "forward", "logits", "output_bound", "pack_images", "pack_model", "packed_forward",
-    "rotation_steps", "slot_bounds", "trace",
+    "BLOCK",
+    "CLASSES",
+    "DEPTH",
+    "IMAGE_SUPPORT",
+    "SEGMENT",
+    "SLOTS",
+    "WEIGHT_NAMES",
+    "Activations",
+    "BoundBackend",
+    "CkksBackend",
+    "SlotBackend",
+    "Trace",
+    "Tracer",
+    "activation_bounds",
+    "forward",
+    "logits",
+    "output_bound",
+    "pack_images",
+    "pack_model",
+    "packed_forward",
+    "rotation_steps",
+    "slot_bounds",
+    "trace",
 ]
