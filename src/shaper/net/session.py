@@ -9,11 +9,14 @@ Peers are addressed by name or index. ``send`` takes a numpy array (any numeric 
 shape), bytes, or a small JSON-able value; ``recv`` returns whatever arrived under the tag, and
 ``recv_array`` / ``recv_bytes`` / ``recv_meta`` also check that it is what the protocol expects.
 Each session has its own CSPRNG (``session.prg``, AES-CTR keyed from ``os.urandom``) and can
-agree pairwise shared generators (``shared_prg``) for correlated randomness.
+agree shared generators (``shared_prg``) for correlated randomness: every member commits to its
+random contribution before any is opened, so a member that sends last can no longer choose the
+seed after reading the others' contributions (it could before); it can only abort.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -33,6 +36,20 @@ from .stats import Stats
 from .tls import TLSFiles
 
 PeerRef = str | int
+
+#: the domain separator of :meth:`Session.shared_prg`'s commitments
+SHARED_PRG_DOMAIN = b"shaper/net/shared-prg-commit/v1"
+
+
+def _seed_commitment(tag: str, name: str, contribution: bytes) -> bytes:
+    """SHA-256 over the domain, the tag, the member's name and its 32-byte contribution (the tag
+    and name length-prefixed)."""
+    h = hashlib.sha256(SHARED_PRG_DOMAIN)
+    for part in (tag.encode(), name.encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    h.update(contribution)
+    return h.digest()
 
 
 class Session:
@@ -177,21 +194,40 @@ class Session:
         """A generator whose stream this party shares with the parties in ``group`` (this party
         is always included) and no one else: every member contributes 32 random bytes from
         ``os.urandom``, the seed is their XOR. All members must call this with the same group and
-        tag, in the same order relative to other messages."""
+        tag, in the same order relative to other messages.
+
+        The contributions are committed before they are opened: every member first sends
+        SHA-256(domain, tag, its name, its 32 bytes), receives every member's commitment, and
+        only then sends its 32 bytes, which every member checks against the commitment (a
+        mismatch raises :class:`~shaper.errors.FrameError` naming the member). Without that a
+        member that sends last (rushing) could read the others' contributions and choose the
+        seed; now its contribution is fixed before it has seen any other, so the seed is uniform
+        as long as one member's bytes are (the 32 random bytes also hide the commitment). A
+        member can still abort after the openings, as it can at any step."""
         named = {self.parties[p] if isinstance(p, int) and not isinstance(p, bool) else p for p in group}
         members = sorted({self.peer_name(p) for p in named if p != self.name} | {self.name},
                          key=self.parties.index)
+        others = [p for p in members if p != self.name]
         mine = os.urandom(32)
-        for p in members:
-            if p != self.name:
-                self.send(p, mine, tag)
+        for p in others:
+            self.send(p, _seed_commitment(tag, self.name, mine), tag + "/commit")
+        # every message is read before any is judged, so that every honest member has sent all
+        # it will send when the first one raises (none of them fails on a closed connection)
+        commitments = {p: self.recv_bytes(p, tag + "/commit") for p in others}
+        for p, c in commitments.items():
+            if len(c) != 32:
+                raise FrameError(f"party {p!r} sent a {len(c)}-byte seed commitment under tag {tag!r}")
+        for p in others:
+            self.send(p, mine, tag)
+        opened = {p: self.recv_bytes(p, tag) for p in others}
         seed = bytearray(mine)
-        for p in members:
-            if p != self.name:
-                other = self.recv_bytes(p, tag)
-                if len(other) != 32:
-                    raise FrameError(f"party {p!r} sent a {len(other)}-byte seed contribution")
-                seed = bytearray(a ^ b for a, b in zip(seed, other))
+        for p, other in opened.items():
+            if len(other) != 32:
+                raise FrameError(f"party {p!r} sent a {len(other)}-byte seed contribution")
+            if _seed_commitment(tag, p, other) != commitments[p]:
+                raise FrameError(f"party {p!r} opened a seed contribution under tag {tag!r} that does not match its "
+                                 "commitment")
+            seed = bytearray(a ^ b for a, b in zip(seed, other))
         return Prg(seed=bytes(seed))
 
     # -- pipelining -------------------------------------------------------------------------------
