@@ -6,25 +6,36 @@ sampler                how                                                      
 :func:`uniform`        each party draws its share uniformly in Z_q (rejection sampling)      0
 :func:`ternary`        each party draws a uniform Z_3 share; converted to the basis          0
                        (:func:`~.convert.trits_to_mod`)
-:func:`gaussian`       40-bit uniform x from XOR shares; the folded law's cumulative         <= 2^-34.3 (see below)
-                       table, searched by 5 secret comparisons; a random sign;
-                       6-bit two's complement converted to the basis
+:func:`gaussian`       40-bit uniform x from XOR shares; the folded law's cumulative         <= 2^-34.3 (see below;
+                       table, searched by 5 secret comparisons; a random sign;               <= 2^-32.9 at other
+                       6-bit two's complement converted to the basis (at sigma 3.2)          sigma)
 =====================  ====================================================================  =======================
 
-**Discrete Gaussian** (sigma = 3.2, support +-23, GMPFHE's Fig. 2 law): |X| = i with probability
-P_0 = rho(0) / S and P_i = 2 rho(i) / S (rho(i) = exp(-i^2 / 2 sigma^2), S over -23..23), then
-a uniform sign. The table holds the 23 cumulative thresholds T_i = round(2^40 sum_{j < i} P_j);
-|X| = #{i : x >= T_i} for a uniform 40-bit x. Instead of GMPFHE's linear scan (23 comparisons,
-about 880 AND gates) the five bits of |X| come from a binary search: bit 4 = [x >= T_16]; each
-next bit compares x with the threshold selected by the bits found so far, whose planes are XORs
-of a one-hot decoder of those bits (1 + 2 + 4 + 8 AND gates in all), so every comparison is a
+**Discrete Gaussian** (default sigma = 3.2, support +-23, GMPFHE's Fig. 2 law): |X| = i with
+probability P_0 = rho(0) / S and P_i = 2 rho(i) / S (rho(i) = exp(-i^2 / 2 sigma^2), S over
+-tail..tail), then a uniform sign. The table holds the ``tail`` cumulative thresholds
+T_i = round(2^40 sum_{j < i} P_j); |X| = #{i : x >= T_i} for a uniform 40-bit x. Instead of
+GMPFHE's linear scan (23 comparisons, about 880 AND gates) the L = bit_length(tail) bits of |X|
+(5 at the default) come from a binary search: the top bit = [x >= T_(2^(L-1))]; each next bit
+compares x with the threshold selected by the bits found so far, whose planes are XORs of a
+one-hot decoder of those bits (1 + 2 + 4 + 8 AND gates at L = 5), so every comparison is a
 41-bit ripple of 41 AND gates: 5 x 41 + 15 + 5 (sign) = 225 AND gates and 6 conversions to
-the basis per sample.
+the basis per sample at the default (L x 41 + 2^(L-1) - 1 + L and L + 1 conversions in general).
 
-Statistical distance: rounding each threshold costs at most 2^-41 per outcome, 24 outcomes:
-<= 24 x 2^-41 = 2^-36.4; the tail beyond 23 (dropped) has mass 2^-42.4 under sigma = 3.2; the
-support is exactly [-23, 23], so revealed samples never leave it. Per sample, not per key: a
-key of M samples is within M times that of the ideal (Renyi-divergence arguments are tighter).
+Other widths (``sigma`` != 3.2, e.g. a key generation whose parameters ask for another
+``params.sigma``): the support is [-tail, tail] with tail = ceil(7.2 sigma) (:func:`gaussian_tail`;
+at sigma = 3.2 exactly the historical 23 is kept, so nothing changes at the default), up to
+tail 255 (sigma <= 35.4).
+
+Statistical distance: rounding each threshold costs at most 2^-41 per outcome, tail + 1
+outcomes: <= (tail + 1) x 2^-41 (24 x 2^-41 = 2^-36.4 at the default, 2^-33 at tail 255); the
+tail beyond ``tail`` (dropped) has mass 2^-42.4 under sigma = 3.2 and tail 23, and below
+P(|N(0, 1)| > 7.2) = 2^-40.6 for every sigma with tail = ceil(7.2 sigma) (the discrete sum,
+computed for sigma in 0.01..35.4, never exceeds 2^-40.7). So a sample is within
+(tail + 1) 2^-41 + 2^-40.6 of the law: 2^-34.3 at the default, at most 2^-32.9 for any
+supported sigma. The support is exactly [-tail, tail], so revealed samples never leave it. Per
+sample, not per key: a key of M samples is within M times that of the ideal (Renyi-divergence
+arguments are tighter).
 """
 
 from __future__ import annotations
@@ -34,16 +45,36 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...errors import ConfigError
 from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
 from ...kernels.modq import basis, sub_mod
 from ..api import ModShares, XorShares
 
-__all__ = ["GAUSSIAN_BITS", "SIGMA", "TAIL", "gaussian", "gaussian_law", "gaussian_thresholds", "hamming_weight", "ternary",
-           "uniform"]
+__all__ = ["GAUSSIAN_BITS", "MAX_TAIL", "SIGMA", "TAIL", "TAIL_SIGMAS", "gaussian", "gaussian_law", "gaussian_tail",
+           "gaussian_thresholds", "hamming_weight", "ternary", "uniform"]
 
 SIGMA = 3.2
-TAIL = 23          # support [-TAIL, TAIL]
+TAIL = 23          # support [-TAIL, TAIL] at SIGMA
+TAIL_SIGMAS = 7.2  # at any other sigma the support is [-ceil(7.2 sigma), ceil(7.2 sigma)]
+MAX_TAIL = 255     # the widest support the sampler builds a circuit for (sigma <= 35.4)
 GAUSSIAN_BITS = 40  # precision of the uniform draw and of the table
+
+
+def gaussian_tail(sigma: float = SIGMA) -> int:
+    """The support bound of the sampler at ``sigma``: 23 at sigma = 3.2 (the historical table),
+    ceil(7.2 sigma) otherwise, so that the dropped tail has mass below 2^-40.6 at every width
+    (module notes). Raises :class:`~shaper.errors.ConfigError` for a width the sampler does not
+    build (sigma not positive and finite, or a tail beyond 255)."""
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ConfigError(f"the Gaussian width sigma must be positive and finite, got {sigma!r}")
+    if sigma == SIGMA:
+        return TAIL
+    tail = max(1, math.ceil(TAIL_SIGMAS * sigma))
+    if tail > MAX_TAIL:
+        raise ConfigError(f"the MPC Gaussian sampler supports sigma up to {MAX_TAIL / TAIL_SIGMAS:.1f} (a support of "
+                          f"+-{MAX_TAIL}), got sigma {sigma} (support +-{tail})")
+    return tail
 
 
 def gaussian_law(sigma: float = SIGMA, tail: int = TAIL) -> np.ndarray:
@@ -89,13 +120,17 @@ def _compare_ge(engine: Any, x: XorShares, t: XorShares) -> XorShares:
 
 
 def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: float = SIGMA,
-             tail: int = TAIL) -> ModShares:
-    """Shares over the basis of ``count`` discrete-Gaussian samples (see the module notes)."""
+             tail: int | None = None) -> ModShares:
+    """Shares over the basis of ``count`` discrete-Gaussian samples of width ``sigma`` on the
+    support [-tail, tail] (default :func:`gaussian_tail`: 23 at sigma 3.2, ceil(7.2 sigma)
+    otherwise; see the module notes)."""
     mods = basis(moduli)
-    if not 16 <= tail < 32:
-        raise ValueError(f"the Gaussian sampler's circuit is built for a tail of 16..31, got {tail}")
+    if tail is None:
+        tail = gaussian_tail(sigma)
+    if not 1 <= tail <= MAX_TAIL:
+        raise ValueError(f"the Gaussian sampler's circuit is built for a tail of 1..{MAX_TAIL}, got {tail}")
     thresholds = gaussian_thresholds(sigma, tail)
-    levels = 5  # bits of |X|
+    levels = int(tail).bit_length()  # bits of |X| (5 at the default tail 23)
     width = GAUSSIAN_BITS + 1  # x < 2^40, thresholds up to 2^40 ("never")
     words = (count + 63) // 64
     engine.reserve_bit_triples(words * (levels * width + (1 << levels) + levels + 1))
@@ -125,16 +160,17 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
             else:
                 ones = XorShares(engine, np.stack([d.words for d in decoder]), count) & bit
                 decoder = [v for i, d in enumerate(decoder) for v in (d ^ ones[i], ones[i])]
-    # sign: y = (|X| XOR s...s) + s in 6-bit two's complement
+    # sign: y = (|X| XOR s...s) + s in (levels + 1)-bit two's complement
     sign = engine.random_bits((), count)
     flipped = XorShares(engine, np.stack([(b ^ sign).words for b in magnitude[::-1]]), count)
-    zero = XorShares(engine, np.zeros((5, words), np.uint64), count)
-    y = ripple_add(engine, flipped, zero, carry_in=sign)  # 5 sum planes and the carry c_5
-    y_planes = np.concatenate([y.words[:5], (sign.words ^ y.words[5])[None]])  # bit 5: (0 XOR s) XOR c_5
-    values = bits_to_mod(engine, XorShares(engine, y_planes, count), mods)  # (6, count)
-    weights = [1, 2, 4, 8, 16, -32]
+    zero = XorShares(engine, np.zeros((levels, words), np.uint64), count)
+    y = ripple_add(engine, flipped, zero, carry_in=sign)  # levels sum planes and the carry c_levels
+    # the top bit: (0 XOR s) XOR c_levels
+    y_planes = np.concatenate([y.words[:levels], (sign.words ^ y.words[levels])[None]])
+    values = bits_to_mod(engine, XorShares(engine, y_planes, count), mods)  # (levels + 1, count)
+    weights = [1 << j for j in range(levels)] + [-(1 << levels)]
     out = values[0] * weights[0]
-    for j in range(1, 6):
+    for j in range(1, levels + 1):
         out = out + values[j] * weights[j]
     return out
 

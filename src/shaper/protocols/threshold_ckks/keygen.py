@@ -3,9 +3,20 @@
 The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
 with square pairs; s(X^g) is local on the shares; the uniform ``a`` polynomials come from
 jointly drawn seeds; the errors are sampled in the MPC (``method="exact"``) or by each party on
-its own (``"local"``). Each key is this party's local share
+its own (``"local"``), both of width ``params.sigma``. Each key is this party's local share
 (:mod:`shaper.crypto.ckks.multiparty`) opened to every party; a joint test decryption checks the
 result.
+
+Commit before opening: every opening to all parties here (the public key's b, each switching
+key's b, the masked difference d = s - alpha of s^2) and every joint seed (the ``a``
+polynomials, the check vector) is committed first (:mod:`.commit`). Before, a party that sent
+its share last (rushing) could read the honest shares and open a public key, a switching key or
+a seed of its choosing, e.g. b = -a s' + e under a secret s' it knows, and make the check pass.
+Now each party's opening is fixed by its commitment before it has seen anything of the others',
+so a mismatch raises :class:`~shaper.errors.KeyValidationError` at every honest party, naming
+the party, and no key is returned. A party that deviates otherwise inside the (passive) MPC can
+still make the keys wrong, which the check decryption (:func:`check_joint_keys`) catches for keys
+that do not work, but it cannot choose them.
 """
 
 from __future__ import annotations
@@ -28,9 +39,11 @@ from ...crypto.ckks.multiparty import (
 from ...crypto.prg import Prg
 from ...errors import ConfigError, KeyValidationError
 from ...net.phases import Phases, Progress
+from ..additive.sampling import gaussian_tail
+from .commit import committed_open_rows
 from .decrypt import decrypt
 from .keystore import JointKeys
-from .polys import joint_seed, open_rows, share_rows
+from .polys import joint_seed, share_rows
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
 
@@ -44,14 +57,19 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
 
     The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
     with square pairs; s(X^g) is local on the shares; the uniform ``a`` polynomials come from
-    jointly drawn seeds. ``method`` "exact" samples every error (sigma 3.2) in the MPC, "local"
-    lets each party add its own (module docstring). The public, relinearisation and rotation
-    keys are opened; with ``check`` a jointly chosen test vector is encrypted, multiplied,
-    rotated and jointly decrypted, and a key that does not work raises
-    :class:`~shaper.errors.KeyValidationError`. ``progress`` gets one event per phase start and
-    end (time, bytes this party sent)."""
+    jointly drawn seeds. ``method`` "exact" samples every error in the MPC, "local" lets each
+    party add its own (module docstring); both of width ``params.sigma``. The public,
+    relinearisation and rotation keys and the joint seeds are opened to every party with
+    commit-before-open (a party whose opening does not match its commitment is named in a
+    :class:`~shaper.errors.KeyValidationError` at every other party); with ``check`` a jointly
+    chosen test vector is encrypted, multiplied, rotated and jointly decrypted, and a key that
+    does not work raises :class:`~shaper.errors.KeyValidationError`. ``progress`` gets one event
+    per phase start and end (time, bytes this party sent)."""
     if method not in METHODS:
         raise ConfigError(f"unknown key-generation method {method!r}; choose from {', '.join(METHODS)}")
+    sigma = float(params.sigma)
+    if method == "exact":
+        gaussian_tail(sigma)  # a width the MPC sampler builds, or a ConfigError before any message
     rotations = [int(r) for r in rotations]
     ctx = params.context
     primes = params.primes
@@ -70,7 +88,7 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
     def errors(count: int) -> np.ndarray:
         if method == "local":  # this party's own error, added to its share
             return local_errors(params, count)
-        e = engine.gaussian(count * n, primes).share.reshape(count, n, len(primes))
+        e = engine.gaussian(count * n, primes, sigma=sigma).share.reshape(count, n, len(primes))
         out = np.ascontiguousarray(np.swapaxes(e, 1, 2))  # (count, R, N)
         ctx.ntt(out, rows)
         return out
@@ -79,14 +97,14 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         seed = joint_seed(engine, "pk")
         a = expand_seed(params, seed, rows, 1)[0]
         b = public_key_share(params, s, a, errors(1)[0])
-        return ckks.PublicKey(params, np.stack([open_rows(engine, b, primes), a]), seed)
+        return ckks.PublicKey(params, np.stack([committed_open_rows(engine, b, primes, what="pk"), a]), seed)
 
     public = phases.run("public key", public_key, n)
 
     def square() -> np.ndarray:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
         alpha, alpha2 = engine.square_pairs(n, primes)
         alpha, alpha2 = share_rows(alpha), share_rows(alpha2)
-        d = open_rows(engine, ctx.sub(s, alpha, rows), primes)
+        d = committed_open_rows(engine, ctx.sub(s, alpha, rows), primes, what="s2-masked")
         return square_share(params, d, alpha, alpha2, me == 0)
 
     def switching(target: np.ndarray, galois: int, what: str) -> ckks.SwitchingKey:
@@ -94,8 +112,8 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         seed = joint_seed(engine, what)
         a = expand_seed(params, seed, rows, digits)
         b = switching_key_share(params, s, target, a, errors(digits))
-        return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([open_rows(engine, b, primes), a], axis=1)),
-                                 galois, seed)
+        opened = committed_open_rows(engine, b, primes, what=what)
+        return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([opened, a], axis=1)), galois, seed)
 
     s2 = phases.run("s^2 (square pairs)", square, n * len(primes))
     relin = phases.run("relinearisation key", lambda: switching(s2, 0, "rlk"), n * len(params.moduli))
