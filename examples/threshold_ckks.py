@@ -1,6 +1,8 @@
 """Three parties hold one CKKS key: they generate it inside the MPC (nobody ever holds the secret
-key), one encrypts, another computes with the opened keys alone, and all three decrypt jointly
-to the first. Run: ``python examples/threshold_ckks.py`` (about 10 s on 2 cores with the CNN's
+key), encrypt the first party's vector jointly (no party chooses its noise), each compute the
+same circuit themselves, and decrypt jointly to the first; each floods its share by the result's
+worst-case error, so the first party learns rot(x*x, 1) and not the key.
+Run: ``python examples/threshold_ckks.py`` (about 10 s on 2 cores with the CNN's
 128-bit parameters; ``--small`` uses N = 2^12, an insecure test set, in about 2 s).
 """
 
@@ -24,18 +26,17 @@ def job(session, small: bool, out: str) -> dict:
               else cnn_parameters())
     engine = engine_for(session)  # n-party MPC, OT-extension preprocessing
     keys = tc.keygen(engine, params, rotations=[1])  # every party runs this; its share stays here
-    keys.save(Path(out) / session.name)  # public keys + this party's share (mode 0600)
+    keys.save(Path(out) / session.name)  # public keys, this party's share and ledger (mode 0600)
 
     x = np.linspace(-1, 1, params.slots)
-    if session.index == 0:  # the data owner: anyone holding keys.public may encrypt
-        ct = ckks.encrypt(keys.public, ckks.Encoder(params).encode(x))
-        session.broadcast(ckks.to_bytes(ct), "input")
-    else:
-        ct = ckks.from_bytes(session.recv_bytes(0, "input"), params)
-    ev = keys.evaluator()  # plain single-key CKKS from here on
-    y = ev.rotate(ev.mul_rescale(ct, ct), 1)
-    got = tc.decrypt(engine, keys.share, y, to=0)  # every party consents to y's digest first
-    return {"got": got, "want": np.roll(x * x, -1), "phases": keys.phases, "sizes": keys.sizes()}
+    # party 0's values, encrypted jointly: c1 from a seed no party chose, every party's own error
+    ct = tc.encrypt_jointly(engine, keys, x if session.index == 0 else None, value_bound=1.0)[0]
+    # every party computes y itself (CKKS evaluation is deterministic): each can account for it
+    y = tc.evaluate(keys, tc.chain(["square", "rotate:1"]), [ct])[0]
+    flood = tc.plan_flood(keys, [y])  # the flood each party adds, from y's worst-case error
+    got = tc.decrypt(engine, keys, y, to=0)  # consent, budget, per-party flood, opening to party 0
+    return {"got": got, "want": np.roll(x * x, -1), "phases": keys.phases, "sizes": keys.sizes(), "flood": flood,
+            "left": keys.ledger.remaining}
 
 
 def main() -> None:
@@ -50,8 +51,12 @@ def main() -> None:
         print(f"  {p.name:<32s} {p.seconds:6.2f} s {p.bytes_sent / 1e6:8.1f} MB sent by party0")
     print("key sizes:", {k: f"{v / 1e6:.2f} MB" for k, v in r["sizes"].items()})
     print("party0 decrypted rot(x*x, 1):", np.round(r["got"][:4].real, 5), "... expected", np.round(r["want"][:4], 5))
-    print(f"largest error over all slots: {np.max(np.abs(r['got'] - r['want'])):.2e}; "
-          f"parties 1 and 2 learnt nothing: {results[1]['got'] is None and results[2]['got'] is None}")
+    f = r["flood"]
+    print(f"each party flooded its share with sigma 2^{np.log2(f.sigma):.1f} (worst-case error 2^"
+          f"{np.log2(f.error_bound):.1f}, budget {f.budget}, lambda {f.policy.lam}); {r['left']} decryptions left")
+    print(f"largest error over all slots: {np.max(np.abs(r['got'] - r['want'])):.2e} (the flood predicts "
+          f"{f.precision_bits:.1f} bits); parties 1 and 2 learnt nothing: "
+          f"{results[1]['got'] is None and results[2]['got'] is None}")
 
 
 if __name__ == "__main__":

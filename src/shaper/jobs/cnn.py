@@ -177,8 +177,9 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             raise ConfigError("nothing is encrypted")
     with phases.phase("joint decryption"):
         flood = tc.plan_flood(keys, outputs, policy)
-        slots = tc.decrypt_many(engine, keys, outputs, to=client, policy=policy,
-                                approve=lambda request: request["to"] == client)
+        ours = [tc.ciphertext_digest(ct) for ct in outputs]
+        slots = tc.decrypt_many(engine, keys, outputs, to=client, policy=policy,  # our own outputs, to the client only
+                                approve=lambda request: request["to"] == client and request["digests"] == ours)
     report: dict[str, Any] = {
         "party": session.name, "parties": session.n, "role": _role(me, client, owner),
         "client": names[client], "model_owner": names[owner], "evaluator": "every party",

@@ -52,6 +52,7 @@ from ...crypto.ckks.multiparty import (
     validate_ciphertexts,
 )
 from ...errors import ConfigError, DecryptionRefused
+from .commit import committed_open_rows
 from .polys import open_rows
 
 __all__ = ["Flood", "FloodPolicy", "decrypt", "decrypt_many", "plan_flood"]
@@ -146,7 +147,11 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: 
     _agree(session, request, reason)
     keys.ledger.spend(len(cts))
     f = sample_flood((len(cts), params.n), flood.sigma)
-    opened = open_rows(engine, decryption_share(keys.share, cts, f), (params.moduli[0],), to)
+    shares = decryption_share(keys.share, cts, f)
+    if to is None:  # opened to every party: committed first, so that no party sets the result by sending last
+        opened = committed_open_rows(engine, shares, (params.moduli[0],), what="decryption", error=DecryptionRefused)
+    else:
+        opened = open_rows(engine, shares, (params.moduli[0],), to)
     return None if opened is None else decode_opened(params, opened, cts)
 
 

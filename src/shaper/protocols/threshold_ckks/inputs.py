@@ -39,7 +39,8 @@ from ...crypto.ckks.keys import uniform_poly
 from ...crypto.ckks.multiparty import joint_input_share
 from ...crypto.prg import Prg
 from ...errors import ConfigError
-from .polys import joint_seed, open_rows
+from .commit import committed_open_rows
+from .polys import joint_seed
 
 __all__ = ["encrypt_jointly", "noise_model"]
 
@@ -101,7 +102,7 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
         encoder = ckks.Encoder(params)
         message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
     b = joint_input_share(keys.share, a, level, message)
-    c0 = open_rows(engine, b, params.moduli[:level + 1])
+    c0 = committed_open_rows(engine, b, params.moduli[:level + 1], what=f"input-{tag}", error=ConfigError)
     cts = [ckks.Ciphertext(params, np.stack([c0[k], a[k]]), scale, seeds[k]) for k in range(count)]
     bound = noise_model(keys).joint_input(level, scale, value_bound)
     keys.ledger.record(cts, [bound] * count, kind="input", source=f"joint input {tag!r} of party {owner}")

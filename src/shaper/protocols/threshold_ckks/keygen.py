@@ -29,6 +29,7 @@ import numpy as np
 from ...crypto import ckks
 from ...crypto.ckks.keys import expand_seed
 from ...crypto.ckks.multiparty import (
+    DEFAULT_BUDGET,
     check_bound,
     check_vectors,
     local_errors,
@@ -41,7 +42,9 @@ from ...errors import ConfigError, KeyValidationError
 from ...net.phases import Phases, Progress
 from ..additive.sampling import gaussian_tail
 from .commit import committed_open_rows
-from .decrypt import decrypt
+from .decrypt import decrypt, plan_flood
+from .inputs import noise_model
+from .ledger import Ledger
 from .keystore import JointKeys
 from .polys import joint_seed, share_rows
 
@@ -52,7 +55,8 @@ METHODS = ("exact", "local")
 
 
 def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (), conjugation: bool = False,
-           method: str = "exact", check: bool = True, progress: Progress | None = None) -> JointKeys:
+           method: str = "exact", check: bool = True, budget: int = DEFAULT_BUDGET,
+           progress: Progress | None = None) -> JointKeys:
     """Generates single-key CKKS keys inside the MPC; every party calls this with its engine.
 
     The secret s is a shared uniform ternary polynomial; s^2 is computed per NTT point and limb
@@ -63,8 +67,9 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
     commit-before-open (a party whose opening does not match its commitment is named in a
     :class:`~shaper.errors.KeyValidationError` at every other party); with ``check`` a jointly
     chosen test vector is encrypted, multiplied, rotated and jointly decrypted, and a key that
-    does not work raises :class:`~shaper.errors.KeyValidationError`. ``progress`` gets one event
-    per phase start and end (time, bytes this party sent)."""
+    does not work raises :class:`~shaper.errors.KeyValidationError` (the check's two decryptions
+    are charged to the key's decryption ``budget``, kept in the keys' :class:`~.ledger.Ledger`).
+    ``progress`` gets one event per phase start and end (time, bytes this party sent)."""
     if method not in METHODS:
         raise ConfigError(f"unknown key-generation method {method!r}; choose from {', '.join(METHODS)}")
     sigma = float(params.sigma)
@@ -124,7 +129,8 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
     for g in dict.fromkeys(elements):
         galois[g] = phases.run(f"rotation key g={g}", lambda g=g: switching(ctx.automorph(s, g), g, f"galois-{g}"),
                                n * len(params.moduli))
-    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done)
+    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done,
+                     ledger=Ledger(budget=int(budget), key_method=method))
     if check:
         phases.run("check (joint test decryption)",
                    lambda: check_joint_keys(engine, keys, rotations, conjugation))
@@ -134,11 +140,24 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
 def check_joint_keys(engine: Any, keys: JointKeys, rotations: list[int], conjugation: bool) -> None:
     """Encrypts a jointly drawn test vector under the opened public key, squares it (relinearisation
     key) and sums its rotations (every rotation key), decrypts both jointly and compares; raises
-    :class:`~shaper.errors.KeyValidationError` for a key that fails."""
+    :class:`~shaper.errors.KeyValidationError` for a key that fails. Every party computes the
+    check's ciphertexts itself from the joint seed, so each accounts for them (with their
+    worst-case bounds) like any agreed evaluation, and the two decryptions come out of the budget."""
     params = keys.params
     prg = Prg(joint_seed(engine, "check"))
+    nm = noise_model(keys)
+    fresh = nm.public_encryption(params.max_level, params.scale, 1.0)
     for what, c, expected in check_vectors(params, keys.public, keys.evaluator(), prg, rotations, conjugation):
-        got = decrypt(engine, keys.share, c)
+        if what == "relinearisation key":
+            bound = nm.rescale(nm.relinearize(nm.square(fresh)))
+        else:
+            parts = [nm.rotate(fresh) for _ in dict.fromkeys(rotations)] + ([nm.conjugate(fresh)] if conjugation else [])
+            bound = parts[0]
+            for b in parts[1:]:
+                bound = nm.add(bound, b)
+        keys.ledger.record([c], [bound], kind="output", source=f"key check: {what}")
+        flood = plan_flood(keys, [c])
+        got = decrypt(engine, keys, c)
         err = float(np.max(np.abs(got - expected)))
-        if not err < check_bound(params, c.scale, len(rotations) + conjugation):
+        if not err < check_bound(flood.precision_bits, len(rotations) + conjugation) + float(nm.slot_error(bound)):
             raise KeyValidationError(f"the jointly generated {what} fails its test decryption (error {err:.3g})")
