@@ -51,9 +51,9 @@ def add_parser(subparsers: Any) -> None:
     kg.add_argument("--rotations", default="", metavar="R,...",
                     help=f"slot rotation steps to make keys for, or '{CNN}' for the CNN plan's 28 steps")
     kg.add_argument("--conjugation", action="store_true", help="also make the conjugation key")
-    kg.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="Q",
-                    help=f"decryptions (ciphertexts) the key serves before its parties refuse (default {DEFAULT_BUDGET}); "
-                         "the flood grows with sqrt(Q)")
+    kg.add_argument("--budget", type=int, default=None, metavar="Q",
+                    help=f"decryptions (ciphertexts) the key serves before its parties refuse (default {DEFAULT_BUDGET}; "
+                         "128 with --rotations cnn, one CNN job); the flood grows with sqrt(Q)")
     _method_option(kg)
     _params_options(kg)
 

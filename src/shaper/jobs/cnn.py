@@ -43,9 +43,16 @@ from ..crypto import ckks
 from ..errors import ConfigError
 from ..ml.cnn import mnist
 from ..ml.cnn import plan as P
-from ..ml.cnn.inference import check_encrypt, cnn_circuit, confusion, encode_model_packed, model_bound
+from ..ml.cnn.inference import (
+    check_encrypt,
+    cnn_circuit,
+    confusion,
+    declared_output_bound,
+    encode_model_packed,
+    model_bound,
+)
 from ..ml.cnn.model import bundled, train
-from ..ml.cnn.params import cnn_parameters
+from ..ml.cnn.params import CNN_BUDGET, cnn_parameters
 from ..net.phases import Phases, Progress
 from ..protocols import threshold_ckks as tc
 from .fhe import engine_for, local_key_dirs
@@ -119,7 +126,9 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
         hello = {"images": 0 if images is None else int(len(images)), "model": model is not None,
                  "encrypt": list(encrypt), "key": _key_fingerprint(keys),
                  "model_digest": None if model is None else _model_digest(model),
-                 "bound": None if model is None else model_bound(model)}
+                 "bound": None if model is None else model_bound(model),
+                 "declared": None if model is None else
+                 declared_output_bound(model, params, session.n, keys.ledger.key_method, encrypt)}
         session.broadcast(hello, "cnn-hello")
         hellos = {session.name: hello, **session.gather("cnn-hello")}
     names = list(session.parties)
@@ -135,6 +144,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     client, owner = names.index(clients[0]), names.index(owners[0])
     count = hellos[clients[0]]["images"]
     digest, bound = hellos[owners[0]]["model_digest"], float(hellos[owners[0]]["bound"])
+    declared = tuple(float(v) for v in hellos[owners[0]]["declared"])
     me = session.index
     engine = engine_for(session)
 
@@ -170,8 +180,8 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
                                          "cnn-images")["images"]
             images_digest = hashlib.sha256(np.ascontiguousarray(plain_images).tobytes()).hexdigest()
     with phases.phase("evaluate"):
-        circuit = cnn_circuit(params, encrypt=encrypt, model_digest=digest, bound=bound, weights=plain_weights,
-                              images=plain_images, images_digest=images_digest)
+        circuit = cnn_circuit(params, encrypt=encrypt, model_digest=digest, bound=bound, declared=declared,
+                              weights=plain_weights, images=plain_images, images_digest=images_digest)
         outputs = tc.evaluate(keys, circuit, cts) if cts else None
         if outputs is None:
             raise ConfigError("nothing is encrypted")
@@ -229,6 +239,12 @@ def _share_arrays(session: Any, owner: int, arrays: dict[str, np.ndarray] | None
     return out
 
 
+def cnn_budget(images: int) -> int:
+    """The decryption budget of a key made for one CNN job: its images and the key check, at
+    least :data:`CNN_BUDGET` (the flood grows with its square root)."""
+    return max(CNN_BUDGET, int(images) + 2)
+
+
 def _role(me: int, client: int, owner: int) -> str:
     roles = [r for r, i in (("client", client), ("model owner", owner)) if i == me]
     return " + ".join(roles + ["evaluator"])
@@ -251,7 +267,7 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
     steps = P.trace(params).rotation_steps
     engine = engine_for(session)
     t = time.perf_counter()
-    keys = tc.keygen(engine, params, rotations=steps, method=method,
+    keys = tc.keygen(engine, params, rotations=steps, method=method, budget=cnn_budget(count),
                      progress=lambda e: show({**e, "phase": "key generation: " + e["phase"]}))
     keygen = {"seconds": time.perf_counter() - t, "sizes": keys.sizes(),
               "phases": [{"name": p.name, "seconds": p.seconds, "bytes_sent": p.bytes_sent, "items": p.items}
@@ -578,7 +594,7 @@ def plan_command(args: Any) -> int:
     import math
 
     from ..ml.cnn import plan
-    from ..ml.cnn.params import cnn_parameters
+    from ..ml.cnn.params import CNN_BUDGET, cnn_parameters
 
     params = cnn_parameters()
     t = plan.trace(params)

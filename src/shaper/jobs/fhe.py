@@ -29,7 +29,7 @@ import numpy as np
 
 from ..crypto import ckks
 from ..errors import ConfigError, KeyValidationError
-from ..ml.cnn.params import CNN_CHAIN
+from ..ml.cnn.params import CNN_BUDGET, CNN_CHAIN, CNN_ROTATIONS
 from ..net import launch
 from ..net.phases import Progress
 from ..protocols import threshold_ckks as tc
@@ -335,8 +335,9 @@ def show_progress(event: dict) -> None:
 def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[int, ...]) -> int:
     """``shaper fhe keygen``: ``local`` parties here, or this party of a parties file."""
     out = Path(args.out)
+    budget = args.budget if args.budget is not None else (CNN_BUDGET if rotations == CNN_ROTATIONS else tc.DEFAULT_BUDGET)
     options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure,
-               "budget": args.budget}
+               "budget": budget}
     if local is not None:
         check_new_key_dirs(out, local)
         print(f"{local} parties as local processes over TLS: joint key generation ({args.method}), "

@@ -204,16 +204,15 @@ def decryption_precision(params: Parameters, scale: float, sigma: float, parties
     return float(-math.log2(4.5 * std))
 
 
-def check_flood_fits(params: Parameters, sigma: float, parties: int, message_bound: float) -> None:
-    """Raises :class:`~shaper.errors.ConfigError` unless the message plus the flood (9 sigma
-    sqrt(n) per coefficient, beyond any Box-Muller value) stays below q_0 / 2, where one limb
-    decrypts exactly."""
-    reach = float(message_bound) + 9.0 * float(sigma) * math.sqrt(parties)
-    if not reach < params.moduli[0] / 2:
-        raise ConfigError(f"the flood (sigma 2^{math.log2(sigma):.1f}) and the message (2^"
-                          f"{math.log2(max(message_bound, 1.0)):.1f}) reach 2^{math.log2(reach):.1f}, beyond q_0 / 2 "
-                          f"= 2^{math.log2(params.moduli[0] / 2):.1f}: this ciphertext's error bound is too large to "
-                          "decrypt safely at this budget")
+def check_flood_fits(params: Parameters, sigma: float, parties: int) -> None:
+    """Raises :class:`~shaper.errors.ConfigError` unless the flood (9 sigma sqrt(n) per
+    coefficient, beyond any Box-Muller value) takes at most an eighth of q_0 (the decryption's
+    one limb), leaving the rest to the message, as any CKKS decryption at level 0 needs."""
+    reach = 9.0 * float(sigma) * math.sqrt(parties)
+    if not reach <= params.moduli[0] / 8:
+        raise ConfigError(f"the flood (sigma 2^{math.log2(sigma):.1f}, reaching 2^{math.log2(reach):.1f}) would take "
+                          f"more than an eighth of q_0 = 2^{math.log2(params.moduli[0]):.1f}: this ciphertext's error "
+                          "bound is too large to decrypt safely at this budget")
 
 
 def validate_ciphertexts(params: Parameters, cts: Sequence[Any]) -> list[Ciphertext]:

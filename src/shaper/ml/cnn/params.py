@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...crypto import ckks
 
-__all__ = ["CNN_CHAIN", "CNN_ROTATIONS", "cnn_parameters"]
+__all__ = ["CNN_BUDGET", "CNN_CHAIN", "CNN_ROTATIONS", "cnn_parameters"]
 
 #: the benchmark CNN's parameters (issue 19, GMPFHE): N = 2^14, q = 60 + 6 x 53 bits, p 60 bits, scale 2^53
 CNN_CHAIN = (1 << 14, (60, 53, 53, 53, 53, 53, 53), 60, 53)
@@ -24,3 +24,8 @@ def cnn_parameters() -> ckks.Parameters:
     """The CNN's CKKS parameters (128-bit secure by the HE standard)."""
     n, q, p, scale = CNN_CHAIN
     return ckks.Parameters.from_literal(n, list(q), p, scale)
+
+#: the default decryption budget of a CNN key (``shaper fhe keygen --rotations cnn``, ``shaper cnn
+#: demo``): one job of up to 126 images and the key check; re-key per job (the flood grows with
+#: the budget's square root, docs/threshold-ckks.md)
+CNN_BUDGET = 128

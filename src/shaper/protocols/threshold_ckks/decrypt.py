@@ -95,7 +95,7 @@ def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = 
     """The flood this party would use for ``cts``: E and the message bound from its ledger
     (raises :class:`~shaper.errors.DecryptionRefused` for a ciphertext it cannot account for),
     sigma_f from E, the key's budget and the policy; raises :class:`~shaper.errors.ConfigError`
-    when message and flood would not fit below q_0 / 2."""
+    when the flood would take more than an eighth of q_0."""
     params = keys.params
     cts = validate_ciphertexts(params, cts)
     entries = keys.ledger.accounted(cts)
@@ -103,7 +103,7 @@ def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = 
     message = max(e.message for e in entries)
     sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam)
     parties = keys.share.parties
-    check_flood_fits(params, sigma, parties, message)
+    check_flood_fits(params, sigma, parties)
     precision = min(decryption_precision(params, ct.scale, sigma, parties) for ct in cts)
     return Flood(error, message, keys.ledger.budget, sigma, precision, policy)
 

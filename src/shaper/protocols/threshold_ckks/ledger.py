@@ -84,6 +84,7 @@ class Ledger:
             raise ConfigError(f"the ledger holds {len(self.entries)} ciphertexts already; re-key")
         digests = []
         for ct, b in zip(cts, bounds, strict=True):
+            b = b.bound()  # a per-slot bound as its largest slot
             if b.level != ct.level or abs(b.scale / ct.scale - 1.0) > 2.0 ** -30:
                 raise ValueError(f"bound at level {b.level}, scale {b.scale:.4g} does not describe a ciphertext at "
                                  f"level {ct.level}, scale {ct.scale:.4g}")
