@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from shaper.cli import main
+from shaper.crypto import ckks
 from shaper.crypto.serialization import load_key
 from shaper.errors import ConfigError
+from shaper.protocols import threshold_ckks as tc
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -252,8 +254,9 @@ FHE_PARAMS = ["--params", "2048:50,40,40:50:40", "--insecure"]
 
 @NEEDS_NATIVE
 def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
-    """`shaper fhe` over a parties file: joint keys, an encryption by anyone holding the public
-    keys, a decryption to one party; a party that does not consent stops it for everyone."""
+    """`shaper fhe` over a parties file: joint keys, a joint encryption of one party's values,
+    every party's own evaluation, a decryption to one party; a party that does not consent (or
+    cannot account for the ciphertext) stops it for everyone, and a short --digest never starts."""
     _parties_file(tmp_path, "bank", "shop")
     common = ["--parties", str(tmp_path / "parties.toml")]
 
@@ -266,20 +269,36 @@ def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
     res = both(lambda me: ["keygen", "--out", str(tmp_path / me), "--rotations", "1", *FHE_PARAMS])
     assert [r[0] for r in res] == [0, 0], res
     assert "relinearisation key" in res[0][1] and "MB sent" in res[0][1]
-    assert stat.S_IMODE((tmp_path / "bank" / "secret-share.shpr").stat().st_mode) == 0o600
+    for f in ("secret-share.shpr", "ledger.json"):
+        assert stat.S_IMODE((tmp_path / "bank" / f).stat().st_mode) == 0o600
     x = np.linspace(-1, 1, 300)
     np.save(tmp_path / "x.npy", x)
-    assert main(["fhe", "encrypt", "--keys", str(tmp_path / "shop"), "--input", str(tmp_path / "x.npy"),
-                 "--out", str(tmp_path / "x.ct")]) == 0
-    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "x.ct"),
+    res = both(lambda me: ["encrypt", "--keys", str(tmp_path / me), "--out", str(tmp_path / f"x-{me}.ct"),
+                           *(["--input", str(tmp_path / "x.npy")] if me == "shop" else [])])
+    assert [r[0] for r in res] == [0, 0], res
+    assert (tmp_path / "x-bank.ct").read_bytes() == (tmp_path / "x-shop.ct").read_bytes()
+    for me in ("bank", "shop"):  # every party computes y itself
+        assert main(["fhe", "eval", "--keys", str(tmp_path / me), "--circuit", "square,rotate:1",
+                     "--ciphertext", str(tmp_path / f"x-{me}.ct"), "--out", str(tmp_path / f"y-{me}.ct")]) == 0
+    assert (tmp_path / "y-bank.ct").read_bytes() == (tmp_path / "y-shop.ct").read_bytes()
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / f"y-{me}.ct"),
                            "--to", "bank", "--out", str(tmp_path / f"{me}.csv")])
     assert [r[0] for r in res] == [0, 0], res
     got = np.loadtxt(tmp_path / "bank.csv", delimiter=",")
-    assert got.shape == (1024,) and np.max(np.abs(got[:300] - x)) < 0.05 and np.max(np.abs(got[300:])) < 0.05
+    want = np.roll(np.concatenate([x, np.zeros(1024 - 300)]) ** 2, -1)
+    assert got.shape == (1024,) and np.max(np.abs(got - want)) < 0.05
     assert not (tmp_path / "shop.csv").exists() and "nothing learnt here" in res[1][1]
-    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "x.ct"),
-                           *(["--digest", "00ff"] if me == "shop" else [])])
+    assert "flooded its share" in res[0][1] and "decryptions left" in res[0][1]
+    # a ciphertext one party made alone: every party refuses, nothing is opened
+    keys = tc.PublicKeys.load(tmp_path / "bank")
+    ckks.save(ckks.encrypt(keys.public, ckks.Encoder(keys.params).encode(x)), tmp_path / "alone.ct")
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "alone.ct")])
+    assert [r[0] for r in res] == [2, 2] and all("unknown provenance" in r[2] for r in res), res
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / f"y-{me}.ct"),
+                           *(["--digest", "ab" * 32] if me == "shop" else [])])
     assert [r[0] for r in res] == [2, 2] and all("refused by shop" in r[2] for r in res), res
+    assert main(["fhe", "decrypt", *common, "--me", "bank", "--keys", str(tmp_path / "bank"), "--ciphertext",
+                 str(tmp_path / "y-bank.ct"), "--digest", ""]) == 2
 
 
 @NEEDS_NATIVE
@@ -289,9 +308,21 @@ def test_fhe_local_keygen_demo_and_clear_errors(tmp_path, capsys):
     assert main(["fhe", "keygen", "--local", "3", "--out", str(tmp_path / "k"), *FHE_PARAMS]) == 2
     assert "already holds key directories" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1.5\n-2\nnan\n")
-    assert main(["fhe", "encrypt", "--keys", str(tmp_path / "k" / "party0"), "--input", str(tmp_path / "x.csv"),
-                 "--out", str(tmp_path / "x.ct")]) == 2
+    assert main(["fhe", "encrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
+                 "--bound", "2", "--out", str(tmp_path / "x.ct")]) == 2
     assert "NaN" in capsys.readouterr().err
+    (tmp_path / "x.csv").write_text("1.5\n-2\n0.5\n")
+    assert main(["fhe", "encrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
+                 "--bound", "2", "--out", str(tmp_path / "x.ct")]) == 0
+    assert main(["fhe", "eval", "--local", "3", "--keys", str(tmp_path / "k"), "--circuit", "square",
+                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "y.ct")]) == 0
+    capsys.readouterr()
+    assert main(["fhe", "decrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--ciphertext",
+                 str(tmp_path / "y.ct"), "--out", str(tmp_path / "y.csv")]) == 0
+    assert np.allclose(np.loadtxt(tmp_path / "y.csv", delimiter=",")[:3], [2.25, 4, 0.25], atol=0.05)
+    assert main(["fhe", "eval", "--local", "3", "--keys", str(tmp_path / "k"), "--circuit", "cube",
+                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "z.ct")]) == 2
+    assert "unknown circuit operation 'cube'" in capsys.readouterr().err
     assert main(["fhe", "keygen", "--local", "2", "--out", str(tmp_path / "j"), "--params", "2048:50:50:40"]) == 2
     assert "exceeds the HE Standard" in capsys.readouterr().err  # refused without --insecure, before launching
     assert not (tmp_path / "j").exists()
@@ -334,14 +365,16 @@ def test_cnn_infer_under_a_joint_key_from_fhe_keygen(tmp_path, capsys):
     assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "4", "--out", str(logits),
                  "--report", str(tmp_path / "r.html")]) == 0
     out = capsys.readouterr().out
-    assert "client party0, model owner party1, evaluator party0" in out and "accuracy" in out
+    assert "client party0, model owner party1, evaluator every party" in out and "accuracy" in out
     images = cnn.mnist.sample()[0][:4] / 255.0
     want = cnn.bundled().forward(images)
     got = np.load(logits)
-    assert got.shape == (4, 10) and np.max(np.abs(got - want)) < 1e-3
-    # the model owner evaluates when the image is the only thing encrypted
+    assert got.shape == (4, 10) and np.array_equal(got.argmax(1), want.argmax(1)) and np.max(np.abs(got - want)) < 0.5
+    # with the model in the clear every party evaluates with it (it goes to every party)
     assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "2", "--encrypt", "image"]) == 0
-    assert "evaluator party1" in capsys.readouterr().out
+    assert "evaluator every party" in capsys.readouterr().out
+    assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "2", "--evaluator", "party1"]) == 2
+    assert "every party evaluates" in capsys.readouterr().err
 
 
 def _rows_csv(path, X, y=None):

@@ -15,8 +15,7 @@ import pytest
 
 from shaper.cli import build_parser, main
 from shaper.crypto import ckks
-from shaper.jobs.cnn import infer_report
-from shaper.jobs.cnn import html_report, shown_order
+from shaper.jobs.cnn import html_report, infer_report, shown_order
 from shaper.protocols import threshold_ckks as tc
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None
@@ -25,10 +24,14 @@ SMALL = ["--params", "2048:50,40,40:50:40", "--insecure"]
 
 @pytest.fixture(scope="module")
 def public_keys(tmp_path_factory):
-    """A key directory of public material (a single-key CKKS key made here: no MPC needed)."""
+    """Two parties' key directories of public material (a single-key CKKS key made here: no MPC
+    needed): input checks happen before any party starts."""
     params = ckks.Parameters.from_literal(2048, [50, 40, 40], 50, 40, insecure=True)
     keys = ckks.KeySet(params)
-    return tc.PublicKeys(params, keys.public, keys.relin, {}).save(tmp_path_factory.mktemp("fhe") / "keys")
+    root = tmp_path_factory.mktemp("fhe") / "keys"
+    for i in range(2):
+        tc.PublicKeys(params, keys.public, keys.relin, {}).save(root / f"party{i}")
+    return root
 
 
 @pytest.mark.parametrize("name, text, problem", [
@@ -43,7 +46,7 @@ def public_keys(tmp_path_factory):
 def test_encrypt_refuses_bad_input_in_one_line(public_keys, tmp_path, capsys, name, text, problem):
     path = tmp_path / name
     path.write_text(text)
-    assert main(["fhe", "encrypt", "--keys", str(public_keys), "--input", str(path),
+    assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(path),
                  "--out", str(tmp_path / "x.ct")]) == 2
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
@@ -51,15 +54,15 @@ def test_encrypt_refuses_bad_input_in_one_line(public_keys, tmp_path, capsys, na
     assert "encrypted" not in out and not (tmp_path / "x.ct").exists()
 
 
-def test_encrypt_refuses_an_empty_npy_and_encrypts_a_good_one(public_keys, tmp_path, capsys):
+def test_encrypt_refuses_an_empty_npy_and_values_beyond_the_bound(public_keys, tmp_path, capsys):
     np.save(tmp_path / "empty.npy", np.zeros(0))
-    assert main(["fhe", "encrypt", "--keys", str(public_keys), "--input", str(tmp_path / "empty.npy"),
+    assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(tmp_path / "empty.npy"),
                  "--out", str(tmp_path / "x.ct")]) == 2
     assert "holds no values" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1.5\n-2\n0.25\n")
-    assert main(["fhe", "encrypt", "--keys", str(public_keys), "--input", str(tmp_path / "x.csv"),
-                 "--out", str(tmp_path / "x.ct")]) == 0
-    assert "3 values encrypted" in capsys.readouterr().out
+    assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(tmp_path / "x.csv"),
+                 "--out", str(tmp_path / "x.ct")]) == 2
+    assert "beyond --bound 1" in capsys.readouterr().err and not (tmp_path / "x.ct").exists()
 
 
 def test_the_retired_spellings_still_parse_with_a_deprecation_line(capsys):
@@ -114,7 +117,7 @@ def test_fhe_demo_runs_on_real_hosts_from_a_parties_file(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     for me, (out, _) in zip(("bank", "shop", "lab"), outs):
-        assert "bank encrypts x, lab computes rot(x*x, 1)" in out
+        assert "bank's x is encrypted jointly, every party computes rot(x*x, 1)" in out
         assert "largest error" in out and f"at {me}" in out
 
 

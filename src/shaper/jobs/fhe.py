@@ -157,7 +157,7 @@ def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.
         raise ConfigError(f"{input_path} holds values up to {float(np.max(np.abs(values))):.6g}, beyond --bound {bound:g}; "
                           "pass a larger --bound (every party the same)")
     ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session), keys, values, value_bound=bound,
-                            tag=f"shaper fhe encrypt {Path(str(out)).name if out is not None else ''}")[0]
+                            tag="shaper fhe encrypt")[0]
     if out is not None:
         ckks.save(ct, out)
     return {"party": session.name, "values": None if values is None else int(values.size),
@@ -373,6 +373,12 @@ def write_values(path: str | None, values: np.ndarray) -> None:
 
 def encrypt_command(args: Any, local: int | None) -> int:
     """``shaper fhe encrypt``: a joint encryption, ``local`` parties here or this party of a parties file."""
+    if args.input:  # bad input stops here, in one line, before any party starts
+        first = local_key_dirs(args.keys, local)[0] if local is not None else Path(args.keys)
+        values = read_vector(args.input, tc.PublicKeys.load(first).params.slots)
+        if float(np.max(np.abs(values))) > args.bound:
+            raise ConfigError(f"{args.input} holds values up to {float(np.max(np.abs(values))):.6g}, beyond --bound "
+                              f"{args.bound:g}; pass a larger --bound (every party the same)")
     if local is not None:
         if not args.input:
             raise ConfigError("with --local pass --input FILE (party0 brings the values)")

@@ -35,14 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from rich.console import Console
 from rich.table import Table as RichTable
 
 from ..errors import ConfigError
-from ..net import launch
 from ..ml import VerticalLogisticRegression
 from ..ml.scoring import LinearPart, joint_scores, load_part, local_scores, save_part
+from ..net import launch
 from .progress import TrainingProgress, epoch_line, event_line, jsonl_writer
 from .report import html_report, write_json, write_scores
 
@@ -73,8 +72,8 @@ def psi_available() -> bool:
 
 
 def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
-    from ..ml.data import Table
     from ..ml.alignment import align
+    from ..ml.data import Table
 
     guest = session.index == 1
     cols = slice(HOST_FEATURES, None) if guest else slice(0, HOST_FEATURES)

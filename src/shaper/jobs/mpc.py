@@ -77,9 +77,9 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
 
 
 def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
-    from ..protocols.triples import OtTriples
     from ..protocols.additive import AdditiveEngine
     from ..protocols.additive.sampling import TAIL
+    from ..protocols.triples import OtTriples
 
     engine = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
     src = engine.triple_source

@@ -348,7 +348,13 @@ class PsiProgress:
         if self.live:
             if self.bar is None:
                 from rich.console import Console
-                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                )
 
                 self.bar = Progress(TextColumn("[bold]PSI[/bold] {task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=Console(file=self.stream))

@@ -24,8 +24,8 @@ import html
 import io
 import json
 import math
-import sys
 import struct
+import sys
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Sequence

@@ -44,8 +44,8 @@ from ..additive.sampling import gaussian_tail
 from .commit import committed_open_rows
 from .decrypt import decrypt, plan_flood
 from .inputs import noise_model
-from .ledger import Ledger
 from .keystore import JointKeys
+from .ledger import Ledger
 from .polys import joint_seed, share_rows
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
