@@ -1,7 +1,7 @@
 """Every ``shaper fhe`` and ``shaper cnn`` command the README shows, run exactly as written, at its
 defaults (the CNN's 128-bit chain: N = 2^14, 60 + 6 x 53-bit primes), in one scratch directory
-and in the README's order (``fhe encrypt`` uses the keys ``fhe keygen`` wrote, and the ``x.csv``
-the README assumes). Lines with placeholders (``--parties FILE --me NAME``) cannot run as
+and in the README's order (``fhe encrypt`` uses the keys ``fhe keygen`` wrote and the ``x.csv``
+the README assumes, ``fhe eval`` the ciphertext ``fhe encrypt`` wrote, ``fhe decrypt`` its output). Lines with placeholders (``--parties FILE --me NAME``) cannot run as
 written; they must parse, with the placeholders filled in.
 
 This is the test that would have caught ``shaper fhe demo`` failing after key generation at the
@@ -88,4 +88,5 @@ def test_every_fhe_and_cnn_command_in_the_readme_runs_as_written(tmp_path):
         ran.append(line)
     assert {"shaper fhe demo --local 3", "shaper fhe keygen --local 3 --out keys/", "shaper cnn demo",
             "shaper cnn plan"} <= set(ran), ran
-    assert (tmp_path / "x.ct").is_file() and (tmp_path / "cnn-report.html").is_file()
+    assert (tmp_path / "x.ct").is_file() and (tmp_path / "y.ct").is_file()
+    assert (tmp_path / "cnn-report.html").is_file()
