@@ -32,6 +32,10 @@ from shaper.ml.cnn.inference import (
 from shaper.ml.cnn.params import cnn_parameters
 
 from ..crypto.test_ckks_bounds import joint_encrypt
+from shaper.kernels.rns import native_selected
+
+FULL = pytest.mark.skipif(not native_selected(), reason="N = 2^14 CKKS needs the native RNS kernels (extension absent "
+                          "or SHAPER_NATIVE=off); the plan on bounds runs everywhere")
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,7 @@ def report(what, bound, errs):
 
 
 @pytest.mark.parametrize("encrypt", [("image", "model"), ("image",), ("model",)])
+@FULL
 def test_output_bound_covers_encrypted_inference(setup, encrypt):
     params, keys, model, images = setup
     ev = ckks.Evaluator(params, keys.relin, keys.galois)
@@ -88,6 +93,7 @@ def test_output_bound_covers_encrypted_inference(setup, encrypt):
 
 
 @pytest.mark.parametrize("encrypt", [("image", "model"), ("image",)])
+@FULL
 def test_tail_rules_and_declared_activations_cover_encrypted_inference(setup, encrypt):
     """The heuristic rounding rule ("tail") and activation bounds declared from other images of
     the owner's data (images 2..101, margin 4: the two evaluated images are not among them)
@@ -151,6 +157,7 @@ def test_activation_bounds():
         P.activation_bounds(model, images[:2], 0.5)
 
 
+@FULL
 def test_output_bound_with_joint_inputs(setup):
     """Image and weights encrypted jointly (the design's symmetric joint encryption, 2 parties,
     simulated here) under the single-key evaluation keys."""
