@@ -127,6 +127,8 @@ def _tampering(real, cheater, match):
         changed = bytearray(payload)
         changed[0] ^= 1
         session.broadcast(nonce + bytes(changed), tag + "/open")
+        for peer in session.peers:  # it stays for the round, as a real cheater would: every honest
+            session.recv_bytes(peer, tag + "/open")  # party's send then lands, whatever the timing
         return [bytes(changed)] * session.n
     return open_committed
 
