@@ -499,7 +499,9 @@ def demo_command(args: Any, local: int | None) -> int:
     print(f"accuracy on {count} MNIST test images ({setting}):")
     _accuracy_table([("encrypted inference", f"{acc:.2%}"), ("plaintext model", f"{plain_acc:.2%}"),
                      ("same prediction as plaintext", f"{same}/{count}"),
-                     ("largest logit error", f"{error:.2e}"),
+                     ("largest logit error", f"{error:.2e}" + (
+                         f" ({-np.log2(error):.1f} bits; the flood predicts {extra['decryption precision (bits)']})"
+                         if "decryption precision (bits)" in extra else "")),
                      ("evaluation per image", f"{evaluate / count * 1e3:.0f} ms"),
                      ("total wall time", f"{total:.1f} s")])
     summary = {"setting": setting, "encrypted": " and ".join(encrypt), "images": count,
@@ -569,9 +571,13 @@ def infer_command(args: Any, local: int | None) -> int:
             print(session.stats.table(f"traffic of {args.me}"))
     print(f"{report['images']} images, {' and '.join(report['encrypt'])} encrypted; client {report['client']}, "
           f"model owner {report['model_owner']}, evaluator {report['evaluator']}; this party: {report['role']}")
+    flood = (f"each party flooded its share with sigma 2^{np.log2(report['sigma']):.1f} (the outputs' error bound "
+             f"2^{np.log2(report['error_bound']):.1f}): about {report['precision_bits']:.1f} bits of logit precision; "
+             f"{report['budget_left']} of {report['budget']} decryptions left")
     if "logits" not in report:
-        print("the logits were decrypted jointly for the client; nothing learnt here")
+        print(f"the logits were decrypted jointly for the client; nothing learnt here ({flood})")
         return 0
+    print(flood)
     predicted = report["predicted"]
     shown = ", ".join(str(int(p)) for p in predicted[:20])
     print(f"predictions: {shown}{', ...' if len(predicted) > 20 else ''}")
