@@ -24,6 +24,7 @@ from shaper.crypto import ckks
 from shaper.crypto.prg import Prg
 from shaper.errors import ConfigError, DecryptionRefused, PartyError, SerializationError
 from shaper.jobs.fhe import keygen_job
+from shaper.kernels.rns import native_selected
 from shaper.ml.cnn.params import cnn_parameters
 from shaper.net import NetConfig, launch, run_in_memory
 from shaper.protocols import threshold_ckks as tc
@@ -374,17 +375,19 @@ def test_a_failed_save_leaves_nothing(tmp_path, monkeypatch):
 
 # -- full size -------------------------------------------------------------------------------------------
 
-def _cnn_job(session):
+def _cnn_job(session, with_demo):
     e = engine_for_tests(session)
     params = cnn_parameters()
-    keys = tc.keygen(e, params, rotations=[1])
+    keys = tc.keygen(e, params, rotations=[1] if with_demo else [])
     x = np.cos(np.arange(params.slots) * 0.37)
     mine = x if session.index == 0 else None
     fresh = tc.encrypt_jointly(e, keys, mine, value_bound=1.0, tag="fresh")[0]
     low = tc.encrypt_jointly(e, keys, mine, value_bound=1.0, level=0, tag="level0")[0]  # the CNN's output level
-    demo = tc.evaluate(keys, tc.chain(["square", "rotate:1"]), [fresh])[0]  # shaper fhe demo's circuit
+    cases = [("fresh", fresh, x), ("level 0", low, x)]
+    if with_demo:  # shaper fhe demo's circuit
+        cases.append(("demo", tc.evaluate(keys, tc.chain(["square", "rotate:1"]), [fresh])[0], np.roll(x * x, -1)))
     out = {"sizes": keys.sizes()}
-    for label, ct, want in (("fresh", fresh, x), ("level 0", low, x), ("demo", demo, np.roll(x * x, -1))):
+    for label, ct, want in cases:
         flood = tc.plan_flood(keys, [ct])
         t0 = time.process_time()
         got = tc.decrypt(e, keys, ct)
@@ -398,16 +401,20 @@ def test_cnn_scale_precision_is_the_flood_prediction():
     a joint input (at the top level and at level 0, the CNN's output level) and the output of
     ``shaper fhe demo``'s circuit (square, rotate by 1), decrypted with each party's flood for
     the key's default budget, are as precise as ``plan_flood`` predicts: the largest slot error
-    within 4 x 2^-bits and within 1.5 bits of it."""
-    res = run_in_memory(2, _cnn_job, timeout=600)
-    for label in ("fresh", "level 0", "demo"):
+    within 4 x 2^-bits and within 1.5 bits of it. (On the numpy reference kernels, where N = 2^14
+    is slow, the joint inputs only: the demo's rotation key and evaluation take minutes there.)"""
+    with_demo = native_selected()
+    res = run_in_memory(2, _cnn_job, with_demo, timeout=600)
+    for label in ("fresh", "level 0") + (("demo",) if with_demo else ()):
         floods = [r[label]["flood"] for r in res]
         assert floods[0] == floods[1]  # both parties planned the same flood
         predicted = floods[0].precision_bits
         for r in res:
             err = r[label]["error"]
             assert err <= 4 * 2.0 ** -predicted and abs(-np.log2(err) - predicted) < 1.5, (label, err, predicted)
-    assert res[0]["level 0"]["level"] == 0 and res[0]["demo"]["level"] == cnn_parameters().max_level - 1
+    assert res[0]["level 0"]["level"] == 0
+    if with_demo:
+        assert res[0]["demo"]["level"] == cnn_parameters().max_level - 1
     sizes = res[0]["sizes"]
     assert sizes == res[1]["sizes"]
     assert sizes["public key"] < 2 << 20 and sizes["relinearisation key"] < 18 << 20
