@@ -128,7 +128,12 @@ PRELUDE = "import json, subprocess, sys, tempfile, time\nfrom pathlib import Pat
 
 
 def run_one(python: str, tree: Path, name: str) -> dict:
-    code = PRELUDE + textwrap.dedent(WORKLOADS[name]) + "\nprint('RESULT ' + json.dumps(result))\n"
+    return run_code(python, tree, name, PRELUDE + textwrap.dedent(WORKLOADS[name]))
+
+
+def run_code(python: str, tree: Path, name: str, code: str) -> dict:
+    """Runs workload ``code`` (which sets ``result``) under ``python`` in ``tree``: its result."""
+    code += "\nprint('RESULT ' + json.dumps(result))\n"
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     env.pop("PYTHONPATH", None)
     out = subprocess.run([python, "-c", code], cwd=tree, capture_output=True, text=True, env=env, timeout=3600)
@@ -147,7 +152,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     new_tree = Path(__file__).resolve().parent.parent
-    old_tree = Path(args.old_tree) if args.old_tree else Path(args.old).resolve().parent.parent.parent
+    old_tree = Path(args.old_tree) if args.old_tree else Path(os.path.abspath(args.old)).parent.parent.parent
     sides = {"old": (args.old, old_tree), "new": (sys.executable, new_tree)}
     rows = []
     for name in args.workloads:

@@ -49,6 +49,7 @@ import textwrap
 from pathlib import Path
 
 from meta import machine, write_json
+from release_compare import run_code
 
 COMMON = """
     import numpy as np
@@ -155,16 +156,8 @@ PRELUDE = "import json, subprocess, sys, tempfile, time\nfrom pathlib import Pat
 
 def run_one(python: str, tree: Path, name: str, settings: dict) -> dict:
     """One run of workload ``name`` under ``python`` in ``tree``: its metrics."""
-    code = (PRELUDE + "".join(f"{k} = {v!r}\n" for k, v in settings.items()) + textwrap.dedent(COMMON)
-            + textwrap.dedent(WORKLOADS[name]) + "\nprint('RESULT ' + json.dumps(result))\n")
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run([python, "-c", code], cwd=tree, capture_output=True, text=True, env=env, timeout=3600,
-                         check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"{name} failed under {python}:\n{out.stderr[-3000:]}")
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return run_code(python, tree, name, PRELUDE + "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+                    + textwrap.dedent(COMMON) + textwrap.dedent(WORKLOADS[name]))
 
 
 def main() -> int:
