@@ -30,7 +30,7 @@ Sections:
    keys (elements of the plan's rotation steps). Sizes: SEAL's uncompressed layout;
 4. threshold CKKS, 2 parties as processes over loopback TLS (``shaper.net.launch``), party i
    pinned to CPU i with 1 native thread: joint key generation with the plan's 28 rotation keys
-   (``method`` "local" and "exact"), then ``jobs.infer_job`` (party 0 the client and evaluator,
+   (``method`` "local" and "exact"), then ``jobs.infer_job`` (party 0 the client; every party evaluates;
    party 1 the model owner; image and model encrypted): per-image evaluation and encryption at
    the client (from the job's progress events), joint decryption of the batch to the client,
    bytes each party sent, accuracy and agreement with the plaintext model;
@@ -73,7 +73,7 @@ from shaper.ml import cnn
 from shaper.ml.cnn import mnist
 from shaper.ml.cnn import plan as P
 from shaper.ml.cnn.inference import encode_model, encrypt_model
-from shaper.ml.cnn.params import CNN_CHAIN, cnn_parameters
+from shaper.ml.cnn.params import CNN_BUDGET, CNN_CHAIN, cnn_parameters
 from shaper.net import NetConfig, launch
 from shaper.protocols import threshold_ckks as tc
 
@@ -472,7 +472,7 @@ def single_key(model: Any, images: np.ndarray, plain_logits: np.ndarray, cpus: l
 
 def threshold_party(session: Any, method: str, images: Any, labels: Any, model: Any) -> dict:
     """One party: joint keys with the plan's rotation keys, then ``jobs.infer_job`` (party 0 the
-    client and evaluator, the last party the model owner), timed per image through its progress
+    client, the last party the model owner, every party evaluating), timed per image through its progress
     events. Pinned to CPU ``index mod cpus``, one native thread."""
     import shaper._native as nat
 
@@ -485,7 +485,7 @@ def threshold_party(session: Any, method: str, images: Any, labels: Any, model: 
     steps = P.trace(params).rotation_steps
     engine = engine_for(session)
     b0, t0 = session.stats.bytes_sent, time.perf_counter()
-    keys = tc.keygen(engine, params, rotations=steps, method=method)
+    keys = tc.keygen(engine, params, rotations=steps, method=method, budget=CNN_BUDGET)
     keygen = {"seconds": time.perf_counter() - t0, "bytes_sent": session.stats.bytes_sent - b0,
               "phases": [p.__dict__ for p in keys.phases], "sizes": keys.sizes(), "rotation_keys": len(keys.galois)}
     marks: list[tuple[float, dict]] = []
@@ -541,7 +541,7 @@ def threshold(method: str, model: Any, images: np.ndarray, labels: np.ndarray, p
         "agree_with_plaintext": float(np.mean(pred == plain_pred)),
         "all_equal_plaintext": bool(np.array_equal(pred, plain_pred)),
         "precision_bits": client["precision_bits"], "cost": client["cost"],
-        "pinning": "party i on CPU i mod cpus, 1 native thread; party 0 client + evaluator, party 1 model owner",
+        "pinning": "party i on CPU i mod cpus, 1 native thread; party 0 client, party 1 model owner, both evaluate",
     }
     row["joint_decryption_per_image_ms"] = 1e3 * row["joint_decryption_batch_s"] / len(images)
     print(f"  keygen {row['keygen_s']:.1f} s, eval {row['eval']['median_ms']:.0f} ms/image, joint decryption "

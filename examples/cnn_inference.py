@@ -22,7 +22,8 @@ IMAGES = 5
 
 def party(session) -> dict:
     params = cnn.cnn_parameters()
-    keys = tc.keygen(engine_for(session), params, rotations=cnn.plan.rotation_steps(params), method="local")
+    keys = tc.keygen(engine_for(session), params, rotations=cnn.plan.rotation_steps(params), method="local",
+                     budget=cnn.params.CNN_BUDGET)  # one job: the flood grows with the budget
     images, labels = cnn.mnist.sample()
     mine = {"hospital": {"images": images[:IMAGES] / 255.0, "labels": labels[:IMAGES]},
             "lab": {"model": cnn.bundled()}}.get(session.name, {})

@@ -12,7 +12,9 @@ The pieces, each in its own module:
   rotations, baby-step giant-step matrix-vector products);
 * :mod:`.serial` — versioned binary serialisation (``to_bytes``/``from_bytes``, ``save``/``load``).
 * :mod:`.multiparty` — threshold CKKS's local steps on one party's share (key-generation shares,
-  decryption shares with smudging, digests); the protocol is :mod:`shaper.protocols.threshold_ckks`.
+  joint-input shares, flooded decryption shares, digests); the protocol is
+  :mod:`shaper.protocols.threshold_ckks`.
+* :mod:`.bounds` — worst-case error bounds of every operation (what the flood is sized by).
 
 The polynomial arithmetic runs on the RNS kernels of :mod:`shaper.kernels.rns` (native Rust
 where built, the numpy reference otherwise). ``docs/ckks.md`` has the parameters, precision and

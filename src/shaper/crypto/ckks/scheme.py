@@ -4,8 +4,9 @@ Security model: CKKS is IND-CPA secure under RLWE with the parameters of
 :mod:`~shaper.crypto.ckks.params`; whoever holds a ciphertext and the public/evaluation keys
 learns nothing about the message. Decryption returns the message *plus noise*, and that noise
 depends on the secret key: a decrypted result handed to someone else can leak the key
-(Li–Micciancio, EUROCRYPT 2021). Only share decrypted values after adding smudging noise (the
-threshold decryption of the multiparty layer does).
+(Li–Micciancio, EUROCRYPT 2021). Only share decrypted values flooded by their worst-case error,
+of ciphertexts whose error nobody chose (the threshold decryption of the multiparty layer does:
+docs/threshold-ckks.md).
 
 A ciphertext is ``data`` (k, level + 1, N) uint64 in NTT form (k = 2, or 3 after a product
 before relinearisation) with a ``scale``. Levels count down from L to 0, one prime per rescale.
