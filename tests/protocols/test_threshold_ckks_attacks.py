@@ -142,30 +142,29 @@ def test_an_input_encrypted_alone_with_a_chosen_error_is_refused():
     assert "as an input of 'square'" in res[1]["evaluate"]
 
 
-def _deviating_owner_job(session, monkeypatch_delta):
+_HONEST_SHARE = joint_inputs.joint_input_share
+
+
+def _delta():
+    coeffs = np.zeros(PARAMS.n)
+    coeffs[3] = 2.0 ** 30
+    return ckks.Encoder(PARAMS).coefficients_to_rns(coeffs, PARAMS.max_level)
+
+
+def _deviating_share(share, a, level, message=None, prg=None):
+    """Party 0's share with 2^30 X^3 added (in-memory parties share the module: only the owner,
+    party 0, deviates)."""
+    out = _HONEST_SHARE(share, a, level, message, prg)
+    if share.index != 0:
+        return out
+    return PARAMS.context.add(out, np.broadcast_to(_delta(), a.shape).copy(), PARAMS.mods(level))
+
+
+def _deviating_owner_job(session):
     """The owner adds 2^30 X^3 to its share inside the joint encryption: c_1 is still the joint
     seed's and c_0 moves by exactly that term (known to the owner, independent of s)."""
     e, keys = _keys(session)
-    honest = joint_inputs.joint_input_share
-    delta = None
-    if session.index == 0 and monkeypatch_delta:
-        coeffs = np.zeros(PARAMS.n)
-        coeffs[3] = 2.0 ** 30
-        delta = ckks.Encoder(PARAMS).coefficients_to_rns(coeffs, PARAMS.max_level)
-
-        def deviating(share, a, level, message=None, prg=None):
-            out = honest(share, a, level, message, prg)
-            if share.index != 0:  # in-memory parties share this module: only the owner deviates
-                return out
-            return PARAMS.context.add(out, np.broadcast_to(delta, a.shape).copy(), PARAMS.mods(level))
-
-        joint_inputs.joint_input_share = deviating
-    session.barrier("patched")
-    try:
-        ct = tc.encrypt_jointly(e, keys, X if session.index == 0 else None, value_bound=1.0, tag="deviating")[0]
-    finally:
-        session.barrier("done")
-        joint_inputs.joint_input_share = honest
+    ct = tc.encrypt_jointly(e, keys, X if session.index == 0 else None, value_bound=1.0, tag="deviating")[0]
     s = _secret(e, keys)  # test only: the joint secret, to look at the phase
     ctx = PARAMS.context
     rows = PARAMS.mods(ct.level)
@@ -180,8 +179,9 @@ def _secret(e, keys):
     return np.ascontiguousarray(ModShares(e, np.ascontiguousarray(keys.share.ntt.T), PARAMS.primes).reveal().T)
 
 
-def test_a_deviating_owner_moves_c0_only_by_a_term_independent_of_s():
-    res = run_in_memory(2, _deviating_owner_job, True, timeout=300)
+def test_a_deviating_owner_moves_c0_only_by_a_term_independent_of_s(monkeypatch):
+    monkeypatch.setattr(joint_inputs, "joint_input_share", _deviating_share)  # restored after the test
+    res = run_in_memory(2, _deviating_owner_job, timeout=300)
     q0 = PARAMS.moduli[0]
     phase = np.array([int(v) if v <= q0 // 2 else int(v) - q0 for v in res[0]["phase"]])
     encoded = np.rint(ckks.Encoder(PARAMS).slots_to_coefficients(X) * PARAMS.scale)
