@@ -131,13 +131,13 @@ def test_activation_bounds():
     assert acts.ops[-1] == "add_weight" and acts.ops.count("square") == 2
     once = P.activation_bounds(model, images[:100], 1.0)
     assert all(a == pytest.approx(4.0 * b) for a, b in zip(acts.values, once.values, strict=True))
-    # the other 900 bundled images stay within the margin (on this data they reach at most ~1.43x)
-    rest = P.activation_bounds(model, images[100:], 1.0)
+    # 400 other bundled images stay within the margin (all 900 reach at most ~1.43x)
+    rest = P.activation_bounds(model, images[100:500], 1.0)
     assert max(r / b for r, b in zip(rest.values, once.values, strict=True) if b > 0) < 2.0
     # per slot, the first 100 images do not predict the rest (slots zero on them are not zero
     # later): why the per-operation declaration is the one to use
     slots = P.activation_bounds(model, images[:100], 4.0, per_slot=True)
-    slots_rest = P.activation_bounds(model, images[100:], 1.0, per_slot=True)
+    slots_rest = P.activation_bounds(model, images[100:500], 1.0, per_slot=True)
     assert any(np.any(r > s) for r, s in zip(slots_rest.values, slots.values, strict=True))
     # the declarations tighten the output bound; the message of each op is at most the declaration
     params = cnn_parameters()
