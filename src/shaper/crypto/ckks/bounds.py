@@ -1,5 +1,5 @@
 """Worst-case error bounds for CKKS evaluations: what sizes the flooding noise of threshold
-decryption (issue 34, ``docs/threshold-ckks.md``).
+decryption (``docs/threshold-ckks.md``).
 
 **Norms.** For a polynomial x of R = Z[X]/(X^N + 1) (or its real extension) the canonical norm
 is ||x||_can = max_k |x(zeta_k)| over the N primitive 2N-th roots of unity zeta_k. The N/2
