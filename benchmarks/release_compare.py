@@ -24,6 +24,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from meta import machine, write_json
 
@@ -143,24 +144,44 @@ def run_code(python: str, tree: Path, name: str, code: str) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def comparison_options(ap: argparse.ArgumentParser, workloads: dict) -> None:
+    """The options every side-by-side comparison takes: the old interpreter and tree, the
+    workloads, the repeats."""
     ap.add_argument("--old", required=True, metavar="PYTHON", help="the earlier release's interpreter (its own install)")
     ap.add_argument("--old-tree", metavar="DIR", help="its source tree (default: the interpreter's ../..)")
-    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    ap.add_argument("--workloads", nargs="+", default=list(workloads), choices=list(workloads))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args()
+
+
+def comparison_sides(args: argparse.Namespace) -> dict[str, tuple[str, Path]]:
+    """{"old": (interpreter, tree), "new": (this interpreter, this tree)}. Not resolve(): a venv's
+    python is a link to the base interpreter, whose ../.. is not the tree."""
     new_tree = Path(__file__).resolve().parent.parent
     old_tree = Path(args.old_tree) if args.old_tree else Path(os.path.abspath(args.old)).parent.parent.parent
-    sides = {"old": (args.old, old_tree), "new": (sys.executable, new_tree)}
+    return {"old": (args.old, old_tree), "new": (sys.executable, new_tree)}
+
+
+def alternate(repeats: int, run: Any) -> dict[str, dict[str, list[float]]]:
+    """``run(side)`` (a metric -> value dict) ``repeats`` times per side, the sides alternating
+    which goes first: every metric's samples per side."""
+    samples: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
+    for rep in range(repeats):
+        for side in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+            for metric, value in run(side).items():
+                samples[side].setdefault(metric, []).append(value)
+    return samples
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    comparison_options(ap, WORKLOADS)
+    ap.add_argument("--json", metavar="PATH")
+    args = ap.parse_args()
+    sides = comparison_sides(args)
+    old_tree = sides["old"][1]
     rows = []
     for name in args.workloads:
-        samples: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
-        for rep in range(args.repeats):
-            for side in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-                for metric, seconds in run_one(*sides[side], name).items():
-                    samples[side].setdefault(metric, []).append(seconds)
+        samples = alternate(args.repeats, lambda side, name=name: run_one(*sides[side], name))
         for metric in samples["new"]:
             old, new = statistics.median(samples["old"][metric]), statistics.median(samples["new"][metric])
             rows.append({"workload": name, "metric": metric, "old_s": old, "new_s": new, "ratio": new / old,

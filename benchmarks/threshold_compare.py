@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -49,7 +48,7 @@ import textwrap
 from pathlib import Path
 
 from meta import machine, write_json
-from release_compare import run_code
+from release_compare import alternate, comparison_options, comparison_sides, run_code
 
 COMMON = """
     import numpy as np
@@ -162,27 +161,18 @@ def run_one(python: str, tree: Path, name: str, settings: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", required=True, metavar="PYTHON", help="the earlier release's interpreter (its own install)")
-    ap.add_argument("--old-tree", metavar="DIR", help="its source tree (default: the interpreter's ../..)")
-    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
-    ap.add_argument("--repeats", type=int, default=3)
+    comparison_options(ap, WORKLOADS)
     ap.add_argument("--batch", type=int, default=20, help="ciphertexts per joint decryption (tckks-decrypt)")
     ap.add_argument("--images", type=int, default=20, help="images of cnn-2party")
     ap.add_argument("--json", metavar="PATH", help="write the rows here (merged with the workloads already there)")
     args = ap.parse_args()
-    new_tree = Path(__file__).resolve().parent.parent
-    # not resolve(): a venv's python is a link to the base interpreter, whose ../.. is not the tree
-    old_tree = Path(args.old_tree) if args.old_tree else Path(os.path.abspath(args.old)).parent.parent.parent
-    sides = {"old": (args.old, old_tree), "new": (sys.executable, new_tree)}
+    sides = comparison_sides(args)
+    old_tree, new_tree = sides["old"][1], sides["new"][1]
     settings = {"BATCH": args.batch, "IMAGES": args.images}
     rows, errors = [], {}
     for name in args.workloads:
-        samples: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
         try:
-            for rep in range(args.repeats):
-                for side in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-                    for metric, value in run_one(*sides[side], name, settings).items():
-                        samples[side].setdefault(metric, []).append(value)
+            samples = alternate(args.repeats, lambda side, name=name: run_one(*sides[side], name, settings))
         except (RuntimeError, subprocess.TimeoutExpired) as exc:  # a failed workload is reported, the rest still run
             errors[name] = str(exc)[-3000:]
             print(f"{name}: FAILED\n{errors[name]}", file=sys.stderr, flush=True)
