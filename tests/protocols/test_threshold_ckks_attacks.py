@@ -11,6 +11,8 @@ carried out for real through the public API, and what stops it.
 * more decryptions than the key's budget — refused at every party, the count persisted;
 * a short or empty ``--digest`` — refused before any party starts;
 * a party that asks for another flood, or holds another circuit's output — refused;
+* a party that skips its own flood (to help the recipient) leaves the honest party's, which alone
+  has the width the argument needs;
 * what *is* decrypted is flooded as documented: the spread of repeated decryptions of one
   accounted ciphertext matches sqrt(n) sigma_f (so the error e, far below sigma_f, is hidden).
 
@@ -19,6 +21,7 @@ The rushing party in key generation is in ``test_threshold_ckks_commit.py`` (com
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -34,6 +37,9 @@ from shaper.protocols import threshold_ckks as tc
 from shaper.protocols.threshold_ckks import inputs as joint_inputs
 
 from .dealer_engine import engine_for_tests
+
+# the module (the package's ``decrypt`` is the function of the same name)
+decrypt_module = importlib.import_module("shaper.protocols.threshold_ckks.decrypt")
 
 PARAMS = ckks.Parameters.from_literal(64, [50, 40, 40], 50, 40, insecure=True)
 X = np.linspace(-1, 1, PARAMS.slots)
@@ -259,6 +265,27 @@ def test_what_is_decrypted_is_flooded_with_the_documented_width():
     assert 0.8 < measured / predicted < 1.2, (measured, predicted)
     # and the flood is far above the worst-case error it hides
     assert flood.sigma == tc.flood_sigma(flood.error_bound, flood.budget) > 4 * flood.error_bound
+
+
+_HONEST_DECRYPTION_SHARE = decrypt_module.decryption_share
+
+
+def _unflooded_share(share, cts, flood):
+    """Party 0 colludes with the recipient: it adds no flood at all (in-memory parties share the
+    module: only party 0 deviates)."""
+    return _HONEST_DECRYPTION_SHARE(share, cts, np.zeros_like(flood) if share.index == 0 else flood)
+
+
+def test_a_party_that_skips_its_flood_leaves_the_honest_partys_flood_alone(monkeypatch):
+    """The argument counts only the honest party's flood: a party that adds none (to help the
+    recipient) leaves exactly one party's width, sigma_f sqrt(N / 2) / scale per slot, which alone
+    is sized to hide the error."""
+    monkeypatch.setattr(decrypt_module, "decryption_share", _unflooded_share)
+    repeats = 40
+    got, flood = run_in_memory(2, _spread_job, repeats, timeout=300)[0]
+    one = flood.sigma * math.sqrt(PARAMS.n / 2) / PARAMS.scale
+    measured = float(np.std(got.real - X))
+    assert 0.8 < measured / one < 1.2, (measured, one)
 
 
 def test_decrypt_raises_party_error_not_hangs_when_one_party_lacks_the_ciphertext():
