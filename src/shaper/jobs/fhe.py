@@ -145,6 +145,16 @@ def _joint_keys(session: Any, keys_dir: str | os.PathLike) -> tc.JointKeys:
     return keys
 
 
+def read_bounded(path: str | os.PathLike, slots: int, bound: float) -> np.ndarray:
+    """:func:`read_vector`, and every |value| within ``bound`` (a ConfigError naming the file)."""
+    values = read_vector(path, slots)
+    peak = float(np.max(np.abs(values)))
+    if peak > bound:
+        raise ConfigError(f"{path} holds values up to {peak:.6g}, beyond --bound {bound:g}; pass a larger --bound "
+                          "(every party the same)")
+    return values
+
+
 def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.PathLike | None,
                 out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None) -> dict:
     """One party's side of a joint encryption (:func:`~shaper.protocols.threshold_ckks.encrypt_jointly`):
@@ -152,10 +162,7 @@ def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.
     must give alike), every party writes the ciphertext to ``out`` (when given) and records it in
     its ledger. Returns the count of values (at the owner), the digest and the file."""
     keys = _joint_keys(session, keys_dir)
-    values = None if input_path is None else read_vector(input_path, keys.params.slots)
-    if values is not None and float(np.max(np.abs(values))) > bound:
-        raise ConfigError(f"{input_path} holds values up to {float(np.max(np.abs(values))):.6g}, beyond --bound {bound:g}; "
-                          "pass a larger --bound (every party the same)")
+    values = None if input_path is None else read_bounded(input_path, keys.params.slots, bound)
     ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session), keys, values, value_bound=bound,
                             tag="shaper fhe encrypt")[0]
     if out is not None:
@@ -375,10 +382,7 @@ def encrypt_command(args: Any, local: int | None) -> int:
     """``shaper fhe encrypt``: a joint encryption, ``local`` parties here or this party of a parties file."""
     if args.input:  # bad input stops here, in one line, before any party starts
         first = local_key_dirs(args.keys, local)[0] if local is not None else Path(args.keys)
-        values = read_vector(args.input, tc.PublicKeys.load(first).params.slots)
-        if float(np.max(np.abs(values))) > args.bound:
-            raise ConfigError(f"{args.input} holds values up to {float(np.max(np.abs(values))):.6g}, beyond --bound "
-                              f"{args.bound:g}; pass a larger --bound (every party the same)")
+        read_bounded(args.input, tc.PublicKeys.load(first).params.slots, args.bound)
     if local is not None:
         if not args.input:
             raise ConfigError("with --local pass --input FILE (party0 brings the values)")
