@@ -221,22 +221,16 @@ def _model_digest_packed(packed: dict[str, np.ndarray]) -> str:
 
 def _share_arrays(session: Any, owner: int, arrays: dict[str, np.ndarray] | None, tag: str) -> dict[str, np.ndarray]:
     """``owner``'s float arrays at every party (a model or images in the clear, which every
-    party needs to evaluate), as raw little-endian bytes with their names and shapes."""
+    party needs to evaluate), by name, as the session's array frames (dtype checked)."""
     if session.index == owner:
-        meta = {k: list(np.shape(v)) for k, v in arrays.items()}
-        session.broadcast(meta, tag + "-meta")
+        session.broadcast(list(arrays), tag + "-names")
         for k in arrays:
-            session.broadcast(np.ascontiguousarray(arrays[k], dtype="<f8").tobytes(), tag)
+            session.broadcast(np.ascontiguousarray(arrays[k], dtype=np.float64), tag)
         return arrays
-    meta = session.recv_meta(owner, tag + "-meta")
-    out = {}
-    for k, shape in meta.items():
-        data = session.recv_bytes(owner, tag)
-        size = int(np.prod(shape)) * 8
-        if len(data) != size or len(shape) > 3:
-            raise ConfigError(f"party {session.parties[owner]!r} sent {len(data)} bytes for {k} of shape {shape}")
-        out[k] = np.frombuffer(data, dtype="<f8").reshape(shape).copy()
-    return out
+    names = session.recv_meta(owner, tag + "-names")
+    if not (isinstance(names, list) and all(isinstance(k, str) for k in names)):
+        raise ConfigError(f"party {session.parties[owner]!r} sent malformed array names")
+    return {k: session.recv_array(owner, tag, dtype=np.float64) for k in names}
 
 
 def cnn_budget(images: int) -> int:
@@ -600,7 +594,7 @@ def plan_command(args: Any) -> int:
     import math
 
     from ..ml.cnn import plan
-    from ..ml.cnn.params import CNN_BUDGET, cnn_parameters
+    from ..ml.cnn.params import cnn_parameters
 
     params = cnn_parameters()
     t = plan.trace(params)
