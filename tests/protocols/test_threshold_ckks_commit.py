@@ -166,6 +166,7 @@ def _open_job(session, mode):
             session.recv_bytes(2, tag + "/commit")
             opened0 = session.recv_bytes(0, tag + "/open")
             session.broadcast(opened0, tag + "/open")  # opening party 0's value, as party 1
+            session.recv_bytes(2, tag + "/open")  # stay until party 2 has sent everything to us
             return None
         try:
             commit.open_committed(session, b"my share", tag)
