@@ -111,8 +111,11 @@ class NetConfig:
     timeout: float = 300.0
     connect_timeout: float = 60.0
     max_frame: int = 4 << 20
-    max_message: int = 16 << 30
+    max_message: int = 1 << 30  # the largest one message a peer may announce
     max_meta: int = 1 << 20
+    max_buffered: int = 1 << 30  # bytes a peer may have queued here, received but not yet read
+    keepalive: float = 15.0  # seconds of silence before TCP probes a link (a dead peer shows in ~2x)
+    max_pending: int = 8  # unauthenticated connections handled at once by a listener
     bandwidth: float | None = None  # bits per second, per direction of each link
     latency: float = 0.0  # seconds, one way
     insecure: bool = False
@@ -127,6 +130,12 @@ class NetConfig:
             raise ConfigError(f"max_frame must be between 1 KiB and 1 GiB, got {self.max_frame!r}")
         if not (isinstance(self.max_message, int) and self.max_message >= self.max_frame):
             raise ConfigError(f"max_message must be at least max_frame, got {self.max_message!r}")
+        if not (isinstance(self.max_buffered, int) and self.max_buffered >= self.max_message):
+            raise ConfigError(f"max_buffered must be at least max_message, got {self.max_buffered!r}")
+        if not (isinstance(self.keepalive, (int, float)) and 1 <= self.keepalive <= 3600):
+            raise ConfigError(f"keepalive must be 1..3600 seconds, got {self.keepalive!r}")
+        if not (isinstance(self.max_pending, int) and 1 <= self.max_pending <= 1024):
+            raise ConfigError(f"max_pending must be 1..1024 connections, got {self.max_pending!r}")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise ConfigError(f"bandwidth must be positive bits/s, got {self.bandwidth!r}")
         if not (isinstance(self.latency, (int, float)) and 0 <= self.latency < 60):
@@ -145,17 +154,20 @@ class NetConfig:
     def from_mapping(cls, raw: dict, base: "NetConfig | None" = None) -> "NetConfig":
         """Build from a parties file's ``[network]`` table (strings with units allowed)."""
         base = base or cls()
-        known = {"timeout", "connect_timeout", "max_frame", "max_message", "bandwidth", "latency", "insecure"}
+        known = {"timeout", "connect_timeout", "max_frame", "max_message", "max_buffered", "keepalive",
+                 "max_pending", "bandwidth", "latency", "insecure"}
         unknown = set(raw) - known
         if unknown:
             raise ConfigError(f"unknown [network] settings: {', '.join(sorted(unknown))}")
         changes: dict[str, Any] = {}
-        for key in ("timeout", "connect_timeout", "latency"):
+        for key in ("timeout", "connect_timeout", "latency", "keepalive"):
             if key in raw:
                 changes[key] = parse_duration(raw[key], key)
-        for key in ("max_frame", "max_message"):
+        for key in ("max_frame", "max_message", "max_buffered"):
             if key in raw:
                 changes[key] = parse_size(raw[key], key)
+        if "max_pending" in raw:
+            changes["max_pending"] = raw["max_pending"]
         if "bandwidth" in raw:
             changes["bandwidth"] = None if raw["bandwidth"] in (None, "", "none") else parse_rate(raw["bandwidth"])
         if "insecure" in raw:
