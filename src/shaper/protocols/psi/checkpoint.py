@@ -11,8 +11,13 @@ client's public key) and append-only files of what the run has computed so far:
 * FNP, at the server: ``results.bin``, its encrypted evaluations, block of bins by block.
 
 Every file is created 0600 (the secrets would let anyone holding the peer's messages test ids
-or decrypt). A chunk or block only counts once it is completely on disk (fsynced); a torn last
-one is cut off on resume. The directory is removed when the run completes.
+or decrypt). ``state.json`` is replaced atomically (temporary file, fsync, rename, fsync of the
+directory); a chunk or block only counts once it is completely on disk (fsynced), an append that
+fails (a full disk) is cut off again, and a torn last one (a kill) is cut off on resume. A
+``state.json`` that is unreadable all the same (garbled by a disk fault) is not resumed: a
+:class:`PsiStateWarning` says so and the run starts afresh. What a killed save left behind (a
+temporary holding the secrets) is removed when the state is next opened. The directory is removed
+when the run completes.
 
 A run resumes only when both parties hold a state of the same run (the run id both derived at
 its start, :func:`open_run`) for the same ids and options; otherwise both start afresh and
@@ -25,14 +30,19 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...files import write_atomic, write_private
+from ...files import append_durable, fsync_directory, remove_stale, write_atomic
 
 STATE_VERSION = 1
+
+
+class PsiStateWarning(UserWarning):
+    """A saved PSI state is unreadable and was not resumed (the run starts afresh)."""
 
 
 class PsiCheckpoint:
@@ -52,9 +62,22 @@ class PsiCheckpoint:
 
     def load(self) -> dict | None:
         """The saved state, or None when there is none for these ids and options."""
+        remove_stale(self.dir)  # temporaries of a save that was killed (they hold the secrets)
         try:
-            state = json.loads((self.dir / "state.json").read_text())
-        except (OSError, ValueError):
+            raw = (self.dir / "state.json").read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            warnings.warn(f"{self.dir / 'state.json'} is unreadable ({exc}); starting the run afresh",
+                          PsiStateWarning, stacklevel=2)
+            return None
+        try:
+            state = json.loads(raw)
+            if not isinstance(state, dict) or not isinstance(state.get("run"), str):
+                raise ValueError("not a PSI state")
+        except (ValueError, UnicodeDecodeError):
+            warnings.warn(f"{self.dir / 'state.json'} is truncated or garbled; starting the run afresh",
+                          PsiStateWarning, stacklevel=2)
             return None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get("digest") != self.digest:
             return None
@@ -64,8 +87,9 @@ class PsiCheckpoint:
         """A fresh state for run ``run`` holding ``secrets`` (hex in state.json), with ``files``
         emptied."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in files:
-            write_private(self.dir / name, b"")
+        remove_stale(self.dir)
+        for name in files:  # emptied in one step each (a crash here leaves the old run, with less work)
+            write_atomic(self.dir / name, b"")
         state: dict[str, Any] = {"version": STATE_VERSION, "digest": self.digest, "run": run,
                                  **{k: None if v is None else v.hex() for k, v in secrets.items()}}
         write_atomic(self.dir / "state.json", json.dumps(state).encode())
@@ -106,13 +130,13 @@ class PsiCheckpoint:
         return -(-rows // chunk)
 
     def append(self, name: str, data: bytes) -> None:
-        with open(self.dir / name, "ab") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        """Appends a chunk or block, durable when this returns; a failed append is cut off."""
+        append_durable(self.dir / name, data)
 
     def clear(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir.parent.is_dir():
+            fsync_directory(self.dir.parent)
 
 
 def open_run(session: Any, other: int, hello: dict, items: Any, checkpoint_dir: str | None, resume: bool,
