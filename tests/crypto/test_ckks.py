@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import struct
 
 import numpy as np
 import pytest
@@ -287,7 +288,7 @@ def test_gaussian_sampler_has_the_documented_width():
 
 def test_serialisation_round_trips_and_validates(params, keys, enc, ev, tmp_path, rng):
     x = rng.uniform(-1, 1, params.slots)
-    assert ckks.from_bytes(ckks.to_bytes(params)) == params
+    assert ckks.from_bytes(ckks.to_bytes(params), insecure=True) == params  # a test set: only when asked
     sym = ckks.encrypt(keys.secret, enc.encode(x))
     pub = ckks.encrypt(keys.public, enc.encode(x))
     three = ev.mul(pub, pub, relinearize=False)
@@ -318,6 +319,40 @@ def test_serialisation_round_trips_and_validates(params, keys, enc, ev, tmp_path
         ckks.from_bytes(bytes(raw), other)
     with pytest.raises(SerializationError, match="needs its Parameters"):
         ckks.from_bytes(bytes(raw))
+
+
+def test_an_insecure_parameter_file_loads_only_when_asked(params, tmp_path):
+    path = ckks.save(params, tmp_path / "params.shpr")
+    assert params.security is None  # the test set is outside the HE Standard
+    with pytest.raises(SerializationError, match="insecure test set"):
+        ckks.load(path)
+    assert ckks.load(path, insecure=True) == params
+    secure = ckks.Parameters.from_literal(2048, [25], 27, 20)
+    assert ckks.from_bytes(ckks.to_bytes(secure)) == secure
+
+
+def _with_scale(data: bytes, offset_from_end: int, value: float) -> bytes:
+    raw = bytearray(data)
+    at = len(raw) - offset_from_end
+    raw[at:at + 8] = struct.pack("<d", value)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("scale", [5e-324, 0.5, -2.0 ** 40, 0.0, math.inf, -math.inf, math.nan, 1e300, 2.0 ** 62])
+def test_absurd_parameter_scales_are_refused(params, scale):
+    data = ckks.to_bytes(params)  # ... u64 p, f64 scale, f64 sigma, u8 security
+    with pytest.raises(SerializationError, match="scale"):
+        ckks.from_bytes(_with_scale(data, 17, scale), insecure=True)
+
+
+@pytest.mark.parametrize("scale", [5e-324, 0.5, -1.0, 0.0, math.inf, math.nan, 1e300])
+def test_absurd_ciphertext_scales_are_refused(params, keys, enc, scale):
+    ct = ckks.encrypt(keys.public, enc.encode(np.zeros(params.slots)))
+    raw = bytearray(ckks.to_bytes(ct))
+    at = 8 + 16 + 2  # header, parameter fingerprint, u8 components, u8 level
+    raw[at:at + 8] = struct.pack("<d", scale)
+    with pytest.raises(SerializationError, match="scale"):
+        ckks.from_bytes(bytes(raw), params)
 
 
 # -- precision at full size (native kernels) -----------------------------------------------------

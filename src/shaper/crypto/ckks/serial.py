@@ -21,7 +21,11 @@ kind            body
 Seeded forms store a uniform polynomial as the 32-byte seed it is expanded from (AES-256-CTR),
 halving keys and fresh symmetric ciphertexts. Loading checks every length, that every residue is
 below its prime, the Galois element, level and scale, and re-validates the parameters (primes,
-security) before anything is returned.
+security) before anything is returned. A parameter set whose security byte says "test set" (0)
+loads only with ``insecure=True``, so a swapped file cannot turn a deployment's parameters into
+insecure ones unnoticed. Scales must be sane: a parameter scale in [2, 2^61] (no prime is
+larger), a ciphertext scale in [1, 2^(log2 PQ + 64)]; anything else (5e-324, inf, NaN, a negative
+number, 1e300) is refused as :class:`~shaper.errors.SerializationError`.
 """
 
 from __future__ import annotations
@@ -91,14 +95,15 @@ def to_bytes(obj: Any) -> bytes:
     raise TypeError(f"cannot serialise {type(obj).__name__} as CKKS data")
 
 
-def from_bytes(data: bytes, params: Parameters | None = None) -> Any:
-    """Parse and validate CKKS data. Keys and ciphertexts need the ``params`` they belong to."""
+def from_bytes(data: bytes, params: Parameters | None = None, *, insecure: bool = False) -> Any:
+    """Parse and validate CKKS data. Keys and ciphertexts need the ``params`` they belong to.
+    A test parameter set (security byte 0) loads only with ``insecure=True``."""
     r = wire.Reader(data)
     kind, scheme = wire.read_header(r)
     if scheme != wire.SCHEME_CKKS:
         raise SerializationError(f"not CKKS data (scheme id {scheme})")
     if kind == wire.KIND_PARAMS:
-        out = _read_params(r)
+        out = _read_params(r, insecure)
         r.done()
         return out
     if params is None:
@@ -142,8 +147,9 @@ def from_bytes(data: bytes, params: Parameters | None = None) -> Any:
         if size not in (2, 3) or level > params.max_level:
             raise SerializationError(f"ciphertext with {size} components at level {level} (parameters allow 2-3 "
                                      f"components, levels 0..{params.max_level})")
-        if not (math.isfinite(scale) and scale > 0):
-            raise SerializationError(f"ciphertext scale {scale!r} is not a positive finite number")
+        if not (math.isfinite(scale) and 1.0 <= scale and math.log2(scale) <= params.log_pq + _SCALE_SLACK_BITS):
+            raise SerializationError(f"ciphertext scale {scale!r} is outside [1, 2^{params.log_pq + _SCALE_SLACK_BITS:.0f}] "
+                                     "(a finite number no ciphertext of these parameters goes beyond)")
         if seeded not in (0, 1) or (seeded and size != 2):
             raise SerializationError("bad ciphertext seed flag")
         mods = params.mods(level)
@@ -167,14 +173,23 @@ def _flag(r: wire.Reader, what: str) -> bool:
     return bool(flag)
 
 
-def _read_params(r: wire.Reader) -> Parameters:
+_SCALE_SLACK_BITS = 64  # a ciphertext scale may pass log2(PQ) by this much (a product before its rescale)
+_MAX_PARAMS_SCALE = 2.0 ** 61  # every prime is below 2^61
+
+
+def _read_params(r: wire.Reader, insecure: bool = False) -> Parameters:
     n, count = r.unpack("IB", "parameter header")
     moduli = r.unpack(f"{count}Q", "ciphertext primes")
     special, scale, sigma, security = r.unpack("QddB", "parameter tail")
     if security not in (0, 128):
         raise SerializationError(f"unknown security level {security}")
+    if security == 0 and not insecure:
+        raise SerializationError("these CKKS parameters are marked as an insecure test set; load them with "
+                                 "insecure=True only if that is what you meant to use")
     if sigma != 3.2:
         raise SerializationError(f"error width {sigma} is not the supported 3.2")
+    if not (math.isfinite(scale) and 2.0 <= scale <= _MAX_PARAMS_SCALE):
+        raise SerializationError(f"parameter scale {scale!r} is outside [2, 2^61]")
     try:
         return Parameters.from_primes(n, moduli, special, scale, insecure=security == 0)
     except ValueError as exc:
@@ -192,5 +207,6 @@ def save(obj: Any, path: str | os.PathLike) -> Path:
     return path
 
 
-def load(path: str | os.PathLike, params: Parameters | None = None) -> Any:
-    return from_bytes(Path(path).read_bytes(), params)
+def load(path: str | os.PathLike, params: Parameters | None = None, *, insecure: bool = False) -> Any:
+    """:func:`from_bytes` of a file (``insecure``: accept a test parameter set)."""
+    return from_bytes(Path(path).read_bytes(), params, insecure=insecure)
