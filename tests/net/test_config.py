@@ -68,7 +68,7 @@ def test_parties_file(tmp_path):
 
 @pytest.mark.parametrize("mutation, message", [
     (lambda s: s.replace('name = "shop"', 'name = "bank"'), "duplicate"),
-    (lambda s: s.replace('ca = "certs/ca.pem"', ""), "ca is required"),
+    (lambda s: s.replace('ca = "certs/ca.pem"', ""), "no fingerprint for 'bank', 'shop'"),
     (lambda s: s.replace("port = 7001", "port = 70001"), "port"),
     (lambda s: s.replace('name = "shop"', 'name = "sh op"'), "invalid"),
     (lambda s: s + "\n[[party]]\nname = 'x'\nhost = 'h'\n", "lacks 'port'"),

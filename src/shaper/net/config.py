@@ -1,34 +1,42 @@
 """Network configuration: one validated object, and the parties file that describes a job.
 
-A parties file (TOML) lists every party of a job; each host gets the same file (plus its own
-private key)::
+A parties file (TOML) lists every party of a job; every host gets the same file. On several
+hosts each party pins every party's certificate fingerprint (``shaper identity new`` makes a
+party's key and certificate on its own machine and prints the fingerprint; ``docs/net.md``)::
 
     session_id = "fraud-model-2026"        # both sides must agree; guards against cross-talk
 
     [network]                              # all optional
     timeout = "300s"                       # every receive gives up after this
     connect_timeout = "60s"                # how long to keep dialling a peer that is not up yet
+    handshake_timeout = "10s"              # a TCP connection must finish TLS and the hello in this
+    keepalive = "15s"                      # silence before TCP probes a link (a dead peer shows in ~2x)
+    max_pending = 8                        # connections a listener authenticates at once
+    max_message = "1GiB"                   # the largest one message a peer may announce
+    max_buffered = "1GiB"                  # bytes a peer may have queued here, received but not read
     bandwidth = "40mbit"                   # shaping, emulates a WAN inside the channel
-    latency = "40ms"                       # one-way
+    latency = "40ms"                       # one way
     max_frame = "4MiB"                     # large arrays travel in frames of at most this size
     insecure = false                       # true = plain TCP without TLS (tests, trusted LANs)
-
-    [tls]
-    ca = "certs/ca.pem"
 
     [[party]]
     name = "bank"
     host = "10.0.0.1"
     port = 7100
-    cert = "certs/bank.pem"
-    key = "certs/bank.key"                 # only the party itself needs its key
+    fingerprint = "sha256:3f1c...e9"       # the bank's certificate, as `shaper identity new` printed it
+    cert = "identity/bank.pem"             # only the party itself needs its own cert and key
+    key = "identity/bank.key"              # (or pass --key)
 
     [party.executor]                       # optional: where this party's big batches run
     kind = "ray"                           # "local" (default) or "ray" (see shaper.kernels.cluster)
     address = "10.0.0.5:6379"              # the party's own Ray cluster; omit for RAY_ADDRESS/local
 
-Relative paths are resolved against the file's directory. ``shaper certs`` writes the
-certificates and a matching parties file.
+When every party has a ``fingerprint``, no CA is needed: a peer must present exactly the pinned
+certificate for the name it claims. Without fingerprints the file names a CA that signed every
+party's certificate (``[tls] ca = "certs/ca.pem"``, each party with a ``cert``), as
+``shaper certs`` writes for runs on one machine; fingerprints given alongside a CA are checked
+too. Relative paths are resolved against the file's directory. Party names and fingerprints must
+be unique.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ else:  # pragma: no cover - Python 3.10
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s|m|h)?\s*$")
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?\s*$", re.I)
+_FINGERPRINT = re.compile(r"^sha256:((?:[0-9a-f]{2}:?){31}[0-9a-f]{2})$")
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(b|kb|mb|gb|kib|mib|gib)?\s*$", re.I)
 _DUR_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "m": 60.0, "h": 3600.0}
 _RATE_UNITS = {None: 1.0, "bit": 1.0, "bps": 1.0, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6,
@@ -104,12 +113,24 @@ def check_party_name(name: Any) -> str:
     return name
 
 
+def parse_fingerprint(value: Any, what: str = "fingerprint") -> str:
+    """A certificate fingerprint as ``shaper identity`` prints it (``sha256:`` and 64 hex digits),
+    normalised: case and ``:`` between byte pairs do not matter."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    m = _FINGERPRINT.match(text)
+    if not m:
+        raise ConfigError(f"{what} must look like 'sha256:' followed by 64 hex digits "
+                          f"(as `shaper identity show` prints it), got {value!r}")
+    return "sha256:" + m.group(1).replace(":", "")
+
+
 @dataclass(frozen=True)
 class NetConfig:
     """Everything about how parties talk. Validated on construction."""
 
     timeout: float = 300.0
     connect_timeout: float = 60.0
+    handshake_timeout: float = 10.0  # a connection must finish TLS and the hello within this
     max_frame: int = 4 << 20
     max_message: int = 1 << 30  # the largest one message a peer may announce
     max_meta: int = 1 << 20
@@ -122,7 +143,7 @@ class NetConfig:
     session_id: str = "shaper"
 
     def __post_init__(self) -> None:
-        for name in ("timeout", "connect_timeout"):
+        for name in ("timeout", "connect_timeout", "handshake_timeout"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
@@ -154,13 +175,13 @@ class NetConfig:
     def from_mapping(cls, raw: dict, base: "NetConfig | None" = None) -> "NetConfig":
         """Build from a parties file's ``[network]`` table (strings with units allowed)."""
         base = base or cls()
-        known = {"timeout", "connect_timeout", "max_frame", "max_message", "max_buffered", "keepalive",
+        known = {"timeout", "connect_timeout", "handshake_timeout", "max_frame", "max_message", "max_buffered", "keepalive",
                  "max_pending", "bandwidth", "latency", "insecure"}
         unknown = set(raw) - known
         if unknown:
             raise ConfigError(f"unknown [network] settings: {', '.join(sorted(unknown))}")
         changes: dict[str, Any] = {}
-        for key in ("timeout", "connect_timeout", "latency", "keepalive"):
+        for key in ("timeout", "connect_timeout", "handshake_timeout", "latency", "keepalive"):
             if key in raw:
                 changes[key] = parse_duration(raw[key], key)
         for key in ("max_frame", "max_message", "max_buffered"):
@@ -179,7 +200,8 @@ class NetConfig:
 
 @dataclass(frozen=True)
 class Party:
-    """One party of a job: where it listens and which certificate identifies it."""
+    """One party of a job: where it listens and which certificate identifies it (``fingerprint``:
+    the SHA-256 of the certificate the party must present, when identities are pinned)."""
 
     name: str
     host: str
@@ -187,9 +209,13 @@ class Party:
     cert: Path | None = None
     key: Path | None = None
     executor: Any = None  # shaper.kernels.ExecutorSettings from [party.executor], or None
+    fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         check_party_name(self.name)
+        if self.fingerprint is not None:
+            object.__setattr__(self, "fingerprint",
+                               parse_fingerprint(self.fingerprint, f"party {self.name!r}: fingerprint"))
         if not isinstance(self.host, str) or not self.host:
             raise ConfigError(f"party {self.name!r}: host must be a non-empty string")
         if not (isinstance(self.port, int) and 0 <= self.port < 65536):
@@ -204,6 +230,11 @@ class PartiesFile:
     config: NetConfig
     ca: Path | None = None
     path: Path | None = field(default=None, compare=False)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether every party's certificate fingerprint is pinned (then no CA is needed)."""
+        return all(p.fingerprint is not None for p in self.parties)
 
     def index(self, name: str) -> int:
         for i, p in enumerate(self.parties):
@@ -244,7 +275,7 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ConfigError(f"[[party]] entry {i} must be a table")
-        extra = set(entry) - {"name", "host", "port", "cert", "key", "executor"}
+        extra = set(entry) - {"name", "host", "port", "cert", "key", "executor", "fingerprint"}
         if extra:
             raise ConfigError(f"[[party]] entry {i}: unknown keys {', '.join(sorted(extra))}")
         for req in ("name", "host", "port"):
@@ -259,16 +290,27 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
                 table = {**table, "task_timeout": parse_duration(table["task_timeout"], "executor task_timeout")}
             executor = ExecutorSettings.from_mapping(table, f"[[party]] entry {i} executor")
         parties.append(Party(entry["name"], entry["host"], entry["port"],
-                             resolve(entry.get("cert"), "cert"), resolve(entry.get("key"), "key"), executor))
+                             resolve(entry.get("cert"), "cert"), resolve(entry.get("key"), "key"), executor,
+                             entry.get("fingerprint")))
     names = [p.name for p in parties]
     if len(set(names)) != len(names):
         raise ConfigError(f"parties file {path}: duplicate party names in {names}")
+    pins = [p.fingerprint for p in parties if p.fingerprint is not None]
+    if len(set(pins)) != len(pins):
+        twins = sorted({p.name for p in parties if p.fingerprint is not None and pins.count(p.fingerprint) > 1})
+        raise ConfigError(f"parties file {path}: parties {', '.join(map(repr, twins))} pin the same fingerprint "
+                          "(each party needs its own identity)")
     tls = raw.get("tls", {})
-    ca = resolve(tls.get("ca"), "tls.ca") if isinstance(tls, dict) else None
-    if not config.insecure:
-        if ca is None:
-            raise ConfigError(f"parties file {path}: [tls] ca is required (or set network.insecure = true)")
+    if not isinstance(tls, dict) or set(tls) - {"ca"}:
+        raise ConfigError(f"parties file {path}: [tls] takes only 'ca'")
+    ca = resolve(tls.get("ca"), "tls.ca")
+    if not config.insecure and ca is None:
+        unpinned = [p.name for p in parties if p.fingerprint is None]
+        if unpinned:
+            raise ConfigError(f"parties file {path}: no fingerprint for {', '.join(map(repr, unpinned))}: pin every "
+                              "party's fingerprint (`shaper identity new` prints it), or name a CA in [tls] ca")
+    if not config.insecure and ca is not None:
         for p in parties:
-            if p.cert is None:
+            if p.cert is None and p.fingerprint is None:
                 raise ConfigError(f"parties file {path}: party {p.name!r} has no cert")
     return PartiesFile(tuple(parties), config, ca, path)

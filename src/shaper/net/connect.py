@@ -2,19 +2,33 @@
 
 Party i listens; every party with a higher index dials it, twice: one link for each direction.
 A dialer retries refused connections until ``connect_timeout`` (the peer may simply not be up
-yet). After TLS, the dialer sends a HELLO (protocol name and version, session id, its name, the
-name it expects, the link's direction) and the listener answers; both sides check the version,
-the session id, and that the certificate's common name is the party named. Anything else is a
-:class:`~shaper.errors.HandshakeError` that says which peer and why.
+yet); once a connection is accepted, the TLS handshake and the hello must finish within
+``handshake_timeout``, so a port held by another program (or a stuck process) is reported in
+seconds, by cause. After TLS, the dialer sends a HELLO (protocol name and version, session id,
+its name, the name it expects, the link's direction) and the listener answers; both sides check
+the version, the session id, and that the certificate is that of the party named (its common
+name, and with pinned identities its exact fingerprint, :mod:`shaper.net.tls`). Anything else
+is a :class:`~shaper.errors.HandshakeError` that says which peer and why.
+
+With pinned identities the dialer first announces its certificate in the clear; the listener
+refuses at once, with a reason the dialer reports, a certificate that is not pinned for the
+party it names, and otherwise runs the handshake trusting only that certificate.
 
 A party that fails while links are being set up tells the peers it is already linked to: it
-sends ABORT with its error on those links, then closes them. While a party waits for further
-links it watches the ones it already has (a peer only ever *reads* from the link this party
-writes to, so anything arriving there means the peer has gone), and stops at once with
-:class:`~shaper.errors.PeerError` naming that peer and, when it sent one, its reason. A listener
-likewise stops at once when an authenticated expected party presents a mismatched session id,
-version or party order (that party stops too, so waiting longer cannot help); unauthenticated
-connections only add to the report given at ``connect_timeout``.
+sends ABORT with its error on those links, then closes them. A party that cannot listen (its
+port is taken) still dials the parties it would dial anyway, for a few seconds, to tell them
+why it stops. While a party waits for further links it watches the ones it already has (a peer
+only ever *reads* from the link this party writes to, so anything arriving there means the peer
+has gone), and stops at once with :class:`~shaper.errors.PeerError` naming that peer and, when
+it sent one, its reason. A listener likewise stops at once when an authenticated party of the
+job presents a mismatched session id, version, party order or name (that party is misconfigured
+and stops too, so waiting longer cannot help); connections it cannot authenticate (a foreign CA,
+an unpinned certificate) are refused, the refusal tells the dialer why, and they only add to the
+report given at ``connect_timeout``: a stranger must not be able to stop a job.
+
+Resources: a listener authenticates at most ``max_pending`` connections at once (the others wait
+in the kernel's backlog), each within ``handshake_timeout``; every link has TCP keepalive
+(``keepalive`` seconds of silence, then probes), so a half-open link shows up as a dead peer.
 """
 
 from __future__ import annotations
@@ -28,15 +42,35 @@ import threading
 import time
 from typing import Callable
 
-from ..errors import FrameError, HandshakeError, PeerError
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from ..errors import ConfigError, FrameError, HandshakeError, PeerError
 from . import frames as F
 from .config import NetConfig, Party
 from .sealed import SealedSocket, seal
-from .tls import TLSFiles, client_context, peer_identity, server_context
+from .tls import (
+    TLSFiles,
+    check_own_certificate,
+    check_pinned,
+    client_context,
+    common_name,
+    fingerprint,
+    load_certificate,
+    peer_certificate,
+    peer_identity,
+    pinned_client_context,
+    pinned_party,
+    pinned_server_context,
+    server_context,
+)
 
 PROTOCOL = "shaper-net"
 WRITES = "dialer-writes"  # on this link the dialer writes and the listener reads
 READS = "listener-writes"
+# Pinned identities: before TLS the dialer announces its certificate, the listener answers.
+ANNOUNCE, ACCEPT, REFUSE = b"SHID", b"SHOK", b"SHNO"
+MAX_CERT = 8192  # bytes of an announced certificate (ours are ~600)
 
 
 def _tune(sock: socket.socket) -> None:
@@ -46,6 +80,22 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
         except OSError:
             pass
+
+
+def _keepalive(sock: socket.socket, seconds: float) -> None:
+    """TCP keepalive: after ``seconds`` of silence the kernel probes the peer every third of that,
+    three times, so a half-open link (peer host gone, cable cut) fails within about 2x
+    ``seconds`` instead of when the receive timeout runs out."""
+    idle, interval = max(1, int(seconds)), max(1, int(seconds / 3))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPALIVE", idle), ("TCP_KEEPINTVL", interval),
+                            ("TCP_KEEPCNT", 3)):
+            option = getattr(socket, name, None)  # TCP_KEEPALIVE is macOS's name for the idle time
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+    except OSError:
+        pass  # best effort: the receive timeout still bounds every wait
 
 
 def listen(party: Party) -> socket.socket:
@@ -65,9 +115,50 @@ def listen(party: Party) -> socket.socket:
         sock.bind((host, party.port))
     except OSError as exc:
         sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise HandshakeError(
+                f"party {party.name!r} cannot listen: port {party.port} on {host or party.host} is taken (another "
+                "process listens there: a second copy of this party, or another program)") from exc
         raise HandshakeError(f"party {party.name!r} cannot listen on {host or '*'}:{party.port}: {exc}") from exc
     sock.listen(64)
     return sock
+
+
+def _announce(sock: socket.socket, der: bytes) -> None:
+    sock.sendall(ANNOUNCE + len(der).to_bytes(2, "big") + der)
+
+
+def _read_announcement(sock: socket.socket) -> bytes:
+    """The certificate a dialer announced, or HandshakeError saying what came instead."""
+    head = _exact(sock, 6)
+    if head[:1] == b"\x16":  # a TLS record: the dialer checks against a CA
+        raise HandshakeError("the peer started TLS without announcing its certificate: its parties file names a "
+                             "CA where ours pins fingerprints (the parties files differ)")
+    if head[:4] != ANNOUNCE:
+        raise HandshakeError(f"the peer does not speak {PROTOCOL} (it sent {head!r})")
+    length = int.from_bytes(head[4:], "big")
+    if not 0 < length <= MAX_CERT:
+        raise HandshakeError(f"the peer announced a certificate of {length} bytes (at most {MAX_CERT})")
+    return _exact(sock, length)
+
+
+def _answer(sock: socket.socket, problem: str | None) -> None:
+    if problem is None:
+        sock.sendall(ACCEPT)
+    else:
+        text = problem.encode()[:2000]
+        sock.sendall(REFUSE + len(text).to_bytes(2, "big") + text)
+
+
+def _read_answer(sock: socket.socket) -> str | None:
+    """None if the listener accepted the announced certificate, else its reason."""
+    head = _exact(sock, 4)
+    if head == ACCEPT:
+        return None
+    if head != REFUSE:
+        raise HandshakeError(f"it does not speak {PROTOCOL} (it answered {head!r})")
+    length = int.from_bytes(_exact(sock, 2), "big")
+    return _exact(sock, length).decode(errors="replace")
 
 
 def _send_json(sock: socket.socket, value: dict) -> None:
@@ -96,6 +187,64 @@ def _exact(sock: socket.socket, size: int) -> bytes:
     return bytes(buf)
 
 
+class _Trust:
+    """How this party proves who it is and checks its peers: a job CA, or pinned fingerprints
+    (``tls.ca is None``; then every party must have one). Checks this party's own certificate
+    first, so a party that cannot work fails at start-up, locally."""
+
+    def __init__(self, tls: TLSFiles, parties: list[Party], me: str) -> None:
+        self.files = tls
+        self.pins = {p.name: p.fingerprint for p in parties if p.fingerprint is not None}
+        self.pinned = tls.ca is None
+        if self.pinned:
+            unpinned = [p.name for p in parties if p.fingerprint is None]
+            if unpinned:
+                raise ConfigError(f"no CA is given, so every party needs a pinned fingerprint; "
+                                  f"{', '.join(map(repr, unpinned))} has none")
+        tls.check()
+        check_own_certificate(tls, me, self.pins.get(me))
+        self.own_der = load_certificate(tls.cert).public_bytes(serialization.Encoding.DER) if self.pinned else b""
+        self._client: ssl.SSLContext | None = None
+        self._servers: dict[str, ssl.SSLContext] = {}
+        self._lock = threading.Lock()
+
+    def client(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._client is None:
+                self._client = pinned_client_context(self.files) if self.pinned else client_context(self.files)
+            return self._client
+
+    def server(self, peer_der: bytes | None = None) -> ssl.SSLContext:
+        """The listener's context: the CA's, or one trusting exactly the pinned ``peer_der``."""
+        key = fingerprint(peer_der) if peer_der is not None else ""
+        with self._lock:
+            if key not in self._servers:
+                self._servers[key] = (pinned_server_context(self.files, peer_der) if peer_der is not None
+                                      else server_context(self.files))
+            return self._servers[key]
+
+    def screen(self, der: bytes, acceptable: list[str], who: str) -> str:
+        """The pinned party whose certificate a dialer announced, or HandshakeError naming the
+        problem (unpinned, another name, expired); the TLS handshake that follows proves the
+        dialer holds that certificate's key."""
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError as exc:
+            raise HandshakeError(f"{who} announced a malformed certificate") from exc
+        owner = pinned_party(der, self.pins)
+        if owner is None:
+            name = common_name(cert)
+            pinned = f", but party {name!r} is pinned to {self.pins[name]}" if name in self.pins else \
+                ", which is pinned for no party of this job"
+            raise HandshakeError(f"{who} presented a certificate for {name!r} with fingerprint {fingerprint(der)}"
+                                 f"{pinned}")
+        check_pinned(der, owner, self.pins, who)
+        if owner not in acceptable:
+            raise HandshakeError(f"{who} presented the certificate of party {owner!r}, which does not dial this "
+                                 f"party (this party accepts {acceptable})")
+        return owner
+
+
 def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | None,
             listener: socket.socket | None = None) -> dict[str, tuple[socket.socket, socket.socket]]:
     """Links to every peer: ``{peer: (socket this party writes to, socket it reads from)}``."""
@@ -103,6 +252,7 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
         raise HandshakeError("TLS files are required unless the configuration is explicitly insecure")
     names = [p.name for p in parties]
     my = parties[me]
+    trust = _Trust(tls, parties, my.name) if tls is not None else None
     deadline = time.monotonic() + config.connect_timeout
     links: dict[tuple[str, str], socket.socket] = {}
     errors: list[str] = []
@@ -114,9 +264,13 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
     expected_in = {(p.name, role) for p in parties[me + 1:] for role in (WRITES, READS)}
     own_listener = listener is None and bool(expected_in)
     if own_listener:
-        listener = listen(my)
-    server_ctx = server_context(tls) if tls is not None and expected_in else None
-    client_ctx = client_context(tls) if tls is not None and me > 0 else None
+        try:
+            listener = listen(my)
+        except HandshakeError as exc:
+            _tell_and_stop(my, parties[:me], config, trust, f"{type(exc).__name__}: {exc}")
+            raise
+    client_ctx = trust.client() if trust is not None and me > 0 else None
+    slots = threading.BoundedSemaphore(config.max_pending)  # unauthenticated connections in hand
 
     def accept_loop() -> None:
         assert listener is not None
@@ -124,25 +278,57 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
             with lock:
                 if finished[0] or expected_in <= set(links) or time.monotonic() > deadline:
                     return
+            if not slots.acquire(timeout=0.2):
+                continue  # max_pending handshakes under way: the next connection waits in the backlog
             try:
                 listener.settimeout(max(0.05, min(0.5, deadline - time.monotonic())))
                 raw, addr = listener.accept()
             except socket.timeout:
+                slots.release()
                 continue
             except OSError:
+                slots.release()
                 return
             threading.Thread(target=handle_incoming, args=(raw, addr), daemon=True).start()
 
     def handle_incoming(raw: socket.socket, addr: tuple) -> None:
+        try:
+            authenticate(raw, addr)
+        finally:
+            slots.release()
+
+    def authenticate(raw: socket.socket, addr: tuple) -> None:
         who = f"connection from {addr[0]}:{addr[1]}"
         sock = None
+        identity = None
         try:
             _tune(raw)
-            raw.settimeout(max(0.1, deadline - time.monotonic()))
-            sock = server_ctx.wrap_socket(raw, server_side=True) if server_ctx else raw
+            _keepalive(raw, config.keepalive)
+            raw.settimeout(max(0.1, min(config.handshake_timeout, deadline - time.monotonic())))
+            if trust is not None and trust.pinned:
+                der = _read_announcement(raw)
+                try:
+                    owner = trust.screen(der, names[me + 1:], who)
+                except HandshakeError as exc:
+                    _answer(raw, str(exc))
+                    raise
+                _answer(raw, None)
+                sock = trust.server(der).wrap_socket(raw, server_side=True)
+                if peer_certificate(sock) != der:  # the only trust anchor is der: cannot happen
+                    raise HandshakeError(f"{who} presented another certificate than it announced")
+                identity = owner
+            elif trust is not None:
+                if raw.recv(1, socket.MSG_PEEK) == ANNOUNCE[:1]:
+                    _answer(raw, f"party {my.name!r} checks certificates against a CA, but this party pins "
+                                 "fingerprints: the parties files differ")
+                    raise HandshakeError(f"{who} pins fingerprints, but this party's parties file names a CA "
+                                         "(the parties files differ)")
+                sock = trust.server().wrap_socket(raw, server_side=True)
+                identity = peer_identity(sock)
+            else:
+                sock = raw
             hello = _recv_json(sock, who)
             claimed = hello.get("from")
-            identity = peer_identity(sock) if server_ctx is not None else None
             problem = None
             if hello.get("proto") != PROTOCOL or hello.get("version") != F.VERSION:
                 problem = (f"protocol mismatch: peer speaks {hello.get('proto')} v{hello.get('version')}, "
@@ -156,12 +342,18 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
                 problem = f"unexpected party {claimed!r} (this party accepts {names[me + 1:]})"
             elif hello.get("role") not in (WRITES, READS):
                 problem = "unknown link direction"
-            elif server_ctx is not None and identity != claimed:
+            elif trust is not None and identity != claimed:
                 problem = f"certificate identifies {identity!r}, but the peer claims to be {claimed!r}"
+            elif trust is not None and not trust.pinned and claimed in trust.pins:
+                try:
+                    check_pinned(peer_certificate(sock), claimed, trust.pins, f"party {claimed!r}")
+                except HandshakeError as exc:
+                    problem = str(exc)
             key = (claimed, hello.get("role"))
-            # A party of this job, proven by its certificate, that is configured differently: it
-            # stops on our refusal, so there is nothing left to wait for.
-            hopeless = problem is not None and identity == claimed and claimed in names and claimed != my.name
+            # A party of this job, proven by its certificate, that is configured differently (another
+            # session, version, party order, or it runs under another party's name): it stops on our
+            # refusal, so there is nothing left to wait for.
+            hopeless = problem is not None and identity in names and identity != my.name
             with lock:
                 if problem is None and (key in links or key in reserved):
                     problem = f"duplicate connection from party {claimed!r}"
@@ -175,10 +367,10 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
             if problem is not None:
                 if hopeless:
                     with lock:
-                        fatal.append(HandshakeError(f"party {claimed!r} cannot join the job: {problem}"))
+                        fatal.append(HandshakeError(f"party {identity!r} cannot join the job: {problem}"))
                         lock.notify_all()
                 raise HandshakeError(f"{who}: {problem}")
-            if server_ctx is not None:  # this end writes on the link when the dialer reads on it
+            if trust is not None:  # this end writes on the link when the dialer reads on it
                 sock = seal(sock, writer=hello.get("role") == READS, peer=claimed)
             with lock:
                 if finished[0]:
@@ -186,8 +378,11 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
                 links[key] = sock
                 lock.notify_all()
         except (OSError, ssl.SSLError, FrameError, HandshakeError) as exc:
+            if isinstance(exc, TimeoutError):
+                exc = HandshakeError(f"did not finish the handshake within {config.handshake_timeout:g}s")
+            text = str(exc) if str(exc).startswith(who) else f"{who}: {exc}"
             with lock:
-                errors.append(f"{who}: {exc}")
+                errors.append(text)
                 lock.notify_all()
             for s_ in {id(raw): raw, id(sock): sock}.values() if sock is not None else (raw,):
                 try:
@@ -215,7 +410,7 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
     try:
         for peer in parties[:me]:
             for role in (WRITES, READS):
-                sock = _dial(my, peer, role, config, client_ctx, deadline, check_linked)
+                sock = _dial(my, peer, role, config, client_ctx, deadline, check_linked, trust)
                 with lock:
                     links[(peer.name, role)] = sock
         if acceptor:
@@ -259,10 +454,34 @@ def connect(me: int, parties: list[Party], config: NetConfig, tls: TLSFiles | No
     return out
 
 
+def _tell_and_stop(me: Party, peers: list[Party], config: NetConfig, trust: _Trust | None, reason: str) -> None:
+    """Best effort, for a party that cannot take part (its port is taken): dial the parties it
+    would dial anyway and send each an ABORT with ``reason``, so they stop at once instead of
+    waiting for it. Gives up after ``handshake_timeout`` in all (a peer may not be up yet)."""
+    if not peers:
+        return
+    deadline = time.monotonic() + min(config.handshake_timeout, config.connect_timeout)
+    ctx = trust.client() if trust is not None else None
+    for peer in peers:
+        if time.monotonic() >= deadline:
+            return
+        try:
+            sock = _dial(me, peer, WRITES, config, ctx, deadline, trust=trust)
+        except (OSError, ssl.SSLError, FrameError, HandshakeError, PeerError, ConfigError):
+            continue
+        _send_abort(sock, reason)
+        sock.close()
+
+
 def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLContext | None,
-          deadline: float, check: Callable[[], None] = lambda: None) -> socket.socket:
+          deadline: float, check: Callable[[], None] = lambda: None, trust: _Trust | None = None) -> socket.socket:
+    """One link to ``peer``: retry refused connections until ``deadline``; once connected, TLS
+    (``ctx``, checked as ``trust`` says: a CA, or the peer's pinned fingerprint) and the hello
+    within ``handshake_timeout``. Any failure after the connection is final."""
     delay = 0.05
     last: Exception | None = None
+    where = f"party {peer.name!r} at {peer.host}:{peer.port}"
+    pinned = trust is not None and trust.pinned
     while True:
         check()  # a peer linked earlier may have gone while this one is not up yet
         remaining = deadline - time.monotonic()
@@ -283,31 +502,55 @@ def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLCont
             continue
         try:
             _tune(raw)
-            raw.settimeout(max(0.1, deadline - time.monotonic()))
+            _keepalive(raw, config.keepalive)
+            raw.settimeout(max(0.1, min(config.handshake_timeout, deadline - time.monotonic())))
+            if pinned:
+                assert trust is not None
+                _announce(raw, trust.own_der)
+                refusal = _read_answer(raw)
+                if refusal is not None:
+                    raise HandshakeError(f"{where} refused this party's certificate: {refusal}")
             sock = ctx.wrap_socket(raw) if ctx is not None else raw
             if ctx is not None:
-                identity = peer_identity(sock)  # type: ignore[arg-type]
-                if identity != peer.name:
-                    raise HandshakeError(
-                        f"party {peer.name!r} at {peer.host}:{peer.port} presented a certificate for {identity!r}")
+                if pinned:
+                    assert trust is not None
+                    check_pinned(peer_certificate(sock), peer.name, trust.pins, where)  # type: ignore[arg-type]
+                else:
+                    identity = peer_identity(sock)  # type: ignore[arg-type]
+                    if identity != peer.name:
+                        raise HandshakeError(f"{where} presented a certificate for {identity!r}")
+                    if trust is not None and peer.name in trust.pins:
+                        check_pinned(peer_certificate(sock), peer.name, trust.pins, where)  # type: ignore[arg-type]
             _send_json(sock, {"proto": PROTOCOL, "version": F.VERSION, "session": config.session_id,
                               "from": me.name, "to": peer.name, "role": role})
             reply = _recv_json(sock, f"party {peer.name!r}")
             if not reply.get("ok"):
                 raise HandshakeError(f"party {peer.name!r} refused the connection: {reply.get('error')}")
             return seal(sock, writer=role == WRITES, peer=peer.name) if ctx is not None else sock
-        except ssl.SSLError as exc:
+        except TimeoutError as exc:
             raw.close()
             raise HandshakeError(
+                f"{where} accepted the connection but did not finish the handshake within "
+                f"{config.handshake_timeout:g}s (is another program, or a stuck process, listening on that port?)"
+            ) from exc
+        except ssl.SSLError as exc:
+            raw.close()
+            if isinstance(exc, ssl.SSLEOFError):
+                raise HandshakeError(f"{where} closed the connection during the TLS handshake (a program that does "
+                                     "not speak shaper, or parties files that differ: a CA against pinned "
+                                     "fingerprints?)") from exc
+            hint = ("its certificate or ours is not the pinned one?" if pinned
+                    else "certificates from different CAs, or a wrong certificate?")
+            raise HandshakeError(
                 f"TLS handshake with party {peer.name!r} at {peer.host}:{peer.port} failed: {exc.reason or exc} "
-                "(certificates from different CAs, or a wrong certificate?)") from exc
+                f"({hint})") from exc
         except (FrameError, HandshakeError):
             raw.close()
             raise
         except OSError as exc:
             raw.close()
-            raise HandshakeError(f"handshake with party {peer.name!r} failed: {exc}") from exc
-
+            raise HandshakeError(f"handshake with {where} failed: {exc} (is another program listening on "
+                                 "that port?)") from exc
 
 
 def _out_role(names: list[str], me: int, peer: str) -> str:
