@@ -206,6 +206,109 @@ def test_load_rejects_non_npz(tmp_path):
         CnnModel.load(path)
 
 
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+def _zip(path, members: dict[str, bytes]):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _good_members() -> dict[str, bytes]:
+    members = {"format.npy": _npy(np.array(FORMAT))}
+    members.update({f"{k}.npy": _npy(getattr(random_model(), k)) for k in ("conv", "fc1_w", "fc1_b", "fc2_w", "fc2_b")})
+    return members
+
+
+def test_load_refuses_a_member_declaring_a_huge_size_before_reading_it(tmp_path, monkeypatch):
+    path = _zip(tmp_path / "bomb.npz", _good_members())
+    data = bytearray(path.read_bytes())
+    at = data.index(b"PK\x01\x02")  # the first central-directory entry
+    data[at + 24:at + 28] = (2**32 - 2).to_bytes(4, "little")  # its uncompressed size: ~4 GiB
+    path.write_bytes(bytes(data))
+    reads = []
+    monkeypatch.setattr(np.lib.format, "read_magic", lambda f: reads.append(f) or (1, 0))
+    with pytest.raises(SerializationError, match=r"declares 4,294,967,294 bytes uncompressed.*zip bomb"):
+        CnnModel.load(path)
+    assert reads == []  # refused from the zip directory, before any member was opened
+
+
+def test_load_refuses_too_many_members_and_oversized_files(tmp_path):
+    members = _good_members()
+    members.update({f"extra{i}.npy": b"" for i in range(100)})
+    with pytest.raises(SerializationError, match="has 106 members; a CNN weights file has at most 16"):
+        CnnModel.load(_zip(tmp_path / "many.npz", members))
+    big = tmp_path / "big.npz"
+    with open(big, "wb") as fh:
+        fh.truncate(65 << 20)  # sparse: no disk used
+    with pytest.raises(SerializationError, match="is 68,157,440 bytes; a CNN weights file is at most"):
+        CnnModel.load(big)
+
+
+@pytest.mark.parametrize("key,array,message", [
+    ("fc1_w", np.array([None, 1], dtype=object), "fc1_w has dtype '|O'"),
+    ("format", np.array([{"a": 1}], dtype=object), "format has dtype '|O'"),
+    ("fc2_b", np.zeros(3, dtype=[("x", "<f8")]), "fc2_b has dtype"),
+])
+def test_load_refuses_object_and_structured_dtypes_without_unpickling(tmp_path, key, array, message):
+    members = _good_members()
+    members[f"{key}.npy"] = _npy(array)
+    with pytest.raises(SerializationError, match=message):
+        CnnModel.load(_zip(tmp_path / "obj.npz", members))
+
+
+def test_load_checks_the_header_shape_before_allocating(tmp_path):
+    import io
+
+    # headers announcing (0, 2**63) or 2**40 floats, or the right shape, with 64 bytes behind them
+    for key, shape, message in (("fc1_b", (0, 2**63), r"fc1_b has shape \(0, 9223372036854775808\)"),
+                                ("fc1_b", (2**40,), r"fc1_b has shape \(1099511627776,\)"),
+                                ("fc1_w", (64, 845), r"key 'fc1_w' is truncated \(64 of 432,640 bytes\)")):
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+        members = _good_members()
+        members[f"{key}.npy"] = buf.getvalue() + b"\0" * 64
+        path = _zip(tmp_path / "shape.npz", members)
+        with pytest.raises(SerializationError, match=message):
+            CnnModel.load(path)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_load_refuses_non_finite_weights(tmp_path, value):
+    fc2_w = random_model().fc2_w.copy()
+    fc2_w[3, 7] = value
+    with pytest.raises(SerializationError, match="fc2_w contains NaN or infinite"):
+        CnnModel.load(write_npz(tmp_path / "nan.npz", fc2_w=fc2_w))
+
+
+def test_save_replaces_atomically_and_a_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    path = random_model(1).save(tmp_path / "w.npz")
+    before = path.read_bytes()
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        random_model(2).save(path, overwrite=True)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]
+    random_model(2).save(path, overwrite=True)
+    assert CnnModel.load(path).same_weights(random_model(2))
+
+
 def test_constructor_names_bad_field():
     good = random_model()
     with pytest.raises(ValueError, match=r"fc2_w: shape \(64, 10\)"):

@@ -42,8 +42,11 @@ a loaded model always computes in float64 with the stored values. The bundled we
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -51,6 +54,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ...errors import DivergenceError, SerializationError
+from ...files import atomic_file, remove_stale
 
 FORMAT = "shaper-mnist-cnn/1"
 SIDE = 28
@@ -182,8 +186,9 @@ class CnnModel:
         if self.test_accuracy is not None:
             arrays["test_accuracy"] = np.array(self.test_accuracy, dtype=np.float64)
         # np.savez_compressed appends ".npz" to names without it; write through a handle so
-        # the file is exactly ``target``.
-        with open(target, "wb") as handle:
+        # the file is exactly ``target``. The handle is a temporary sibling, fsynced and renamed
+        # over ``target``: a crash or a full disk leaves the previous file whole.
+        with atomic_file(target, private=False) as handle:
             np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]
         return target
 
@@ -191,64 +196,168 @@ class CnnModel:
     def load(cls, path: str | os.PathLike) -> CnnModel:
         """Read a weights file written by :meth:`save`. Raises ``SerializationError`` naming
         the problem: not an npz file, wrong or missing ``format``, a missing key, a wrong shape
-        or dtype, non-finite values, unreadable ``training`` JSON."""
+        or dtype, non-finite values, unreadable ``training`` JSON; and, before anything large is
+        allocated, a file or member larger than a weights file can be (a zip bomb), too many
+        members, or an array header announcing an object dtype or a shape other than expected
+        (checked from the zip directory and the array headers, never unpickled)."""
         source = Path(path)
         name = str(source)
-        try:
-            npz = np.load(source, allow_pickle=False)
-        except FileNotFoundError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise SerializationError(f"{name!r} is not a readable .npz file ({exc})") from None
-        if not hasattr(npz, "files"):
-            raise SerializationError(f"{name!r} holds a single array, not a CNN weights .npz")
-        with npz:
-            keys = set(npz.files)
-            if "format" not in keys:
-                raise SerializationError(f"{name!r}: missing key 'format' (expected {FORMAT!r})")
+        remove_stale(source.parent, source.name)  # a temporary of a save that was killed
+        npz = _read_npz(source, name)
+        keys = set(npz)
+        if "format" not in keys:
+            raise SerializationError(f"{name!r}: missing key 'format' (expected {FORMAT!r})")
+        fmt = npz["format"]
+        if fmt.shape != () or fmt.dtype.kind != "U" or str(fmt) != FORMAT:
+            raise SerializationError(f"{name!r}: format is {_short(fmt)}, expected {FORMAT!r}")
+        weights: dict[str, np.ndarray] = {}
+        for key in SHAPES:
+            if key not in keys:
+                raise SerializationError(f"{name!r}: missing key {key!r}")
+            array = npz[key]
+            if not np.isfinite(array).all():
+                raise SerializationError(f"{name!r}: {key} contains NaN or infinite values")
+            weights[key] = array.astype(np.float64)
+        training = None
+        if "training" in keys:
             try:
-                fmt = npz["format"]
-            except ValueError as exc:
-                raise SerializationError(f"{name!r}: key 'format' unreadable ({exc})") from None
-            if fmt.shape != () or fmt.dtype.kind != "U" or str(fmt) != FORMAT:
+                training = json.loads(str(npz["training"]))
+            except (ValueError, TypeError) as exc:
+                raise SerializationError(f"{name!r}: 'training' is not a JSON string ({exc})") from None
+            if not isinstance(training, dict):
+                raise SerializationError(f"{name!r}: 'training' is not a JSON object")
+        test_accuracy = None
+        if "test_accuracy" in keys:
+            value = npz["test_accuracy"]
+            if value.shape != () or value.dtype.kind != "f" or not 0 <= value <= 1:
                 raise SerializationError(
-                    f"{name!r}: format is {_short(fmt)}, expected {FORMAT!r}"
+                    f"{name!r}: test_accuracy is {_short(value)}, expected a number in [0, 1]"
                 )
-            weights: dict[str, np.ndarray] = {}
-            for key, shape in SHAPES.items():
-                if key not in keys:
-                    raise SerializationError(f"{name!r}: missing key {key!r}")
-                array = npz[key]
-                if array.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
-                    raise SerializationError(
-                        f"{name!r}: {key} has dtype {array.dtype}, expected float64 or float32"
-                    )
-                if array.shape != shape:
-                    raise SerializationError(
-                        f"{name!r}: {key} has shape {array.shape}, expected {shape}"
-                    )
-                if not np.isfinite(array).all():
-                    raise SerializationError(f"{name!r}: {key} contains NaN or infinite values")
-                weights[key] = array.astype(np.float64)
-            training = None
-            if "training" in keys:
-                try:
-                    training = json.loads(str(npz["training"]))
-                except (ValueError, TypeError) as exc:
-                    raise SerializationError(
-                        f"{name!r}: 'training' is not a JSON string ({exc})"
-                    ) from None
-                if not isinstance(training, dict):
-                    raise SerializationError(f"{name!r}: 'training' is not a JSON object")
-            test_accuracy = None
-            if "test_accuracy" in keys:
-                value = npz["test_accuracy"]
-                if value.shape != () or value.dtype.kind != "f" or not 0 <= value <= 1:
-                    raise SerializationError(
-                        f"{name!r}: test_accuracy is {_short(value)}, expected a number in [0, 1]"
-                    )
-                test_accuracy = float(value)
+            test_accuracy = float(value)
         return cls(**weights, training=training, test_accuracy=test_accuracy)
+
+
+# -- reading a weights file without trusting it ---------------------------------------------
+
+#: a weights file is ~0.5 MB (float64); anything much larger is not one
+MAX_FILE_BYTES = 64 << 20
+#: the keys of the format plus a little room for keys a later version may add
+MAX_MEMBERS = 16
+#: room for a .npy header (numpy writes 128 bytes for these arrays)
+NPY_HEADER_ROOM = 4096
+#: characters of the ``training`` note and of ``format``
+MAX_NOTE_CHARS = 1 << 18
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def _member_limit(key: str) -> int | None:
+    """The largest uncompressed size member ``key`` may have (None: a key this version ignores)."""
+    if key in SHAPES:
+        return NPY_HEADER_ROOM + math.prod(SHAPES[key]) * 8
+    if key in ("format", "training"):
+        return NPY_HEADER_ROOM + MAX_NOTE_CHARS * 4
+    if key == "test_accuracy":
+        return NPY_HEADER_ROOM + 16
+    return None
+
+
+def _check_header(name: str, key: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise SerializationError(f"{name!r}: {key} has dtype {dtype.str!r}; only plain numbers and strings are read")
+    if key in SHAPES:
+        if dtype not in _FLOATS:
+            raise SerializationError(f"{name!r}: {key} has dtype {dtype}, expected float64 or float32")
+        if tuple(shape) != SHAPES[key]:
+            raise SerializationError(f"{name!r}: {key} has shape {tuple(shape)}, expected {SHAPES[key]}")
+    elif shape != ():
+        raise SerializationError(f"{name!r}: {key} has shape {tuple(shape)}, expected a single value")
+    nbytes = math.prod(shape) * dtype.itemsize
+    limit = _member_limit(key)
+    if limit is not None and nbytes > limit:
+        raise SerializationError(f"{name!r}: {key} announces {nbytes:,} bytes, at most {limit:,} expected")
+
+
+def _zip_entries(fh: Any, size: int) -> int | None:
+    """The entry count a zip's end record declares (None when there is no record to read)."""
+    tail_len = min(size, 22 + 0xFFFF)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        return None
+    total = int.from_bytes(tail[at + 10:at + 12], "little")
+    if total != 0xFFFF or at < 20 or tail[at - 20:at - 16] != b"PK\x06\x07":
+        return total
+    offset = int.from_bytes(tail[at - 12:at - 4], "little")  # of the zip64 end record
+    if offset + 56 > size:
+        return None
+    fh.seek(offset)
+    record = fh.read(56)
+    if record[:4] != b"PK\x06\x06":
+        return None
+    return int.from_bytes(record[32:40], "little")
+
+
+def _read_npz(source: Path, name: str) -> dict[str, np.ndarray]:
+    """The arrays of the keys this format reads, each checked by its zip entry and its .npy
+    header before its data is decompressed (module docstring: the keys)."""
+    size = source.stat().st_size  # FileNotFoundError as it is
+    if size > MAX_FILE_BYTES:
+        raise SerializationError(f"{name!r} is {size:,} bytes; a CNN weights file is at most {MAX_FILE_BYTES:,}")
+    with open(source, "rb") as fh:
+        magic = fh.read(6)
+        if magic == b"\x93NUMPY":
+            raise SerializationError(f"{name!r} holds a single array, not a CNN weights .npz")
+        entries = _zip_entries(fh, size)
+        if entries is not None and entries > MAX_MEMBERS:
+            raise SerializationError(f"{name!r} has {entries:,} members; a CNN weights file has at most {MAX_MEMBERS}")
+        fh.seek(0)
+        try:
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise SerializationError(f"{name!r} is not a readable .npz file ({exc})") from None
+        with archive:
+            infos = archive.infolist()
+            if len(infos) > MAX_MEMBERS:
+                raise SerializationError(f"{name!r} has {len(infos):,} members; a CNN weights file has at most "
+                                         f"{MAX_MEMBERS}")
+            members: dict[str, zipfile.ZipInfo] = {}
+            for info in infos:
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                limit = _member_limit(key)
+                if limit is None:
+                    continue  # not read
+                if key in members:
+                    raise SerializationError(f"{name!r}: key {key!r} appears twice")
+                if info.file_size > limit:
+                    raise SerializationError(
+                        f"{name!r}: member {info.filename!r} declares {info.file_size:,} bytes uncompressed, at most "
+                        f"{limit:,} expected (a zip bomb or not a CNN weights file)")
+                members[key] = info
+            return {key: _read_member(archive, info, name, key) for key, info in members.items()}
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, key: str) -> np.ndarray:
+    try:
+        with archive.open(info) as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=NPY_HEADER_ROOM)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=NPY_HEADER_ROOM)
+            else:
+                raise ValueError(f".npy version {version} is not read")
+            _check_header(name, key, shape, dtype)
+            nbytes = math.prod(shape) * dtype.itemsize
+            data = f.read(nbytes)
+    except SerializationError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, SyntaxError) as exc:
+        raise SerializationError(f"{name!r}: key {key!r} unreadable ({exc})") from None
+    if len(data) != nbytes:
+        raise SerializationError(f"{name!r}: key {key!r} is truncated ({len(data):,} of {nbytes:,} bytes)")
+    array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return array.copy()
 
 
 def bundled() -> CnnModel:
