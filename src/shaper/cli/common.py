@@ -39,6 +39,9 @@ EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ShaperError, ValueError, OSE
 
 DEBUG_VARIABLE = "SHAPER_DEBUG"
 
+#: the phase a party reports to its peers when it fails before the job starts (reading its input)
+START_UP = "start-up"
+
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends "(default: ...)" to an option's help, except where there is no default to show
@@ -209,9 +212,11 @@ def learning_rate(text: str) -> float | str:
 
 
 def abort_job(args: argparse.Namespace, problem: BaseException) -> None:
-    """Print ``problem`` now, then join the job only to abort it, so the peers learn the reason
-    at once. Peers that cannot be reached within the connect timeout (or a parties file that
-    cannot be used) are not told; they stop at their own connect timeout."""
+    """Print ``problem`` now, then join the job only to abort it, so the peers learn at once that
+    this party failed at start-up and the kind of error (its class name); the message itself,
+    which can name this party's data (ids, values, paths, columns), stays here. Peers that cannot
+    be reached within the connect timeout (or a parties file that cannot be used) are not told;
+    they stop at their own connect timeout."""
     from ..net import Session, load_parties
 
     line = error_line(args.prog, problem)
@@ -226,4 +231,4 @@ def abort_job(args: argparse.Namespace, problem: BaseException) -> None:
         session = Session.from_config(args.parties, me=args.me, key=args.key)
     except (KeyboardInterrupt, *EXPECTED_ERRORS):
         return
-    session.abort(str(problem).splitlines()[0] if str(problem) else type(problem).__name__)
+    session.abort(problem, phase=START_UP)

@@ -2,9 +2,10 @@
 as threads over in-memory socket pairs (``run_in_memory``, for tests).
 
 Both call ``fn(session, *args, **kwargs)`` in every party and return the results in party
-order. If a party fails, its peers are told at once (ABORT), and the call raises
-:class:`~shaper.errors.PartyError` for the *root cause*: the first failure that was not merely a
-consequence of another party's failure, with that party's traceback.
+order. If a party fails, its peers are told at once (ABORT: the kind of error and the phase,
+not its text), and the call raises :class:`~shaper.errors.PartyError` for the *root cause*: the
+first failure that was not merely a consequence of another party's failure, with that party's
+message and traceback (which reach the launcher over its local pipe, never the peers).
 
 ``launch`` uses the ``fork`` start method when the calling process has a single thread (so ``fn``
 may be any callable, even a closure); otherwise ``spawn``, in which case ``fn`` must be importable
@@ -89,7 +90,7 @@ def run_in_memory(parties: int | Sequence[str], fn: Callable[..., Any], *args: A
         except BaseException as exc:
             with lock:
                 failures.append((time.monotonic(), session.name, type(exc).__name__, str(exc), traceback.format_exc()))
-            session.abort(f"{type(exc).__name__}: {exc}")
+            session.abort(exc)
         else:
             session.close()
 
@@ -102,7 +103,7 @@ def run_in_memory(parties: int | Sequence[str], fn: Callable[..., Any], *args: A
     stuck = [names[i] for i, t in enumerate(threads) if t.is_alive()]
     if stuck:
         for s in sessions:
-            s.abort("the job timed out")
+            s.abort(TimeoutError(f"the job did not finish within {timeout}s"))
         raise PartyError(stuck[0], f"did not finish within {timeout}s")
     if failures:
         raise _root_cause(failures)
@@ -141,7 +142,7 @@ def _party_main(index: int, names: list[str], cert_dir: str | None, config: NetC
         result = fn(session, *args, **kwargs)
     except BaseException as exc:
         tb = traceback.format_exc()
-        session.abort(f"{type(exc).__name__}: {exc}")
+        session.abort(exc)  # the peers learn the kind; the text goes to the launcher only
         conn.send(("error", type(exc).__name__, str(exc), tb))
         return
     session.close()

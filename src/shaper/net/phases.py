@@ -14,6 +14,9 @@ of the wall time) so that the parts add up to the whole. :class:`Meter` is the b
 bytes since it was made.
 
 Nothing here reads what the bytes carry: it counts :class:`~shaper.net.stats.TrafficStats` only.
+When the source is a session (or an engine holding one), the recorder also sets the session's
+``phase`` while a step runs, and leaves it on the step that raised: a party that then aborts
+tells its peers in which step it failed (the step's name, never the error's text).
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ __all__ = ["Meter", "Phase", "Phases"]
 
 #: a progress callback: one dict per event (``{"event": "phase", "phase": name, "status": ...}``)
 Progress = Callable[[dict], None]
+
+
+def _session(source: Any) -> Any:
+    """The session of ``source`` (a session, or an engine holding one), or ``None``."""
+    session = getattr(source, "session", source)
+    return session if hasattr(session, "phase") and hasattr(session, "abort") else None
 
 
 def _stats(source: Any) -> Any:
@@ -88,6 +97,7 @@ class Phases:
 
     def __init__(self, source: Any = None, progress: Progress | None = None) -> None:
         self.stats = _stats(source)
+        self.session = _session(source)
         self.progress = progress
         self.done: list[Phase] = []
         self._lap = Meter(self.stats)
@@ -98,11 +108,16 @@ class Phases:
         if self.progress:
             self.progress({"event": "phase", "phase": name, "status": "start"})
         meter = Meter(self.stats)
+        outer = self.session.phase if self.session is not None else None
+        if self.session is not None:
+            self.session.phase = name
         try:
             yield
         finally:
             step = meter.read(name, items)
             self.done.append(step)
+        if self.session is not None:
+            self.session.phase = outer  # only on success: a failed step stays the session's phase
         if self.progress:
             self.progress({"event": "phase", "phase": name, "status": "done", "seconds": step.seconds,
                            "bytes": step.bytes_sent, "items": items})

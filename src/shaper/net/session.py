@@ -7,7 +7,15 @@ configuration and traffic statistics.
 
 Peers are addressed by name or index. ``send`` takes a numpy array (any numeric dtype and
 shape), bytes, or a small JSON-able value; ``recv`` returns whatever arrived under the tag, and
-``recv_array`` / ``recv_bytes`` / ``recv_meta`` also check that it is what the protocol expects.
+``recv_array`` / ``recv_bytes`` / ``recv_meta`` also check that it is what the protocol expects
+(the kind, and an array's dtype and shape or the bytes' size when given), on the message's
+announcement, before its data is received.
+
+A party that fails tells its peers only *that* it failed: ``abort(error)`` (and leaving a
+``with`` block on an exception) sends the kind of error (its class name), the phase the party
+was in (:class:`~shaper.net.phases.Phases` sets it) and the tag of its last message. The
+error's text stays in this party's own output: it can hold the data (an id, a cell value, a
+file path, column names).
 Each session has its own CSPRNG (``session.prg``, AES-CTR keyed from ``os.urandom``) and can
 agree shared generators (``shared_prg``) for correlated randomness: every member commits to its
 random contribution before any is opened, so a member that sends last can no longer choose the
@@ -64,8 +72,11 @@ class Session:
         self.config = config
         self.stats = stats
         self.prg = Prg()
+        #: the step this party is in, told to the peers if it aborts (set by ``Phases``)
+        self.phase: str | None = None
         self._channels = channels
         self._closed = False
+        self._last_tag: str | None = None
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -130,45 +141,41 @@ class Session:
     # -- messages -----------------------------------------------------------------------------
     def send(self, peer: PeerRef, value: Any, tag: str = "") -> int:
         """Send a numpy array, bytes, or a JSON-able value; returns bytes on the wire."""
-        return self._channel(peer).send(value, tag)
+        channel = self._channel(peer)
+        self._last_tag = tag
+        return channel.send(value, tag)
 
     def recv(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> Any:
         """The next message from ``peer`` under ``tag`` (waits up to the session timeout)."""
-        return self._recv_timed(self._channel(peer), tag, timeout)[0]
+        return self._recv_timed(self._channel(peer), tag, timeout, None)[0]
 
-    def _recv_timed(self, channel: Any, tag: str, timeout: float | None) -> tuple[Any, int]:
+    def _recv_timed(self, channel: Any, tag: str, timeout: float | None,
+                    expect: F.Expect | None) -> tuple[Any, int]:
         """(value, frame kind) of the next message, the wait counted in the statistics."""
+        self._last_tag = tag
         start = time.monotonic()
         try:
-            return channel.recv(tag, timeout)
+            return channel.recv(tag, timeout, expect)
         finally:
             self.stats.add_wait(channel.peer, time.monotonic() - start)
 
-    def _recv_kind(self, peer: PeerRef, tag: str, kind: int, timeout: float | None) -> Any:
-        channel = self._channel(peer)
-        value, got = self._recv_timed(channel, tag, timeout)
-        if got != kind:
-            raise FrameError(f"expected {F.KIND_NAMES[kind]} from party {channel.peer!r} under tag {tag!r}, "
-                             f"received {F.KIND_NAMES[got]}")
-        return value
-
-    def recv_array(self, peer: PeerRef, tag: str = "", *, dtype: Any = None, shape: tuple | None = None,
+    def recv_array(self, peer: PeerRef, tag: str = "", *, dtype: Any = None, shape: Sequence[int | None] | None = None,
                    timeout: float | None = None) -> np.ndarray:
-        """Receive an array and check its dtype and shape when given."""
-        arr = self._recv_kind(peer, tag, F.ARRAY, timeout)
-        if dtype is not None and arr.dtype != np.dtype(dtype):
-            raise FrameError(f"party {self.peer_name(peer)!r} sent dtype {arr.dtype} under tag {tag!r}; "
-                             f"expected {np.dtype(dtype)}")
-        if shape is not None and arr.shape != tuple(shape):
-            raise FrameError(f"party {self.peer_name(peer)!r} sent shape {arr.shape} under tag {tag!r}; "
-                             f"expected {tuple(shape)}")
-        return arr
+        """Receive an array; with ``dtype`` and ``shape`` (``None`` in a shape: any length), a
+        message announced otherwise raises :class:`~shaper.errors.FrameError` before its data
+        is received."""
+        expect = F.expect(F.ARRAY, dtype=dtype, shape=shape)
+        return self._recv_timed(self._channel(peer), tag, timeout, expect)[0]
 
-    def recv_bytes(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> bytes:
-        return self._recv_kind(peer, tag, F.BYTES, timeout)
+    def recv_bytes(self, peer: PeerRef, tag: str = "", *, size: int | None = None,
+                   timeout: float | None = None) -> bytes:
+        """Receive bytes; with ``size``, a message announced with another length raises
+        :class:`~shaper.errors.FrameError` before its data is received."""
+        return self._recv_timed(self._channel(peer), tag, timeout, F.expect(F.BYTES, size=size))[0]
 
     def recv_meta(self, peer: PeerRef, tag: str = "", *, timeout: float | None = None) -> Any:
-        return self._recv_kind(peer, tag, F.META, timeout)
+        """Receive a small JSON value (at most ``max_meta`` bytes)."""
+        return self._recv_timed(self._channel(peer), tag, timeout, F.expect(F.META))[0]
 
     def broadcast(self, value: Any, tag: str = "") -> None:
         """Send the same value to every peer."""
@@ -250,13 +257,20 @@ class Session:
         for t in threads:
             t.join()
 
-    def abort(self, reason: str) -> None:
-        """End the session telling every peer why: their next ``recv`` from this party raises
-        ``PeerError("party '<this party>' aborted: <reason>")``."""
+    def abort(self, error: BaseException, *, phase: str | None = None) -> None:
+        """End the session telling every peer that this party failed: their next ``recv`` from
+        it raises ``PeerError("party '<this party>' aborted: <kind> (phase ..., last message
+        ...); ...")``. Only the kind of ``error`` (its class name), the phase (``phase``, else
+        :attr:`phase`) and the tag of this party's last message go to the peers, never the
+        error's text: report that locally (it can hold this party's data)."""
+        if not isinstance(error, BaseException):
+            raise TypeError(f"abort() takes the exception that stops this party (its kind is what the peers "
+                            f"learn), got {type(error).__name__}")
         if self._closed:
             return
         self._closed = True
-        threads = [threading.Thread(target=c.close, kwargs={"abort": reason})
+        notice = F.abort_notice(error, phase or self.phase, self._last_tag)
+        threads = [threading.Thread(target=c.close, kwargs={"abort": notice})
                    for c in self._channels.values()]
         for t in threads:
             t.start()
@@ -268,7 +282,7 @@ class Session:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc is not None:
-            self.abort(f"{type(exc).__name__}: {exc}")
+            self.abort(exc)
         else:
             self.close()
 
