@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from shaper.errors import FrameError
+from shaper.errors import FrameError, PeerError
 from shaper.net.sealed import FRAME, TAG, SealedSocket
 
 
@@ -83,9 +83,47 @@ def test_a_frame_under_another_key_or_with_a_bad_length_is_caught():
         right2.recv(100)
 
 
-def test_a_frame_cut_short_is_an_error_not_a_silent_end():
+@pytest.mark.parametrize("length", [0, 15, TAG, FRAME + TAG + 1, (1 << 20) + 17, (1 << 32) - 1])
+def test_a_length_field_outside_the_frame_sizes_is_refused_by_name(length):
+    """15 bytes cannot hold the 16-byte tag; 16 would be an empty frame (which would read as the
+    end of the stream); 2^20 + 17 is one byte over the largest frame. Each is refused from the
+    length alone: nothing is read or allocated for its body."""
     _, right, a, _, key = _pair()
-    a.sendall(_raw_frame(key, 0, b"complete frame")[:-3])
+    a.sendall(struct.pack(">I", length) + bytes(64))
+    with pytest.raises(FrameError, match=f"sealed frame of {length} bytes from party 'a'"):
+        right.recv(100)
+
+
+def test_an_empty_frame_never_reads_as_the_end_of_the_stream():
+    _, right, a, _, key = _pair()
+    a.sendall(_raw_frame(key, 0, b""))  # authentic, but no sender makes one
+    with pytest.raises(FrameError, match="sealed frame of 16 bytes"):
+        right.recv_into(bytearray(8))
+
+
+def test_a_frame_replayed_later_in_the_stream_is_caught():
+    _, right, a, _, key = _pair()
+    first, second = _raw_frame(key, 0, b"one"), _raw_frame(key, 1, b"two")
+    a.sendall(first + second + first)  # frame 0 again after frame 1
+    assert right.recv(100) == b"one" and right.recv(100) == b"two"
+    with pytest.raises(FrameError, match="from party 'a' failed authentication"):
+        right.recv(100)
+
+
+def test_a_frame_reflected_back_to_its_sender_is_caught():
+    """A frame this end sent, played back to it: the other direction has its own key."""
+    left, right, a, b, _ = _pair()
+    left.sendall(b"to the right")
+    frame = b.recv(4 + 12 + TAG)  # the frame as it crossed the wire, taken off it
+    b.sendall(frame)  # ... and played back to the left end
+    with pytest.raises(FrameError, match="from party 'b' failed authentication"):
+        left.recv(100)
+
+
+@pytest.mark.parametrize("cut, where", [(2, "its length: 2 of 4"), (-3, "its body")])
+def test_a_frame_cut_short_is_a_named_error_not_a_silent_end(cut, where):
+    _, right, a, _, key = _pair()
+    a.sendall(_raw_frame(key, 0, b"complete frame")[:cut])
     a.close()
-    with pytest.raises(ConnectionResetError, match="middle of a frame"):
+    with pytest.raises(PeerError, match=f"party 'a' closed the link in the middle of a sealed frame \\({where}"):
         right.recv(100)

@@ -16,9 +16,12 @@ exchange), and then:
 Security: the keys are as secret as anything else sent inside the TLS session (an attacker who
 cannot break that TLS session cannot learn them), fresh per link, and each direction's key is
 used with strictly increasing nonces, so none repeats. The receiver expects the next counter:
-a frame that was altered, replayed, dropped, reordered or injected fails authentication and the
-link fails with :class:`~shaper.errors.FrameError`. What an observer sees is what TLS showed:
-frame lengths and timing. The certificate checks are those of the TLS handshake, unchanged.
+a frame that was altered, replayed, dropped, reordered, reflected back or injected fails
+authentication and the link fails with :class:`~shaper.errors.FrameError`; so does a length field
+outside (16, 2^20 + 16] (an empty frame is never sent: it would read as the end of the stream). A
+stream that ends inside a frame raises :class:`~shaper.errors.PeerError` (the peer or its network
+went away mid-frame). What an observer sees is what TLS showed: frame lengths and timing. The
+certificate checks are those of the TLS handshake, unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import struct
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ..errors import FrameError
+from ..errors import FrameError, PeerError
 
 FRAME = 1 << 20  # plaintext bytes per frame at most
 TAG = 16
@@ -113,15 +116,15 @@ class SealedSocket:
         if head is None:
             return None
         (size,) = struct.unpack(">I", head)
-        if not TAG <= size <= FRAME + TAG:
-            raise FrameError(f"sealed frame of {size} bytes from party {self._peer!r} (at most {FRAME + TAG})")
+        if not TAG < size <= FRAME + TAG:
+            raise FrameError(f"sealed frame of {size} bytes from party {self._peer!r} (a frame holds {TAG + 1} to "
+                             f"{FRAME + TAG} bytes)")
         self._head = bytes(head)
         return size
 
     def _decrypt(self, size: int, out: memoryview) -> None:
         cipher = self._fill(memoryview(self._in)[:size], at_boundary=False)
-        if cipher is None:
-            raise ConnectionResetError(f"party {self._peer!r} closed the link in the middle of a frame")
+        assert cipher is not None  # (only a read at a frame boundary can end the stream)
         nonce = self._received.to_bytes(12, "big")
         self._received += 1
         try:
@@ -137,7 +140,8 @@ class SealedSocket:
             if n == 0:
                 if got == 0 and at_boundary:
                     return None
-                raise ConnectionResetError(f"party {self._peer!r} closed the link in the middle of a frame")
+                raise PeerError(f"party {self._peer!r} closed the link in the middle of a sealed frame "
+                                f"({'its length' if at_boundary else 'its body'}: {got} of {view.nbytes} bytes came)")
             got += n
         return view
 
