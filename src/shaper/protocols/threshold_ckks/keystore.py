@@ -4,7 +4,10 @@ A key directory holds ``params.shpr``, ``public.shpr``, ``relin.shpr``, one ``ga
 per rotation key (g its Galois element) and, in a party's own directory, its secret-key share
 ``secret-share.shpr`` and its ledger ``ledger.json`` (both mode 0600; :mod:`.ledger`). The public files are the same at every party and enough to
 encrypt and compute; the share never leaves its party's machine. Directories are written
-atomically (:func:`shaper.files.atomic_directory`) and never overwritten.
+atomically (:func:`shaper.files.atomic_directory`: every file fsynced, the directory renamed into
+place, its parent fsynced) and never overwritten; a save that fails (a full disk) leaves nothing,
+and the temporary of one that was killed (it holds the share) is removed by the next save or load
+of that directory.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from ...crypto import ckks
 from ...errors import ConfigError, KeyValidationError
-from ...files import atomic_directory
+from ...files import atomic_directory, remove_stale
 from ...net.phases import Phase
 from .ledger import LEDGER_FILE, Ledger
 
@@ -51,6 +54,7 @@ class PublicKeys:
         The ledger stays attached to the new directory (every later entry and decryption is
         written there)."""
         target = Path(directory)
+        remove_stale(target.parent, target.name)  # a killed save's temporary (it holds a share)
         if target.exists():
             raise ConfigError(f"{target} exists already; key directories are never overwritten")
         with atomic_directory(target) as tmp:
@@ -68,12 +72,14 @@ class PublicKeys:
         return target
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> PublicKeys:
-        """The public material of a key directory (never reads the share)."""
+    def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> PublicKeys:
+        """The public material of a key directory (never reads the share). ``insecure``: accept
+        a test parameter set (:func:`shaper.crypto.ckks.load`)."""
         d = Path(directory)
+        remove_stale(d.parent, d.name)
         if not (d / "params.shpr").is_file():
             raise ConfigError(f"{d} is not a threshold-CKKS key directory (no params.shpr)")
-        params = ckks.load(d / "params.shpr")
+        params = ckks.load(d / "params.shpr", insecure=insecure)
         galois = {}
         for f in sorted(d.glob("galois-*.shpr")):
             key = ckks.load(f, params)
@@ -101,9 +107,9 @@ class JointKeys(PublicKeys):
         return super().save(directory, share or self.share, ledger or self.ledger)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> JointKeys:
+    def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
         """A party's key directory: the public material and its share."""
-        pub = PublicKeys.load(directory)
+        pub = PublicKeys.load(directory, insecure=insecure)
         path = Path(directory) / SHARE_FILE
         if not path.is_file():
             raise ConfigError(f"{directory} holds no secret-key share ({SHARE_FILE}): it is public material only")

@@ -9,8 +9,9 @@ evaluation over named inputs). Anything else (a ciphertext encrypted by one part
 homomorphic result only one party computed, a crafted one) is not in the ledger and is refused.
 
 The ledger of a key directory is ``ledger.json`` (mode 0600) beside the share. It is rewritten
-atomically (write to a temporary file, fsync, rename), and the budget is charged *before*
-anything is opened: a crash can lose a decryption, never give one twice. Re-keying (a new
+atomically (write to a temporary file, fsync, rename, fsync of the directory), and the budget is
+charged durably *before* anything is opened: a crash can lose a decryption, never give one
+twice, and a charge that cannot be written (a full disk) stops the decryption. Re-keying (a new
 ``shaper fhe keygen``) starts a new ledger with a fresh budget; the old key's parties refuse
 once theirs is spent.
 """
@@ -27,7 +28,7 @@ from typing import Any
 from ...crypto import ckks
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET, ciphertext_digest
 from ...errors import ConfigError, DecryptionRefused
-from ...files import write_atomic
+from ...files import remove_stale, write_atomic
 
 __all__ = ["LEDGER_FILE", "Entry", "Ledger"]
 
@@ -83,15 +84,22 @@ class Ledger:
         if len(self.entries) + len(cts) > MAX_ENTRIES:
             raise ConfigError(f"the ledger holds {len(self.entries)} ciphertexts already; re-key")
         digests = []
+        new: dict[str, Entry] = {}
         for ct, b in zip(cts, bounds, strict=True):
             b = b.bound()  # a per-slot bound as its largest slot
             if b.level != ct.level or abs(b.scale / ct.scale - 1.0) > 2.0 ** -30:
                 raise ValueError(f"bound at level {b.level}, scale {b.scale:.4g} does not describe a ciphertext at "
                                  f"level {ct.level}, scale {ct.scale:.4g}")
             d = ciphertext_digest(ct)
-            self.entries[d] = Entry(d, kind, source, float(b.error), float(b.message), ct.level, float(ct.scale))
+            new[d] = Entry(d, kind, source, float(b.error), float(b.message), ct.level, float(ct.scale))
             digests.append(d)
-        self._save()
+        before = dict(self.entries)
+        self.entries.update(new)
+        try:
+            self._save()
+        except BaseException:
+            self.entries = before  # what is not on disk is not accounted for
+            raise
         return digests
 
     # -- looking up ----------------------------------------------------------------------------
@@ -119,10 +127,16 @@ class Ledger:
                                     f"{count} asked): generate a new key (shaper fhe keygen) to decrypt more")
 
     def spend(self, count: int) -> None:
-        """Charges ``count`` decryptions, persisted before anything is opened."""
+        """Charges ``count`` decryptions, durable on disk (fsynced) when this returns, which is
+        before anything is opened; if the charge cannot be written (a full disk) it raises and
+        nothing is charged, so the caller opens nothing."""
         self.check_budget(count)
         self.spent += count
-        self._save()
+        try:
+            self._save()
+        except BaseException:
+            self.spent -= count
+            raise
 
     # -- disk ----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -145,6 +159,7 @@ class Ledger:
         """The ledger of a key directory; a directory without one (keys made before ledgers)
         starts one with ``default_budget``."""
         path = Path(directory) / LEDGER_FILE
+        remove_stale(directory, LEDGER_FILE)  # a temporary of a write that was killed
         if not path.exists():
             return cls(budget=default_budget).attach(directory)
         try:
