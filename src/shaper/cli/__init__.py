@@ -10,7 +10,8 @@
     shaper cnn       encrypted MNIST CNN inference, single key or joint key (demo, infer, plan, train)
     shaper psi       one party of a private set intersection (aligns rows with a peer)
     shaper keygen    write a Paillier/OU key pair (private key mode 0600)
-    shaper certs     a CA and per-party TLS certificates (+ a parties file) for a multi-host job
+    shaper identity  this party's own TLS key and certificate, and the fingerprint peers pin
+    shaper certs     a CA and every party's TLS key (+ a parties file), for --local runs and tests
     shaper circuit run FILE --local 3 --inputs HEX...   a Bristol Fashion circuit in 3PC
     shaper cluster check   join the Ray cluster a party would scale out on, and time it
     shaper info      version, kernel, executor, worker count, CPU features
@@ -28,10 +29,10 @@ import os
 import sys
 
 from .. import __version__
-from . import circuit, cluster, cnn, demo, fhe, fl, info, keys, lr, mpc, psi
+from . import circuit, cluster, cnn, demo, fhe, fl, identity, info, keys, lr, mpc, psi
 from .common import error_line
 
-GROUPS = (demo, lr, fl, psi, mpc, fhe, cnn, keys, circuit, cluster, info)  # in the order `shaper --help` lists them
+GROUPS = (demo, lr, fl, psi, mpc, fhe, cnn, keys, identity, circuit, cluster, info)  # in the order `shaper --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,9 @@
-"""``shaper keygen`` (a homomorphic key pair) and ``shaper certs`` (a CA, TLS certificates and
-a parties file for a multi-host job)."""
+"""``shaper keygen`` (a homomorphic key pair) and ``shaper certs`` (a CA, every party's TLS key
+and certificate and a parties file, all on one machine: for ``--local`` runs and tests).
+
+``shaper certs`` puts every party's private key and the CA key in one directory, so whoever runs
+it can impersonate every party. On several hosts each party runs ``shaper identity new`` on its
+own machine instead (:mod:`shaper.cli.identity`, ``docs/net.md``)."""
 
 from __future__ import annotations
 
@@ -21,8 +25,12 @@ def add_parser(subparsers: Any) -> None:
     keygen.add_argument("--out", required=True, metavar="PREFIX", help="file prefix: writes PREFIX.pub.* and PREFIX.key.*")
     keygen.add_argument("--format", choices=["binary", "json"], default="binary", help="file format of both keys")
 
-    certs = command(subparsers, "certs", run_certs, "create a CA and TLS certificates for the parties of a job",
-                    "Make a CA, one certificate and key per party, and optionally the parties file (docs/net.md).")
+    certs = command(subparsers, "certs", run_certs,
+                    "a CA and every party's TLS key on this machine, for --local runs and tests",
+                    "Make a CA, one certificate and key per party, and optionally the parties file, all on this "
+                    "machine: for --local runs and tests on one machine. Whoever holds these files can "
+                    "impersonate every party; for a job on several hosts each party runs `shaper identity new` on "
+                    "its own machine instead (docs/net.md).")
     certs.add_argument("--names", nargs="+", metavar="NAME", help="party names, in order (required)")
     deprecated_alias(certs, "--parties", "--names", nargs="+")
     certs.add_argument("--out", required=True, metavar="DIR", help="directory for ca.pem, NAME.pem, NAME.key")
@@ -76,10 +84,10 @@ def run_certs(args: argparse.Namespace) -> int:
     files = make_certificates(names, args.out, hosts=hosts, days=args.days, overwrite=args.force)
     out = Path(args.out)
     print(f"wrote a CA and {len(names)} party certificates to {out}/ (keys are mode 0600)")
-    print(f"  keep {files['ca']['key']} offline: it only signs certificates")
+    print("  for --local runs and tests on this machine: whoever holds this directory can impersonate every "
+          "party; on several hosts each party runs `shaper identity new` (docs/net.md)")
     for name in names:
-        where = hosts.get(name, "127.0.0.1")
-        print(f"  host of {name} ({where}): {out / 'ca.pem'}, {files[name]['cert']}, {files[name]['key']}")
+        print(f"  {name}: {files[name]['cert']}, {files[name]['key']}")
     if target is not None:
         rel = os.path.relpath(out, target.parent if str(target.parent) else ".")
         lines = [f'session_id = "{args.session_id}"', "", "[network]", 'timeout = "300s"',
@@ -88,5 +96,5 @@ def run_certs(args: argparse.Namespace) -> int:
             lines += ["[[party]]", f'name = "{name}"', f'host = "{hosts.get(name, "127.0.0.1")}"',
                       f"port = {args.base_port + i}", f'cert = "{rel}/{name}.pem"', f'key = "{rel}/{name}.key"', ""]
         target.write_text("\n".join(lines))
-        print(f"wrote {target}: give every host a copy (each needs only its own key)")
+        print(f"wrote {target}")
     return 0
