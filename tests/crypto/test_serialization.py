@@ -49,14 +49,6 @@ def test_private_key_file_is_0600_and_loads(tmp_path, scheme_keys):
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
 
 
-def test_loading_world_readable_private_key_warns(tmp_path, paillier_keys):
-    _, sk = paillier_keys
-    path = serialization.save_key(sk, tmp_path / "k")
-    os.chmod(path, 0o644)
-    with pytest.warns(UserWarning, match="chmod 600"):
-        serialization.load_key(path)
-
-
 def test_encrypted_array_roundtrip(scheme_keys):
     pk, sk = scheme_keys
     enc = pk.encrypt(np.array([[1.5, -2.0], [0.25, 8.0]]), frac_bits=6)

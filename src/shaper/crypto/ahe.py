@@ -24,6 +24,7 @@ before sending it to the key owner, or the key owner may learn how it was comput
 
 from __future__ import annotations
 
+import math
 import struct
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 _MAX_DIMS = 32  # rank limit of a serialised array
+_MAX_EXTENT = 1 << 48  # no axis, and no product of the non-zero axes, of a serialised array exceeds this
 
 
 
@@ -177,6 +179,31 @@ class AHEPublicKey(ABC):
         """Raise :class:`~shaper.errors.InvalidCiphertextError` unless every value lies in
         [1, ciphertext_modulus) and is coprime to n."""
         self._check_units(ciphertexts, self.n)  # type: ignore[attr-defined]
+
+    def _symbol_is_fixed(self) -> bool:
+        """Whether every ciphertext this key's encryption and homomorphic operations make has
+        Jacobi symbol (c mod n | n) = +1 (true for shaper's Paillier and OU keys)."""
+        return False
+
+    def validate_received(self, ciphertexts: Sequence) -> None:
+        """:meth:`validate_ciphertexts`, and, for keys whose ciphertexts all have Jacobi symbol
+        (c mod n | n) = +1, refuse one with symbol -1. The symbol is public and multiplicative and
+        re-randomisation leaves it alone, so a key owner who sent c with symbol -1 to a party that
+        computes c^k, re-randomises and sends the result back would read the parity of k in it.
+        For ciphertexts that arrive from another party (:meth:`EncryptedArray.from_bytes`)."""
+        cts = list(ciphertexts)
+        self.validate_ciphertexts(cts)
+        self._check_symbols(cts)
+
+    def _check_symbols(self, cts: list) -> None:
+        if not cts or not self._symbol_is_fixed():
+            return
+        n = self.n  # type: ignore[attr-defined]
+        for i, c in enumerate(cts):
+            if gmpy2.jacobi(c % n, n) != 1:
+                raise InvalidCiphertextError(
+                    f"ciphertext at index {i} has Jacobi symbol -1: no {self.scheme} encryption under "
+                    "this key makes one (it could carry the parity of a multiplier back to the key owner)")
 
     def raw_add(self, a: Sequence, b: Sequence) -> list:
         """Enc(x), Enc(y) -> Enc(x + y)."""
@@ -648,9 +675,13 @@ class EncryptedArray:
         if frac_bits < 0 or ndim > _MAX_DIMS:
             raise SerializationError(f"invalid scale {frac_bits} or rank {ndim}")
         shape = r.unpack(f"{ndim}Q", "shape") if ndim else ()
-        count = int(np.prod(shape, dtype=object)) if ndim else 1
+        if any(d > _MAX_EXTENT for d in shape) or math.prod(d for d in shape if d) > _MAX_EXTENT:
+            raise SerializationError(f"array shape {tuple(shape)} is impossibly large (at most {_MAX_EXTENT} "
+                                     "elements along an axis or in all)")
+        count = math.prod(shape)
         values = wire.read_ciphertexts(r, count, public_key)
         r.done()
+        public_key._check_symbols(values)  # read_ciphertexts checked range and coprimality
         return cls(public_key, object_array(values, tuple(shape)), frac_bits)
 
 

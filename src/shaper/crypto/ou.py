@@ -20,6 +20,20 @@ messages use a table of G^-1.
 Security: IND-CPA under the p-subgroup assumption (plus the short-exponent assumption for r);
 OU is not Paillier and its security rests on factoring n = p^2 q. The gmpy2 kernel is not
 constant time.
+
+**A peer's OU key.** A party that re-randomises under another party's key (H2S, secure mat-vec,
+FNP) relies on H^r hiding what it multiplied in. Unlike Paillier's h_s, H cannot be derived from
+n by the peer: fast decryption needs H^t = 1 mod p^2, which only the holder of u (p = 2tu + 1)
+can arrange. So a peer's key is checked instead (:meth:`OUPublicKey._validate`): G and H are
+units other than ±1, both have Jacobi symbol +1 (an honest G = g^(2u) and H = h^(2un) always
+do, so every honest ciphertext does too, and a received ciphertext with symbol -1 is refused:
+see :meth:`~shaper.crypto.ahe.AHEPublicKey.validate_received`), and neither has an order made
+only of prime powers below 2^12 (H^M != 1 for M = lcm(1..2^12)), which rules out H = n - 1 and
+every small smooth order. What remains: a key owner can still give H a moderately small order
+with a large prime factor (say a 20-bit prime), which no check without the factorisation can
+see, and then read the peer's multipliers out of re-randomised results. OU therefore protects a
+party only against a key owner who generated its key honestly; between parties that do not
+trust each other's key generation, use Paillier (its h_s is derived from n).
 """
 
 from __future__ import annotations
@@ -42,6 +56,21 @@ from .prg import default_prg, system_randbelow
 __all__ = ["OUPublicKey", "OUPrivateKey", "keygen", "security_bits", "MIN_KEY_BITS"]
 
 MIN_KEY_BITS = 512
+_SMALL_ORDER_BOUND = 1 << 12
+
+
+def _lcm_up_to(bound: int) -> int:
+    out = 1
+    for p in range(2, bound + 1):
+        if gmpy2.is_prime(p):
+            power = p
+            while power * p <= bound:
+                power *= p
+            out *= power
+    return out
+
+
+_SMALL_ORDERS = mpz(_lcm_up_to(_SMALL_ORDER_BOUND))
 
 
 def security_bits(bits: int) -> int:
@@ -103,12 +132,21 @@ class OUPublicKey(AHEPublicKey):
         for name, v in (("G", self.G), ("H", self.H)):
             if not 1 < v < n or gmpy2.gcd(v, n) != 1:
                 raise KeyValidationError(f"OU {name} must be a unit in (1, n)")
+            if gmpy2.jacobi(v, n) != 1:
+                raise KeyValidationError(f"OU {name} has Jacobi symbol -1; an honestly made key never does")
+            if gmpy2.powmod(v, _SMALL_ORDERS, n) == 1:
+                raise KeyValidationError(
+                    f"OU {name} has a small order (it divides lcm(1..{_SMALL_ORDER_BOUND})): "
+                    "re-randomising with it would hide nothing")
         if self.exponent_bits < 128:
             raise KeyValidationError(f"random exponent of {self.exponent_bits} bits is too short (minimum 128)")
 
     @property
     def fingerprint(self) -> bytes:
         return self._fingerprint
+
+    def _symbol_is_fixed(self) -> bool:
+        return True  # G and H have symbol +1 (checked), so G^m H^r does
 
     # -- serialisation: n, G, H (width of n each), u32 prime_bits, u32 exponent_bits ----------
     def body(self) -> bytes:

@@ -1,7 +1,7 @@
 """Paillier encryption in the Damgård–Jurik–Nielsen (DJN) form, batched.
 
 Keys (``docs/ahe.md``): p ≡ q ≡ 3 (mod 4), gcd(p-1, q-1) = 2, n = pq, g = n + 1,
-h_s = -x^(2n) mod n^2 for a random unit x. Encryption is
+h_s = -x^(2n) mod n^2 with x = hash-to-Z*_n of n (:func:`derive_hs`). Encryption is
 
     Enc(m; r) = (1 + m n) * h_s^r  mod n^2,   r uniform in [0, 2^exponent_bits),
 
@@ -25,10 +25,34 @@ statistically close to uniform in the group h_s generates.
 Security model: IND-CPA under the decisional composite residuosity assumption (plus the
 short-exponent assumption for a shortened r). Homomorphic results must be re-randomised before
 they go to the key owner. The gmpy2 kernel is not constant time (see :mod:`shaper.kernels.gmp`).
+
+**A peer's key is its modulus.** h_s is not chosen by the key owner: every party derives it
+from n alone (:func:`derive_hs`), and parsing a key (binary or JSON) ignores any stored h_s and
+derives it again, so key files written before this rule load unchanged (their old h_s is
+replaced; ciphertexts made under it still decrypt, since decryption never uses h_s). Why derive
+rather than check: a peer cannot verify the order of a chosen h_s without the factorisation, and
+a key owner who picks h_s = n^2 - 1 (order 2), or any element of small order, turns the peer's
+re-randomisation c * h_s^r into a multiplication by one of a few known values, so whatever the
+peer multiplied into c (a secret matrix entry, a PSI multiplier) could be read out of the
+randomness. A derived h_s is a hash of n: the key owner, who knows p and q, cannot steer it into
+a small subgroup short of generating keys over and over until the hash lands in one (each try a
+full key generation, and landing in a subgroup of index d takes about d tries). It is the same
+distribution an honest key generation draws from, so the peer gets the hiding it would get from
+an honest key owner: h_s^r, r of ceil(|n|/2) bits, is indistinguishable from a random element
+of the group h_s generates under the short-exponent discrete-log assumption modulo p and q,
+which knowing p and q does not break for randomly drawn primes (it only splits the problem in
+two). The parity channel is closed
+separately: every ciphertext made with such a key has Jacobi symbol (c mod n | n) = +1, a
+public, multiplicative property, so a ciphertext with symbol -1 is refused where a party
+receives it (:meth:`~shaper.crypto.ahe.EncryptedArray.from_bytes`); otherwise a key owner
+could learn the parity of a peer's multiplier from the result. What remains: a key owner who
+generates n dishonestly (p - 1 smooth, so that discrete logarithms are easy for it, or
+gcd(n, phi(n)) != 1) is not detected; shaper has no zero-knowledge proof that n is well formed.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 import weakref
@@ -44,7 +68,7 @@ from ..kernels import FixedBaseSpec, get_kernel
 from . import counters, encoding, primes, wire
 from .ahe import AHEPrivateKey, AHEPublicKey, EncryptedArray
 from .encoding import SIGMA
-from .prg import default_prg, system_randbelow
+from .prg import default_prg
 
 __all__ = [
     "PaillierPublicKey",
@@ -52,10 +76,12 @@ __all__ = [
     "keygen",
     "to_phe",
     "from_phe",
+    "derive_hs",
     "MIN_KEY_BITS",
 ]
 
 MIN_KEY_BITS = 512
+_HS_DOMAIN = b"shaper/paillier/h_s/v1\0"
 
 # Public keys seen in this process, by modulus (weak: keys are not kept alive by this map).
 _KNOWN_KEYS: "weakref.WeakValueDictionary[int, PaillierPublicKey]" = weakref.WeakValueDictionary()
@@ -72,10 +98,13 @@ class PaillierPublicKey(AHEPublicKey):
     scheme = "paillier"
     scheme_id = wire.SCHEME_PAILLIER
 
-    def __init__(self, n: int, hs: int, *, exponent_bits: int | None = None, djn: bool = True) -> None:
+    def __init__(self, n: int, hs: int | None = None, *, exponent_bits: int | None = None,
+                 djn: bool = True) -> None:
         self.n = mpz(n)
         self.n_squared = self.n * self.n
-        self.hs = mpz(hs)
+        self._validate_modulus()
+        # ``hs`` given explicitly only for fixed known-answer keys; everything else derives it.
+        self.hs = derive_hs(self.n) if hs is None else mpz(hs)
         self.djn = bool(djn)
         bits = int(self.n).bit_length()
         if exponent_bits is None:
@@ -85,6 +114,7 @@ class PaillierPublicKey(AHEPublicKey):
         self.max_int = int(self.n // 3 - 1)
         self.packing_capacity_bits = bits - 1
         self._validate()
+        self._fixed_symbol = gmpy2.jacobi(self.hs % self.n, self.n) == 1
         self._randomizer_spec = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits)
         self._randomizer_spec_fast = FixedBaseSpec(int(self.hs), int(self.n_squared), self.exponent_bits,
                                                    constant_time=False)
@@ -95,7 +125,7 @@ class PaillierPublicKey(AHEPublicKey):
         ).digest()
         _KNOWN_KEYS.setdefault(int(self.n), self)
 
-    def _validate(self) -> None:
+    def _validate_modulus(self) -> None:
         n = self.n
         bits = int(n).bit_length()
         if bits < MIN_KEY_BITS:
@@ -104,8 +134,13 @@ class PaillierPublicKey(AHEPublicKey):
             raise KeyValidationError("Paillier modulus must be an odd non-square")
         if gmpy2.gcd(n, mpz(2 * 3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31 * 37)) != 1:
             raise KeyValidationError("Paillier modulus has a small prime factor")
+
+    def _validate(self) -> None:
+        n = self.n
         if not 1 < self.hs < self.n_squared or gmpy2.gcd(self.hs, n) != 1:
             raise KeyValidationError("h_s must be a unit in (1, n^2)")
+        if gmpy2.powmod(self.hs, 2, self.n_squared) == 1:
+            raise KeyValidationError("h_s has order 2 (it is n^2 - 1): re-randomising with it would hide nothing")
         if self.exponent_bits < 128:
             raise KeyValidationError(
                 f"random exponent of {self.exponent_bits} bits is too short (minimum 128)"
@@ -115,6 +150,10 @@ class PaillierPublicKey(AHEPublicKey):
     def fingerprint(self) -> bytes:
         return self._fingerprint
 
+    def _symbol_is_fixed(self) -> bool:
+        # (1 + m n) h_s^r = h_s^r mod n: every ciphertext has h_s's symbol, +1 for DJN (Blum) moduli
+        return self._fixed_symbol
+
     # -- serialisation: n (width of n), h_s (width of n^2), u32 exponent_bits, u8 djn ----------
     def body(self) -> bytes:
         width = (self.bits + 7) // 8
@@ -123,10 +162,11 @@ class PaillierPublicKey(AHEPublicKey):
 
     @classmethod
     def read_body(cls, r: wire.Reader) -> "PaillierPublicKey":
+        """The stored h_s is read and ignored: h_s is derived from n (see the module docstring)."""
         n = r.integer("n")
-        hs = r.integer("h_s")
+        r.integer("h_s")
         exponent_bits, djn = r.unpack("IB", "exponent bits and DJN flag")
-        return cls(n, hs, exponent_bits=exponent_bits, djn=bool(djn))
+        return cls(n, exponent_bits=exponent_bits, djn=bool(djn))
 
     def to_jwk(self) -> dict:
         """python-paillier's JWK (``kty`` "DAJ", ``alg`` "PAI-GN1") plus ``hs``,
@@ -137,8 +177,9 @@ class PaillierPublicKey(AHEPublicKey):
 
     @classmethod
     def from_jwk(cls, doc: dict) -> "PaillierPublicKey":
-        """Ours, or a plain python-paillier key (no ``hs``: the key this process already uses
-        for that modulus, else a fresh h_s with a full-length exponent)."""
+        """Ours (its ``hs`` is ignored: h_s is derived from n), or a plain python-paillier key
+        (no ``hs``: the key this process already uses for that modulus, else one with a
+        full-length exponent)."""
         n = wire.unb64(doc.get("n"), "n")
         if "hs" not in doc:
             return _foreign_public_key(n)
@@ -146,7 +187,7 @@ class PaillierPublicKey(AHEPublicKey):
         exponent_bits = doc.get("exponent_bits")
         if not isinstance(djn, bool) or not (exponent_bits is None or isinstance(exponent_bits, int)):
             raise SerializationError("JSON fields 'djn' (bool) / 'exponent_bits' (int) have the wrong type")
-        return cls(n, wire.unb64(doc["hs"], "hs"), exponent_bits=exponent_bits, djn=djn)
+        return cls(n, exponent_bits=exponent_bits, djn=djn)
 
     def __repr__(self) -> str:
         return (f"PaillierPublicKey(bits={self.bits}, exponent_bits={self.exponent_bits}, "
@@ -246,7 +287,7 @@ class PaillierPrivateKey(AHEPrivateKey):
             public_key = PaillierPublicKey.from_jwk(pub)
         else:
             n = wire.unb64(pub.get("n"), "n")
-            public_key = _KNOWN_KEYS.get(int(n)) or PaillierPublicKey(n, _make_hs(n, n * n), djn=is_djn_form(p, q))
+            public_key = _KNOWN_KEYS.get(int(n)) or PaillierPublicKey(n, djn=is_djn_form(p, q))
         return cls(public_key, p, q)
 
     def decrypt_validated(self, cts: list) -> list:
@@ -288,11 +329,26 @@ def is_djn_form(p: int, q: int) -> bool:
     return p % 4 == 3 and q % 4 == 3 and gmpy2.gcd(p - 1, q - 1) == 2
 
 
-def _make_hs(n: mpz, n_squared: mpz) -> mpz:
-    while True:
-        x = mpz(system_randbelow(int(n) - 2) + 2)
-        if gmpy2.gcd(x, n) == 1:
-            return n_squared - gmpy2.powmod(x, 2 * n, n_squared)
+@functools.lru_cache(maxsize=64)
+def _derive_hs_cached(n: int) -> int:
+    width = (n.bit_length() + 7) // 8
+    n_bytes = n.to_bytes(width, "big")
+    nn = mpz(n)
+    n_squared = nn * nn
+    for counter in range(1 << 16):
+        # |n| + 128 bits of SHAKE-256, reduced mod n: within 2^-128 of uniform in Z_n
+        seed = hashlib.shake_256(_HS_DOMAIN + struct.pack("<I", counter) + n_bytes).digest(width + 16)
+        x = mpz(int.from_bytes(seed, "big")) % nn
+        if x > 1 and x != nn - 1 and gmpy2.gcd(x, nn) == 1:
+            return int(n_squared - gmpy2.powmod(x, 2 * nn, n_squared))
+    raise KeyValidationError("no unit of Z_n found for h_s: the modulus shares factors with almost everything")
+
+
+def derive_hs(n: int) -> mpz:
+    """h_s = -x^(2n) mod n^2 with x = hash-to-Z*_n of n under a domain tag (SHAKE-256 with a
+    counter, retried until x is a unit other than ±1): the same value for anyone who knows n,
+    so a public key is just its modulus and its owner cannot choose h_s (module docstring)."""
+    return mpz(_derive_hs_cached(int(n)))
 
 
 def keygen(bits: int = 2048, *, exponent_bits: int | None = None) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
@@ -319,9 +375,7 @@ def keygen(bits: int = 2048, *, exponent_bits: int | None = None) -> tuple[Paill
         n = p * q
         if n.bit_length() == bits:
             break
-    n_squared = n * n
-    hs = _make_hs(n, n_squared)
-    public_key = PaillierPublicKey(n, hs, exponent_bits=exponent_bits, djn=True)
+    public_key = PaillierPublicKey(n, exponent_bits=exponent_bits, djn=True)
     return public_key, PaillierPrivateKey(public_key, p, q)
 
 
@@ -367,8 +421,8 @@ def to_phe(obj: Any) -> Any:
 def from_phe(obj: Any) -> Any:
     """Convert python-paillier objects to shaper's.
 
-    * ``phe.PaillierPublicKey`` -> :class:`PaillierPublicKey` with a fresh h_s = -x^(2n) drawn
-      here and a full-length exponent (the primes' form is unknown).
+    * ``phe.PaillierPublicKey`` -> :class:`PaillierPublicKey` with h_s derived from n
+      (:func:`derive_hs`) and a full-length exponent (the primes' form is unknown).
     * ``phe.PaillierPrivateKey`` -> :class:`PaillierPrivateKey` (DJN exponent when its primes have
       the DJN form, full-length otherwise).
     * ``phe.EncryptedNumber`` or a (nested) list of them under one key -> :class:`EncryptedArray`.
@@ -381,7 +435,7 @@ def from_phe(obj: Any) -> Any:
         n = mpz(obj.public_key.n)
         pk = _KNOWN_KEYS.get(int(n))
         if pk is None:
-            pk = PaillierPublicKey(n, _make_hs(n, n * n), djn=is_djn_form(p, q))
+            pk = PaillierPublicKey(n, djn=is_djn_form(p, q))
         return PaillierPrivateKey(pk, p, q)
     if isinstance(obj, phe.PaillierPublicKey):
         return _foreign_public_key(mpz(obj.n))
@@ -411,8 +465,8 @@ def from_phe(obj: Any) -> Any:
 
 def _foreign_public_key(n: mpz) -> PaillierPublicKey:
     """The public key this process already uses for modulus n (so imports share one key and
-    its fixed-base table), or a new one with a fresh h_s and a full-length exponent."""
+    its fixed-base table), or a new one with h_s derived from n and a full-length exponent."""
     key = _KNOWN_KEYS.get(int(n))
     if key is None:
-        key = PaillierPublicKey(n, _make_hs(n, n * n), djn=False)
+        key = PaillierPublicKey(n, djn=False)
     return key

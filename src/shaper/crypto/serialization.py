@@ -4,7 +4,8 @@ Every type writes itself — ``to_bytes``/``from_bytes`` on the keys (body layou
 :mod:`shaper.crypto.paillier` and :mod:`shaper.crypto.ou`), on
 :class:`~shaper.crypto.ahe.EncryptedArray` and :class:`~shaper.crypto.packing.PackedArray` — over
 the framing in :mod:`shaper.crypto.wire`. This module only reads a header (or a JSON ``kty``)
-to find the right type, and writes key files: private keys get mode 0600 before the first byte.
+to find the right type, and writes key files: private keys get mode 0600 before the first byte,
+and a private key file that the group or other users may read is refused on load.
 
 Parsing checks the magic, version, kind, scheme, every length, and validates keys (primality,
 consistency) and every ciphertext (in [1, N), coprime to n) before returning.
@@ -19,17 +20,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-import warnings
 from pathlib import Path
 
-from ..errors import SerializationError
+from ..errors import KeyValidationError, SerializationError
 from ..files import write_private
 from . import wire
 from .ahe import AHEPrivateKey, AHEPublicKey
 from .ou import OUPrivateKey, OUPublicKey
 from .paillier import PaillierPrivateKey, PaillierPublicKey
 
-__all__ = ["key_from_bytes", "key_from_json", "key_to_bytes", "key_to_json", "load_key", "save_key"]
+__all__ = ["check_private_file", "key_from_bytes", "key_from_json", "key_to_bytes", "key_to_json", "load_key", "save_key"]
 
 #: scheme id -> (public key class, private key class)
 _BY_SCHEME: dict[int, tuple[type[AHEPublicKey], type[AHEPrivateKey]]] = {
@@ -102,14 +102,33 @@ def save_key(key: AHEPublicKey | AHEPrivateKey, path: str | os.PathLike, *, form
     return path
 
 
+def check_private_file(path: str | os.PathLike, what: str = "secret file") -> None:
+    """Refuse a file holding a secret (a private key, a key share) that its owner's group or
+    other users may read or write: on POSIX its mode must grant nothing beyond the owner
+    (0600 or narrower). Raises :class:`~shaper.errors.KeyValidationError` saying how to fix it."""
+    if os.name != "posix":
+        return
+    mode = stat.S_IMODE(Path(path).stat().st_mode)
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyValidationError(
+            f"{what} {path} has mode {mode:04o}: other users may read it, so it is refused; "
+            f"restrict it with 'chmod 600 {path}' (and check who may have copied it)")
+
+
 def load_key(path: str | os.PathLike) -> AHEPublicKey | AHEPrivateKey:
-    """Read a key written by :func:`save_key` (either format); warns if a private key file is
-    readable by other users."""
+    """Read a key written by :func:`save_key` (either format). A private key file whose mode lets
+    the group or other users in (anything wider than 0600) is refused
+    (:func:`check_private_file`)."""
     path = Path(path)
     data = path.read_bytes()
-    key = key_from_bytes(data) if data[:4] == wire.MAGIC else key_from_json(data.decode("utf-8"))
-    if isinstance(key, AHEPrivateKey) and os.name == "posix":
-        if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            warnings.warn(f"private key file {path} is accessible by other users; chmod 600 it",
-                          stacklevel=2)
+    if data[:4] == wire.MAGIC:
+        key = key_from_bytes(data)
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SerializationError(f"key file {path} is neither shaper's binary format nor UTF-8 JSON") from None
+        key = key_from_json(text)
+    if isinstance(key, AHEPrivateKey):
+        check_private_file(path, "private key file")
     return key
