@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,6 +74,95 @@ def test_set_executor_validation():
         kernels.set_executor("spark")
     with pytest.raises(TypeError):
         kernels.set_executor(ExecutorSettings(), actors=2)
+
+
+# -- which links may carry the party's secrets (no Ray needed) -------------------------------------
+def _tls_env(tmp_path, **extra):
+    env = {"RAY_USE_TLS": "1"}
+    for var in ray_executor.TLS_VARIABLES:
+        f = tmp_path / var.lower()
+        f.write_text("pem")
+        env[var] = str(f)
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("address", [None, "local", "127.0.0.1:6379", "localhost:6379", "[::1]:6379",
+                                     "ray://127.0.0.1:10001", "ray://localhost:10001"])
+def test_a_local_cluster_needs_no_tls(address):
+    assert ray_executor.ray_transport(address, {}) == "local"
+
+
+@pytest.mark.parametrize("address", ["10.0.0.5:6379", "head.example:6379", "ray://head:10001", "[2001:db8::1]:6379",
+                                     "192.168.1.7"])
+def test_a_remote_cluster_without_tls_is_refused_with_the_reason(address):
+    with pytest.raises(ConfigError, match=r"p - 1, q - 1.*neither encrypted nor authenticated.*"
+                                          r"RAY_USE_TLS is not set.*insecure = true"):
+        ray_executor.ray_transport(address, {})
+    # RAY_ADDRESS counts as the address when none is given
+    with pytest.raises(ConfigError, match="RAY_USE_TLS is not set"):
+        ray_executor.ray_transport(None, {"RAY_ADDRESS": address})
+
+
+def test_a_remote_cluster_with_ray_tls_or_the_override_is_allowed(tmp_path):
+    assert ray_executor.ray_transport("10.0.0.5:6379", _tls_env(tmp_path)) == "tls"
+    assert ray_executor.ray_transport("10.0.0.5:6379", {}, insecure=True) == "insecure"
+    # half-configured TLS is not TLS: each missing piece is named
+    env = _tls_env(tmp_path)
+    del env["RAY_TLS_SERVER_KEY"]
+    with pytest.raises(ConfigError, match="RAY_TLS_SERVER_KEY is not set"):
+        ray_executor.ray_transport("10.0.0.5:6379", env)
+    with pytest.raises(ConfigError, match="is not a readable file"):
+        ray_executor.ray_transport("10.0.0.5:6379", _tls_env(tmp_path, RAY_TLS_CA_CERT=str(tmp_path / "none")))
+    with pytest.raises(ConfigError, match="RAY_USE_TLS is not set"):
+        ray_executor.ray_transport("10.0.0.5:6379", _tls_env(tmp_path, RAY_USE_TLS="0"))
+
+
+def test_a_joined_cluster_with_nodes_elsewhere_is_refused_without_tls(tmp_path):
+    here = ["127.0.0.1", "10.0.0.9"]
+    # "auto" names no host: the nodes decide once joined
+    assert ray_executor.ray_transport("auto", {}) == "unknown"
+    ray_executor.check_cluster_nodes(["10.0.0.9", "127.0.0.1"], here, "unknown", {})  # all this machine
+    with pytest.raises(ConfigError, match=r"nodes on other machines \(10.0.0.7\)"):
+        ray_executor.check_cluster_nodes(["10.0.0.9", "10.0.0.7"], here, "unknown", {})
+    # a loopback head whose cluster grew a node on another machine
+    with pytest.raises(ConfigError, match="10.0.0.7"):
+        ray_executor.check_cluster_nodes(["10.0.0.7"], here, ray_executor.ray_transport("127.0.0.1:6379", {}), {})
+    ray_executor.check_cluster_nodes(["10.0.0.7"], here, "unknown", _tls_env(tmp_path))
+    ray_executor.check_cluster_nodes(["10.0.0.7"], here, "unknown", {}, insecure=True)
+
+
+def test_the_override_is_a_documented_setting(tmp_path):
+    assert ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray:10.0.0.5:6379", "SHAPER_RAY_INSECURE": "1"}).insecure
+    assert not ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray:10.0.0.5:6379"}).insecure
+    with pytest.raises(ConfigError, match="SHAPER_RAY_INSECURE"):
+        ExecutorSettings.from_env({"SHAPER_EXECUTOR": "ray", "SHAPER_RAY_INSECURE": "yes please"})
+    assert ExecutorSettings.from_mapping({"kind": "ray", "address": "10.0.0.5:6379", "insecure": True}).insecure
+    with pytest.raises(ConfigError, match="insecure must be true or false"):
+        ExecutorSettings(kind="ray", insecure="yes")
+    with pytest.raises(ConfigError, match="ray"):
+        ExecutorSettings(kind="local", insecure=True)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text()
+    assert "RAY_USE_TLS=1" in doc and "insecure = true" in doc and "SHAPER_RAY_INSECURE" in doc
+
+
+def test_the_pool_refuses_before_joining_a_remote_cluster_without_tls(monkeypatch):
+    joined = []
+
+    class FakeRay:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kw):
+            joined.append(kw)
+
+    monkeypatch.setattr(ray_executor, "_ray", lambda: FakeRay())
+    for var in ("RAY_USE_TLS", "RAY_ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    pool = ray_executor.RayPool(ExecutorSettings(kind="ray", address="10.0.0.5:6379"))
+    with pytest.raises(ConfigError, match="refusing to run kernel batches on the Ray cluster at 10.0.0.5:6379"):
+        pool.connect()
+    assert joined == [] and pool._actors == []
 
 
 # -- on a local Ray cluster -----------------------------------------------------------------------

@@ -14,7 +14,8 @@ def add_parser(subparsers: Any) -> None:
                                   description="The Ray scale-out executor (docs/scale-out.md).")
     sub = group.add_subparsers(dest="action", required=True)
     p = command(sub, "check", run_check, "join a Ray cluster, list its actors and time them against this machine",
-                "Join the Ray cluster at --address (or RAY_ADDRESS, or a private Ray instance here), start the "
+                "Join the Ray cluster at --address (or RAY_ADDRESS, or a private Ray instance here; a cluster on "
+                "other machines only with Ray's TLS on, or --insecure), start the "
                 "actors a party would use, show where they run and which kernel they use, and compare the "
                 "encryption throughput of a batch on them with this machine's local executor (same "
                 "ciphertexts required).")
@@ -23,6 +24,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--actors", type=int, help="actors to start (default: the cluster's CPUs / --cpus-per-actor)")
     p.add_argument("--cpus-per-actor", type=int, default=1, help="cores each actor reserves and its kernel uses")
     p.add_argument("--batch", type=int, default=4000, help="encryptions in the timed batch")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a cluster on other machines without Ray's TLS (RAY_USE_TLS=1 and its certificate "
+                        "variables); only on a network the party owns (docs/scale-out.md)")
     key_bits_option(p, "Paillier key size of the timed batch")
 
 
@@ -35,7 +39,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise ValueError(f"--batch must be positive, got {args.batch}")
     settings = ExecutorSettings(kind="ray", address=args.address, actors=args.actors,
-                                cpus_per_actor=args.cpus_per_actor, min_work_ms=0)
+                                cpus_per_actor=args.cpus_per_actor, min_work_ms=0, insecure=args.insecure)
     pk, _ = paillier.keygen(args.key_bits)
     values = list(range(args.batch))
     exps = default_prg().exponent_bytes(args.batch, pk.exponent_bits)

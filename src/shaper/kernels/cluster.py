@@ -21,11 +21,20 @@ the environment::
     SHAPER_RAY_TASK_TIMEOUT=600        # seconds without any chunk finishing = cluster lost
     SHAPER_RAY_RETRIES=3               # re-runs of a chunk whose worker died
     SHAPER_RAY_MIN_WORK_MS=200         # batches with less estimated work stay on this machine
+    SHAPER_RAY_INSECURE=1              # allow a non-local cluster without Ray's TLS (see below)
 
 What each worker holds (the cluster is inside the party's trust boundary): the actors receive
 the operands of the chunks they run — ciphertexts, plaintext residues, exponent bytes (which
 for encryption are the secret randomness), the sparse matrix blocks, and for decryption the
 private factors in the form the kernel needs (p - 1, q - 1 as exponents, p², q² as moduli).
+Links: Ray's own connections are neither encrypted nor authenticated unless Ray's TLS is on, so
+the executor refuses a cluster that is not local to this machine (an address other than
+loopback, or any node of the joined cluster at another address) unless ``RAY_USE_TLS=1`` with
+``RAY_TLS_SERVER_CERT``, ``RAY_TLS_SERVER_KEY`` and ``RAY_TLS_CA_CERT`` naming readable files
+(Ray's mutual TLS; every node must run with the same settings), or the party explicitly allows
+it (``insecure = true`` in ``[party.executor]``, ``SHAPER_RAY_INSECURE=1``): :func:`ray_transport`
+and :func:`check_cluster_nodes` decide, before any actor is started. A private instance this
+process starts, or a head on a loopback address whose nodes are all this machine, stays allowed.
 Fixed-base tables are built on each actor from the public base and modulus the first time a
 key is used and cached there (one per key and window setting), so a key's tables cross the
 network never and its ~1 KiB spec once per chunk. Nothing reaches a worker from a peer, and
@@ -42,11 +51,13 @@ integers or arrays from the party's call arguments.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -89,6 +100,8 @@ class ExecutorSettings:
     task_timeout: float = 600.0
     retries: int = 3
     min_work_ms: float = 200.0
+    #: allow a non-local cluster without Ray's TLS (the party vouches for its network)
+    insecure: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -107,8 +120,10 @@ class ExecutorSettings:
         if not (isinstance(self.min_work_ms, (int, float)) and not isinstance(self.min_work_ms, bool)
                 and self.min_work_ms >= 0):
             raise ConfigError(f"executor min_work_ms must be a non-negative number, got {self.min_work_ms!r}")
-        if self.kind == "local" and (self.address is not None or self.actors is not None):
-            raise ConfigError("executor address/actors apply to kind = \"ray\" only")
+        if not isinstance(self.insecure, bool):
+            raise ConfigError(f"executor insecure must be true or false, got {self.insecure!r}")
+        if self.kind == "local" and (self.address is not None or self.actors is not None or self.insecure):
+            raise ConfigError("executor address/actors/insecure apply to kind = \"ray\" only")
 
     def describe(self) -> str:
         if self.kind == "local":
@@ -137,18 +152,23 @@ class ExecutorSettings:
                     fields[name] = conv(env[key])
                 except ValueError:
                     raise ConfigError(f"{key} must be a number, got {env[key]!r}") from None
+        insecure = env.get("SHAPER_RAY_INSECURE", "").strip().lower()
+        if insecure:
+            if insecure not in ("0", "1", "true", "false"):
+                raise ConfigError(f"SHAPER_RAY_INSECURE must be 1 or 0, got {env['SHAPER_RAY_INSECURE']!r}")
+            fields["insecure"] = insecure in ("1", "true")
         return cls(**fields)
 
     @classmethod
     def from_mapping(cls, raw: Any, what: str = "[party.executor]") -> "ExecutorSettings":
         """From a parties file table: ``kind``, ``address``, ``actors``, ``cpus_per_actor``,
         ``task_timeout`` (seconds; the parties file reader also takes "10m"), ``retries``,
-        ``min_work_ms``."""
+        ``min_work_ms``, ``insecure``."""
         if isinstance(raw, str):
             raw = {"kind": raw}
         if not isinstance(raw, dict):
             raise ConfigError(f"{what} must be a table or \"local\"/\"ray\", got {raw!r}")
-        known = {"kind", "address", "actors", "cpus_per_actor", "task_timeout", "retries", "min_work_ms"}
+        known = {"kind", "address", "actors", "cpus_per_actor", "task_timeout", "retries", "min_work_ms", "insecure"}
         unknown = set(raw) - known
         if unknown:
             raise ConfigError(f"{what}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -157,6 +177,130 @@ class ExecutorSettings:
             return cls(**fields)
         except ConfigError as exc:
             raise ConfigError(f"{what}: {exc}") from None
+
+
+# -- which links may carry a party's secrets ----------------------------------------------------
+
+TLS_VARIABLES = ("RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY", "RAY_TLS_CA_CERT")
+_SHIPPED = ("the actors receive private key material (p - 1, q - 1, p², q² for decryption) and "
+            "encryption randomness")
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true")
+
+
+def tls_problem(environ: Mapping[str, str]) -> str | None:
+    """None when Ray's TLS is on in ``environ`` (``RAY_USE_TLS`` and its three certificate
+    variables naming readable files), else what is missing."""
+    if not _truthy(environ.get("RAY_USE_TLS")):
+        return "RAY_USE_TLS is not set to 1"
+    missing = [v for v in TLS_VARIABLES if not environ.get(v, "").strip()]
+    if missing:
+        return f"RAY_USE_TLS=1 but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set"
+    for v in TLS_VARIABLES:
+        if not os.access(environ[v], os.R_OK):
+            return f"{v}={environ[v]!r} is not a readable file"
+    return None
+
+
+def _host_of(address: str) -> str | None:
+    """The host of a Ray address (``host:port``, ``[v6]:port``, ``ray://host:port``), or None
+    for ``auto`` / ``local`` (no host named)."""
+    a = address.strip()
+    if "://" in a:
+        a = a.split("://", 1)[1]
+    a = a.split("/", 1)[0]
+    if a.lower() in ("auto", "local", ""):
+        return None
+    if a.startswith("["):
+        return a[1:a.index("]")] if "]" in a else a[1:]
+    if a.count(":") > 1:  # a bare IPv6 address
+        try:
+            return str(ipaddress.ip_address(a))
+        except ValueError:
+            return a.rsplit(":", 1)[0]
+    return a.rsplit(":", 1)[0] if ":" in a else a
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); names are not resolved."""
+    h = host.strip().strip("[]").lower()
+    if h == "localhost" or h.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+def ray_transport(address: str | None, environ: Mapping[str, str] | None = None, *, insecure: bool = False) -> str:
+    """Whether this party may send its chunks to the Ray cluster at ``address`` (None:
+    ``RAY_ADDRESS``, else a private instance this process starts), decided before joining:
+    ``"local"`` (a private instance, a loopback head, or ``local``), ``"tls"`` (Ray's TLS is on),
+    ``"unknown"`` (``auto``: decided by :func:`check_cluster_nodes` once joined) or
+    ``"insecure"`` (allowed by ``insecure``). Raises :class:`~shaper.errors.ConfigError` for a
+    non-local cluster without TLS and without the override, saying why."""
+    env = os.environ if environ is None else environ
+    where = address if address is not None else env.get("RAY_ADDRESS") or None
+    if where is None:
+        return "local"  # ray.init() starts a private instance in this process
+    host = _host_of(where)
+    if host is None:
+        if where.strip().lower() == "local":
+            return "local"
+        return "tls" if tls_problem(env) is None else "unknown"
+    if is_loopback(host):
+        return "local" if tls_problem(env) is not None else "tls"
+    problem = tls_problem(env)
+    if problem is None:
+        return "tls"
+    if insecure:
+        return "insecure"
+    raise ConfigError(_refusal(f"the Ray cluster at {where}", problem))
+
+
+def check_cluster_nodes(node_addresses: Iterable[str], local_addresses: Iterable[str], mode: str,
+                        environ: Mapping[str, str] | None = None, *, insecure: bool = False,
+                        where: str = "the Ray cluster") -> None:
+    """After joining, before any actor starts: a cluster whose nodes are not all at
+    ``local_addresses`` (this machine's, loopback included) is refused unless ``mode`` is
+    ``"tls"`` or ``"insecure"``, or Ray's TLS is on, or ``insecure`` (see :func:`ray_transport`)."""
+    if mode in ("tls", "insecure"):
+        return
+    env = os.environ if environ is None else environ
+    local = {a.strip().lower() for a in local_addresses}
+    remote = sorted({a for a in node_addresses if a.strip().lower() not in local and not is_loopback(a)})
+    if not remote:
+        return
+    problem = tls_problem(env)
+    if problem is None or insecure:
+        return
+    shown = ", ".join(remote[:5]) + (f" and {len(remote) - 5} more" if len(remote) > 5 else "")
+    raise ConfigError(_refusal(f"{where}, which has nodes on other machines ({shown}),", problem))
+
+
+def _refusal(what: str, problem: str) -> str:
+    return (f"refusing to run kernel batches on {what}: {_SHIPPED}, and Ray's links are neither encrypted nor "
+            f"authenticated without its TLS ({problem}). Turn on Ray's TLS on every node and here (RAY_USE_TLS=1, "
+            "RAY_TLS_SERVER_CERT, RAY_TLS_SERVER_KEY, RAY_TLS_CA_CERT), or, only if the network between this "
+            "machine and the cluster is the party's own and closed to everyone else, set insecure = true in "
+            "[party.executor] (SHAPER_RAY_INSECURE=1; shaper cluster check --insecure); see docs/scale-out.md")
+
+
+def _local_addresses(ray: Any) -> set[str]:
+    """This machine's addresses as Ray and the resolver see them."""
+    out = {"127.0.0.1", "::1", "localhost"}
+    try:
+        out.add(ray.util.get_node_ip_address())
+    except Exception:
+        pass
+    try:
+        _, _, ips = socket.gethostbyname_ex(socket.gethostname())
+        out.update(ips)
+    except OSError:
+        pass
+    return out
 
 
 def _ray() -> Any:
@@ -222,6 +366,8 @@ class RayPool:
         from . import native
 
         self._native_mode = native.mode()
+        # refused before joining when the address alone shows a remote cluster without TLS
+        mode = ray_transport(self.settings.address, insecure=self.settings.insecure)
         try:
             if not ray.is_initialized():
                 address = self.settings.address
@@ -229,8 +375,16 @@ class RayPool:
                          logging_level="ERROR", configure_logging=True)
                 self._started_ray = address is None and not os.environ.get("RAY_ADDRESS")
             cpus = int(ray.cluster_resources().get("CPU", 0))
+            nodes = [n.get("NodeManagerAddress", "") for n in ray.nodes() if n.get("Alive", True)]
         except Exception as exc:
             raise KernelError(f"cannot join the Ray cluster at {self.settings.describe()}: {exc}") from exc
+        if not self._started_ray:  # a private instance is this machine's; any other may have grown
+            try:
+                check_cluster_nodes(nodes, _local_addresses(ray), mode, insecure=self.settings.insecure,
+                                    where=f"the Ray cluster at {self.settings.describe()}")
+            except ConfigError:
+                ray.shutdown()  # nothing was sent: leave the cluster before saying why
+                raise
         per = self.settings.cpus_per_actor
         count = self.settings.actors or max(1, cpus // per)
         if cpus < per:
