@@ -4,15 +4,16 @@ Each ``*_job(session, ...)`` sets up a Hybrid2PC context with small keys and ret
 test compares; ``prog_*(ctx, ...)`` functions run unchanged on Hybrid2PC and Reference.
 """
 
+import struct
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from shaper.crypto import paillier, wire
 from shaper.crypto.ahe import EncryptedArray
 from shaper.protocols import Hybrid2PC, InsecureDealer, StoreOnly, TriGen
-from shaper.protocols.hybrid import h2s, s2h
-from shaper.protocols.hybrid import trigen, trigen_matrix
+from shaper.protocols.hybrid import h2s, s2h, trigen, trigen_matrix
 
 from .conformance import prog_linear, prog_matmul, prog_mul  # engine-generic programs
 
@@ -25,6 +26,26 @@ def context(session, **options):
     warnings.simplefilter("ignore")  # dealer triples warn on purpose
     options["triple_source"] = SOURCES[options.get("triple_source", "dealer")]()
     return Hybrid2PC.setup(session, key_bits=options.pop("key_bits", KEY_BITS), **options)
+
+
+def key_size_job(session, sizes):
+    """Party i brings a key of sizes[i] bits (its agreed size)."""
+    keys = paillier.keygen(sizes[session.index])
+    Hybrid2PC.setup(session, keys=keys, triple_source=InsecureDealer())
+
+
+def crafted_hs_job(session):
+    """Party 1 sends its public key with h_s = n^2 - 1; party 0 reports the h_s it uses."""
+    pk, sk = paillier.keygen(KEY_BITS)
+    if session.index == 1:
+        width = (pk.bits + 7) // 8
+        body = (wire.int_field(pk.n, width) + wire.int_field(pk.n_squared - 1, 2 * width)
+                + struct.pack("<IB", pk.exponent_bits, 1))
+        session.exchange(session.peers[0], wire.header(wire.KIND_PUBLIC, wire.SCHEME_PAILLIER) + body, "hybrid-key")
+        return None
+    ctx = Hybrid2PC.setup(session, keys=(pk, sk), triple_source=InsecureDealer())
+    peer = ctx.peer_key
+    return int(peer.n_squared), int(paillier.derive_hs(peer.n)), int(peer.hs)
 
 
 def prog_sparse(ctx, matrix, yv):

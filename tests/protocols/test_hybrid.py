@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from shaper.errors import PartyError, PlaintextOverflowError
+from shaper.crypto import encoding, paillier
+from shaper.errors import ConfigError, PartyError, PlaintextOverflowError
 from shaper.net import launch, run_in_memory
-from shaper.crypto import encoding
-from shaper.protocols import Reference
+from shaper.protocols import Hybrid2PC, Reference
 from shaper.protocols.triples import TripleStore
 
 from . import programs as P
@@ -18,8 +18,40 @@ from . import programs as P
 MASK = (1 << 64) - 1
 
 
+@pytest.fixture(autouse=True)
+def _small_keys(monkeypatch):
+    """These tests use 640-bit keys: the explicit switch for keys below 2048 bits."""
+    monkeypatch.setenv("SHAPER_INSECURE_KEY_BITS", "1")
+
+
 def two(fn, *args, **kwargs):
     return run_in_memory(2, fn, *args, **kwargs)
+
+
+# -- keys ----------------------------------------------------------------------------------------
+def test_keys_below_2048_bits_need_the_explicit_switch(monkeypatch):
+    monkeypatch.delenv("SHAPER_INSECURE_KEY_BITS")
+    with pytest.raises(ConfigError, match="below the 2048 bits.*SHAPER_INSECURE_KEY_BITS=1"):
+        Hybrid2PC.setup(None, key_bits=1024)
+    keys = paillier.keygen(512)
+    with pytest.raises(ConfigError, match="512-bit keys"):
+        Hybrid2PC.setup(None, keys=keys)
+    monkeypatch.setenv("SHAPER_INSECURE_KEY_BITS", "0")  # only "1" switches it on
+    with pytest.raises(ConfigError, match="insecure_key_bits=True"):
+        Hybrid2PC.setup(None, key_bits=640)
+
+
+def test_a_peer_key_of_another_size_is_refused_by_name():
+    # party 1 brings a 512-bit key while the agreed size at party 0 is 640 bits (a downgrade):
+    # each refuses the other's key, naming the peer
+    with pytest.raises(PartyError, match="'party[01]' sent a (512|640)-bit paillier key; the agreed size is (640|512)"):
+        two(P.key_size_job, {0: 640, 1: 512})
+
+
+def test_a_peer_key_with_a_crafted_h_s_is_used_with_h_s_derived():
+    hs = two(P.crafted_hs_job)
+    n_squared, derived, seen = hs[0]
+    assert seen == derived and seen != n_squared - 1
 
 
 def ring_sum(a, b):

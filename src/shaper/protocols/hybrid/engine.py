@@ -24,10 +24,19 @@ for two parties, with three differences: each party holds a key pair and the HE 
 (``h2s``, ``s2h``, secure sparse mat-vec), Beaver triples are taken from a
 :class:`~shaper.protocols.triples.TripleStore` refilled by the source, and truncation is
 SecureML's local one (no preprocessing, no message; it exists for two parties only).
+
+**Keys.** The parties agree on a key size (``key_bits``, at least 2048); each refuses a peer key
+of any other size, so a peer cannot downgrade it. Smaller keys (tests, demos on one machine) need
+the explicit switch ``insecure_key_bits=True`` or the environment variable
+``SHAPER_INSECURE_KEY_BITS=1``. A peer's Paillier key is its modulus: h_s is derived from n, not
+taken from the peer (:mod:`shaper.crypto.paillier`); a peer's OU key is checked as far as a
+party without the factorisation can (:mod:`shaper.crypto.ou`), and ciphertexts the peer sends
+are refused when their Jacobi symbol shows they came from no encryption under its key.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,6 +54,20 @@ from ..triples import TripleSource, TripleStore
 from .conversions import h2s, s2h
 from .sparse import sparse_matvec, sparse_matvec_encrypted
 from .trigen import TriGen
+
+#: The smallest key size accepted without the explicit insecure switch.
+SECURE_KEY_BITS = 2048
+#: Environment variable that allows smaller keys (tests, local demos): "1" to allow.
+INSECURE_KEY_BITS_ENV = "SHAPER_INSECURE_KEY_BITS"
+
+
+def check_key_bits(bits: int, insecure: bool = False) -> None:
+    """Refuse an agreed key size below :data:`SECURE_KEY_BITS` unless ``insecure`` is set or the
+    environment says ``SHAPER_INSECURE_KEY_BITS=1``."""
+    if bits >= SECURE_KEY_BITS or insecure or os.environ.get(INSECURE_KEY_BITS_ENV) == "1":
+        return
+    raise ConfigError(f"{bits}-bit keys are below the {SECURE_KEY_BITS} bits needed for real data; for tests "
+                      f"and local demos pass insecure_key_bits=True or set {INSECURE_KEY_BITS_ENV}=1")
 
 
 class Hybrid2PC(AdditiveEngine):
@@ -79,8 +102,15 @@ class Hybrid2PC(AdditiveEngine):
 
     @classmethod
     def setup(cls, session: Session, *, key_bits: int = 2048, scheme: str = "paillier",
-              keys: tuple[AHEPublicKey, AHEPrivateKey] | None = None, **options: Any) -> "Hybrid2PC":
-        """Generate (or use) this party's key pair and swap public keys with the peer."""
+              keys: tuple[AHEPublicKey, AHEPrivateKey] | None = None, insecure_key_bits: bool = False,
+              **options: Any) -> "Hybrid2PC":
+        """Generate (or use) this party's key pair and swap public keys with the peer.
+
+        ``key_bits`` is the agreed size (with ``keys``, the size of the given key); the peer's
+        key must have exactly that size. Below :data:`SECURE_KEY_BITS` (2048) only with
+        ``insecure_key_bits=True`` or ``SHAPER_INSECURE_KEY_BITS=1`` in the environment (tests)."""
+        agreed = keys[1].public_key.bits if keys is not None else key_bits
+        check_key_bits(agreed, insecure_key_bits)
         if keys is None:
             module = {"paillier": paillier, "ou": ou}.get(scheme)
             if module is None:
@@ -88,15 +118,19 @@ class Hybrid2PC(AdditiveEngine):
             _, private_key = module.keygen(key_bits)
         else:
             private_key = keys[1]
-        peer_bytes = session.exchange(session.peers[0], key_to_bytes(private_key.public_key), "hybrid-key")
+        peer = session.peers[0]
+        peer_bytes = session.exchange(peer, key_to_bytes(private_key.public_key), "hybrid-key")
         if not isinstance(peer_bytes, bytes):
-            raise KeyValidationError("the peer did not send a public key")
+            raise KeyValidationError(f"{peer!r} did not send a public key")
         peer_key = key_from_bytes(peer_bytes)
         if not isinstance(peer_key, AHEPublicKey):
-            raise KeyValidationError("the peer sent something other than a public key")
+            raise KeyValidationError(f"{peer!r} sent something other than a public key")
         if peer_key.scheme != private_key.public_key.scheme:
             raise KeyValidationError(f"schemes differ: this party uses {private_key.public_key.scheme}, "
-                                     f"the peer {peer_key.scheme}")
+                                     f"{peer!r} {peer_key.scheme}")
+        if peer_key.bits != agreed:
+            raise KeyValidationError(f"{peer!r} sent a {peer_key.bits}-bit {peer_key.scheme} key; the agreed size "
+                                     f"is {agreed} bits")
         return cls(session, private_key, peer_key, **options)
 
     # -- sharing (share and reveal are the additive engine's) ---------------------------------------
