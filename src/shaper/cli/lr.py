@@ -61,7 +61,7 @@ def add_parser(subparsers: Any) -> None:
     out_option(train, "where to write this party's part of the model (its weights and constant); with --local 2, "
                       "one file per party next to it (model.npz: model.host.npz, model.guest.npz)",
                default="weights.npz")
-    # 64 hex digits: reproducible masks and shuffles, for tests only (it makes the masks predictable)
+    # 64 hex digits: a reproducible batch order (tests); masks always come from the CSPRNG
     train.add_argument("--seed", type=bytes.fromhex, help=argparse.SUPPRESS)
 
     predict = command(lr_sub, "predict", run_predict, "score new rows with a trained model (scores at the guest)",

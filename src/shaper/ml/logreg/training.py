@@ -201,10 +201,12 @@ class _Training:
 
     # -- set-up -------------------------------------------------------------------------------------
     def _start(self) -> tuple[Hybrid2PC, Layout, list[dict]]:
-        """Fresh keys, mask and shuffle seeds, and zero weights."""
+        """Fresh keys, mask and shuffle seeds, and zero weights. The mask seed always comes from
+        the operating system's CSPRNG: a fixed ``seed`` only fixes public things (the batch
+        order), never a mask, so a reproducible run does not make the masks predictable."""
         ctx = Hybrid2PC.setup(self.session, key_bits=self.p.key_bits, scheme=self.p.scheme,
                               frac_bits=self.p.frac_bits, triple_source=StoreOnly())
-        mask_seed = self.p.seed or os.urandom(32)
+        mask_seed = os.urandom(32)
         if self.p.seed is None:
             shuffle = self.session.shared_prg([0, 1], tag="lr-shuffle").random_bytes(32)
         else:
