@@ -12,6 +12,7 @@ written so that it survives a crash (a file or a whole directory appears complet
   directory fsynced. A replaced directory is removed only after the new one is in place.
 * :func:`append_durable` — bytes appended to a file and fsynced (append-only logs); a failed
   append is cut off again.
+* :func:`remove_tree` — a directory removed in one step (renamed aside, then deleted).
 * :func:`remove_stale` — what a killed process left behind: its temporaries (which may hold keys
   and mask seeds) are removed, and a directory caught between the two renames of a replacement
   is put back. Every loader of state calls it.
@@ -21,7 +22,8 @@ removed before the error propagates, so a failed write (a full disk, an interrup
 the previous state and no copy of the secrets. Only a process killed outright (``kill -9``,
 power loss) can leave one; its name carries the process id (``.<name>.tmp-<pid>-…``,
 ``.<name>.partial-<pid>-…``, ``.<name>.old-<pid>-…``), and :func:`remove_stale` removes those of
-processes that are gone. All writes go through ``os.write``.
+processes that are gone (``.<name>.trash-…``: a directory being removed). All writes go through
+``os.write``.
 """
 
 from __future__ import annotations
@@ -38,13 +40,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["append_durable", "atomic_directory", "atomic_file", "fsync_directory", "open_private",
-           "remove_stale", "write_atomic", "write_private"]
+           "remove_stale", "remove_tree", "write_atomic", "write_private"]
 
 # Temporaries this process is writing now (a stale-file sweep must leave them alone even though
 # their process id is alive: it is ours).
 _active: set[str] = set()
 _active_lock = threading.Lock()
-_STALE = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|partial|old)-(?P<pid>\d+)-[A-Za-z0-9_]+$")
+_STALE = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|partial|old|trash)-(?P<pid>\d+)-[A-Za-z0-9_]+$")
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -272,6 +274,20 @@ def atomic_directory(path: str | os.PathLike, *, replace: bool = False) -> Itera
             if old is not None and old.exists() and target.exists():
                 shutil.rmtree(old, ignore_errors=True)
             raise
+
+
+def remove_tree(path: str | os.PathLike) -> None:
+    """Removes directory ``path`` so that it disappears in one step: it is renamed to a hidden
+    sibling first (the parent fsynced), then deleted; a crash half way through the deletion
+    leaves no half directory under the old name (:func:`remove_stale` finishes the job)."""
+    target = Path(path)
+    if not target.exists():
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.trash-{os.getpid()}-", dir=target.parent))
+    with _registered(trash):
+        os.replace(target, trash)
+        fsync_directory(target.parent)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def _pid_alive(pid: int) -> bool:

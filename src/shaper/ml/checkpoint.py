@@ -21,14 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
 
 from ..crypto.serialization import key_from_bytes, key_to_bytes
 from ..errors import ConfigError, SerializationError
-from ..files import atomic_directory, fsync_directory, remove_stale, write_private
+from ..files import atomic_directory, remove_stale, remove_tree, write_private
 
 KEEP = 2
 STATE_FILE = "state.json"
@@ -100,20 +99,15 @@ class Checkpointer:
                 break
             if path.name not in keep and _check(path) is None:
                 keep.add(path.name)
-        removed = False
         for _, path in self._epoch_dirs():
             if path.name not in keep:
-                shutil.rmtree(path, ignore_errors=True)
-                removed = True
-        if removed:
-            fsync_directory(self.dir)
+                remove_tree(path)  # gone in one step: never a half epoch under its name
         return final
 
     def discard(self) -> None:
         """Remove every checkpoint of this party (training restarted from scratch)."""
         for _, path in self._epoch_dirs():
-            shutil.rmtree(path, ignore_errors=True)
-        fsync_directory(self.dir)
+            remove_tree(path)
 
     def load(self, epoch: int) -> tuple[dict, dict[str, bytes], Any, Any]:
         path = self.dir / f"epoch-{epoch:06d}"

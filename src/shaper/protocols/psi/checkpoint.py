@@ -29,14 +29,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...files import append_durable, fsync_directory, remove_stale, write_atomic
+from ...files import (
+    append_durable,
+    fsync_directory,
+    remove_stale,
+    remove_tree,
+    write_atomic,
+)
 
 STATE_VERSION = 1
 
@@ -88,7 +93,12 @@ class PsiCheckpoint:
         emptied."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         remove_stale(self.dir)
-        for name in files:  # emptied in one step each (a crash here leaves the old run, with less work)
+        # the old run's state goes first: a crash below leaves no state, never a state that
+        # would read another run's files
+        if (self.dir / "state.json").exists():
+            os.unlink(self.dir / "state.json")
+            fsync_directory(self.dir)
+        for name in files:
             write_atomic(self.dir / name, b"")
         state: dict[str, Any] = {"version": STATE_VERSION, "digest": self.digest, "run": run,
                                  **{k: None if v is None else v.hex() for k, v in secrets.items()}}
@@ -134,9 +144,7 @@ class PsiCheckpoint:
         append_durable(self.dir / name, data)
 
     def clear(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-        if self.dir.parent.is_dir():
-            fsync_directory(self.dir.parent)
+        remove_tree(self.dir)
 
 
 def open_run(session: Any, other: int, hello: dict, items: Any, checkpoint_dir: str | None, resume: bool,
