@@ -5,14 +5,14 @@ import json
 import re
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
+import scipy.sparse as sp
 
 from shaper.errors import ConfigError, PartyError
-from shaper.ml.logreg import LRParams, reference_sgd
-from shaper.ml.logreg.features import ColumnScaler
 from shaper.jobs.progress import jsonl_writer
 from shaper.jobs.report import html_report
+from shaper.ml.logreg import LRParams, reference_sgd
+from shaper.ml.logreg.features import ColumnScaler
 from shaper.net import launch, run_in_memory
 
 from . import jobs as J

@@ -17,8 +17,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import (group, EXPECTED_ERRORS, abort_job, command, key_bits_option, learning_rate, out_option,
-                     party_options, where)
+from .common import (
+    EXPECTED_ERRORS,
+    abort_job,
+    command,
+    group,
+    key_bits_option,
+    learning_rate,
+    out_option,
+    party_options,
+    where,
+)
 
 # The estimator's own defaults (LRParams; a test keeps them equal), written out so that building
 # the parser does not import the ML stack.

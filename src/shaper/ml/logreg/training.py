@@ -30,13 +30,13 @@ from ...net.phases import Meter
 from ...protocols import Hybrid2PC
 from ...protocols.triples import StoreOnly
 from ..checkpoint import Checkpointer
+from ..shuffle import epoch_order, epoch_prg
+from . import stability
 from .caesar import SharedWeights
 from .encrypted import EncryptedWeights
-from . import stability
 from .features import ColumnScaler, Features, features_csr
 from .layout import Layout
 from .params import SIGMOIDS, LRParams
-from ..shuffle import epoch_order, epoch_prg
 
 
 class VerticalLogisticRegression:
