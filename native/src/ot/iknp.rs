@@ -34,6 +34,7 @@
 //! the receiver ((2^k − 1)/k for the sender): 2, 2, 4 (1, 1.5, 3.75) for k = 1, 2, 4.
 
 use super::block::{load, Cipher, BLOCK};
+use super::check::{self, ReceiverCheck, Transcript, CHECK_ROWS, TRAILER};
 use super::transpose::{self, TILE};
 use super::{cot, pprf, tccr};
 
@@ -145,6 +146,15 @@ enum Sink<'a, F: FnMut(usize, &[u8])> {
 type NoFuse = fn(usize, &[u8]);
 
 impl<F: FnMut(usize, &[u8])> Sink<'_, F> {
+    /// The chunk's live rows, already transposed (a checked call transposes every row of the
+    /// chunk, the check weighs them all).
+    fn transposed(&mut self, first: usize, rows: &[u8]) {
+        match self {
+            Sink::Rows(t) => t[first * BLOCK..first * BLOCK + rows.len()].copy_from_slice(rows),
+            Sink::Fused(f) => f(first, rows),
+        }
+    }
+
     fn chunk(&mut self, cols: &[u8], first: usize, live: usize, scratch_rows: &mut [u8]) {
         match self {
             Sink::Rows(t) => transpose_chunk(cols, live, &mut t[first * BLOCK..(first + live) * BLOCK]),
@@ -357,6 +367,19 @@ pub struct IknpReceiver {
     /// PRG blocks used per leaf stream so far (= index / 128).
     blocks: u128,
     scratch: Scratch,
+    /// The consistency check ([`check`]), when on.
+    check: Option<ReceiverCheck>,
+}
+
+/// Rows a call extends: `count` rounded up to 128, and [`CHECK_ROWS`] more when checked.
+fn call_rows(count: usize, checked: bool) -> usize {
+    rounded(count) + if checked { CHECK_ROWS } else { 0 }
+}
+
+/// Message bytes of a call: 128/k columns of [`call_rows`] bits, and the check's
+/// [`TRAILER`] when checked.
+fn call_message_len(count: usize, k: usize, checked: bool) -> usize {
+    message_len(call_rows(count, checked), k) + if checked { TRAILER } else { 0 }
 }
 
 impl IknpReceiver {
@@ -365,7 +388,7 @@ impl IknpReceiver {
         check_keys(k0, "k0")?;
         check_keys(k1, "k1")?;
         let leaves = ciphers(k1.chunks_exact(BLOCK).zip(k0.chunks_exact(BLOCK)).flat_map(|(a, b)| [a, b]));
-        Ok(IknpReceiver { k: 1, leaves, blocks: 0, scratch: Scratch::default() })
+        Ok(IknpReceiver { k: 1, leaves, blocks: 0, scratch: Scratch::default(), check: None })
     }
 
     /// SoftSpoken with groups of `k` (1 = IKNP, `seed` then unused): the receiver and the setup
@@ -379,7 +402,8 @@ impl IknpReceiver {
         check_keys(k0, "k0")?;
         check_keys(k1, "k1")?;
         let (leaves, setup) = pprf::expand(k0, k1, k, seed);
-        Ok((IknpReceiver { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), blocks: 0, scratch: Scratch::default() }, setup))
+        Ok((IknpReceiver { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), blocks: 0, scratch: Scratch::default(),
+                           check: None }, setup))
     }
 
     /// Base OTs per group (1 = IKNP).
@@ -387,12 +411,26 @@ impl IknpReceiver {
         self.k
     }
 
-    /// Bytes of the message for `count` OTs.
-    pub fn message_len(&self, count: usize) -> usize {
-        message_len(count, self.k)
+    /// Turns the consistency check ([`check`]) on for every later call: `context` the 16 bytes
+    /// both sides agree on (the session, pair and direction), `seed` 16 secret random bytes (the
+    /// extra rows' choice bits). The sender must turn it on with the same context before the
+    /// same call.
+    pub fn enable_check(&mut self, context: &[u8], seed: &[u8]) -> Result<(), String> {
+        self.check = Some(ReceiverCheck::new(context, seed)?);
+        Ok(())
     }
 
-    /// OTs extended so far (rounded counts).
+    /// Whether calls are checked.
+    pub fn checked(&self) -> bool {
+        self.check.is_some()
+    }
+
+    /// Bytes of the message for `count` OTs (with the check's extra rows and trailer when on).
+    pub fn message_len(&self, count: usize) -> usize {
+        call_message_len(count, self.k, self.checked())
+    }
+
+    /// OTs extended so far (rounded counts, with the check's extra rows).
     pub fn index(&self) -> u64 {
         (self.blocks * KAPPA as u128) as u64
     }
@@ -447,9 +485,14 @@ impl IknpReceiver {
             return Err(format!("{count} OTs need {have} bytes of packed choice bits, got {}", choices.len()));
         }
         let k = self.k;
-        assert!(u.len() == message_len(count, k));
-        let (m, n) = (rounded(count), 1usize << k);
+        assert!(u.len() == self.message_len(count));
+        let checked = self.check.as_ref();
+        let (m, n) = (call_rows(count, checked.is_some()), 1usize << k);
         let col_len = m / 8;
+        // the check: its transcript, and the sums x = Σ χ_j r_j, t̃ = Σ χ_j t_j over the call
+        let mut transcript = checked.map(|c| Transcript::new(&c.context, k, self.index(), count as u64));
+        let (mut x_sum, mut t_sum) = (0u128, 0u128);
+        let extra_from = rounded(count) / 8; // byte of r where the check's random rows begin
         self.scratch.ready(k);
         let Scratch { cols, streams, rows: scratch_rows } = &mut self.scratch;
         // this chunk's choice bits r, zero-padded past `count` (bits of the last byte included)
@@ -468,6 +511,13 @@ impl IknpReceiver {
             if !count.is_multiple_of(8) && (off..off + bytes).contains(&(count / 8)) {
                 r[count / 8 - off] &= (1u8 << (count % 8)) - 1;
             }
+            if let Some(c) = checked {
+                // the extra rows (whole 128-row blocks) take random choices
+                if off + bytes > extra_from {
+                    let from = extra_from.max(off);
+                    c.extra_choices(self.blocks + (from * 8 / KAPPA) as u128, &mut r[from - off..]);
+                }
+            }
             for (g, (leaves, group_cols)) in self.leaves.chunks_exact(n).zip(cols.chunks_exact_mut(k * bytes)).enumerate() {
                 for (x, (leaf, s)) in leaves.iter().zip(streams.chunks_exact_mut(bytes)).enumerate() {
                     // k = 1: the column is stream 1 (see `fold`)
@@ -476,8 +526,23 @@ impl IknpReceiver {
                 fold::receiver(k, streams, bytes, r, group_cols, &mut u[g * col_len + off..g * col_len + off + bytes]);
             }
             let live = rows.min(count.saturating_sub(start));
-            sink.chunk(cols, start, live, scratch_rows);
+            match &mut transcript {
+                None => sink.chunk(cols, start, live, scratch_rows),
+                Some(tr) => {
+                    let weights = tr.next(u, KAPPA / k, col_len, off, bytes);
+                    let all = &mut scratch_rows[..rows * BLOCK];
+                    transpose_chunk(cols, rows, all);
+                    t_sum ^= weights.rows(all);
+                    x_sum ^= weights.bits(r);
+                    sink.transposed(start, &all[..live * BLOCK]);
+                }
+            }
             start += rows;
+        }
+        if checked.is_some() {
+            let tail = &mut u[m / 8 * (KAPPA / k)..];
+            tail[..BLOCK].copy_from_slice(&x_sum.to_le_bytes());
+            tail[BLOCK..].copy_from_slice(&t_sum.to_le_bytes());
         }
         self.blocks += (m / KAPPA) as u128;
         Ok(())
@@ -492,7 +557,17 @@ pub struct IknpSender {
     delta: [u8; BLOCK],
     blocks: u128,
     scratch: Scratch,
+    /// The consistency check's context, when on.
+    check: Option<[u8; BLOCK]>,
+    /// A call failed the check: the extension is not used again (its Δ may be partly exposed).
+    failed: bool,
 }
+
+/// What a sender says when a call fails the check.
+pub const FAILED: &str = "the OT extension failed the consistency check: the receiver's message does not come from \
+                          one vector of choice bits (a deviating receiver probing Δ); this extension is not used again";
+/// What a sender says to any call after that.
+pub const FAILED_BEFORE: &str = "this OT extension failed its consistency check earlier and is not used again";
 
 fn delta_bytes(delta: &[u8]) -> Result<[u8; BLOCK], String> {
     delta.try_into().map_err(|_| format!("delta must be {BLOCK} bytes, got {}", delta.len()))
@@ -503,7 +578,8 @@ impl IknpSender {
     pub fn new(keys: &[u8], delta: &[u8]) -> Result<Self, String> {
         let delta = delta_bytes(delta)?;
         check_keys(keys, "the base keys")?;
-        Ok(IknpSender { k: 1, leaves: ciphers(keys.chunks_exact(BLOCK)), delta, blocks: 0, scratch: Scratch::default() })
+        Ok(IknpSender { k: 1, leaves: ciphers(keys.chunks_exact(BLOCK)), delta, blocks: 0, scratch: Scratch::default(),
+                        check: None, failed: false })
     }
 
     /// SoftSpoken with groups of `k` (1 = IKNP): `keys`, `delta` as for [`new`](Self::new),
@@ -519,19 +595,41 @@ impl IknpSender {
         let delta = delta_bytes(delta)?;
         check_keys(keys, "the base keys")?;
         let leaves = pprf::puncture(keys, &delta, k, setup)?;
-        Ok(IknpSender { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), delta, blocks: 0, scratch: Scratch::default() })
+        Ok(IknpSender { k, leaves: ciphers(leaves.iter().map(|s| &s[..])), delta, blocks: 0, scratch: Scratch::default(),
+                        check: None, failed: false })
     }
 
     pub fn k(&self) -> usize {
         self.k
     }
 
-    pub fn message_len(&self, count: usize) -> usize {
-        message_len(count, self.k)
+    /// Turns the consistency check ([`check`]) on for every later call; `context` as the
+    /// receiver's [`IknpReceiver::enable_check`].
+    pub fn enable_check(&mut self, context: &[u8]) -> Result<(), String> {
+        self.check = Some(check::context_bytes(context)?);
+        Ok(())
     }
 
-    /// The receiver's message for `count` OTs has the right length.
+    /// Whether calls are checked.
+    pub fn checked(&self) -> bool {
+        self.check.is_some()
+    }
+
+    /// Whether a call failed the check (every later call is refused).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    pub fn message_len(&self, count: usize) -> usize {
+        call_message_len(count, self.k, self.checked())
+    }
+
+    /// The receiver's message for `count` OTs has the right length (and the extension has not
+    /// failed its check before).
     pub fn check_message(&self, u: &[u8], count: usize) -> Result<(), String> {
+        if self.failed {
+            return Err(FAILED_BEFORE.into());
+        }
         let want = self.message_len(count);
         if u.len() != want {
             return Err(format!("the {} message for {count} OTs must be {want} bytes, got {}", protocol(self.k), u.len()));
@@ -597,9 +695,11 @@ impl IknpSender {
         check_count(count)?;
         self.check_message(u, count)?;
         let k = self.k;
-        let (m, n) = (rounded(count), 1usize << k);
+        let (m, n) = (call_rows(count, self.check.is_some()), 1usize << k);
         let col_len = m / 8;
         let delta = load(&self.delta);
+        let mut transcript = self.check.as_ref().map(|c| Transcript::new(c, k, self.index(), count as u64));
+        let mut q_sum = 0u128;
         self.scratch.ready(k);
         let Scratch { cols, streams, rows: scratch_rows } = &mut self.scratch;
         let mut start = 0;
@@ -619,10 +719,25 @@ impl IknpSender {
                 fold::sender(k, streams, bytes, &u[g * col_len + off..g * col_len + off + bytes], mask, group_cols);
             }
             let live = rows.min(count.saturating_sub(start));
-            sink.chunk(cols, start, live, scratch_rows);
+            match &mut transcript {
+                None => sink.chunk(cols, start, live, scratch_rows),
+                Some(tr) => {
+                    let weights = tr.next(u, KAPPA / k, col_len, off, bytes);
+                    let all = &mut scratch_rows[..rows * BLOCK];
+                    transpose_chunk(cols, rows, all);
+                    q_sum ^= weights.rows(all);
+                    sink.transposed(start, &all[..live * BLOCK]);
+                }
+            }
             start += rows;
         }
         self.blocks += (m / KAPPA) as u128;
+        if transcript.is_some() && !check::verify(&u[m / 8 * (KAPPA / k)..], q_sum, delta) {
+            // the outputs written so far derive from rows that may expose Δ: the caller must
+            // drop them (the bindings do: an error returns nothing), and the extension is done
+            self.failed = true;
+            return Err(FAILED.into());
+        }
         Ok(())
     }
 }
@@ -682,13 +797,13 @@ mod tests {
             let choices = bytes(count.div_ceil(8) + 2, seed); // longer than needed: extra ignored
             // 128/k bits per (rounded) OT
             assert_eq!(message_len(count, k) * 8, rounded(count) * KAPPA / k);
-            let mut u = vec![0u8; message_len(count, k)];
+            let mut u = vec![0u8; recv.message_len(count)];
             let mut t = vec![0u8; count * 16];
             let mut q = vec![0u8; count * 16];
             let before = recv.index();
             recv.extend(&choices, count, &mut u, &mut t).unwrap();
             send.extend(&u, count, &mut q).unwrap();
-            assert_eq!(recv.index(), before + rounded(count) as u64);
+            assert_eq!(recv.index(), before + call_rows(count, recv.checked()) as u64);
             assert_eq!(recv.index(), send.index());
             for j in 0..count {
                 let b = (choices[j >> 3] >> (j & 7)) & 1;
@@ -864,6 +979,7 @@ mod tests {
     }
 
     fn fused_equal_unfused(((mut r1, mut s1), (mut r2, mut s2)): ((IknpReceiver, IknpSender), (IknpReceiver, IknpSender)), k: usize) {
+        assert_eq!((r1.k(), s2.k()), (k, k));
         let delta = load(&s1.delta());
         let domain = 0x3300;
         let m = cot::moduli(&[(1 << 61) - 1, 0]).unwrap();
@@ -872,7 +988,7 @@ mod tests {
             seed += 1;
             let choices = bytes(count.div_ceil(8) + 1, seed);
             let w = tccr::bit_words(count);
-            let (mut u1, mut u2) = (vec![0u8; message_len(count, k)], vec![0u8; message_len(count, k)]);
+            let (mut u1, mut u2) = (vec![0u8; r1.message_len(count)], vec![0u8; r2.message_len(count)]);
             let (mut t, mut q) = (vec![0u8; count * 16], vec![0u8; count * 16]);
             // hashes
             let start = r1.index();
@@ -903,7 +1019,7 @@ mod tests {
             let offsets: Vec<u64> = bytes(entries * 2 * 8, seed + 100).chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap()) % ((1 << 61) - 1)).collect();
             let start = r1.index();
-            let (mut u1, mut u2) = (vec![0u8; message_len(rows, k)], vec![0u8; message_len(rows, k)]);
+            let (mut u1, mut u2) = (vec![0u8; r1.message_len(rows)], vec![0u8; r2.message_len(rows)]);
             let (mut t, mut q) = (vec![0u8; rows * 16], vec![0u8; rows * 16]);
             r1.extend(&choices, rows, &mut u1, &mut t).unwrap();
             r2.extend(&choices, rows, &mut u2, &mut t).unwrap();
@@ -915,6 +1031,107 @@ mod tests {
             assert!(c1 == c2 && sh1 == sh2, "cot of {rows} rows, {bits} bits");
         }
         assert_eq!((r1.index(), s1.index()), (r2.index(), s2.index()));
+    }
+
+    /// A checked pair (the same context on both sides).
+    fn checked_pair(k: usize) -> (IknpReceiver, IknpSender) {
+        let (mut recv, mut send) = soft_pair(k);
+        recv.enable_check(&[9u8; 16], &bytes(16, 77)).unwrap();
+        send.enable_check(&[9u8; 16]).unwrap();
+        (recv, send)
+    }
+
+    #[test]
+    fn checked_calls_correlate_and_pass() {
+        for k in KS {
+            let (recv, send) = checked_pair(k);
+            assert_eq!(recv.message_len(1000), message_len(1024 + CHECK_ROWS, k) + TRAILER);
+            correlated_over_many_calls((recv, send), k);
+        }
+    }
+
+    #[test]
+    fn checked_fused_calls_equal_checked_extend_then_kernel() {
+        for k in KS {
+            fused_equal_unfused((checked_pair(k), checked_pair(k)), k);
+        }
+    }
+
+    /// A malicious receiver: the rows of the call (unchecked extension of all of them, the extra
+    /// rows' choices its own), its message's columns `cols` tampered by `tamper`, and the
+    /// trailer it forges from its rows, with its guess `guess` XORed into t̃.
+    fn forged(k: usize, count: usize, tamper: &dyn Fn(&mut [u8], usize), guess: u128) -> (Vec<u8>, IknpSender) {
+        let (mut plain, mut send) = soft_pair(k);
+        send.enable_check(&[9u8; 16]).unwrap();
+        let m = rounded(count) + CHECK_ROWS;
+        let choices = bytes(m / 8, 5);
+        let mut u = vec![0u8; message_len(m, k) + TRAILER];
+        let mut t = vec![0u8; m * 16];
+        let (cols, _) = u.split_at_mut(message_len(m, k));
+        plain.extend(&choices, m, cols, &mut t).unwrap();
+        tamper(cols, m / 8);
+        // the receiver's best trailer: the honest sums under the χ of the tampered message
+        let mut tr = Transcript::new(&[9u8; 16], k, 0, count as u64);
+        let (mut x, mut ts) = (0u128, 0u128);
+        for c in 0..m.div_ceil(CHUNK) {
+            let rows = CHUNK.min(m - c * CHUNK);
+            let w = tr.next(cols, KAPPA / k, m / 8, c * CHUNK / 8, rows / 8);
+            ts ^= w.rows(&t[c * CHUNK * 16..(c * CHUNK + rows) * 16]);
+            x ^= w.bits(&choices[c * CHUNK / 8..(c * CHUNK + rows) / 8]);
+        }
+        let n = message_len(m, k);
+        u[n..n + 16].copy_from_slice(&x.to_le_bytes());
+        u[n + 16..].copy_from_slice(&(ts ^ guess).to_le_bytes());
+        (u, send)
+    }
+
+    #[test]
+    fn a_receiver_that_deviates_is_caught_unless_it_guesses_delta() {
+        let delta = load(&base_keys().3);
+        let count = CHUNK + 1000;
+        // honest forgery passes (the model above is the receiver's computation)
+        for k in KS {
+            let (u, mut send) = forged(k, count, &|_, _| {}, 0);
+            send.extend(&u, count, &mut vec![0u8; count * 16]).unwrap();
+        }
+        // k = 1: column i's choice vector flipped at every row; the receiver bets Δ_i = 0
+        // (no correction) or Δ_i = 1 (t̃ + (Σ_j χ_j)·X^i, which it cannot know before the
+        // hash: here it bets by not correcting). It passes iff Δ_i = 0: one bit, probability 1/2.
+        for i in [0usize, 5, 77, 127] {
+            let flip = |cols: &mut [u8], len: usize| cols[i * len..(i + 1) * len].iter_mut().for_each(|b| *b ^= 0xff);
+            let (u, mut send) = forged(1, count, &flip, 0);
+            let got = send.extend(&u, count, &mut vec![0u8; count * 16]);
+            if (delta >> i) & 1 == 1 {
+                assert_eq!(got.unwrap_err(), FAILED, "column {i}");
+                assert!(send.failed());
+                let err = send.extend(&vec![0u8; send.message_len(10)], 10, &mut vec![0u8; 160]).unwrap_err();
+                assert_eq!(err, FAILED_BEFORE);
+            } else {
+                got.unwrap();
+            }
+        }
+        // a different r per group (k = 2, 4), or one flipped bit in each of many columns (k = 1):
+        // passing needs every touched Δ bit guessed
+        for k in KS {
+            let per_group = |cols: &mut [u8], len: usize| {
+                for g in 0..KAPPA / k {
+                    cols[g * len + g % len] ^= 1 << (g % 8); // group g's r differs at row 8 (g % len) + g % 8
+                }
+            };
+            let (u, mut send) = forged(k, count, &per_group, 0);
+            assert_eq!(send.extend(&u, count, &mut vec![0u8; count * 16]).unwrap_err(), FAILED, "k {k}");
+        }
+        // a tampered trailer or a tampered row after the trailer was made
+        for k in KS {
+            let (mut recv, mut send) = checked_pair(k);
+            let mut u = vec![0u8; recv.message_len(count)];
+            let mut t = vec![0u8; count * 16];
+            recv.extend(&bytes(count / 8 + 1, 3), count, &mut u, &mut t).unwrap();
+            let mut bad = u.clone();
+            let n = bad.len();
+            bad[n - 1] ^= 0x80;
+            assert_eq!(send.extend(&bad, count, &mut vec![0u8; count * 16]).unwrap_err(), FAILED);
+        }
     }
 
     #[test]

@@ -63,6 +63,7 @@
 
 pub mod base;
 pub mod block;
+pub mod check;
 pub mod cot;
 pub mod iknp;
 pub mod pprf;
