@@ -139,3 +139,24 @@ def link():
     yield make
     for each in made:
         each.close()
+
+
+@pytest.fixture
+def connect_clock(monkeypatch):
+    """A :class:`VirtualClock` that shaper.net.connect reads instead of the wall clock (its
+    connect deadlines; its retry back-off sleeps advance it at once). Its ``handlers`` lists the
+    threads that set up a link (a listener's handler of an incoming connection, a dialer),
+    recorded as each starts (``_tune`` is its first step)."""
+    from shaper.net import connect
+
+    clock = VirtualClock()
+    clock.handlers = []
+    real_tune = connect._tune
+
+    def tune(sock):
+        clock.handlers.append(threading.current_thread())
+        return real_tune(sock)
+
+    monkeypatch.setattr(connect, "time", clock)
+    monkeypatch.setattr(connect, "_tune", tune)
+    return clock

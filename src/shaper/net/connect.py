@@ -500,6 +500,15 @@ def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLCont
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 1.5, 1.0)
             continue
+        sock: socket.socket = raw
+
+        def close() -> None:  # the TLS socket owns the connection once wrapped
+            for each in (sock, raw):
+                try:
+                    each.close()
+                except OSError:
+                    pass
+
         try:
             _tune(raw)
             _keepalive(raw, config.keepalive)
@@ -528,13 +537,13 @@ def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLCont
                 raise HandshakeError(f"party {peer.name!r} refused the connection: {reply.get('error')}")
             return seal(sock, writer=role == WRITES, peer=peer.name) if ctx is not None else sock
         except TimeoutError as exc:
-            raw.close()
+            close()
             raise HandshakeError(
                 f"{where} accepted the connection but did not finish the handshake within "
                 f"{config.handshake_timeout:g}s (is another program, or a stuck process, listening on that port?)"
             ) from exc
         except ssl.SSLError as exc:
-            raw.close()
+            close()
             if isinstance(exc, ssl.SSLEOFError):
                 raise HandshakeError(f"{where} closed the connection during the TLS handshake (a program that does "
                                      "not speak shaper, or parties files that differ: a CA against pinned "
@@ -545,10 +554,10 @@ def _dial(me: Party, peer: Party, role: str, config: NetConfig, ctx: ssl.SSLCont
                 f"TLS handshake with party {peer.name!r} at {peer.host}:{peer.port} failed: {exc.reason or exc} "
                 f"({hint})") from exc
         except (FrameError, HandshakeError):
-            raw.close()
+            close()
             raise
         except OSError as exc:
-            raw.close()
+            close()
             raise HandshakeError(f"handshake with {where} failed: {exc} (is another program listening on "
                                  "that port?)") from exc
 
