@@ -358,15 +358,93 @@ def test_fnp_to_both_parties_in_one_order(case):
     assert ra.size == rb.size == len(set(a) & set(b)) and ra.indices is None and rb.indices is None
 
 
-def test_fnp_bins_beyond_the_poisson_bound_still_match(monkeypatch):
-    """A bin fuller than the announced degree (probability 2^-40 for a random set; forced here)
-    raises the degree to the fullest bin instead of dropping ids."""
+def test_fnp_a_bin_beyond_the_poisson_bound_stops_the_client_by_name(monkeypatch):
+    """A bin fuller than the degree n_C fixes (probability 2^-40 for a random set; forced here)
+    stops the client: raising the degree would be refused by the server, dropping ids is wrong."""
     from shaper.protocols.psi import fnp
 
     monkeypatch.setattr(fnp, "bin_capacity", lambda n, bins: 1)
     a, b = [f"k{i}" for i in range(40)], [f"k{i}" for i in range(20, 60)]
-    ra, _ = _run(a, b, **FNP)
-    assert {a[i] for i in ra.indices} == set(a) & set(b)
+    with pytest.raises(PartyError, match="hash to one bin, more than the 1 a bin holds"):
+        _run(a, b, **FNP)
+
+
+_HELLO_SETTINGS = ("strip=False, casefold=False, columns=1, client=party0, mode=intersection, payload_bytes=0, "
+                   "key_bits=768, scheme=paillier")
+
+
+def _client_by_hand(session, declared, degree=None, guesses=()):
+    """A deviating FNP client (party 0) that declares ``declared`` ids, announces ``degree``
+    (default: what its declared size gives) and fills every bin's padding with the hashes of
+    ``guesses`` (ids it wants to test) that land in that bin. Returns the guesses it learned."""
+    from shaper.arrays import ints_from_bytes, ints_to_bytes
+    from shaper.crypto import paillier
+    from shaper.protocols.psi import fnp
+    from shaper.protocols.psi.items import PackedItems
+
+    hello = {"version": fnp.VERSION, "to": "party0", "cardinality_only": False, "n": len(declared),
+             "chunk": fnp.BINS_PER_MESSAGE, "settings": _HELLO_SETTINGS, "run": None}
+    theirs = session.exchange(1, hello, "psi-hello")
+    session.exchange(1, "00" * 16, "psi-run")
+    n, n_server = len(declared), int(theirs["n"])
+    bits, bins = fnp.hash_bits(n, n_server), fnp.bin_count(n)
+    L = fnp.bin_capacity(n, bins)
+    pk, sk = paillier.keygen(768)
+    session.send(1, {"public_key": pk.to_bytes().hex(), "degree": L if degree is None else degree}, "fnp-key")
+    mine, where = fnp.digests(PackedItems.encode(declared), bits, bins)
+    tested, tested_where = fnp.digests(PackedItems.encode(list(guesses)), bits, bins)
+    roots = [[h for h, w in zip(mine, where) if w == b] for b in range(bins)]
+    for h, w in zip(tested, tested_where.tolist()):
+        if len(roots[w]) < L:
+            roots[w].append(h)  # a guess where an honest client puts a dummy
+    for b in range(bins):
+        roots[b] += [(1 << bits) | (7 + j) for j in range(L - len(roots[b]))]
+    coef = fnp.coefficients(np.array(roots, dtype=object), int(pk.n))
+    assert session.recv_meta(1, "psi-progress") == {"done": 0}
+    session.send(1, ints_to_bytes([int(c) for c in sk.raw_encrypt(coef.ravel().tolist())]), "fnp-coef")
+    values = []
+    while len(values) < n_server:
+        values += sk.raw_decrypt(ints_from_bytes(session.recv_bytes(1, "fnp-result")))
+    hits = {v & ((1 << bits) - 1) for v in values}
+    return {g for g, h in zip(guesses, tested) if h in hits}, bins * L
+
+
+def _server(session, items):
+    return psi.intersect(session, items, **FNP)
+
+
+@pytest.mark.parametrize("degree, message", [(0, "bin degree 0, outside 1..256"), (257, "bin degree 257, outside"),
+                                             (256, "bin degree 256; its declared 4 ids give degree 19"),
+                                             (20, "bin degree 20; its declared 4 ids give degree 19")])
+def test_fnp_server_refuses_a_degree_it_did_not_derive(degree, message):
+    server_ids = [f"s{i}" for i in range(50)]
+
+    def job(session):
+        if session.index == 0:
+            return _client_by_hand(session, ["a", "b", "c", "d"], degree=degree)
+        return _server(session, server_ids)
+
+    with pytest.raises(PartyError, match=message):
+        run_in_memory(2, job)
+
+
+def test_fnp_an_over_querying_client_learns_no_more_than_its_declared_size_allows():
+    """The client declares 4 ids (2 bins of degree 19) and puts guesses for all 300 of the
+    server's ids into the padding: it learns some of them (the padding cannot be told from
+    roots), but never more than the 38 roots its declared size gives, where announcing degree
+    256 would have let it test 512."""
+    server_ids = [f"user{i}@example.com" for i in range(300)]
+    declared = ["x1", "x2", "x3", "x4"]
+
+    def job(session):
+        if session.index == 0:
+            return _client_by_hand(session, declared, guesses=server_ids)
+        return _server(session, server_ids)
+
+    (learned, roots), _ = run_in_memory(2, job)
+    assert roots == 2 * 19
+    assert len(declared) < len(learned) <= roots - len(declared)
+    assert learned <= set(server_ids)
 
 
 @NEEDS_NATIVE

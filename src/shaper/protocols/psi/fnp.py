@@ -20,14 +20,28 @@ hashes (and whose high part is the payload) marks a shared id; anything else is 
 
 **Bins.** L is the smallest load that a Poisson(n_C / B) bin exceeds with probability at most
 2^-40 / B (so no bin of a random set overflows except with probability 2^-40: L = 22, 23, 24
-at 2^12, 2^16, 2^20). C announces L; in the 2^-40 event that a bin still holds more, C raises
-L to that load (S learns the largest bin load of C's hashes, nothing about which ids).
+at 2^12, 2^16, 2^20). L is a function of the declared n_C alone (:func:`bin_capacity`): the
+server computes it itself and refuses an announcement of any other degree (0, 257, or one that
+does not match n_C) by name, so the client cannot choose how many roots it gets. In the 2^-40
+event that a bin of the client's hashes still holds more than L, the client stops with an error
+instead of raising L.
 
 **Security** (semi-honest, Paillier's DCR assumption). C learns the intersection (or its size,
-or the matched payloads) and n_S; S learns n_C and L. Two different ids share an l-bit hash
-with probability below n_C n_S 2^-l <= 2^-40. Costs per item: C encrypts about L/2 + 1
-coefficients and decrypts one result; S runs L - 1 exponentiations with l-bit exponents, one
-with a full-length exponent and one re-randomisation.
+or the matched payloads) and n_S; S learns n_C. Two different ids share an l-bit hash with
+probability below n_C n_S 2^-l <= 2^-40. The server refuses a key of another size than agreed
+and coefficients whose Jacobi symbol no encryption under the client's key produces.
+
+*What a deviating client can still learn.* The padding roots are encrypted, so the server cannot
+tell a dummy from a guess: a client that fills every bin's padding with hashes of ids it wants to
+test learns about up to B L = ceil(n_C / 2) L ids instead of n_C, about L / 2 per declared id
+(14 at n_C = 1, 9.5 at 10, 11 at 2^12, 12 at 2^20), and in labelled mode their payloads. It
+cannot test more than that: the degree, and so the number of roots, is fixed by n_C. Bounding
+it to exactly n_C would need a proof that the dummy roots are dummies, or one polynomial of
+degree n_C for all ids (cost n_C n_S instead of L n_S). Size the declared set accordingly: the
+server decides whether n_C is acceptable before it answers.
+
+Costs per item: C encrypts about L/2 + 1 coefficients and decrypts one result; S runs L - 1
+exponentiations with l-bit exponents, one with a full-length exponent and one re-randomisation.
 """
 
 from __future__ import annotations
@@ -168,7 +182,10 @@ def _client(session: Any, other: int, items: PackedItems, n_server: int, mode: s
     modulus = int(pk.n) if scheme == "paillier" else int(sk.p)  # plaintexts live mod n, or mod OU's secret p
     hashes, where = digests(items, bits, bins)
     loads = np.bincount(where, minlength=bins)
-    degree = max(bin_capacity(n, bins), int(loads.max()) if n else 1)
+    degree = bin_capacity(n, bins)  # fixed by n: the server computes and checks the same value
+    if n and int(loads.max()) > degree:
+        raise ConfigError(f"{int(loads.max())} of this party's {n} ids hash to one bin, more than the {degree} a "
+                          "bin holds (probability 2^-40 for distinct ids); FNP cannot run on this set")
     session.send(other, {"public_key": pk.to_bytes().hex(), "degree": degree}, "fnp-key")
     roots = np.empty((bins, degree), dtype=object)
     fill = np.zeros(bins, dtype=np.int64)
@@ -260,9 +277,15 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         degree = int(msg["degree"])
     except (KeyError, TypeError, ValueError) as exc:
         raise FrameError(f"the client sent a malformed key message: {exc}") from None
-    if pk.bits != key_bits or not 1 <= degree <= MAX_LOAD:
-        raise FrameError(f"the client announced a {pk.bits}-bit key (agreed {key_bits}) or bin degree {degree}")
+    if pk.bits != key_bits:
+        raise FrameError(f"the client announced a {pk.bits}-bit key; the agreed size is {key_bits} bits")
     bits, bins = hash_bits(n_client, len(items)), bin_count(n_client)
+    if not 1 <= degree <= MAX_LOAD:
+        raise FrameError(f"the client announced bin degree {degree}, outside 1..{MAX_LOAD}")
+    expected = bin_capacity(n_client, bins)
+    if degree != expected:
+        raise FrameError(f"the client announced bin degree {degree}; its declared {n_client} ids give degree "
+                         f"{expected} (a larger degree would let it test more ids than it declared)")
     modulus = int(pk.ciphertext_modulus)  # n^2 (Paillier) or n (OU)
     r_bound = int(pk.n) if scheme == "paillier" else 1 << (pk.prime_bits + SIGMA)  # OU: uniform mod p to 2^-40
     hashes, where = digests(items, bits, bins)
@@ -290,7 +313,7 @@ def _server(session: Any, other: int, items: PackedItems, n_client: int, mode: s
         t0 = time.perf_counter()
         if len(flat) != count * degree:
             raise FrameError(f"the client sent {len(flat)} coefficients for {count} bins of degree {degree}")
-        pk.validate_ciphertexts(flat)
+        pk.validate_received(flat)  # range, coprimality and the Jacobi symbol of the client's encryptions
         coef = object_array(flat).reshape(count, degree)
         sel = by_bin[bounds[k]:bounds[k + 1]]
         if not len(sel):
