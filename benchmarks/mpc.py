@@ -9,6 +9,11 @@ limbs) and Z_q -> Z_2 (one 60-bit limb).
 Revealed Gaussian and ternary samples are checked against their support. A shaped row runs two
 parties at 40 Mbit/s and 40 ms.
 
+The OT extension's consistency check (KOS / SoftSpoken, on by default) is measured on its own,
+side by side in one run (``--ot-check both``, the default): two parties hold a checked and an
+unchecked link set on one session and run random OTs on them alternately, ``--repeat`` times
+each; the rows ``ot-checked`` and ``ot-unchecked`` give the median rates and the check's cost.
+
     python benchmarks/mpc.py --json benchmarks/results/mpc.json --docs docs/mpc.md
     python benchmarks/mpc.py --quick
 
@@ -26,9 +31,12 @@ import argparse
 import os
 import platform
 import sys
+import time
 from typing import Any
 
+import numpy as np
 from meta import write_json
+
 from shaper.jobs.mpc import CKKS_14, OPS, mpc_job
 from shaper.net import NetConfig, launch, parse_duration, parse_rate
 
@@ -50,6 +58,72 @@ def pinned_job(session: Any, ops: list[str], count: int, repeat: int) -> dict:
     return mpc_job(session, ops, count, CKKS_14, repeat=repeat)
 
 
+def _random_ots(session: Any, links: Any, count: int) -> int:
+    """Random OTs on ``links`` around the ring, ``count`` in each role, as ``shaper mpc run``'s
+    ``ot`` operation runs them (fused extension + hash into reused buffers, one chunk at a time).
+    Returns the bytes this party sent."""
+    from shaper.protocols.ot import CHUNK_OTS
+
+    me, n = session.index, session.n
+    nxt, prev = (me + 1) % n, (me - 1) % n
+    tx, rx = links._links[nxt], links._links[prev]
+    keys = np.empty((CHUNK_OTS, 16), np.uint8)
+    pair = (np.empty((CHUNK_OTS, 16), np.uint8), np.empty((CHUNK_OTS, 16), np.uint8))
+    done = sent = 0
+    while done < count:
+        m = min(CHUNK_OTS, count - done)
+        choices = np.frombuffer(os.urandom((m + 7) // 8), np.uint8)
+        u, _ = rx.rx.extend_hash(choices, m, rx.domain_rx, out=keys[:m])
+        sent += len(u)
+        session.send(prev, u, f"{links.label}-bench")
+        tx.tx.extend_hash(session.recv_bytes(nxt, f"{links.label}-bench"), m, tx.domain_tx,
+                          out=(pair[0][:m], pair[1][:m]))
+        done += m
+    return sent
+
+
+def ot_check_job(session: Any, count: int, repeat: int, variants: tuple[bool, ...]) -> dict:
+    """Random-OT rates (both roles, per party) with the consistency check on and off, on one
+    core, the variants alternating run by run so that both see the same machine."""
+    from shaper.protocols.ot import OtLinks
+
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[session.index % len(cpus)]})
+    peers = [p for p in range(session.n) if p != session.index]
+    links = {check: OtLinks(session, check=check, label="ot-checked" if check else "ot-unchecked")
+             for check in variants}
+    for lk in links.values():
+        lk.ensure(peers)  # base OTs outside the timings
+        _random_ots(session, lk, 1 << 16)  # warm-up: buffers, page faults
+    runs: dict[bool, list[float]] = {check: [] for check in variants}
+    sent: dict[bool, int] = {}
+    for _ in range(repeat):
+        for check, lk in links.items():
+            session.barrier(f"ot-check-{check}")
+            t0 = time.perf_counter()
+            sent[check] = _random_ots(session, lk, count)
+            session.barrier(f"ot-check-{check}-end")
+            runs[check].append(2 * count / (time.perf_counter() - t0))
+    return {("ot-checked" if check else "ot-unchecked"): {"runs": rates, "bytes_per_item": sent[check] / (2 * count)}
+            for check, rates in runs.items()}
+
+
+def run_ot_check(count: int, repeat: int, variants: tuple[bool, ...]) -> dict:
+    """Two parties over loopback TLS: the median rate of each variant and every run's."""
+    results = launch(2, ot_check_job, count, repeat, variants, config=NetConfig(timeout=3600), workers_per_party=1,
+                     timeout=7200)
+    out = {}
+    for op in results[0]:
+        runs = [min(r[op]["runs"][i] for r in results) for i in range(repeat)]  # the slower party's rate per run
+        out[op] = {"items": 2 * count, "rate": round(float(np.median(runs)), 1), "runs": [round(r, 1) for r in runs],
+                   "bytes_per_item_per_party": round(float(np.mean([r[op]["bytes_per_item"] for r in results])), 3)}
+    if len(out) == 2:
+        on, off = out["ot-checked"]["rate"], out["ot-unchecked"]["rate"]
+        out["ot-checked"]["cost_vs_unchecked"] = round(1 - on / off, 4)
+    return out
+
+
 def run(parties: int, ops: list[str], count: int, config: NetConfig, repeat: int = 1) -> dict:
     results = launch(parties, pinned_job, ops, count, repeat, config=config, workers_per_party=1, timeout=7200)
     out = {}
@@ -66,7 +140,9 @@ def run(parties: int, ops: list[str], count: int, config: NetConfig, repeat: int
     return out
 
 
-LABELS = {"ot": "random OT per party, both roles (4 B per OT received)", "triples-61": "Beaver triples mod 2^61 − 1",
+LABELS = {"ot": "random OT per party, both roles (4 B per OT received)",
+          "ot-checked": "random OT, consistency check on (alternating runs)",
+          "ot-unchecked": "random OT, consistency check off (alternating runs)", "triples-61": "Beaver triples mod 2^61 − 1",
           "triples-64": "Beaver triples Z_2^64", "bit-triples": "Z_2 triples (ANDs)",
           "gaussian": "Gaussian samples, 9 limbs", "ternary": "ternary samples, 9 limbs",
           "b2a-61": "Z_2 → Z_q, one 61-bit q", "b2a": "Z_2 → Z_q, 9 limbs", "t2a": "Z_3 → Z_q, 9 limbs",
@@ -114,14 +190,34 @@ def main() -> int:
     ap.add_argument("--no-shaping", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per operation for 2 parties (the median is reported, every run's rate in the JSON)")
+    ap.add_argument("--ot-check", choices=("both", "on", "off", "skip"), default="both",
+                    help="the OT consistency check's cost: random OTs with the check on and off side by side "
+                         "(both), one of them, or neither")
+    ap.add_argument("--ot-count", type=int, default=1 << 23, help="random OTs per role per run for --ot-check")
+    ap.add_argument("--only-ot-check", action="store_true", help="measure the consistency check's cost only")
     ap.add_argument("--quick", action="store_true", help="small counts, a smoke test")
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--docs", metavar="PATH", help="rewrite the bench table of this markdown file (docs/mpc.md)")
     args = ap.parse_args()
     if args.quick:
-        args.count, args.shaped_count, args.repeat = 20_000, 4_000, 1
+        args.count, args.shaped_count, args.repeat, args.ot_count = 20_000, 4_000, 1, 1 << 18
     ops = list(OPS)
     rows: dict[str, Any] = {}
+    check_rows: dict[str, Any] = {}
+    if args.ot_check != "skip":
+        variants = {"both": (True, False), "on": (True,), "off": (False,)}[args.ot_check]
+        print("-- 2 parties, OT with and without the consistency check ...", file=sys.stderr, flush=True)
+        check_rows = run_ot_check(args.ot_count, max(args.repeat, 3 if args.ot_check == "both" else 1), variants)
+        for op, r in check_rows.items():
+            print(f"{op:14s} {r['rate']:14,.0f} OT/s (runs: {', '.join(f'{x:,.0f}' for x in r['runs'])})")
+        if "cost_vs_unchecked" in check_rows.get("ot-checked", {}):
+            print(f"the consistency check costs {100 * check_rows['ot-checked']['cost_vs_unchecked']:.1f} % of the "
+                  "random-OT rate (median of alternating runs)")
+    if args.only_ot_check:
+        if args.json:
+            write_json(args.json, {"meta": {"transport": "loopback TLS 1.3", "ot_count": args.ot_count},
+                                   "results": {"ot-check": check_rows}})
+        return 0
     for n in (int(p) for p in args.parties.split(",")):
         print(f"-- {n} parties, loopback TLS ...", file=sys.stderr, flush=True)
         rows[f"{n} parties"] = run(n, ops, args.count, NetConfig(timeout=3600), args.repeat if n == 2 else 1)
@@ -130,6 +226,8 @@ def main() -> int:
         print(f"-- {label} ...", file=sys.stderr, flush=True)
         shaped = NetConfig(bandwidth=parse_rate(args.bandwidth), latency=parse_duration(args.latency), timeout=3600)
         rows[label] = run(2, ops, args.shaped_count, shaped)
+    if check_rows:
+        rows.setdefault("2 parties", {}).update(check_rows)
 
     print(f"\nn-party MPC, one core per party (this machine: {os.cpu_count()} CPUs), loopback TLS; "
           f"basis of {len(CKKS_14)} primes ({sum(q.bit_length() for q in CKKS_14)} bits)")

@@ -316,10 +316,17 @@ impl IknpReceiver {
         Ok((u, b))
     }
 
-    /// OTs extended so far (the sum of the rounded counts; the sender's is the same).
+    /// OTs extended so far (the sum of the rounded counts, with the check's extra rows; the
+    /// sender's is the same).
     #[getter]
     fn index(&self) -> u64 {
         self.inner.index()
+    }
+
+    /// Whether calls carry the consistency check (see `SoftReceiver`).
+    #[getter]
+    fn checked(&self) -> bool {
+        self.inner.checked()
     }
 
     /// Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken).
@@ -441,6 +448,18 @@ impl IknpSender {
         self.inner.index()
     }
 
+    /// Whether calls are checked (see `SoftSender`).
+    #[getter]
+    fn checked(&self) -> bool {
+        self.inner.checked()
+    }
+
+    /// Whether a call failed the consistency check (every later call raises ValueError).
+    #[getter]
+    fn failed(&self) -> bool {
+        self.inner.failed()
+    }
+
     /// Δ (16 bytes).
     #[getter]
     fn delta<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -454,9 +473,10 @@ impl IknpSender {
     }
 }
 
-/// The SoftSpoken extension receiver (Roy 2022, semi-honest, repetition code): an
-/// :class:`IknpReceiver` whose message is 128/k bits per OT. Same methods, rows and Δ relation;
-/// k = 1 is IKNP itself.
+/// The SoftSpoken extension receiver (Roy 2022, repetition code): an :class:`IknpReceiver`
+/// whose message is 128/k bits per OT. Same methods, rows and Δ relation; k = 1 is IKNP itself.
+/// With ``check`` every call carries the KOS/SoftSpoken consistency check (`crate::ot::check`):
+/// 256 more rows and 32 more bytes of message per call.
 #[pyclass(module = "shaper._native", extends = IknpReceiver)]
 struct SoftReceiver {
     setup: Vec<u8>,
@@ -465,10 +485,17 @@ struct SoftReceiver {
 #[pymethods]
 impl SoftReceiver {
     /// ``k0``, ``k1``: the base-OT sender's keys (128 × 16 bytes each); ``k``: 1, 2 or 4;
-    /// ``seed``: 16 random bytes (the roots of the 128/k GGM trees; unused for k = 1).
+    /// ``seed``: 16 random bytes (the roots of the 128/k GGM trees, unused for k = 1, and, hashed
+    /// apart, the key of the check's random choice bits); ``check``: None (no check) or the
+    /// 16-byte context the sender passes too (the session, pair and direction).
     #[new]
-    fn new(py: Python<'_>, k0: &[u8], k1: &[u8], k: usize, seed: &[u8]) -> PyResult<(Self, IknpReceiver)> {
-        let (inner, setup) = py.detach(|| iknp::IknpReceiver::soft(k0, k1, k, seed)).map_err(value_error)?;
+    #[pyo3(signature = (k0, k1, k, seed, check=None))]
+    fn new(py: Python<'_>, k0: &[u8], k1: &[u8], k: usize, seed: &[u8], check: Option<&[u8]>)
+           -> PyResult<(Self, IknpReceiver)> {
+        let (mut inner, setup) = py.detach(|| iknp::IknpReceiver::soft(k0, k1, k, seed)).map_err(value_error)?;
+        if let Some(context) = check {
+            inner.enable_check(context, seed).map_err(value_error)?;
+        }
         Ok((Self { setup }, IknpReceiver { inner }))
     }
 
@@ -489,11 +516,18 @@ struct SoftSender {}
 impl SoftSender {
     /// ``keys``: the base-OT receiver's keys (128 × 16 bytes); ``delta``: its 16 bytes of choice
     /// bits (Δ, as for IKNP); ``k``: the receiver's; ``setup_message``: the receiver's
-    /// :attr:`SoftReceiver.setup_message`. A corrupted setup message of the right length is not
-    /// detected: the OTs then do not correlate.
+    /// :attr:`SoftReceiver.setup_message`; ``check``: None or the receiver's context. Without the
+    /// check a corrupted setup message of the right length is not detected (the OTs then do not
+    /// correlate); with it, the first call fails its check (ValueError naming it), as does any
+    /// message not made from one vector of choice bits, and the sender refuses every later call.
     #[new]
-    fn new(py: Python<'_>, keys: &[u8], delta: &[u8], k: usize, setup_message: &[u8]) -> PyResult<(Self, IknpSender)> {
-        let inner = py.detach(|| iknp::IknpSender::soft(keys, delta, k, setup_message)).map_err(value_error)?;
+    #[pyo3(signature = (keys, delta, k, setup_message, check=None))]
+    fn new(py: Python<'_>, keys: &[u8], delta: &[u8], k: usize, setup_message: &[u8], check: Option<&[u8]>)
+           -> PyResult<(Self, IknpSender)> {
+        let mut inner = py.detach(|| iknp::IknpSender::soft(keys, delta, k, setup_message)).map_err(value_error)?;
+        if let Some(context) = check {
+            inner.enable_check(context).map_err(value_error)?;
+        }
         Ok((Self {}, IknpSender { inner }))
     }
 }

@@ -8,10 +8,11 @@ extension, the tweaked correlation-robust hash and the correlated-OT kernels; se
 so each party is sender on n - 1 links and receiver on n - 1. A link is set up once, lazily, on
 first use, with both directions in the same four messages:
 
-1. both parties send 16 random bytes and their SoftSpoken k (they must agree); the link id of
-   direction s -> r is SHA-256(label, s, r, nonce_s, nonce_r): its first 16 bytes key the base
-   OTs' hashes and its next 8 bytes (low byte cleared) are the *domain* in every extended OT's
-   hash tweak, so no two pairs or directions ever hash under the same tweak;
+1. both parties send 16 random bytes, their SoftSpoken k and whether they run the consistency
+   check (both must agree); the link id of direction s -> r is SHA-256(label, s, r, nonce_s,
+   nonce_r): its first 16 bytes key the base OTs' hashes and are the context of the check's
+   Fiat–Shamir hash, and its next 8 bytes (low byte cleared) are the *domain* in every extended
+   OT's hash tweak, so no two pairs or directions ever hash under the same tweak;
 2. as base-OT sender (for the direction in which it will *receive* extended OTs) a party sends
    A = a G;
 3. as base-OT receiver (for the direction in which it will *send*) it answers with 128 points
@@ -22,7 +23,7 @@ first use, with both directions in the same four messages:
 
 Then the extension runs forever on the same base keys (PRG streams continue), each extended OT
 with its own index in the hash tweak: an OT is used for one purpose, once. **SoftSpoken**
-(Roy, CRYPTO 2022; semi-honest, repetition code) with k = ``K`` = 4: the receiver sends 128/k
+(Roy, CRYPTO 2022; repetition code) with k = ``K`` = 4: the receiver sends 128/k
 bits per OT (4 bytes, against IKNP's 16) for 2^k PRG streams per k columns; the rows satisfy
 IKNP's relation q_j = t_j XOR r_j Delta, so everything below is the same for any k (k = 1 is
 IKNP itself). On this machine the OTs are bounded by CPU, and a quarter of the traffic is a
@@ -38,9 +39,25 @@ OT), s -> r the corrections (8 k bytes per OT).
 **Bit products** (:meth:`OtLinks.bit_cross`): random OTs with one-bit messages give XOR shares of
 a_s AND b_r, with one correction bit per OT so that a_s is the sender's own bit.
 
-Security: semi-honest, against any coalition of the other parties; the sender learns nothing
-about the receiver's choices (the extension matrix is masked by PRG streams the sender cannot
-compute), the receiver learns one of two pads per OT and nothing of the offsets.
+**Consistency check** (on by default, ``check=True``): every extension message carries the
+KOS / SoftSpoken correlation check (Keller–Orsini–Scholl 2015; Roy 2022 for k > 1; see
+``native/src/ot/check.rs``): 256 extra random rows per message, discarded, and 32 bytes x, t~
+with which the sender verifies sum chi_j q_j = t~ + x Delta over GF(2^128), the chi_j a
+Fiat–Shamir hash of the message under the direction's link id. The sender checks before any
+output of the message is used or sent; on failure it raises :class:`~shaper.errors.FrameError`
+("party X's OT extension failed the consistency check") and never uses that direction again.
+
+Security: the sender learns nothing about the receiver's choices (the extension matrix is
+masked by PRG streams the sender cannot compute), the receiver learns one of two pads per OT
+and nothing of the offsets. Against a *malicious receiver* the extension's correlation is
+protected by the check: a message not made from one choice vector (a column or a group with
+its own r, a wrong setup message) fails, except where the receiver guesses the Delta bits its
+deviation touches (each guess halves its chance of passing, and a failure ends the pair), so it
+cannot learn Delta and with it every later OT of the pair. What stays semi-honest: the
+consumers. A receiver may still choose its choice bits (its inputs) freely, a sender may send
+wrong Gilboa corrections or bit-product corrections (additive errors in the shares, and
+selective failure on the receiver's bits when an output is later opened), and triples are not
+sacrificed or MAC-checked, so a deviating party can still make results wrong.
 """
 
 from __future__ import annotations
@@ -86,25 +103,34 @@ def _direction_id(sender: str, receiver: str, nonce_s: bytes, nonce_r: bytes) ->
 class OtLinks:
     """This party's OT extension towards every peer (set up lazily, per peer, on first use)."""
 
-    def __init__(self, session: Any, k: int = K) -> None:
+    def __init__(self, session: Any, k: int = K, check: bool = True, label: str = "ot") -> None:
+        """``k``: SoftSpoken's group size (1 = IKNP); ``check``: the consistency check (every
+        party must agree; off only to measure what it costs); ``label``: the prefix of this
+        object's message tags (two link sets on one session need two labels)."""
         if k not in (1, 2, 4):
             raise ConfigError(f"SoftSpoken k must be 1 (IKNP), 2 or 4, got {k!r}")
         self.k = k
+        self.check = bool(check)
+        self.label = label
         self.session = session
         self.me = session.index
         self.native = ot_kernel.engine()
         self._links: dict[int, _Link] = {}
         self._steps: dict[int, int] = {}
+        self._failed: dict[int, str] = {}  # peers whose extension failed the check: never used again
         self.ots = 0  # extended OTs this party took part in (both roles)
 
     def _tag(self, peer: int, what: str) -> str:
         """Tags count per peer: parties that sit out an operation stay in step with the rest."""
         self._steps[peer] = self._steps.get(peer, 0) + 1
-        return f"ot-{what}-{self._steps[peer]}"
+        return f"{self.label}-{what}-{self._steps[peer]}"
 
     # -- set-up ---------------------------------------------------------------------------------
     def ensure(self, peers: Sequence[int]) -> None:
         """Set up the links to ``peers`` that do not exist yet (both directions, all at once)."""
+        for p in set(peers):
+            if p in self._failed:
+                raise FrameError(self._failed[p])
         new = sorted(p for p in set(peers) if p not in self._links and p != self.me)
         if not new:
             return
@@ -112,20 +138,24 @@ class OtLinks:
         tags = {p: self._tag(p, "setup") for p in new}
         nonce = os.urandom(16)
         for p in new:
-            ses.send(p, nonce + bytes([self.k]), tags[p] + "n")
+            ses.send(p, nonce + bytes([self.k, self.check]), tags[p] + "n")
         theirs = {}
         for p in new:
-            got = self._recv_bytes(p, tags[p] + "n", 17)
+            got = self._recv_bytes(p, tags[p] + "n", 18)
             if got[16] != self.k:
                 raise ConfigError(f"party {names[p]!r} extends OTs with SoftSpoken k = {got[16]}, this party with "
                                   f"k = {self.k}; every party must use the same k")
+            if got[17] != self.check:
+                raise ConfigError(f"party {names[p]!r} runs OT extension {'with' if got[17] else 'without'} the "
+                                  f"consistency check, this party {'with' if self.check else 'without'} it; every "
+                                  "party must run it (it is on by default)")
             theirs[p] = got[:16]
         senders, receivers, deltas, ids = {}, {}, {}, {}
         for p in new:
             # p -> me: I receive extended OTs, so I am the base-OT sender
             sid_rx, dom_rx = _direction_id(names[p], names[self.me], theirs[p], nonce)
             sid_tx, dom_tx = _direction_id(names[self.me], names[p], nonce, theirs[p])
-            ids[p] = (dom_tx, dom_rx)
+            ids[p] = (dom_tx, dom_rx, sid_tx, sid_rx)
             senders[p] = nat.BaseOtSender(BASE, os.urandom(64), sid_rx)
             ses.send(p, senders[p].message(), tags[p] + "A")
             deltas[p] = os.urandom(16)
@@ -135,13 +165,14 @@ class OtLinks:
         rxs = {}
         for p in new:
             k0, k1 = self._call(p, senders[p].keys, self._recv_bytes(p, tags[p] + "B", 32 * BASE))
-            rxs[p] = nat.SoftReceiver(k0, k1, self.k, os.urandom(16))
+            rxs[p] = nat.SoftReceiver(k0, k1, self.k, os.urandom(16), check=ids[p][3] if self.check else None)
             if self.k > 1:  # the GGM trees' level sums, masked under the base keys
                 ses.send(p, rxs[p].setup_message, tags[p] + "S")
         for p in new:
             setup = self._recv_bytes(p, tags[p] + "S", SETUP_BYTES) if self.k > 1 else b""
-            tx = self._call(p, nat.SoftSender, receivers[p].keys(), deltas[p], self.k, setup)
-            self._links[p] = _Link(tx, rxs[p], deltas[p], *ids[p])
+            tx = self._call(p, nat.SoftSender, receivers[p].keys(), deltas[p], self.k, setup,
+                            ids[p][2] if self.check else None)
+            self._links[p] = _Link(tx, rxs[p], deltas[p], *ids[p][:2])
 
     def _recv_bytes(self, peer: int, tag: str, size: int) -> bytes:
         data = self.session.recv_bytes(peer, tag)
@@ -151,11 +182,21 @@ class OtLinks:
         return data
 
     def _call(self, peer: int, fn: Any, *args: Any) -> Any:
-        """A native step on a peer's message: its ValueError names the peer."""
+        """A native step on a peer's message: its ValueError names the peer. A failed
+        consistency check ends the pair: the link is dropped and every later use raises."""
+        name = self.session.parties[peer]
+        if peer in self._failed:
+            raise FrameError(self._failed[peer])
         try:
             return fn(*args)
         except ValueError as exc:
-            raise FrameError(f"bad OT message from party {self.session.parties[peer]!r}: {exc}") from None
+            if "consistency check" in str(exc):
+                self._failed[peer] = (f"party {name!r}'s OT extension failed the consistency check (a receiver "
+                                      f"deviating to learn this party's Delta); the OT link with {name!r} is not "
+                                      "used again")
+                self._links.pop(peer, None)
+                raise FrameError(self._failed[peer]) from None
+            raise FrameError(f"bad OT message from party {name!r}: {exc}") from None
 
     # -- streaming ---------------------------------------------------------------------------------
     @staticmethod
