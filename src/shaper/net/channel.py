@@ -21,9 +21,11 @@ the channel with a :class:`FrameError` naming the peer and the tag. A receive th
 expects (:class:`~shaper.net.frames.Expect`: kind, dtype, shape, size) refuses a message
 announced otherwise as soon as the announcement is seen, before its data.
 
-Closing is graceful: this party sends CLOSE, stops writing, and keeps reading (and dropping)
-what the peer still sends until the peer closes too, or a few seconds pass, so a peer that is
-still sending its last messages when this party finishes does not see a broken link.
+Closing a session is graceful: this party sends CLOSE, stops writing, and keeps reading (and
+dropping) what the peer still sends until the peer closes too, or ``CLOSE_GRACE`` seconds pass,
+so a peer that is still sending its last messages when this party finishes does not see a
+broken link; a peer whose send fails after this party's CLOSE is told that the party has ended
+the session, not that the link broke.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ _READ_AHEAD = 64 << 10
 _FIRST_BUFFER = 16 << 20  # a message buffer starts at most this large ...
 _GROWTH = 8  # ... and grows by at most this factor once it is full
 _MESSAGE_OVERHEAD = 256  # bytes a queued message counts beyond its data (the queue's own objects)
-_CLOSE_GRACE = 5.0  # seconds a closing channel keeps reading while the peer may still be sending
+CLOSE_GRACE = 5.0  # seconds a closing session keeps reading while a peer may still be sending
 
 
 def _capacities(total: int) -> list[int]:
@@ -308,6 +310,7 @@ class Channel:
         with self._cond:
             expect = None if self._queues.get(tag) else self._expect.get(tag)
             self._incoming = (tag, kind, dtype, shape, nbytes)
+            self._cond.notify_all()
         if expect is not None:
             expect.check(self.peer, tag, kind, dtype, shape, nbytes)
 
@@ -424,10 +427,11 @@ class Channel:
             self._cond.notify_all()
 
     # -- ending ---------------------------------------------------------------------------------
-    def close(self, abort: dict | None = None) -> None:
-        """End the channel. Cleanly (``abort`` None): send CLOSE, stop writing, and keep reading
-        until the peer has closed too (or a few seconds), dropping what it still sends, so that
-        its last sends never meet a closed socket. With ``abort`` (a notice from
+    def close(self, abort: dict | None = None, *, linger: float = 0.0) -> None:
+        """End the channel. Cleanly (``abort`` None): send CLOSE and, with ``linger``, stop
+        writing and keep reading for up to ``linger`` seconds until the peer has closed too,
+        dropping what it still sends, so that its last sends never meet a closed socket
+        (:meth:`Session.close` lingers). With ``abort`` (a notice from
         :func:`~shaper.net.frames.abort_notice`): send ABORT with it and drop the links at once."""
         if self._closing:
             return
@@ -446,7 +450,7 @@ class Channel:
                 pass
             finally:
                 self._send_lock.release()
-        if abort is None and told and threading.current_thread() is not self._reader:
+        if abort is None and told and linger > 0 and threading.current_thread() is not self._reader:
             try:
                 self._out.shutdown(socket.SHUT_WR)  # the peer reads the end of the stream after CLOSE
             except OSError:
@@ -455,8 +459,7 @@ class Channel:
                 self._draining = True
                 self._buffered -= sum(entry[3] for q in self._queues.values() for entry in q)
                 self._queues.clear()
-                self._cond.wait_for(lambda: self._peer_closed or self._failure is not None,
-                                    timeout=min(_CLOSE_GRACE, self.config.timeout))
+                self._cond.wait_for(lambda: self._peer_closed or self._failure is not None, timeout=linger)
         with self._cond:
             self._closing = True
             self._cond.notify_all()

@@ -36,7 +36,7 @@ import numpy as np
 from ..crypto.prg import Prg
 from ..errors import ConfigError, FrameError, NetError
 from . import frames as F
-from .channel import Channel
+from .channel import CLOSE_GRACE, Channel
 from .config import NetConfig, Party, load_parties
 from .connect import connect
 from .pipeline import PipelineReport, pipeline
@@ -247,11 +247,14 @@ class Session:
 
     # -- ending -------------------------------------------------------------------------------
     def close(self) -> None:
-        """End the session cleanly (peers see CLOSE, not a crash)."""
+        """End the session cleanly: peers see CLOSE, not a crash. Waits (a few seconds at most)
+        until every peer has closed too, reading and dropping what they still send, so that a
+        peer still sending its last messages never meets a closed link."""
         if self._closed:
             return
         self._closed = True
-        threads = [threading.Thread(target=c.close) for c in self._channels.values()]
+        linger = min(CLOSE_GRACE, self.config.timeout)
+        threads = [threading.Thread(target=c.close, kwargs={"linger": linger}) for c in self._channels.values()]
         for t in threads:
             t.start()
         for t in threads:
