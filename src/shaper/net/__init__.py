@@ -4,17 +4,28 @@
 
 Entry points: :class:`Session` (``Session.from_config(parties_file, me=...)``), :func:`launch`
 (n local processes over loopback TLS), :func:`run_in_memory` (n threads, for tests),
-:class:`NetConfig`, :func:`load_parties`, :func:`make_certificates`, :func:`pipeline`.
+:class:`NetConfig`, :func:`load_parties`, :func:`make_identity` (a party's own key and certificate,
+whose fingerprint the parties file pins), :func:`make_certificates` (a CA and every party's key on
+one machine: ``--local`` runs and tests), :func:`pipeline`.
 """
 
-from .config import NetConfig, PartiesFile, Party, load_parties, parse_duration, parse_rate, parse_size
+from .config import (
+    NetConfig,
+    PartiesFile,
+    Party,
+    load_parties,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
 from .launch import launch, run_in_memory
 from .pipeline import PipelineReport, pipeline
 from .session import Session
 from .stats import Stats
-from .tls import TLSFiles, make_certificates
+from .tls import Identity, TLSFiles, make_certificates, make_identity, tls_files_for
 
 __all__ = [
+    "Identity",
     "NetConfig",
     "PartiesFile",
     "Party",
@@ -25,9 +36,11 @@ __all__ = [
     "launch",
     "load_parties",
     "make_certificates",
+    "make_identity",
     "parse_duration",
     "parse_rate",
     "parse_size",
     "pipeline",
     "run_in_memory",
+    "tls_files_for",
 ]
