@@ -1,8 +1,10 @@
 """Every failure of a ``shaper`` command ends with one line naming the problem, and exit status 2.
 
 That a peer learns of a party's failure "at once" is checked by the cause named in its error (the
-failing party's abort, with its reason), never by how long it took: had it waited for its connect
-timeout instead, its error would be the timeout's.
+failing party's abort, with the kind of its error and the phase), never by how long it took: had
+it waited for its connect timeout instead, its error would be the timeout's. What the peer learns
+is only that: the failing party's message (a path, column names, a cell value) stays in its own
+output.
 """
 
 from shaper.cli import info, main
@@ -66,28 +68,35 @@ def _finish(proc):
             proc.communicate()
 
 
-def test_peer_learns_at_once_that_the_guest_has_no_label_column(job):
+ABORTED_AT_START = "aborted: ConfigError (phase 'start-up'); the details are in that party's own output"
+
+
+def test_peer_learns_at_once_that_the_guest_failed_but_not_its_columns_or_path(job):
     """The guest's data is wrong: it still joins the job to abort it, so the host stops naming
-    the guest's problem (the guest's abort), not at the 60 s connect timeout."""
+    the guest and the kind of its error (the guest's abort), not at the 60 s connect timeout;
+    the guest's file path and column names stay in the guest's own output."""
     host = job.start("host", job.csv("host.csv", HOST_CSV))
-    guest = job.start("guest", job.csv("guest.csv", GUEST_CSV.replace("label", "outcome")))
+    data = job.csv("guest.csv", GUEST_CSV.replace("label", "outcome"))
+    guest = job.start("guest", data)
     host_err, guest_err = _finish(host), _finish(guest)
     assert host.returncode == 2 and guest.returncode == 2, host_err + guest_err
     line = host_err.strip().splitlines()[-1]
-    assert line.startswith("shaper lr train: error: party 'shop' aborted: ") and "no label column 'label'" in line, \
-        host_err
-    assert "no label column 'label'" in _one_line(guest_err)
+    assert line == f"shaper lr train: error: party 'shop' {ABORTED_AT_START}", host_err
+    assert "outcome" not in host_err and str(data) not in host_err and "g0" not in host_err
+    guest_line = _one_line(guest_err)
+    assert "no label column 'label'" in guest_line and "'outcome'" in guest_line and str(data) in guest_line
 
 
-def test_peer_learns_at_once_that_the_host_has_a_text_column(job):
+def test_peer_learns_at_once_that_the_host_failed_but_not_its_cell_values(job):
     guest = job.start("guest", job.csv("guest.csv", GUEST_CSV))
     host = job.start("host", job.csv("host.csv", HOST_CSV.replace("id,h0,h1\n", "id,h0,grade\n").replace(
         ",0\n", ",gold\n")))
     guest_err, host_err = _finish(guest), _finish(host)
     assert guest.returncode == 2 and host.returncode == 2, guest_err + host_err
     line = guest_err.strip().splitlines()[-1]
-    assert line.startswith("shaper lr train: error: party 'bank' aborted: ") and "'grade'" in line, guest_err
-    assert "not numeric" in line
+    assert line == f"shaper lr train: error: party 'bank' {ABORTED_AT_START}", guest_err
+    assert "grade" not in guest_err and "gold" not in guest_err
+    assert "'grade'" in host_err and "not numeric" in host_err
 
 
 def test_certs_names_the_parties_with_names_and_says_so_when_they_are_missing(tmp_path, capsys):
