@@ -285,9 +285,11 @@ def remove_tree(path: str | os.PathLike) -> None:
         return
     trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.trash-{os.getpid()}-", dir=target.parent))
     with _registered(trash):
-        os.replace(target, trash)
-        fsync_directory(target.parent)
-        shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.replace(target, trash)
+            fsync_directory(target.parent)
+        finally:
+            shutil.rmtree(trash, ignore_errors=True)  # whatever happened above: it must not stay
 
 
 def _pid_alive(pid: int) -> bool:

@@ -14,17 +14,21 @@ not per multiplication); a crash wastes at most the rest of a block, never reuse
 crash can waste a different number of triples at each party, the two parties of a reloaded store
 call :meth:`TripleStore.align` before they use it: both then skip to the later of their two
 positions and stay paired. The record names the file it belongs to by a random id saved in the
-``.npz``; a new file written at the same path starts with nothing consumed. :meth:`TripleStore.save`
+``.npz``; a new file written at the same path starts with nothing consumed. A file is used by one
+store at a time (an exclusive lock, released by :meth:`TripleStore.close`, when the store is
+collected, or when its process dies). :meth:`TripleStore.save`
 writes atomically (mode 0600) and marks every triple it copies out of a loaded file as consumed
 there, so the same triples never live unused in two files.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +201,32 @@ class TripleStore:
             raise ValueError(f"reserve must be a positive integer, got {reserve!r}")
         remove_stale(path.parent, path.name)
         remove_stale(path.parent, path.name + CONSUMED_SUFFIX)
+        lock = os.open(path, os.O_RDONLY)
+        try:  # one live store per file: two would each think the same triples unused
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            raise ConfigError(f"{path} is in use by another triple store (close it first: one store per file "
+                              "at a time, or the two would hand out the same triples)") from None
+        except BaseException:
+            os.close(lock)
+            raise
+        try:
+            store = cls._read(path, party, reserve)
+        except BaseException:
+            os.close(lock)
+            raise
+        store._lock = weakref.finalize(store, os.close, lock)  # released with the store (or the process)
+        return store
+
+    def close(self) -> None:
+        """Releases the file this store was loaded from (another load may then continue it)."""
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock()
+
+    @classmethod
+    def _read(cls, path: Path, party: int, reserve: int) -> "TripleStore":
         with np.load(path, allow_pickle=False) as data:
             stored = int(data["party"][0])
             if stored != party:
