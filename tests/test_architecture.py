@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if (ROOT / "docs").is_dir() else []
-pytestmark = pytest.mark.skipif(not DOCS, reason="an installed copy without the repository around it")
+pytestmark = [pytest.mark.skipif(not DOCS, reason="an installed copy without the repository around it"),
+              pytest.mark.once]  # kernel-independent: CI runs it in its first run only
 
 
 def _generator():

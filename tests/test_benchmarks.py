@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # kernel-independent: CI runs it in its first run only
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPTS = sorted(BENCH.glob("*.py")) if BENCH.is_dir() else []
 WRITERS = [s for s in SCRIPTS if s.name != "meta.py"]  # every script but the helper writes results

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import shaper
 
 SRC = Path(shaper.__file__).resolve().parent
@@ -110,6 +112,7 @@ def _is_own_package(mod: str, target: str) -> bool:
     return target.startswith(mod + ".") and MODULES[mod].name == "__init__.py"
 
 
+@pytest.mark.once
 def test_no_import_cycles_even_through_function_level_imports():
     edges = _edges()
     for mod in edges:
@@ -117,6 +120,7 @@ def test_no_import_cycles_even_through_function_level_imports():
     assert _cycles(edges) == []
 
 
+@pytest.mark.once
 def test_no_private_names_imported_from_another_module():
     bad = []
     for mod, path in MODULES.items():
@@ -127,6 +131,7 @@ def test_no_private_names_imported_from_another_module():
     assert bad == []
 
 
+@pytest.mark.once
 def test_layers_only_look_down():
     bad = []
     for mod, path in MODULES.items():
@@ -145,6 +150,7 @@ def test_layers_only_look_down():
     assert bad == []
 
 
+@pytest.mark.once
 def test_benchmarks_use_the_library_not_the_command_line():
     """Benchmarks call the library and, to time a whole job, :mod:`shaper.jobs` or the command
     itself (``shaper.cli.main(argv)``, as a user types it); never the parsers' internals."""

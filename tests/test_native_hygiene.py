@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # kernel-independent: CI runs it in its first run only
+
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE_SRC = ROOT / "native" / "src"
 
