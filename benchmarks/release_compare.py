@@ -4,7 +4,8 @@ both have, run alternately in two interpreters (each with its own install), medi
     git worktree add /tmp/prev <rev> && (cd /tmp/prev && python3 -m venv .venv && .venv/bin/pip install .)
     python benchmarks/release_compare.py --old /tmp/prev/.venv/bin/python --json benchmarks/results/release_compare.json
 
-Workloads (each a few seconds): AHE (2048-bit DJN Paillier encryption, decryption, ciphertext
+Workloads (each a few seconds): the party runtime (``net.py``: a 100 MB array over loopback TLS
+between two processes, and small-message round trips), AHE (2048-bit DJN Paillier encryption, decryption, ciphertext
 additions and plaintext products), hybrid 2PC (Beaver products, H2S/S2H over two in-memory
 parties), replicated AES-128 (the Bristol circuit in 3PC), n-party MPC (OT triples and ternary
 sampling, 3 parties), CKKS (N = 2^14 multiply + relinearise + rescale, rotations) and vertical
@@ -40,6 +41,16 @@ WORKLOADS = {
         t = time.perf_counter(); out = sk.decrypt(z); t_dec = time.perf_counter() - t
         assert (out == 3 * x).all()
         result = {"encrypt 1000": t_enc, "add + mul 1000": t_ops, "decrypt 1000": t_dec}
+    """,
+    "net": """
+        out = subprocess.run([sys.executable, "benchmarks/net.py", "--size-mb", "100", "--repeats", "5", "--pings", "3000",
+                              "--shaped-mb", "1", "--json", str(Path(tmp) / "net.json")], capture_output=True,
+                             text=True, timeout=1200)
+        assert out.returncode == 0, out.stderr[-2000:]
+        data = json.loads((Path(tmp) / "net.json").read_text())
+        row = data["results"]
+        # times (lower is better) so the ratio reads like the others: seconds per 100 MB, per round trip
+        result = {"TLS 100 MB array": 100 / row["tls_throughput_mb_s"], "round trip": row["round_trip_us"] * 1e-6}
     """,
     "hybrid": """
         import warnings
