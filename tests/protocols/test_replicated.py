@@ -253,7 +253,7 @@ def test_views_are_independent_of_the_secret():
     ("1 3\n2 1 1\n1 1\n\n2 1 0 1 2 NAND\n", "unknown operation 'NAND'"),
     ("1 3\n2 1 1\n1 1\n\n2 1 0 x 2 AND\n", "must be integers"),
     ("1 3\n2 1 1\n1 1\n\n3 1 0 1 1 2 AND\n", "AND takes 2 inputs"),
-    ("1 4\n2 1 1\n1 1\n\n2 1 0 1 3 AND\n", "wire 2 is never written"),
+    ("1 4\n2 1 1\n1 1\n\n2 1 0 1 3 AND\n", "declares 4 wires, but the inputs and the 1 gate lines can write at most 3"),  # wire 2 never written
 ])
 def test_malformed_circuits_are_rejected(text, needle):
     with pytest.raises(CircuitFormatError, match=needle):

@@ -26,6 +26,7 @@ from ..kernels.bits import AND, EQ0, EQ1, EQW, INV, XOR, XOR3
 _NAMES = {"XOR": XOR, "AND": AND, "INV": INV, "EQW": EQW}
 
 MAX_WIRES = 1 << 30
+MAX_INPUT_BITS = 1 << 24
 _BUNDLED = Path(__file__).resolve().parent  # the .txt circuits shipped beside this module
 
 
@@ -98,7 +99,9 @@ def _ints(tokens: list[str], line_no: int, what: str) -> list[int]:
 def parse(text: str, name: str = "circuit") -> Circuit:
     """Parses and validates Bristol Fashion text; raises :class:`CircuitFormatError` naming the
     line and the problem (bad header, counts that disagree, wires out of range, a wire read
-    before it is written or written twice, unknown operations)."""
+    before it is written or written twice, unknown operations). Declared sizes are checked
+    against the text before any array of that size is made: more wires than the inputs and the
+    gate lines can write (a 30-byte header declaring 2^30 wires) is refused up front."""
     lines = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines())]
     body = [(i, t) for i, t in lines if t]
     if len(body) < 3:
@@ -124,6 +127,14 @@ def parse(text: str, name: str = "circuit") -> Circuit:
     gate_lines = body[3:]
     if len(gate_lines) != n_gates:
         raise CircuitFormatError(f"{name}: header says {n_gates} gates, the file has {len(gate_lines)} gate lines")
+    # Sizes are checked against the text before anything of the declared size is allocated: a
+    # wire that is not an input is written by a gate, and a gate line names each wire it writes.
+    if sum(inputs) > MAX_INPUT_BITS:
+        raise CircuitFormatError(f"line {l2}: {sum(inputs)} input bits is beyond the supported {MAX_INPUT_BITS}")
+    writable = sum(inputs) + sum(_outputs_named(t) for _, t in gate_lines)
+    if n_wires > writable:
+        raise CircuitFormatError(f"line {l1}: the header declares {n_wires} wires, but the inputs and the "
+                                 f"{len(gate_lines)} gate lines can write at most {writable}")
 
     op: list[int] = []
     ga: list[int] = []
@@ -185,6 +196,12 @@ def parse(text: str, name: str = "circuit") -> Circuit:
         raise CircuitFormatError(f"{name}: wire {int(missing[0])} is never written ({missing.size} unwritten wires)")
     as_arr = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return Circuit(name, n_wires, inputs, outputs, as_arr(op).astype(np.uint8), as_arr(ga), as_arr(gb), as_arr(go))
+
+
+def _outputs_named(tok: list[str]) -> int:
+    """At most how many wires a gate line writes: its n_out, and no more wire numbers than it has."""
+    named = max(0, len(tok) - 3)
+    return min(int(tok[1]), named) if len(tok) > 1 and tok[1].isdigit() else named
 
 
 def bundled() -> list[str]:
