@@ -664,3 +664,48 @@ def test_a_real_full_disk_keeps_every_previous_state(small_tmpfs):
     ck.save(2, {"n": 2}, {"w": b"2"}, None, None)
     assert ck.epochs() == [1, 2]
     assert CnnModel.load(_models()[0].save(d / "model.npz")).same_weights(_models()[0])
+
+
+# -- a corrupt latest state -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["truncate", "garble", "drop-state", "drop-blob", "alter-blob"])
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_path, damage):
+    from shaper.errors import SerializationError
+    from shaper.ml.checkpoint import Checkpointer, CheckpointWarning
+
+    _ckpt_setup(tmp_path)
+    latest = tmp_path / "bank" / "epoch-000002"
+    state = latest / "state.json"
+    if damage == "truncate":
+        state.write_bytes(state.read_bytes()[:40])
+    elif damage == "garble":
+        state.write_bytes(b"\xff\x00" + state.read_bytes()[2:])
+    elif damage == "drop-state":
+        state.unlink()
+    elif damage == "drop-blob":
+        (latest / "weights.bin").unlink()
+    else:
+        (latest / "shares.bin").write_bytes(b"\0" * 10)
+    ck = Checkpointer(tmp_path, "bank")
+    with pytest.warns(CheckpointWarning, match="epoch-000002 is unusable"):
+        assert ck.epochs() == [1]
+    _ckpt_verify_loads(ck, 1)
+    with pytest.raises(SerializationError, match="epoch-000002 is unusable"):
+        ck.load(2)
+    ck.save(2, *_epoch(2), None, None)  # a resumed run writes it again
+    assert Checkpointer(tmp_path, "bank").epochs() == [1, 2]
+    # none usable: a named error, not a silent fresh start
+    for e in (1, 2):
+        (tmp_path / "bank" / f"epoch-{e:06d}" / "state.json").write_bytes(b"{")
+    with pytest.warns(CheckpointWarning), pytest.raises(SerializationError, match="no usable checkpoint"):
+        Checkpointer(tmp_path, "bank").epochs()
+
+
+def test_a_garbled_psi_state_starts_afresh_with_a_warning(tmp_path):
+    from shaper.protocols.psi.checkpoint import PsiStateWarning
+
+    _psi_setup(tmp_path)
+    state = tmp_path / "bank" / "psi-ecdh" / "state.json"
+    state.write_bytes(state.read_bytes()[:25])
+    with pytest.warns(PsiStateWarning, match="truncated or garbled"):
+        assert _psi(tmp_path).load() is None
