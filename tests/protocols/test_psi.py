@@ -293,6 +293,37 @@ def test_two_processes_over_tls():
     assert a == b and set(a) == {f"m{i}" for i in range(0, 3000, 6)}
 
 
+class _Forging:
+    """A blinding key whose blinded points (what a party sends) are replaced by ``forge(points)``."""
+
+    def __init__(self, key, forge):
+        self.key, self.forge = key, forge
+
+    def hash_blind(self, *args):
+        return self.forge(self.key.hash_blind(*args))
+
+    def __getattr__(self, name):
+        return getattr(self.key, name)
+
+
+@NEEDS_NATIVE
+@pytest.mark.parametrize("forge, message", [
+    (lambda pts: bytes(32) + pts[32:], "invalid point: point 0 is not a valid Ristretto255 encoding \\(or is the identity\\)"),
+    (lambda pts: b"\xff" * 31 + b"\x7f" + pts[32:], "invalid point: point 0 is not a valid Ristretto255"),  # >= p
+    (lambda pts: pts[:31] + bytes([pts[31] | 0x80]) + pts[32:], "invalid point: point 0 is not a valid"),  # top bit
+    (lambda pts: pts[:-1], "sent 95 bytes of blinded points, expected 96"),  # a 31-byte last point
+], ids=["identity", "non-canonical", "high-bit", "31-bytes"])
+def test_ecdh_refuses_identity_non_canonical_and_short_points_by_name(monkeypatch, forge, message):
+    """A peer's blinded points arrive through the PSI receive path: the identity, an encoding of
+    a value >= p or with its top bit set, and a 31-byte point are refused, naming the problem."""
+    from shaper.protocols.psi import ecdh
+
+    real = ecdh.blinding_key
+    monkeypatch.setattr(ecdh, "blinding_key", lambda *a: _Forging(real(*a), forge))
+    with pytest.raises(PartyError, match=message):
+        _run(["a", "b", "c"], ["b", "c", "d"])
+
+
 # -- Freedman-Nissim-Pinkas with Paillier ----------------------------------------------------------
 FNP = {"protocol": "fnp", "to": 0, "key_bits": 768}
 
