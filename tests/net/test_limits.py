@@ -313,3 +313,29 @@ def test_a_send_after_the_peer_has_gone_says_so(link):
     with pytest.raises(PeerError, match="party 'a' has ended the session and no longer reads"):
         for _ in range(64):
             ln.b.send(np.zeros(MiB, dtype=np.uint8), "late")
+
+
+def refused_midway(session, nbytes):
+    """Party 0 refuses party 1's array on its announcement (the wrong shape), then finishes
+    cleanly while party 1 is still sending the array's data."""
+    if session.index == 0:
+        try:
+            session.recv_array(1, "x", shape=(10,), timeout=GUARD)
+        except FrameError as exc:
+            return str(exc)
+        return "no error"
+    session.send(0, np.zeros(nbytes, dtype=np.uint8), tag="x")
+    try:
+        session.recv(0, "never", timeout=GUARD)
+    except PeerError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_a_refused_message_still_being_sent_does_not_break_the_sender(runner):
+    """The refusal fails party 0's channel, but its reader keeps reading (and dropping) until
+    party 1 closes: party 1's 32 MiB send completes, and party 1 learns that party 0 ended the
+    session, not that the link broke."""
+    refused, sender = runner(2, refused_midway, 32 * MiB)
+    assert refused == "party 'party1' sent shape (33554432,) under tag 'x'; expected (10,)"
+    assert sender == "party 'party0' has ended the session; no message tagged 'never' will come"

@@ -238,8 +238,27 @@ class Channel:
 
     # -- the reader thread -----------------------------------------------------------------------
     def _read_loop(self) -> None:
+        if self._read_messages():
+            self._discard_rest()
+
+    def _discard_rest(self) -> None:
+        """After a failure: read and drop what still arrives until the stream ends (the peer
+        closes or aborts), so that a peer still sending never blocks on this party or meets a
+        closed socket; a closing session waits for this (its linger)."""
+        scratch = memoryview(bytearray(_READ_AHEAD))
         try:
-            while self._failure is None:
+            while not self._closing and self._in.recv_into(scratch, len(scratch)):
+                pass
+        except Exception:  # the link is gone, or no longer authentic: nothing more to read
+            pass
+
+    def _read_messages(self) -> bool:
+        """Read, check and file messages until the peer closes (False) or the channel fails (the
+        failure recorded; True)."""
+        try:
+            while True:
+                if self._failure is not None:  # a receive refused what this peer sent
+                    raise _Stopped()
                 head = self._read_exact(F.HEADER_SIZE, start=True)
                 kind, tag_len, length = F.parse_header(head, self.peer)
                 raw_tag = self._read_exact(tag_len)
@@ -280,7 +299,7 @@ class Channel:
                     with self._cond:
                         self._peer_closed = True
                         self._cond.notify_all()
-                    return
+                    return False
                 elif kind == F.ABORT:
                     self._limit(length, self.config.max_meta, "abort notice")
                     notice = F.parse_json(self._read_exact(length), self.peer)
@@ -303,6 +322,7 @@ class Channel:
             self._fail(PeerError(f"out of memory receiving a message from party {self.peer!r}"))
         except BaseException as exc:  # never let the reader die silently: recv would only time out
             self._fail(PeerError(f"receiving from party {self.peer!r} failed: {type(exc).__name__}: {exc}"))
+        return True
 
     def _announce(self, tag: str, kind: int, dtype: np.dtype | None, shape: tuple | None, nbytes: int) -> None:
         """A message's head has arrived: check it against what a waiting receive expects (only if
@@ -459,7 +479,7 @@ class Channel:
                 self._draining = True
                 self._buffered -= sum(entry[3] for q in self._queues.values() for entry in q)
                 self._queues.clear()
-                self._cond.wait_for(lambda: self._peer_closed or self._failure is not None, timeout=linger)
+            self._reader.join(timeout=linger)  # it ends at the peer's CLOSE, or the end of its stream
         with self._cond:
             self._closing = True
             self._cond.notify_all()
