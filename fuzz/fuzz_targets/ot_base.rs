@@ -51,9 +51,9 @@ fuzz_target!(|data: &[u8]| {
                 2 => usize::MAX - r.u8() as usize,
                 _ => 1 + r.below(64),
             };
-            let seed = r.bytes(r.below(200)).to_vec();
-            let session = r.bytes(r.below(20)).to_vec();
-            let choices = r.bytes(r.below(12)).to_vec();
+            let seed = r.bytes_below(200).to_vec();
+            let session = r.bytes_below(20).to_vec();
+            let choices = r.bytes_below(12).to_vec();
             let rest = r.rest();
             let _ = BaseSender::new(count, &seed, &session);
             let _ = BaseSender::new(count, rest, &session);

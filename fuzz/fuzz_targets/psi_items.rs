@@ -12,7 +12,8 @@ fuzz_target!(|data: &[u8]| {
     let mut r = Input::new(data);
     let width = r.u8() as usize % 40; // 0 and 33..39 are refused
     let nitems = r.u8() as usize % 24;
-    let prefix = r.bytes(r.u8() as usize % 8).to_vec();
+    let prefix_len = r.u8() as usize % 8;
+    let prefix = r.bytes(prefix_len).to_vec();
     let use_order = r.bool();
     let norder = r.u8() as usize % 16;
     let order: Vec<usize> = (0..norder).map(|_| r.u8() as usize % (nitems + 3)).collect();

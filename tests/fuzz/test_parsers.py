@@ -36,6 +36,10 @@ KNOWN_FINDINGS: list[tuple[str, bytes, str, str]] = [
     # of CPU) and only then refuses the key.
     ("ahe_key", bytes.fromhex("5348505201000102400000002b134328bd8d42ca483a165fb73425e469ef2ba141b655f53af4e5dc5b3baa34be41b1d8a8fdb883749b8a4729e0db767d460a567274f092e0f815d1672789a54000000055cf1f55f141a95a984d50f4880e6c60804878322d4ebe25a9b084b0c69097ffa97b6921a704b3d21df97cb2fcfc355eca4c050d6bededc608fc771c2d48b76540000000eeebfd642b17a77172d41ff7bab4d59646d0f25a87ef751534a96467bf44d56543d1c1e8e03698f9365e0f0c788bf1aeebfe3639ba757eb41eb7047c44a43d1affffffffa0000000"),
      r"^Finding: .*CPU time: b'SHPR\\x01\\x00\\x0[12]\\x02", "OU prime size 2^32-1: 1.1 GiB and 1.3 s before refusal"),
+    # src/shaper/net/config.py, load_parties: path.read_text() raises UnicodeDecodeError on a
+    # parties file that is not UTF-8 (only FileNotFoundError and TOMLDecodeError become ConfigError).
+    ("parties", b'[[party]]\nname = "\xb4"\n',
+     r"^UnicodeDecodeError: load_parties: ", "non-UTF-8 parties file: UnicodeDecodeError, not ConfigError"),
 ]
 
 EXAMPLES = 200

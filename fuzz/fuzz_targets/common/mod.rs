@@ -62,6 +62,12 @@ impl<'a> Input<'a> {
         head
     }
 
+    /// Up to `below(max)` bytes.
+    pub fn bytes_below(&mut self, max: usize) -> &'a [u8] {
+        let n = self.below(max);
+        self.bytes(n)
+    }
+
     /// Exactly `n` bytes: the input's, then a fixed filler.
     pub fn bytes_exact(&mut self, n: usize) -> Vec<u8> {
         let mut v = self.bytes(n).to_vec();
