@@ -110,7 +110,7 @@ def party_job(session: Any, chain: tuple, rotations: list[int], method: str, che
                             out=out)
         result["cpu_seconds"] = time.process_time() - cpu0
         if decrypt:
-            result["decrypt"] = decrypt_runs(session, tc.JointKeys.load(out), decrypt)
+            result["decrypt"] = decrypt_runs(session, tc.JointKeys.load(out, insecure=insecure), decrypt)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -4,6 +4,9 @@ import pytest
 
 # Unit tests use small keys; keep fixed-base tables small so table builds stay fast.
 os.environ.setdefault("SHAPER_TABLE_MIB", "8")
+# Unit tests use 512-768-bit Paillier/OU keys, below the 2048 bits a real job needs: the named
+# switch that allows them (tests of the refusal clear it).
+os.environ.setdefault("SHAPER_INSECURE_KEY_BITS", "1")
 
 from shaper.crypto import ou, paillier  # noqa: E402
 from shaper.crypto.ou import OUPrivateKey, OUPublicKey  # noqa: E402

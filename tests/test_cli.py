@@ -273,16 +273,16 @@ def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
         assert stat.S_IMODE((tmp_path / "bank" / f).stat().st_mode) == 0o600
     x = np.linspace(-1, 1, 300)
     np.save(tmp_path / "x.npy", x)
-    res = both(lambda me: ["encrypt", "--keys", str(tmp_path / me), "--out", str(tmp_path / f"x-{me}.ct"),
+    res = both(lambda me: ["encrypt", "--keys", str(tmp_path / me), "--out", str(tmp_path / f"x-{me}.ct"), "--insecure",
                            *(["--input", str(tmp_path / "x.npy")] if me == "shop" else [])])
     assert [r[0] for r in res] == [0, 0], res
     assert (tmp_path / "x-bank.ct").read_bytes() == (tmp_path / "x-shop.ct").read_bytes()
     for me in ("bank", "shop"):  # every party computes y itself
-        assert main(["fhe", "eval", "--keys", str(tmp_path / me), "--circuit", "square,rotate:1",
+        assert main(["fhe", "eval", "--keys", str(tmp_path / me), "--circuit", "square,rotate:1", "--insecure",
                      "--ciphertext", str(tmp_path / f"x-{me}.ct"), "--out", str(tmp_path / f"y-{me}.ct")]) == 0
     assert (tmp_path / "y-bank.ct").read_bytes() == (tmp_path / "y-shop.ct").read_bytes()
     res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / f"y-{me}.ct"),
-                           "--to", "bank", "--out", str(tmp_path / f"{me}.csv")])
+                           "--to", "bank", "--out", str(tmp_path / f"{me}.csv"), "--insecure"])
     assert [r[0] for r in res] == [0, 0], res
     got = np.loadtxt(tmp_path / "bank.csv", delimiter=",")
     want = np.roll(np.concatenate([x, np.zeros(1024 - 300)]) ** 2, -1)
@@ -290,15 +290,16 @@ def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
     assert not (tmp_path / "shop.csv").exists() and "nothing learnt here" in res[1][1]
     assert "flooded its share" in res[0][1] and "decryptions left" in res[0][1]
     # a ciphertext one party made alone: every party refuses, nothing is opened
-    keys = tc.PublicKeys.load(tmp_path / "bank")
+    keys = tc.PublicKeys.load(tmp_path / "bank", insecure=True)
     ckks.save(ckks.encrypt(keys.public, ckks.Encoder(keys.params).encode(x)), tmp_path / "alone.ct")
-    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "alone.ct")])
+    res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / "alone.ct"),
+                           "--insecure"])
     assert [r[0] for r in res] == [2, 2] and all("unknown provenance" in r[2] for r in res), res
     res = both(lambda me: ["decrypt", "--keys", str(tmp_path / me), "--ciphertext", str(tmp_path / f"y-{me}.ct"),
-                           *(["--digest", "ab" * 32] if me == "shop" else [])])
+                           "--insecure", *(["--digest", "ab" * 32] if me == "shop" else [])])
     assert [r[0] for r in res] == [2, 2] and all("refused by shop" in r[2] for r in res), res
     assert main(["fhe", "decrypt", *common, "--me", "bank", "--keys", str(tmp_path / "bank"), "--ciphertext",
-                 str(tmp_path / "y-bank.ct"), "--digest", ""]) == 2
+                 str(tmp_path / "y-bank.ct"), "--digest", "", "--insecure"]) == 2
 
 
 @NEEDS_NATIVE
@@ -309,19 +310,22 @@ def test_fhe_local_keygen_demo_and_clear_errors(tmp_path, capsys):
     assert "already holds key directories" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1.5\n-2\nnan\n")
     assert main(["fhe", "encrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
-                 "--bound", "2", "--out", str(tmp_path / "x.ct")]) == 2
+                 "--bound", "2", "--out", str(tmp_path / "x.ct"), "--insecure"]) == 2
     assert "NaN" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1.5\n-2\n0.5\n")
     assert main(["fhe", "encrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
-                 "--bound", "2", "--out", str(tmp_path / "x.ct")]) == 0
+                 "--bound", "2", "--out", str(tmp_path / "x.ct")]) == 2  # test parameters: only when asked for
+    assert "insecure test set" in capsys.readouterr().err and not (tmp_path / "x.ct").exists()
+    assert main(["fhe", "encrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
+                 "--bound", "2", "--out", str(tmp_path / "x.ct"), "--insecure"]) == 0
     assert main(["fhe", "eval", "--local", "3", "--keys", str(tmp_path / "k"), "--circuit", "square",
-                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "y.ct")]) == 0
+                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "y.ct"), "--insecure"]) == 0
     capsys.readouterr()
     assert main(["fhe", "decrypt", "--local", "3", "--keys", str(tmp_path / "k"), "--ciphertext",
-                 str(tmp_path / "y.ct"), "--out", str(tmp_path / "y.csv")]) == 0
+                 str(tmp_path / "y.ct"), "--out", str(tmp_path / "y.csv"), "--insecure"]) == 0
     assert np.allclose(np.loadtxt(tmp_path / "y.csv", delimiter=",")[:3], [2.25, 4, 0.25], atol=0.05)
     assert main(["fhe", "eval", "--local", "3", "--keys", str(tmp_path / "k"), "--circuit", "cube",
-                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "z.ct")]) == 2
+                 "--ciphertext", str(tmp_path / "x.ct"), "--out", str(tmp_path / "z.ct"), "--insecure"]) == 2
     assert "unknown circuit operation 'cube'" in capsys.readouterr().err
     assert main(["fhe", "keygen", "--local", "2", "--out", str(tmp_path / "j"), "--params", "2048:50:50:40"]) == 2
     assert "exceeds the HE Standard" in capsys.readouterr().err  # refused without --insecure, before launching

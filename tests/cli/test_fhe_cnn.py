@@ -47,7 +47,7 @@ def test_encrypt_refuses_bad_input_in_one_line(public_keys, tmp_path, capsys, na
     path = tmp_path / name
     path.write_text(text)
     assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(path),
-                 "--out", str(tmp_path / "x.ct")]) == 2
+                 "--out", str(tmp_path / "x.ct"), "--insecure"]) == 2
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and problem in lines[0] and name in lines[0], err
@@ -57,11 +57,11 @@ def test_encrypt_refuses_bad_input_in_one_line(public_keys, tmp_path, capsys, na
 def test_encrypt_refuses_an_empty_npy_and_values_beyond_the_bound(public_keys, tmp_path, capsys):
     np.save(tmp_path / "empty.npy", np.zeros(0))
     assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(tmp_path / "empty.npy"),
-                 "--out", str(tmp_path / "x.ct")]) == 2
+                 "--out", str(tmp_path / "x.ct"), "--insecure"]) == 2
     assert "holds no values" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1.5\n-2\n0.25\n")
     assert main(["fhe", "encrypt", "--local", "2", "--keys", str(public_keys), "--input", str(tmp_path / "x.csv"),
-                 "--out", str(tmp_path / "x.ct")]) == 2
+                 "--out", str(tmp_path / "x.ct"), "--insecure"]) == 2
     assert "beyond --bound 1" in capsys.readouterr().err and not (tmp_path / "x.ct").exists()
 
 

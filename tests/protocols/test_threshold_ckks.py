@@ -323,7 +323,9 @@ def test_key_directories_hold_the_public_keys_and_a_private_share(tmp_path):
              tc.SHARE_FILE, tc.LEDGER_FILE])
         for private in (tc.SHARE_FILE, tc.LEDGER_FILE):  # the share and the ledger: this party's alone
             assert stat.S_IMODE((d / private).stat().st_mode) == 0o600, private
-        keys = tc.JointKeys.load(d)
+        with pytest.raises(SerializationError, match="insecure test set"):
+            tc.JointKeys.load(d)  # test parameters load only when asked for
+        keys = tc.JointKeys.load(d, insecure=True)
         assert keys.share.index == int(r["party"][-1]) and keys.share.parties == 2
         assert sorted(keys.galois) == [ckks.galois_element(PARAMS, 2)]
         # the ledger came back from disk: the budget, the key check's two decryptions charged, and
@@ -334,13 +336,13 @@ def test_key_directories_hold_the_public_keys_and_a_private_share(tmp_path):
         assert sorted(e.source for e in keys.ledger.entries.values()) == ["key check: relinearisation key",
                                                                           "key check: rotation keys"]
     # the public material alone: anyone can encrypt and compute, nobody can decrypt
-    a, b = tc.PublicKeys.load(tmp_path / "party0"), tc.PublicKeys.load(tmp_path / "party1")
+    a, b = (tc.PublicKeys.load(tmp_path / p, insecure=True) for p in ("party0", "party1"))
     assert np.array_equal(a.public.data, b.public.data) and np.array_equal(a.relin.data, b.relin.data)
     pub_only = tmp_path / "public"
     a.save(pub_only)
     assert not (pub_only / tc.SHARE_FILE).exists() and not (pub_only / tc.LEDGER_FILE).exists()
     with pytest.raises(ConfigError, match="no secret-key share"):
-        tc.JointKeys.load(pub_only)
+        tc.JointKeys.load(pub_only, insecure=True)
     with pytest.raises(ConfigError, match="never overwritten"):
         a.save(pub_only)
     # shares: seeded sizes, tamper checks
@@ -353,7 +355,7 @@ def test_key_directories_hold_the_public_keys_and_a_private_share(tmp_path):
     # a ledger that does not read back refuses the key rather than guess its budget
     (tmp_path / "party1" / tc.LEDGER_FILE).write_text("{}")
     with pytest.raises(ConfigError, match="not a readable ledger"):
-        tc.JointKeys.load(tmp_path / "party1")
+        tc.JointKeys.load(tmp_path / "party1", insecure=True)
 
 
 def test_a_failed_save_leaves_nothing(tmp_path, monkeypatch):

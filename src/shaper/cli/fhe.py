@@ -71,6 +71,7 @@ def add_parser(subparsers: Any) -> None:
     enc.add_argument("--bound", type=float, default=1.0, metavar="B",
                      help="the largest |value| (default 1; every party the same): the decryption's flood is sized by it")
     out_option(enc, "ciphertext file to write", metavar="FILE", required=True)
+    _key_dir_insecure_option(enc)
 
     ev = command(sub, "eval", run_eval, "evaluate an agreed circuit on accounted ciphertexts (every party)",
                  "Every party runs the same circuit itself on its own copies of the inputs (no network): the "
@@ -83,6 +84,7 @@ def add_parser(subparsers: Any) -> None:
     ev.add_argument("--ciphertext", required=True, action="append", metavar="FILE",
                     help="an input ciphertext (a joint input or an earlier output); repeat for several")
     out_option(ev, "output ciphertext file", metavar="FILE", required=True)
+    _key_dir_insecure_option(ev)
 
     dec = command(sub, "decrypt", run_decrypt, "decrypt a ciphertext jointly",
                   "Every party runs this with its own key directory and its copy of the ciphertext (or --local N "
@@ -104,6 +106,7 @@ def add_parser(subparsers: Any) -> None:
     dec.add_argument("--security", type=int, default=SECURITY_LAMBDA, metavar="LAMBDA",
                      help=f"statistical security parameter lambda, at least 40 (default {SECURITY_LAMBDA})")
     out_option(dec, "write the real parts of the slots (.npy or .csv)", metavar="FILE")
+    _key_dir_insecure_option(dec)
 
     demo = command(sub, "demo", run_demo, "n parties: joint keys, one encrypts, one computes, all decrypt",
                    "Runs every party here (--local N, the default with 3 parties) or one party on each host "
@@ -113,6 +116,12 @@ def add_parser(subparsers: Any) -> None:
                                    "when no parties file is given)")
     _method_option(demo)
     _params_options(demo)
+
+
+def _key_dir_insecure_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--insecure", action="store_true",
+                   help="accept a key directory made with test parameters below 128-bit security (fhe keygen "
+                        "--insecure; tests and demos only)")
 
 
 def _method_option(p: argparse.ArgumentParser) -> None:

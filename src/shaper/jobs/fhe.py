@@ -134,9 +134,10 @@ def read_vector(path: str | os.PathLike, slots: int | None = None) -> np.ndarray
     return values
 
 
-def _joint_keys(session: Any, keys_dir: str | os.PathLike) -> tc.JointKeys:
-    """A party's key directory, checked against the session (same parties, same order)."""
-    keys = tc.JointKeys.load(keys_dir)
+def _joint_keys(session: Any, keys_dir: str | os.PathLike, insecure: bool = False) -> tc.JointKeys:
+    """A party's key directory, checked against the session (same parties, same order);
+    ``insecure``: accept one made with test parameters (``fhe keygen --insecure``)."""
+    keys = tc.JointKeys.load(keys_dir, insecure=insecure)
     if keys.share.parties != session.n:
         raise ConfigError(f"{keys_dir} holds a share of a {keys.share.parties}-party key, this job has {session.n} parties")
     if keys.share.index != session.index:
@@ -156,12 +157,12 @@ def read_bounded(path: str | os.PathLike, slots: int, bound: float) -> np.ndarra
 
 
 def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.PathLike | None,
-                out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None) -> dict:
+                out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None, insecure: bool = False) -> dict:
     """One party's side of a joint encryption (:func:`~shaper.protocols.threshold_ckks.encrypt_jointly`):
     the party with ``input_path`` brings the vector (|values| <= ``bound``, which every party
     must give alike), every party writes the ciphertext to ``out`` (when given) and records it in
     its ledger. Returns the count of values (at the owner), the digest and the file."""
-    keys = _joint_keys(session, keys_dir)
+    keys = _joint_keys(session, keys_dir, insecure)
     values = None if input_path is None else read_bounded(input_path, keys.params.slots, bound)
     ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session), keys, values, value_bound=bound,
                             tag="shaper fhe encrypt")[0]
@@ -172,28 +173,28 @@ def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.
 
 
 def encrypt_local(root: str | os.PathLike, input_path: str | os.PathLike, out: str | os.PathLike, *,
-                  parties: int | None = None, bound: float = 1.0) -> list[dict]:
+                  parties: int | None = None, bound: float = 1.0, insecure: bool = False) -> list[dict]:
     """Every party's :func:`encrypt_job` here from ``root/party0 ..``: party 0 brings the
     values and writes ``out``; every party records the input in its own ledger."""
     dirs = local_key_dirs(root, parties)
     read_vector(input_path)  # a clear error before any party starts
-    return launch(len(dirs), _encrypt_party, str(root), str(input_path), str(out), bound)
+    return launch(len(dirs), _encrypt_party, str(root), str(input_path), str(out), bound, insecure)
 
 
-def _encrypt_party(session: Any, root: str, input_path: str, out: str, bound: float) -> dict:
+def _encrypt_party(session: Any, root: str, input_path: str, out: str, bound: float, insecure: bool) -> dict:
     me = session.index == 0
     return encrypt_job(session, str(Path(root) / session.name), input_path if me else None, out if me else None,
-                       bound=bound)
+                       bound=bound, insecure=insecure)
 
 
 # -- agreed evaluation ----------------------------------------------------------------------------
 
 def eval_job(keys_dir: str | os.PathLike, circuit: str, ciphertexts: Iterable[str | os.PathLike],
-             out: str | os.PathLike | None) -> dict:
+             out: str | os.PathLike | None, *, insecure: bool = False) -> dict:
     """One party's evaluation (no network): the circuit ``circuit`` (e.g. "square,rotate:1") on
     the ciphertext files, which its ledger must hold; the outputs are recorded in the ledger and
     written to ``out`` (one output; the first when several)."""
-    keys = tc.JointKeys.load(keys_dir)
+    keys = tc.JointKeys.load(keys_dir, insecure=insecure)
     plan = tc.parse(circuit)
     inputs = []
     for path in ciphertexts:
@@ -212,9 +213,9 @@ def eval_job(keys_dir: str | os.PathLike, circuit: str, ciphertexts: Iterable[st
 
 
 def eval_local(root: str | os.PathLike, circuit: str, ciphertexts: list[str], out: str | os.PathLike,
-               parties: int | None = None) -> list[dict]:
+               parties: int | None = None, insecure: bool = False) -> list[dict]:
     """:func:`eval_job` at every party's key directory under ``root`` (party 0 writes ``out``)."""
-    return [eval_job(d, circuit, ciphertexts, out if k == 0 else None)
+    return [eval_job(d, circuit, ciphertexts, out if k == 0 else None, insecure=insecure)
             for k, d in enumerate(local_key_dirs(root, parties))]
 
 
@@ -232,12 +233,13 @@ def check_digest(digest: str | None) -> str | None:
 
 
 def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
-                digest: str | None = None, policy: tc.FloodPolicy = tc.FloodPolicy(), engine: Any = None) -> dict:
+                digest: str | None = None, policy: tc.FloodPolicy = tc.FloodPolicy(), engine: Any = None,
+                insecure: bool = False) -> dict:
     """One party's part of a joint decryption as a job: loads its key directory (share and
     ledger) and the ciphertext file, and decrypts to party ``to`` (every party when None). It
     consents only to a ciphertext its ledger accounts for (a joint input, or an output of an
     evaluation it ran), while the budget lasts, and, with ``digest`` (64 hex), only to that one."""
-    keys = _joint_keys(session, keys_dir)
+    keys = _joint_keys(session, keys_dir, insecure)
     want = check_digest(digest)
     ct = ckks.load(ciphertext, keys.params)
     if not isinstance(ct, ckks.Ciphertext):
@@ -270,16 +272,17 @@ def local_key_dirs(root: str | os.PathLike, parties: int | None = None) -> list[
 
 def decrypt_local(root: str | os.PathLike, ciphertext: str | os.PathLike, *, parties: int | None = None,
                   to: str | None = None, digest: str | None = None,
-                  policy: tc.FloodPolicy = tc.FloodPolicy()) -> list[dict]:
+                  policy: tc.FloodPolicy = tc.FloodPolicy(), insecure: bool = False) -> list[dict]:
     """Every party's :func:`decrypt_job` here, from the key directories under ``root``."""
     dirs = local_key_dirs(root, parties)
     check_digest(digest)
-    return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, digest, policy)
+    return launch(len(dirs), _decrypt_party, str(root), str(ciphertext), to, digest, policy, insecure)
 
 
 def _decrypt_party(session: Any, root: str, ciphertext: str, to: str | None, digest: str | None,
-                   policy: tc.FloodPolicy) -> dict:
-    return decrypt_job(session, str(Path(root) / session.name), ciphertext, to=to, digest=digest, policy=policy)
+                   policy: tc.FloodPolicy, insecure: bool) -> dict:
+    return decrypt_job(session, str(Path(root) / session.name), ciphertext, to=to, digest=digest, policy=policy,
+                       insecure=insecure)
 
 
 # -- the demo --------------------------------------------------------------------------------------
@@ -382,11 +385,12 @@ def encrypt_command(args: Any, local: int | None) -> int:
     """``shaper fhe encrypt``: a joint encryption, ``local`` parties here or this party of a parties file."""
     if args.input:  # bad input stops here, in one line, before any party starts
         first = local_key_dirs(args.keys, local)[0] if local is not None else Path(args.keys)
-        read_bounded(args.input, tc.PublicKeys.load(first).params.slots, args.bound)
+        read_bounded(args.input, tc.PublicKeys.load(first, insecure=args.insecure).params.slots, args.bound)
     if local is not None:
         if not args.input:
             raise ConfigError("with --local pass --input FILE (party0 brings the values)")
-        results = encrypt_local(args.keys, args.input, args.out, parties=local, bound=args.bound)
+        results = encrypt_local(args.keys, args.input, args.out, parties=local, bound=args.bound,
+                                insecure=args.insecure)
         r = results[0]
         print(f"{r['values']} values encrypted jointly by {local} parties to {r['out']} (SHA-256 {r['digest']}); "
               "every party's ledger holds it")
@@ -394,7 +398,7 @@ def encrypt_command(args: Any, local: int | None) -> int:
     from ..net import Session
 
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-        r = encrypt_job(session, args.keys, args.input, args.out, bound=args.bound)
+        r = encrypt_job(session, args.keys, args.input, args.out, bound=args.bound, insecure=args.insecure)
     what = f"{r['values']} values" if r["values"] is not None else "another party's values"
     print(f"{what} encrypted jointly to {r['out']} (SHA-256 {r['digest']}); recorded in {args.keys}'s ledger")
     return 0
@@ -403,10 +407,10 @@ def encrypt_command(args: Any, local: int | None) -> int:
 def eval_command(args: Any, local: int | None) -> int:
     """``shaper fhe eval``: every party's own evaluation (``local``: every key directory under --keys)."""
     if local is not None:
-        r = eval_local(args.keys, args.circuit, args.ciphertext, args.out, parties=local)[0]
+        r = eval_local(args.keys, args.circuit, args.ciphertext, args.out, parties=local, insecure=args.insecure)[0]
         who = f"each of the {local} parties"
     else:
-        r = eval_job(args.keys, args.circuit, args.ciphertext, args.out)
+        r = eval_job(args.keys, args.circuit, args.ciphertext, args.out, insecure=args.insecure)
         who = "this party"
     print(f"{r['circuit']} evaluated by {who} in {r['seconds'] * 1e3:.0f} ms: {r['outputs'][0]} written to "
           f"{r['out']}; worst-case error 2^{np.log2(r['error_bound']):.1f} at scale 2^{np.log2(r['scale']):.1f}")
@@ -421,13 +425,14 @@ def decrypt_command(args: Any, local: int | None) -> int:
     policy = tc.FloodPolicy(mode=args.flood, lam=args.security)
     if local is not None:
         results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, digest=args.digest,
-                                policy=policy)
+                                policy=policy, insecure=args.insecure)
         report = next(r for r in results if r["values"] is not None)
     else:
         from ..net import Session
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, digest=args.digest, policy=policy)
+            report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, digest=args.digest, policy=policy,
+                                 insecure=args.insecure)
         if report["values"] is None:
             print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here "
                   f"({report['budget_left']} of {report['budget']} decryptions left)")
