@@ -144,6 +144,14 @@ def test_triple_store_offline_phase(tmp_path):
         TripleStore.load(f"{path}.0.npz", 1)
 
 
+def test_a_store_that_lost_triples_in_a_crash_is_lined_up_with_the_peers(tmp_path):
+    path = str(tmp_path / "triples")
+    assert two(P.store_job, path, 20) == [20, 20]
+    xv, yv = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25, -1.0])
+    result, _ = two(P.wasted_store_job, path, xv, yv)
+    np.testing.assert_allclose(result[1], xv * yv)
+
+
 # -- H2S ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("pack", [True, False])
 def test_h2s_ring_mode_is_bit_exact(pack):

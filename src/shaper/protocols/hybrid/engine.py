@@ -155,13 +155,25 @@ class Hybrid2PC(AdditiveEngine):
         error rate)."""
         return SharedArray(self, truncate_share(x.share, bits, self.me), x.frac_bits - bits)
 
+    def _aligned_triples(self) -> TripleStore:
+        """The store, lined up with the peer's before its first triple: a store reloaded after a
+        crash may have skipped (never reused) more triples at one party than at the other, and
+        both must take the same ones. One small exchange per store, at its first use, which both
+        parties reach at the same step of the protocol."""
+        if getattr(self, "_aligned_store", None) is not self.triples:
+            self.triples.align(self.session, self.peer)
+            self._aligned_store = self.triples
+        return self.triples
+
     def _elementwise_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._aligned_triples()
         missing = count - self.triples.available
         if missing > 0:
             self.triples.add(*self.triple_source.elementwise(self, missing))
         return self.triples.take(count)
 
     def _matrix_triple(self, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._aligned_triples()
         if self.triples.available_matrix(m, k, n) == 0:
             self.triples.add_matrix(*self.triple_source.matrix(self, m, k, n))
         return self.triples.take_matrix(m, k, n)
