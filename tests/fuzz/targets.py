@@ -22,9 +22,9 @@ import socket
 import struct
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class Target:
 
 
 # -- fixtures -----------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def paillier_keys():
     from shaper.crypto import serialization
 
@@ -71,7 +71,7 @@ def paillier_keys():
     return sk.public_key, sk
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ou_keys():
     from shaper.crypto import serialization
 
@@ -79,7 +79,7 @@ def ou_keys():
     return sk.public_key, sk
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ckks_params():
     from shaper.crypto import ckks
 
@@ -106,7 +106,7 @@ def _frames_run(data: bytes) -> None:
 
     if len(data) < F.HEADER_SIZE:
         data = data + bytes(F.HEADER_SIZE - len(data))
-    kind, tag_len, length = F.parse_header(data[:F.HEADER_SIZE], "peer")
+    kind, _, _ = F.parse_header(data[:F.HEADER_SIZE], "peer")
     rest = data[F.HEADER_SIZE:]
     if kind in (F.META, F.ABORT, F.HELLO):
         F.parse_json(rest, "peer")
@@ -157,7 +157,7 @@ def _channel_run(data: bytes) -> None:
         feed.settimeout(2.0)
         try:
             feed.sendall(data)
-        except (socket.timeout, OSError):
+        except (TimeoutError, OSError):
             pass  # the reader stopped reading (a refusal): the rest is never read
         feed.shutdown(socket.SHUT_WR)
         ch._reader.join(timeout=3.0)
@@ -434,16 +434,16 @@ def _parties_run(data: bytes) -> None:
 
 def _parties_seeds() -> list[bytes]:
     return [
-        b'[[party]]\nname = "alice"\nhost = "127.0.0.1"\nport = 7001\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n\n'
-        b'[[party]]\nname = "bob"\nhost = "127.0.0.1"\nport = 7002\nfingerprint = "sha256:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"\n',
-        b'[network]\ninsecure = true\n[[party]]\nname = "a"\nhost = "h"\nport = 1\n'
-        b'[[party]]\nname = "b"\nhost = "h"\nport = 2\n[[party]]\nname = "c"\nhost = "h"\nport = 3\n',
-        b'session_id = "run-1"\n[network]\ntimeout = "30s"\nbandwidth = "1Gbit"\nlatency = "5ms"\n'
+        (b'[[party]]\nname = "alice"\nhost = "127.0.0.1"\nport = 7001\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n\n'
+        b'[[party]]\nname = "bob"\nhost = "127.0.0.1"\nport = 7002\nfingerprint = "sha256:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"\n'),
+        (b'[network]\ninsecure = true\n[[party]]\nname = "a"\nhost = "h"\nport = 1\n'
+        b'[[party]]\nname = "b"\nhost = "h"\nport = 2\n[[party]]\nname = "c"\nhost = "h"\nport = 3\n'),
+        (b'session_id = "run-1"\n[network]\ntimeout = "30s"\nbandwidth = "1Gbit"\nlatency = "5ms"\n'
         b'max_message = "64MiB"\n[tls]\nca = "ca.pem"\n'
         b'[[party]]\nname = "a"\nhost = "h1"\nport = 1\ncert = "a.pem"\nkey = "a.key"\n'
-        b'[[party]]\nname = "b"\nhost = "h2"\nport = 2\n[party.executor]\nkind = "local"\n',
-        b'[[party]]\nname = "a"\nhost = "h"\nport = 1\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n'
-        b'[[party]]\nname = "a"\nhost = "h"\nport = 70000\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n',
+        b'[[party]]\nname = "b"\nhost = "h2"\nport = 2\n[party.executor]\nkind = "local"\n'),
+        (b'[[party]]\nname = "a"\nhost = "h"\nport = 1\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n'
+        b'[[party]]\nname = "a"\nhost = "h"\nport = 70000\nfingerprint = "sha256:abababababababababababababababababababababababababababababababab"\n'),
     ]
 
 
