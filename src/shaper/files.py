@@ -32,12 +32,15 @@ import io
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from .errors import KeyValidationError
 
 __all__ = ["append_durable", "atomic_directory", "atomic_file", "fsync_directory", "open_private",
            "remove_stale", "remove_tree", "write_atomic", "write_private"]
@@ -100,6 +103,20 @@ def open_private(path: str | os.PathLike) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def check_private_file(path: str | os.PathLike, what: str = "secret file") -> None:
+    """Refuse a file holding a secret (a private key, a key share, mask seeds, triple shares)
+    that its owner's group or other users may read or write: on POSIX its mode must grant
+    nothing beyond the owner (0600 or narrower). Raises
+    :class:`~shaper.errors.KeyValidationError` saying how to fix it."""
+    if os.name != "posix":
+        return
+    mode = stat.S_IMODE(Path(path).stat().st_mode)
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyValidationError(
+            f"{what} {path} has mode {mode:04o}: other users may read it, so it is refused; "
+            f"restrict it with 'chmod 600 {path}' (and check who may have copied it)")
 
 
 def write_private(path: str | os.PathLike, data: bytes) -> None:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
-from ..errors import KeyValidationError, SerializationError
-from ..files import write_private
+from ..errors import SerializationError
+from ..files import check_private_file, write_private
 from . import wire
 from .ahe import AHEPrivateKey, AHEPublicKey
 from .ou import OUPrivateKey, OUPublicKey
@@ -100,19 +99,6 @@ def save_key(key: AHEPublicKey | AHEPrivateKey, path: str | os.PathLike, *, form
     else:
         path.write_bytes(data)
     return path
-
-
-def check_private_file(path: str | os.PathLike, what: str = "secret file") -> None:
-    """Refuse a file holding a secret (a private key, a key share) that its owner's group or
-    other users may read or write: on POSIX its mode must grant nothing beyond the owner
-    (0600 or narrower). Raises :class:`~shaper.errors.KeyValidationError` saying how to fix it."""
-    if os.name != "posix":
-        return
-    mode = stat.S_IMODE(Path(path).stat().st_mode)
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise KeyValidationError(
-            f"{what} {path} has mode {mode:04o}: other users may read it, so it is refused; "
-            f"restrict it with 'chmod 600 {path}' (and check who may have copied it)")
 
 
 def load_key(path: str | os.PathLike) -> AHEPublicKey | AHEPrivateKey:

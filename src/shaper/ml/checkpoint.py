@@ -27,7 +27,13 @@ from typing import Any
 
 from ..crypto.serialization import key_from_bytes, key_to_bytes
 from ..errors import ConfigError, SerializationError
-from ..files import atomic_directory, remove_stale, remove_tree, write_private
+from ..files import (
+    atomic_directory,
+    check_private_file,
+    remove_stale,
+    remove_tree,
+    write_private,
+)
 
 KEEP = 2
 STATE_FILE = "state.json"
@@ -116,6 +122,8 @@ class Checkpointer:
         problem = _check(path)
         if problem is not None:
             raise SerializationError(f"checkpoint {path} is unusable: {problem}")
+        for secret in [path / STATE_FILE, *sorted(path.glob("*.bin"))]:  # keys, mask seeds, shares: 0600
+            check_private_file(secret, "checkpoint file")
         state = json.loads((path / STATE_FILE).read_bytes())
         state.pop(MANIFEST, None)
         blobs = {p.stem: p.read_bytes() for p in path.glob("*.bin") if p.stem not in ("key", "peer")}

@@ -39,10 +39,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import SerializationError
-from ...files import write_private
+from ...files import check_private_file, write_private
 from .. import wire
 from ..prg import Prg
-from ..serialization import check_private_file
 from .keys import (
     SEED_BYTES,
     PublicKey,
@@ -211,7 +210,7 @@ def save(obj: Any, path: str | os.PathLike) -> Path:
 def load(path: str | os.PathLike, params: Parameters | None = None, *, insecure: bool = False) -> Any:
     """:func:`from_bytes` of a file (``insecure``: accept a test parameter set). A secret key or
     key share in a file that the group or other users may read (mode wider than 0600) is
-    refused (:func:`shaper.crypto.serialization.check_private_file`)."""
+    refused (:func:`shaper.files.check_private_file`)."""
     out = from_bytes(Path(path).read_bytes(), params, insecure=insecure)
     if isinstance(out, (SecretKey, SecretKeyShare)):
         check_private_file(path, "CKKS secret-key file" if isinstance(out, SecretKey) else "CKKS key-share file")

@@ -37,6 +37,7 @@ import numpy as np
 
 from ...files import (
     append_durable,
+    check_private_file,
     fsync_directory,
     remove_stale,
     remove_tree,
@@ -69,6 +70,7 @@ class PsiCheckpoint:
         """The saved state, or None when there is none for these ids and options."""
         remove_stale(self.dir)  # temporaries of a save that was killed (they hold the secrets)
         try:
+            check_private_file(self.dir / "state.json", "PSI state (it holds the run's secrets)")
             raw = (self.dir / "state.json").read_bytes()
         except FileNotFoundError:
             return None

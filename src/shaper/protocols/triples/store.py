@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, SerializationError, ShaperError
-from ...files import atomic_file, remove_stale, write_atomic
+from ...files import atomic_file, check_private_file, remove_stale, write_atomic
 
 CONSUMED_SUFFIX = ".consumed"
 CONSUMED_FORMAT = "shaper-triples-consumed/1"
@@ -201,6 +201,7 @@ class TripleStore:
             raise ValueError(f"reserve must be a positive integer, got {reserve!r}")
         remove_stale(path.parent, path.name)
         remove_stale(path.parent, path.name + CONSUMED_SUFFIX)
+        check_private_file(path, "triple store (this party's triple shares)")
         lock = os.open(path, os.O_RDONLY)
         try:  # one live store per file: two would each think the same triples unused
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
