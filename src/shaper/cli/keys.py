@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..files import write_atomic
 from .common import command, deprecated_alias, key_bits_option
 
 
@@ -95,6 +96,6 @@ def run_certs(args: argparse.Namespace) -> int:
         for i, name in enumerate(names):
             lines += ["[[party]]", f'name = "{name}"', f'host = "{hosts.get(name, "127.0.0.1")}"',
                       f"port = {args.base_port + i}", f'cert = "{rel}/{name}.pem"', f'key = "{rel}/{name}.key"', ""]
-        target.write_text("\n".join(lines))
+        write_atomic(target, "\n".join(lines).encode(), private=False)
         print(f"wrote {target}")
     return 0

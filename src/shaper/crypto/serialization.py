@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from ..errors import SerializationError
-from ..files import check_private_file, write_private
+from ..files import check_private_file, write_atomic
 from . import wire
 from .ahe import AHEPrivateKey, AHEPublicKey
 from .ou import OUPrivateKey, OUPublicKey
@@ -88,16 +88,14 @@ def key_from_json(text: str | bytes | dict) -> AHEPublicKey | AHEPrivateKey:
 
 # -- files ----------------------------------------------------------------------------------
 def save_key(key: AHEPublicKey | AHEPrivateKey, path: str | os.PathLike, *, format: str = "binary") -> Path:
-    """Write a key to ``path`` (``format`` "binary" or "json"). Private keys get mode 0600,
+    """Write a key to ``path`` (``format`` "binary" or "json") in one step (a temporary sibling,
+    fsynced, renamed: a crash leaves the old file or the new one). Private keys get mode 0600,
     set before any byte is written."""
     if format not in ("binary", "json"):
         raise ValueError(f"format must be 'binary' or 'json', got {format!r}")
     data = key_to_bytes(key) if format == "binary" else key_to_json(key).encode()
     path = Path(path)
-    if isinstance(key, AHEPrivateKey):
-        write_private(path, data)
-    else:
-        path.write_bytes(data)
+    write_atomic(path, data, private=isinstance(key, AHEPrivateKey))
     return path
 
 

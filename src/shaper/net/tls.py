@@ -45,7 +45,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..errors import ConfigError, HandshakeError
-from ..files import write_atomic, write_private
+from ..files import write_atomic
 from .config import PartiesFile, check_party_name
 
 IDENTITY_DAYS = 90  # default validity of an identity made with make_identity
@@ -352,13 +352,13 @@ def make_certificates(names: list[str], out_dir: str | Path, *, hosts: dict[str,
                                      crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
-    (out / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    write_private(out / "ca.key", _pkcs8(ca_key))
+    write_atomic(out / "ca.pem", ca_cert.public_bytes(serialization.Encoding.PEM), private=False)
+    write_atomic(out / "ca.key", _pkcs8(ca_key))
     result: dict[str, dict[str, Path]] = {"ca": {"cert": out / "ca.pem", "key": out / "ca.key"}}
     for name in names:
         key = ec.generate_private_key(ec.SECP256R1())
         cert = _leaf(name, key, ca_name, ca_key, start, end, (hosts or {}).get(name))
-        (out / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        write_private(out / f"{name}.key", _pkcs8(key))
+        write_atomic(out / f"{name}.pem", cert.public_bytes(serialization.Encoding.PEM), private=False)
+        write_atomic(out / f"{name}.key", _pkcs8(key))
         result[name] = {"cert": out / f"{name}.pem", "key": out / f"{name}.key"}
     return result

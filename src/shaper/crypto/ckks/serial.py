@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SerializationError
-from ...files import check_private_file, write_private
+from ...files import check_private_file, write_atomic
 from .. import wire
 from ..prg import Prg
 from .keys import (
@@ -197,13 +197,10 @@ def _read_params(r: wire.Reader, insecure: bool = False) -> Parameters:
 
 
 def save(obj: Any, path: str | os.PathLike) -> Path:
-    """Writes ``obj`` to ``path``; secret keys and key shares get mode 0600 before the first byte."""
-    data = to_bytes(obj)
+    """Writes ``obj`` to ``path`` in one step (temporary sibling, fsync, rename); secret keys and
+    key shares get mode 0600 before the first byte."""
     path = Path(path)
-    if isinstance(obj, (SecretKey, SecretKeyShare)):
-        write_private(path, data)
-    else:
-        path.write_bytes(data)
+    write_atomic(path, to_bytes(obj), private=isinstance(obj, (SecretKey, SecretKeyShare)))
     return path
 
 
