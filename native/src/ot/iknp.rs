@@ -1104,7 +1104,7 @@ mod tests {
             if (delta >> i) & 1 == 1 {
                 assert_eq!(got.unwrap_err(), FAILED, "column {i}");
                 assert!(send.failed());
-                let err = send.extend(&vec![0u8; send.message_len(10)], 10, &mut vec![0u8; 160]).unwrap_err();
+                let err = send.extend(&vec![0u8; send.message_len(10)], 10, &mut [0u8; 160]).unwrap_err();
                 assert_eq!(err, FAILED_BEFORE);
             } else {
                 got.unwrap();
