@@ -156,6 +156,9 @@ class IknpReceiver:
     @property
     def index(self) -> int: ...
     @property
+    def checked(self) -> bool:
+        """Whether calls carry the consistency check (SoftReceiver(..., check=context))."""
+    @property
     def k(self) -> int:
         """Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken)."""
 
@@ -180,22 +183,34 @@ class IknpSender:
     @property
     def delta(self) -> bytes: ...
     @property
+    def checked(self) -> bool:
+        """Whether calls are checked (SoftSender(..., check=context))."""
+    @property
+    def failed(self) -> bool:
+        """A call failed the consistency check: every later call raises ValueError."""
+    @property
     def k(self) -> int:
         """Base OTs per group: 1 (IKNP), 2 or 4 (SoftSpoken)."""
 
 class SoftReceiver(IknpReceiver):
-    """SoftSpoken OT extension (semi-honest, repetition code), receiver side: IknpReceiver's methods
-    and rows, 128/k message bits per OT. k = 1 is IKNP (empty setup message)."""
+    """SoftSpoken OT extension (repetition code), receiver side: IknpReceiver's methods and rows,
+    128/k message bits per OT. k = 1 is IKNP (empty setup message). With ``check`` (the 16-byte
+    context both sides agree on) every call carries the KOS/SoftSpoken consistency check: 256
+    extra random rows (in ``index``) and 32 more message bytes per call."""
 
-    def __init__(self, k0: bytes, k1: bytes, k: int, seed: bytes) -> None: ...  # k in (1, 2, 4); seed: 16 random bytes
+    def __init__(self, k0: bytes, k1: bytes, k: int, seed: bytes, check: bytes | None = None
+                 ) -> None: ...  # k in (1, 2, 4); seed: 16 random bytes
     @property
     def setup_message(self) -> bytes:
         """For SoftSender's constructor, once: 4096 bytes (b"" for k = 1)."""
 
 class SoftSender(IknpSender):
-    """SoftSpoken OT extension, sender side; ``delta`` its base-OT choice bits, as for IKNP."""
+    """SoftSpoken OT extension, sender side; ``delta`` its base-OT choice bits, as for IKNP. With
+    ``check`` (the receiver's context) a message that fails the consistency check raises
+    ValueError ("... failed the consistency check ...") and every later call is refused."""
 
-    def __init__(self, keys: bytes, delta: bytes, k: int, setup_message: bytes) -> None: ...
+    def __init__(self, keys: bytes, delta: bytes, k: int, setup_message: bytes, check: bytes | None = None
+                 ) -> None: ...
 
 def ot_hash(rows: npt.NDArray[np.uint8], domain: int, start: int, delta: bytes | None = None
             ) -> npt.NDArray[np.uint8] | tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:

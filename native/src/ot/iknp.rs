@@ -1,4 +1,5 @@
-//! OT extension (semi-honest): 128 base OTs in the opposite direction become any number of
+//! OT extension (with [`check`] on, the correlation holds against a malicious receiver; without,
+//! semi-honest): 128 base OTs in the opposite direction become any number of
 //! correlated OTs q_j = t_j ⊕ b_j·Δ. IKNP, and SoftSpoken (Roy, CRYPTO 2022) with the repetition
 //! code, small-field VOLE over GF(2^k) for k = 2, 4, of which IKNP is the case k = 1: the same
 //! rows, Δ and consumers, with a message of 128/k instead of 128 bits per OT.
@@ -26,6 +27,13 @@
 //! bit j) gives t_j and q_j = t_j ⊕ r_j·Δ. For k = 1 this is IKNP exactly: t^i = G(k0_i),
 //! u^i = G(k0_i) ⊕ G(k1_i) ⊕ r, q^i = G(k_{Δ_i}) ⊕ Δ_i·u^i. The message is the groups' columns
 //! one after another, u_0 || u_1 || ... || u_{128/k - 1}, M/8 bytes each (16·M/k bytes).
+//!
+//! A checked call ([`IknpReceiver::enable_check`], [`IknpSender::enable_check`]) extends
+//! `rounded(count)` + [`CHECK_ROWS`] rows, the last 256 with random choices, and its message
+//! ends with the check's 32 bytes (x, t̃); per chunk both sides hash the chunk's part of u, then
+//! transpose all of the chunk's rows and add their weighted sum before the consumer sees them;
+//! the sender verifies at the end of the call and returns an error, outputs unusable, if the
+//! check fails. `index` counts the extra rows too.
 //!
 //! Rows are computed in chunks of [`CHUNK`] rows: per chunk and group the 2^k leaf streams (a few
 //! KB each, encrypted in batches), folded into the group's k columns and message column in one

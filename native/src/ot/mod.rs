@@ -2,9 +2,21 @@
 //! Python carries them over its own (TLS) channels and supplies all randomness (`os.urandom`).
 //! Nothing here draws random numbers.
 //!
-//! Security model: semi-honest (passive) parties, like the rest of the n-party engine; a
-//! deviating party can make the outputs wrong and can learn choice bits (no KOS/SoftSpoken
-//! consistency check). Research background: `shared/research/mpc-ot.md` §4, §5, §7.
+//! Security model. The extension's *correlation* holds against a malicious receiver when the
+//! consistency check ([`check`]: Keller–Orsini–Scholl 2015, Roy 2022 for SoftSpoken) is on
+//! (`enable_check` on both objects; `protocols/ot.py` turns it on for every link): a message u
+//! not made from one choice vector (per-column or per-group r, a wrong SoftSpoken setup
+//! message) fails, except where the receiver guesses the Δ bits its deviation touches (each
+//! guess halves its chance), and a sender that saw a failure refuses every later call, so no
+//! receiver learns Δ and with it the sender's later OTs. The sender learns nothing of the
+//! choice bits (the check's 256 random extra rows mask x). What stays semi-honest: the
+//! consumers ([`cot`], the hashes' users) take choice bits and offsets as given, a sender may
+//! send wrong corrections (additive errors; selective failure on the receiver's bits once an
+//! output is opened), and nothing here sacrifices triples or carries MACs; the base OTs are
+//! Chou–Orlandi, whose UC proof against active parties has a known gap (research note §4).
+//! Without the check (the objects' default, kept for the fuzz targets and the
+//! benchmark's comparison) the extension is semi-honest: a deviating receiver learns bits of Δ.
+//! Research background: `shared/research/mpc-ot.md` §4, §5, §7.
 //!
 //! # Protocols
 //! 1. [`base`]: 128 base OTs, Chou–Orlandi "simplest OT" on Ristretto255, keys =
