@@ -329,8 +329,8 @@ class Channel:
         it is the next message of its tag), and note it as the one arriving."""
         with self._cond:
             expect = None if self._queues.get(tag) else self._expect.get(tag)
-            self._incoming = (tag, kind, dtype, shape, nbytes)
-            self._cond.notify_all()
+            self._incoming = (tag, kind, dtype, shape, nbytes)  # (no wake-up: a waiting receive
+            # that expects something is checked here, by the reader)
         if expect is not None:
             expect.check(self.peer, tag, kind, dtype, shape, nbytes)
 
