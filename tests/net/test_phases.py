@@ -81,3 +81,22 @@ def test_a_meter_reads_time_and_traffic_since_it_was_made(world):
     stats.bytes_sent, stats.bytes_received = 10, 20
     assert meter.figures() == {"seconds": 1.5, "bytes_sent": 10, "bytes_received": 20}
     assert Meter().read().bytes_sent == 0  # no session: time only
+
+
+def test_the_session_knows_its_phase_and_keeps_the_one_that_failed(world):
+    """A session's ``phase`` is the step running (nested steps restore the outer one); a step
+    that raises stays the session's phase, so an abort after it tells the peers where it failed."""
+    _, stats = world
+    session = SimpleNamespace(stats=stats, phase=None, abort=lambda error: None)
+    rec = Phases(SimpleNamespace(session=session))  # an engine holding the session
+    with rec.phase("fit"):
+        with rec.phase("gradient"):
+            assert session.phase == "gradient"
+        assert session.phase == "fit"
+    assert session.phase is None
+    with pytest.raises(ValueError):
+        with rec.phase("fit"):
+            with rec.phase("update"):
+                raise ValueError("boom")
+    assert session.phase == "update"
+    assert Phases(stats).session is None  # counters only: no session to tell
