@@ -125,5 +125,5 @@ def test_a_frame_cut_short_is_a_named_error_not_a_silent_end(cut, where):
     _, right, a, _, key = _pair()
     a.sendall(_raw_frame(key, 0, b"complete frame")[:cut])
     a.close()
-    with pytest.raises(PeerError, match=f"party 'a' closed the link in the middle of a sealed frame \\({where}"):
+    with pytest.raises(PeerError, match=f"party 'a' dropped the connection in the middle of a sealed frame \\({where}"):
         right.recv(100)

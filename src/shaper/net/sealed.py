@@ -140,8 +140,9 @@ class SealedSocket:
             if n == 0:
                 if got == 0 and at_boundary:
                     return None
-                raise PeerError(f"party {self._peer!r} closed the link in the middle of a sealed frame "
-                                f"({'its length' if at_boundary else 'its body'}: {got} of {view.nbytes} bytes came)")
+                raise PeerError(f"party {self._peer!r} dropped the connection in the middle of a sealed frame "
+                                f"({'its length' if at_boundary else 'its body'}: {got} of {view.nbytes} bytes came; "
+                                "the process died, was killed, or its network went away)")
             got += n
         return view
 
