@@ -267,3 +267,35 @@ def test_parties_file_pins(tmp_path):
         path.write_text(bad)
         with pytest.raises(ConfigError, match=message):
             load_parties(path)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_from_config_joins_a_job_of_pinned_identities(tmp_path):
+    """The documented multi-host set-up end to end: each party's identity in its own directory,
+    its own copy of one parties file (fingerprints, no CA), ``Session.from_config``."""
+    ids = {n: make_identity(n, tmp_path / n) for n in ("alpha", "beta")}
+    ports = {n: _free_port() for n in ids}
+    for n in ids:
+        (tmp_path / n / "parties.toml").write_text(_parties_text(ids, ports))
+    out = {}
+
+    def run(name):
+        try:
+            with Session.from_config(tmp_path / name / "parties.toml", me=name) as s:
+                out[name] = s.exchange(1 - s.index, s.name, "hello")
+        except Exception as exc:  # collected for the assertion
+            out[name] = exc
+
+    threads = [threading.Thread(target=run, args=(n,), daemon=True) for n in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(PATIENCE)
+    assert out == {"alpha": "beta", "beta": "alpha"}, out

@@ -41,7 +41,7 @@ from .config import NetConfig, Party, load_parties
 from .connect import connect
 from .pipeline import PipelineReport, pipeline
 from .stats import Stats
-from .tls import TLSFiles
+from .tls import TLSFiles, tls_files_for
 
 PeerRef = str | int
 
@@ -105,12 +105,7 @@ class Session:
 
             kernels.set_executor(me_party.executor)
             kernels.get_kernel()  # join the cluster now: a bad address fails before the peers wait
-        tls = None
-        if not pf.config.insecure:
-            key_path = Path(key) if key is not None else me_party.key
-            if key_path is None or me_party.cert is None or pf.ca is None:
-                raise ConfigError(f"party {me!r} needs cert, key and [tls] ca in {path}")
-            tls = TLSFiles(pf.ca, me_party.cert, key_path)
+        tls = None if pf.config.insecure else tls_files_for(pf, me, key)
         return cls.connect(me, pf.parties, pf.config, tls=tls)
 
     # -- peers --------------------------------------------------------------------------------
