@@ -5,7 +5,7 @@ Each host runs ``shaper lr train --role guest|host`` with the job's parties file
 certs``, ``docs/net.md``); the guest holds the labels; ``--local 2`` runs both here from one file.
 A party first checks its own inputs (arguments, data file, output files). If they fail, it prints
 the problem at once and still joins the job, only to abort it with that reason: its peer stops
-with "party X aborted: <reason>" instead of waiting for a connection that would never come.
+with "party X aborted: <kind of error> (phase 'start-up')" instead of waiting for a connection that would never come.
 
 ``shaper lr predict`` scores new rows with the parts the parties wrote: each party its own part
 (its weights and its constant) on its own columns, the scores at the guest; ``--local 2`` from
