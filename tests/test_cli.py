@@ -125,7 +125,9 @@ NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is 
 @pytest.mark.parametrize("protocol", ["ecdh", "fnp"])
 def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
     """Two files whose ids overlap by 80 %, each in its own order: --align ecdh (or fnp) trains the
-    model that training on the intersection aligned beforehand (sorted by id) trains, to the bit."""
+    model that training on the intersection aligned beforehand (sorted by id) trains, within the
+    fixed-point rounding of its masks (fresh from the CSPRNG each run: --seed fixes the batch
+    order only)."""
     import random
 
     rng = random.Random(5)
@@ -145,9 +147,10 @@ def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
     (tmp_path / "pre").mkdir()
     assert all(code == 0 for code, _, _ in _two_hosts(tmp_path / "pre", *seed, rows=(inter, inter)))
     plain = [np.load(tmp_path / "pre" / name) for name in ("bank.npz", "shop.npz")]
-    np.testing.assert_array_equal(aligned[0]["coef"], plain[0]["coef"])
-    np.testing.assert_array_equal(aligned[1]["coef"], plain[1]["coef"])
-    np.testing.assert_array_equal(aligned[1]["intercept"], plain[1]["intercept"])
+    for a, p in zip(aligned, plain):
+        np.testing.assert_allclose(a["coef"], p["coef"], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(aligned[1]["intercept"], plain[1]["intercept"], rtol=0, atol=1e-4)
+    assert np.max(np.abs(aligned[0]["coef"])) > 0.05  # a model was learnt (the tolerance is not vacuous)
 
 
 @NEEDS_NATIVE

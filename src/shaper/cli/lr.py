@@ -2,7 +2,7 @@
 (the job glue is :mod:`shaper.jobs.lr`).
 
 Each host runs ``shaper lr train --role guest|host`` with the job's parties file (``shaper
-certs``, ``docs/net.md``); the guest holds the labels; ``--local 2`` runs both here from one file.
+identity new`` on each host, ``docs/net.md``); the guest holds the labels; ``--local 2`` runs both here from one file.
 A party first checks its own inputs (arguments, data file, output files). If they fail, it prints
 the problem at once and still joins the job, only to abort it with that reason: its peer stops
 with "party X aborted: <kind of error> (phase 'start-up')" instead of waiting for a connection that would never come.
