@@ -60,6 +60,13 @@ def native_seeds() -> dict[str, list[bytes]]:
             bytes([3]) + u16(5) + b"\x15" + filler(16, 7) + filler(64, 8) + filler(5 * 64, 9),
         ],
         "ot_extension": [
+            # checked (KOS/SoftSpoken check) peer messages for k = 4: 0 and 128 OTs, with their trailer
+            bytes([0, 1]) + filler(16, 31) + bytes([2, 0, 2]) + bytes(8) + bytes([1, 1]) + bytes(4) + bytes([8, 0, 0])
+            + filler(1056, 32),
+            bytes([0, 1]) + filler(16, 33) + bytes([2, 1, 2]) + bytes(8) + bytes([1, 1]) + bytes(4) + bytes([8, 0, 0])
+            + filler(1568, 34),
+            # an honest checked run (k = 2, 300 OTs)
+            bytes([1, 1]) + filler(16, 35) + bytes([1]) + u16(300) + filler(8, 36) + filler(38, 37),
             bytes([0]) + filler(16, 10) + bytes([0, 2, 1]) + filler(10, 11) + bytes([3, 0]) + filler(8, 12) + filler(16 * 16, 13),
             bytes([0]) + filler(16, 14) + bytes([2, 3, 2]) + filler(10, 15) + bytes([8, 2, 3]) + filler(40, 16) + filler(4 * 64, 17),
             bytes([1]) + filler(16, 18) + bytes([1]) + u16(300) + filler(8, 19) + filler(38, 20),

@@ -1,13 +1,16 @@
-//! IKNP / SoftSpoken extension messages: the receiver's message u (any length, any count) reaching
-//! an `IknpSender` through `extend`, `extend_hash`, `extend_bits` and `extend_cot` after the
-//! checks the binding runs (`py/ot.rs::sender_checks`, `cot::check_bits`, `cot::moduli`,
-//! `cot::check_residues`), and the sender's Gilboa corrections reaching the receiver
-//! (`cot::check_residues` then `cot::add_corrections`). Never a panic; an honest run from the
-//! input's choices and Δ gives q_j = t_j ⊕ b_j·Δ and matching random-OT hashes.
+//! IKNP / SoftSpoken extension messages: the receiver's message u (any length, any count; with
+//! or without the KOS/SoftSpoken consistency check and its trailer) reaching an `IknpSender`
+//! through `extend`, `extend_hash`, `extend_bits` and `extend_cot` after the checks the binding
+//! runs (`py/ot.rs::sender_checks`, `cot::check_bits`, `cot::moduli`, `cot::check_residues`),
+//! and the sender's Gilboa corrections reaching the receiver (`cot::check_residues` then
+//! `cot::add_corrections`). Never a panic; a checked sender refuses a message that is not a
+//! receiver's (and every later one); an honest run from the input's choices and Δ, checked or
+//! not, passes and gives q_j = t_j ⊕ b_j·Δ and matching random-OT hashes.
 #![no_main]
 mod common;
 
 use _native::ot::block::BLOCK;
+use _native::ot::check::{CHECK_ROWS, TRAILER};
 use _native::ot::iknp::{IknpReceiver, IknpSender, KAPPA, MAX_COUNT as MAX_COUNT_IKNP};
 use _native::ot::{cot, tccr};
 use common::{filler, Input};
@@ -16,7 +19,9 @@ use libfuzzer_sys::fuzz_target;
 /// Extensions in one input stay small (the output buffers are the caller's, sized by count).
 const MAX_FUZZ_COUNT: usize = 1 << 13;
 
-fn pair(r: &mut Input) -> (IknpReceiver, IknpSender, [u8; BLOCK], usize) {
+/// A receiver and a sender over fixed base keys, Δ and k from the input; `checked`: both run the
+/// consistency check (same context).
+fn pair(r: &mut Input, checked: bool) -> (IknpReceiver, IknpSender, [u8; BLOCK], usize) {
     let (k0, k1) = (filler(KAPPA * BLOCK, 11), filler(KAPPA * BLOCK, 12));
     let delta: [u8; BLOCK] = r.array();
     let keys: Vec<u8> = (0..KAPPA)
@@ -26,8 +31,13 @@ fn pair(r: &mut Input) -> (IknpReceiver, IknpSender, [u8; BLOCK], usize) {
         })
         .collect();
     let k = [1usize, 2, 4][r.u8() as usize % 3];
-    let (rcv, setup) = IknpReceiver::soft(&k0, &k1, k, &filler(BLOCK, 13)).unwrap();
-    let snd = IknpSender::soft(&keys, &delta, k, &setup).unwrap();
+    let (mut rcv, setup) = IknpReceiver::soft(&k0, &k1, k, &filler(BLOCK, 13)).unwrap();
+    let mut snd = IknpSender::soft(&keys, &delta, k, &setup).unwrap();
+    if checked {
+        let context = filler(BLOCK, 14);
+        rcv.enable_check(&context, &filler(BLOCK, 15)).unwrap();
+        snd.enable_check(&context).unwrap();
+    }
     (rcv, snd, delta, k)
 }
 
@@ -57,16 +67,12 @@ fn moduli(r: &mut Input) -> Result<Vec<cot::Modulus>, String> {
 }
 
 fn peer_message(r: &mut Input) {
-    let (_, mut snd, _, k) = pair(r);
+    let checked = r.bool();
+    let (_, mut snd, _, k) = pair(r, checked);
     let op = r.u8() % 4;
     let count = match r.u8() % 3 {
         0 => r.u16() as usize,
-        // KNOWN FINDING (2026-11-27): a count within 127 of usize::MAX overflows
-        // `iknp::message_len` (native/src/ot/iknp.rs:59, `rounded(count)`) inside
-        // `check_message`, which runs before `check_count`: a panic with overflow checks, a wrapped
-        // length of 0 without. Until that is fixed this stays below usize::MAX - 127; restore
-        // `usize::MAX - r.u8() as usize` afterwards.
-        1 => MAX_COUNT_IKNP + (r.u32() as usize) * if r.bool() { 1 << 20 } else { 1 },
+        1 => if r.bool() { usize::MAX - r.u8() as usize } else { MAX_COUNT_IKNP + (r.u32() as usize) * if r.bool() { 1 << 20 } else { 1 } },
         _ => usize::MAX, // replaced below by the count the message length matches
     };
     let (domain, start) = (domain(r), start(r));
@@ -74,7 +80,13 @@ fn peer_message(r: &mut Input) {
     let m = moduli(r);
     let offsets_raw: Vec<u64> = (0..r.u8() as usize % 64).map(|_| r.u64()).collect();
     let u = r.rest();
-    let count = if count == usize::MAX { u.len() * 8 * k / KAPPA } else { count };
+    let count = if count == usize::MAX {
+        // the count this message length matches (a checked call adds CHECK_ROWS rows and a trailer)
+        let body = if checked { u.len().saturating_sub(TRAILER) } else { u.len() };
+        (body * 8 * k / KAPPA).saturating_sub(if checked { CHECK_ROWS } else { 0 })
+    } else {
+        count
+    };
     // the binding's checks (py/ot.rs sender_checks)
     if snd.check_message(u, count).is_err() || tccr::check_domain(domain).is_err() || tccr::check_indices(start, count).is_err() {
         if count <= MAX_FUZZ_COUNT {
@@ -85,19 +97,19 @@ fn peer_message(r: &mut Input) {
         return;
     }
     // count ≤ 2^16 here: the message was at most the input's length
-    match op {
+    let result = match op {
         0 => {
             let mut q = vec![0u8; count * BLOCK];
-            snd.extend(u, count, &mut q).unwrap();
+            snd.extend(u, count, &mut q)
         }
         1 => {
             let (mut o0, mut o1) = (vec![0u8; count * BLOCK], vec![0u8; count * BLOCK]);
-            snd.extend_hash(u, count, domain, start, &mut o0, &mut o1).unwrap();
+            snd.extend_hash(u, count, domain, start, &mut o0, &mut o1)
         }
         2 => {
             let w = tccr::bit_words(count);
             let (mut o0, mut o1) = (vec![0u64; w], vec![0u64; w]);
-            snd.extend_bits(u, count, domain, start, &mut o0, &mut o1).unwrap();
+            snd.extend_bits(u, count, domain, start, &mut o0, &mut o1)
         }
         _ => {
             let Ok(m) = m else { return };
@@ -115,13 +127,22 @@ fn peer_message(r: &mut Input) {
                 }
             }
             let (mut corrections, mut share) = (vec![0u64; count * m.len()], vec![0u64; entries * m.len()]);
-            snd.extend_cot(u, count, domain, start, &offsets, &m, bits, &mut corrections, &mut share).unwrap();
+            snd.extend_cot(u, count, domain, start, &offsets, &m, bits, &mut corrections, &mut share)
         }
+    };
+    if checked {
+        // the input's bytes are no receiver's message: the check refuses them, and the extension
+        // refuses every later call
+        assert!(result.is_err() && snd.failed(), "a message that is no receiver's passed the consistency check");
+        assert!(snd.check_message(u, count).is_err());
+    } else {
+        result.expect("an unchecked extension takes any message of the right length");
     }
 }
 
 fn honest(r: &mut Input) {
-    let (mut rcv, mut snd, delta, _) = pair(r);
+    let checked = r.bool();
+    let (mut rcv, mut snd, delta, _) = pair(r, checked);
     let count = r.below(1200);
     let (domain, start) = (r.u32() as u64 & !0xff, r.u32() as u64);
     let choices = r.bytes_exact(count.div_ceil(8));
@@ -152,7 +173,8 @@ fn honest(r: &mut Input) {
 fn peer_corrections(r: &mut Input) {
     // the receiver's Gilboa half: its pads from an honest extension, then the sender's
     // corrections (peer data) through the binding's check
-    let (mut rcv, _, _, _) = pair(r);
+    let checked = r.bool();
+    let (mut rcv, _, _, _) = pair(r, checked);
     let bits = 1 + r.below(64);
     let entries = r.below(16);
     let Ok(m) = moduli(r) else { return };

@@ -168,13 +168,6 @@ fn kernels(r: &mut Input) {
         }
         8 => {
             let sp = if r.bool() { r.below(6) } else { r.u64() as usize };
-            // KNOWN FINDING (2026-11-27): decompose with empty `mods` and a valid `sp` divides by
-            // zero in `check_len` (native/src/rns/ops.rs:160; decompose checks mods + [sp], not
-            // mods): from Python, `RnsContext.decompose(np.zeros((0, n), np.uint64), [], 1)` raises
-            // pyo3's PanicException. Remove this guard once decompose refuses empty mods.
-            if mods.is_empty() {
-                return;
-            }
             if let Ok(out) = c.decompose(&a, &mods, sp) {
                 assert_eq!(out.len(), a.len() * (mods.len() + 1));
             }
