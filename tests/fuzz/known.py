@@ -15,6 +15,11 @@ import traceback
 #: "<exception type>: <function that raised it>: <message>"; random inputs failing that way are
 #: not reported again. The lead clears an entry when the fix lands (its xfail then fails as XPASS).
 KNOWN_FINDINGS: list[tuple[str, bytes, str, str]] = [
+]
+
+#: Findings that were fixed, kept as regression inputs: each must now be handled as the parser
+#: promises (its documented error, or success) by ``tests/fuzz/test_parsers.py``.
+FIXED_FINDINGS: list[tuple[str, bytes, str, str]] = [
     # src/shaper/crypto/ou.py:106, OUPublicKey.__init__ computes max_int = (1 << (prime_bits - 2)) - 1
     # before _validate() checks prime_bits against n: an OU public key (file or peer) with prime
     # size 0 or 1 raises a bare ValueError ("negative shift count") instead of KeyValidationError ...

@@ -157,6 +157,9 @@ impl<F: FnMut(usize, &[u8])> Sink<'_, F> {
     /// The chunk's live rows, already transposed (a checked call transposes every row of the
     /// chunk, the check weighs them all).
     fn transposed(&mut self, first: usize, rows: &[u8]) {
+        if rows.is_empty() {
+            return; // a chunk of the check's extra rows only: `first` may lie past the caller's rows
+        }
         match self {
             Sink::Rows(t) => t[first * BLOCK..first * BLOCK + rows.len()].copy_from_slice(rows),
             Sink::Fused(f) => f(first, rows),
@@ -164,6 +167,9 @@ impl<F: FnMut(usize, &[u8])> Sink<'_, F> {
     }
 
     fn chunk(&mut self, cols: &[u8], first: usize, live: usize, scratch_rows: &mut [u8]) {
+        if live == 0 {
+            return; // as in `transposed`
+        }
         match self {
             Sink::Rows(t) => transpose_chunk(cols, live, &mut t[first * BLOCK..(first + live) * BLOCK]),
             Sink::Fused(f) => {
@@ -513,8 +519,11 @@ impl IknpReceiver {
             let cols = &mut cols[..bytes * KAPPA];
             let streams = &mut streams[..bytes * n];
             let r = &mut r[..bytes];
+            // past `have` (the check's extra rows may start a chunk of their own) nothing is given
             let given = have.saturating_sub(off).min(bytes);
-            r[..given].copy_from_slice(&choices[off..off + given]);
+            if given > 0 {
+                r[..given].copy_from_slice(&choices[off..off + given]);
+            }
             r[given..].fill(0);
             if !count.is_multiple_of(8) && (off..off + bytes).contains(&(count / 8)) {
                 r[count / 8 - off] &= (1u8 << (count % 8)) - 1;
@@ -638,6 +647,7 @@ impl IknpSender {
         if self.failed {
             return Err(FAILED_BEFORE.into());
         }
+        check_count(count)?; // before any length is computed from it (a count near usize::MAX overflows)
         let want = self.message_len(count);
         if u.len() != want {
             return Err(format!("the {} message for {count} OTs must be {want} bytes, got {}", protocol(self.k), u.len()));
@@ -789,6 +799,14 @@ mod tests {
     }
 
     #[test]
+    fn a_count_near_usize_max_is_refused_not_overflowed() {
+        let (_, send) = pair();
+        for count in [usize::MAX, usize::MAX - 127, MAX_COUNT + 1] {
+            assert!(send.check_message(&[], count).unwrap_err().contains("at most"));
+        }
+    }
+
+    #[test]
     fn q_is_t_xor_choice_times_delta_over_many_calls() {
         for k in KS {
             correlated_over_many_calls(soft_pair(k), k);
@@ -800,9 +818,11 @@ mod tests {
         let delta = send.delta();
         let mut seed = 10;
         let mut all_t = Vec::new();
-        for count in [1usize, 127, 128, 1000, 4097, CHUNK + 129, 0, 2 * CHUNK, 3] {
+        for count in [1usize, 127, 128, 1000, 4097, CHUNK + 129, 0, 2 * CHUNK, 3, CHUNK - 101] {
             seed += 1;
-            let choices = bytes(count.div_ceil(8) + 2, seed); // longer than needed: extra ignored
+            // odd counts: exactly the bytes needed (the check's extra rows may start a chunk past
+            // them); even: longer than needed, the extra ignored
+            let choices = bytes(count.div_ceil(8) + if count % 2 == 0 { 2 } else { 0 }, seed);
             // 128/k bits per (rounded) OT
             assert_eq!(message_len(count, k) * 8, rounded(count) * KAPPA / k);
             let mut u = vec![0u8; recv.message_len(count)];
@@ -992,9 +1012,11 @@ mod tests {
         let domain = 0x3300;
         let m = cot::moduli(&[(1 << 61) - 1, 0]).unwrap();
         let mut seed = 40;
-        for (count, bits) in [(1usize, 1usize), (130, 13), (CHUNK + 61 * 3, 61), (2 * CHUNK + 64 * 7, 64), (4097, 17), (0, 5)] {
+        for (count, bits) in [(1usize, 1usize), (130, 13), (CHUNK + 61 * 3, 61), (2 * CHUNK + 64 * 7, 64), (4097, 17), (0, 5),
+                              (CHUNK - 64 * 2, 64)] {
             seed += 1;
-            let choices = bytes(count.div_ceil(8) + 1, seed);
+            // the last: exactly the bytes needed, the check's extra rows a chunk of their own
+            let choices = bytes(count.div_ceil(8) + usize::from(count != CHUNK - 64 * 2), seed);
             let w = tccr::bit_words(count);
             let (mut u1, mut u2) = (vec![0u8; r1.message_len(count)], vec![0u8; r2.message_len(count)]);
             let (mut t, mut q) = (vec![0u8; count * 16], vec![0u8; count * 16]);

@@ -157,6 +157,9 @@ impl RnsContext {
     }
 
     fn check_len(&self, len: usize, rows: usize, what: &str) -> Result<usize, String> {
+        if rows == 0 {
+            return Err(format!("{what}: no moduli given"));
+        }
         if len % (rows * self.n) != 0 {
             return Err(format!("{what}: {len} words are not rows of {} x {}", rows, self.n));
         }
@@ -628,6 +631,13 @@ mod tests {
             }
         }
         v
+    }
+
+    #[test]
+    fn no_moduli_is_an_error_not_a_division_by_zero() {
+        let c = ctx(16, &[30, 50]);
+        assert!(c.decompose(&[], &[], 1).unwrap_err().contains("no moduli"));
+        assert!(c.add(&[], &[], &[]).is_err());
     }
 
     #[test]

@@ -250,7 +250,8 @@ def ray_transport(address: str | None, environ: Mapping[str, str] | None = None,
         if where.strip().lower() == "local":
             return "local"
         return "tls" if tls_problem(env) is None else "unknown"
-    if is_loopback(host):
+    if is_loopback(host) or host.strip("[]").lower() in machine_addresses():
+        # this machine's own head: the nodes that joined it are checked once joined
         return "local" if tls_problem(env) is not None else "tls"
     problem = tls_problem(env)
     if problem is None:
@@ -288,9 +289,29 @@ def _refusal(what: str, problem: str) -> str:
             "[party.executor] (SHAPER_RAY_INSECURE=1; shaper cluster check --insecure); see docs/scale-out.md")
 
 
+def machine_addresses() -> set[str]:
+    """This machine's own addresses, without Ray: loopback, what its host name resolves to, and
+    the source address of its outbound routes (the address a local Ray head advertises; found
+    by connecting a UDP socket, which sends nothing)."""
+    out = {"127.0.0.1", "::1", "localhost"}
+    try:
+        _, _, ips = socket.gethostbyname_ex(socket.gethostname())
+        out.update(ips)
+    except OSError:
+        pass
+    for family, probe in ((socket.AF_INET, "198.51.100.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as udp:
+                udp.connect((probe, 9))
+                out.add(udp.getsockname()[0].lower())
+        except OSError:
+            pass
+    return out
+
+
 def _local_addresses(ray: Any) -> set[str]:
     """This machine's addresses as Ray and the resolver see them."""
-    out = {"127.0.0.1", "::1", "localhost"}
+    out = machine_addresses()
     try:
         out.add(ray.util.get_node_ip_address())
     except Exception:

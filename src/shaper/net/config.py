@@ -252,6 +252,10 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
         raise ConfigError(f"parties file {path} does not exist") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"parties file {path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"parties file {path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    except OSError as exc:
+        raise ConfigError(f"parties file {path} cannot be read: {exc.strerror or exc}") from exc
     root = path.parent
 
     def resolve(value: Any, what: str) -> Path | None:
