@@ -18,6 +18,8 @@ from shaper.crypto.serialization import load_key
 from shaper.errors import ConfigError
 from shaper.protocols import threshold_ckks as tc
 
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -24,7 +24,8 @@ from shaper.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-pytestmark = pytest.mark.skipif(not README.exists(), reason="an installed copy without the repository around it")
+pytestmark = [pytest.mark.skipif(not README.exists(), reason="an installed copy without the repository around it"),
+              pytest.mark.once]  # the README as written: CI runs it in its first run only
 NATIVE = importlib.util.find_spec("shaper._native") is not None
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9_]*\b|\[|\]|\\?\|")
 #: FIPS-197 appendix C.1 (AES-128) for the circuit line's KEY_HEX and PLAINTEXT_HEX

@@ -1,7 +1,11 @@
 """``shaper circuit run`` takes a circuit file or the name of a circuit bundled with shaper, and
 runs on this machine (``--local 3``) or on three hosts from a parties file."""
 
+import pytest
+
 from shaper.cli import main
+
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
 
 KEY, PLAINTEXT = "000102030405060708090a0b0c0d0e0f", "00112233445566778899aabbccddeeff"
 CIPHERTEXT = "69c4e0d86a7b0430d8cdb78070b4c55a"  # FIPS-197 appendix C.1

@@ -18,6 +18,8 @@ from shaper.crypto import ckks
 from shaper.jobs.cnn import html_report, infer_report, shown_order
 from shaper.protocols import threshold_ckks as tc
 
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
+
 NATIVE = importlib.util.find_spec("shaper._native") is not None
 SMALL = ["--params", "2048:50,40,40:50:40", "--insecure"]
 

@@ -11,6 +11,8 @@ from sklearn.datasets import load_breast_cancer
 
 from shaper.cli import main
 
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
+
 
 @pytest.fixture()
 def bc_csv(tmp_path):

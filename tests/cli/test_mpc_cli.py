@@ -13,6 +13,8 @@ from shaper.cli import main
 from shaper.errors import PartyError
 from shaper.net import launch
 
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
+
 NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None,
                                   reason="OT extension runs in the native extension only")
 

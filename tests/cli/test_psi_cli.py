@@ -5,7 +5,11 @@ import io
 import subprocess
 import sys
 
+import pytest
+
 from shaper.jobs.psi import PsiProgress
+
+pytestmark = pytest.mark.once  # end to end through the command line: kernel-independent, CI runs it in its first run only
 
 
 def _phase(name, status, **extra):

@@ -424,6 +424,7 @@ def test_cnn_scale_precision_is_the_flood_prediction():
 
 
 @NEEDS_NATIVE
+@pytest.mark.once  # the example as a user runs it: CI's first run only
 def test_the_example_runs():
     import subprocess
     import sys
