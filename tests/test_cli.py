@@ -150,8 +150,8 @@ def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
     assert all(code == 0 for code, _, _ in _two_hosts(tmp_path / "pre", *seed, rows=(inter, inter)))
     plain = [np.load(tmp_path / "pre" / name) for name in ("bank.npz", "shop.npz")]
     for a, p in zip(aligned, plain):
-        np.testing.assert_allclose(a["coef"], p["coef"], rtol=0, atol=1e-4)
-    np.testing.assert_allclose(aligned[1]["intercept"], plain[1]["intercept"], rtol=0, atol=1e-4)
+        np.testing.assert_allclose(a["coef"], p["coef"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(aligned[1]["intercept"], plain[1]["intercept"], rtol=1e-4, atol=1e-4)
     assert np.max(np.abs(aligned[0]["coef"])) > 0.05  # a model was learnt (the tolerance is not vacuous)
 
 

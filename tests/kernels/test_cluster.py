@@ -330,7 +330,7 @@ def test_vertical_lr_epoch_host_on_ray_same_model(cluster):
     assert mixed[0]["ray_chunks"] > 0 and mixed[1]["ray_chunks"] is None  # host on Ray, guest local
     assert local[0]["ray_chunks"] is None
     for a, b in zip(local, mixed):  # the same model, up to the fixed-point rounding of fresh masks
-        np.testing.assert_allclose(a["coef"], b["coef"], rtol=0, atol=1e-4)
+        np.testing.assert_allclose(a["coef"], b["coef"], rtol=1e-4, atol=1e-4)
         assert a["intercept"] == pytest.approx(b["intercept"], abs=1e-4)
 
 
