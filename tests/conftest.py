@@ -23,8 +23,13 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="kernel-independent check: ran in CI's first run (SHAPER_TESTS_ONCE=done)")
     for item in items:
-        if item.get_closest_marker("once"):
+        if item.get_closest_marker("once") or item.nodeid.startswith(ONCE_PATHS):
             item.add_marker(skip)
+
+
+# Whole test files and directories whose subject never touches a kernel (the party runtime, file
+# and state handling): ``once`` as a group.
+ONCE_PATHS = ("tests/net/", "tests/test_crash_safety.py", "tests/test_files.py", "tests/test_private_files.py")
 
 
 @pytest.fixture(scope="session")

@@ -22,30 +22,8 @@ from shaper.errors import ConfigError, HandshakeError
 from shaper.net import NetConfig, Party, Session, TLSFiles, make_certificates
 from shaper.net.connect import listen
 
-from .conftest import VirtualClock
-
 EPS = 1e-9  # float rounding of sums of seconds, not a timing tolerance
 PATIENCE = 120  # seconds: connect timeout (virtual) and hang guard (real); never what ends a passing test
-
-
-@pytest.fixture
-def connect_clock(monkeypatch):
-    """A :class:`VirtualClock` that shaper.net.connect reads instead of the wall clock. Its
-    ``handlers`` lists the threads that set up a link (a listener's handler of an incoming
-    connection, a dialer), recorded as each starts (``_tune`` is its first step)."""
-    from shaper.net import connect
-
-    clock = VirtualClock()
-    clock.handlers = []
-    real_tune = connect._tune
-
-    def tune(sock):
-        clock.handlers.append(threading.current_thread())
-        return real_tune(sock)
-
-    monkeypatch.setattr(connect, "time", clock)
-    monkeypatch.setattr(connect, "_tune", tune)
-    return clock
 
 
 def test_make_certificates(tmp_path):
