@@ -103,7 +103,9 @@ class OUPublicKey(AHEPublicKey):
         bits = int(self.n).bit_length()
         self.exponent_bits = int(exponent_bits) if exponent_bits is not None else 2 * security_bits(bits)
         self.ciphertext_modulus = self.n
-        if not 3 * self.prime_bits - 2 <= bits <= 3 * self.prime_bits + 1:  # before anything is sized by it
+        if bits < MIN_KEY_BITS:  # before anything is sized by the prime size
+            raise KeyValidationError(f"OU modulus has {bits} bits; at least {MIN_KEY_BITS} are required")
+        if not 3 * self.prime_bits - 2 <= bits <= 3 * self.prime_bits + 1:
             raise KeyValidationError(
                 f"prime size {self.prime_bits} bits is inconsistent with a {bits}-bit modulus n = p^2 q")
         self.max_int = (1 << (self.prime_bits - 2)) - 1

@@ -76,10 +76,13 @@ def key_from_json(text: str | bytes | dict) -> AHEPublicKey | AHEPrivateKey:
     if not isinstance(doc, dict):
         raise SerializationError("key JSON must be an object")
     kty = doc.get("kty")
-    if kty not in _BY_KTY:
+    if not isinstance(kty, str) or kty not in _BY_KTY:
         raise SerializationError(f"unknown key type {kty!r} (expected 'DAJ' for Paillier or 'OU')")
     public_class, private_class = _BY_KTY[kty]
-    if "decrypt" not in doc.get("key_ops", []):
+    ops = doc.get("key_ops", [])
+    if not isinstance(ops, list):
+        raise SerializationError("key JSON: 'key_ops' must be a list")
+    if "decrypt" not in ops:
         return public_class.from_jwk(doc)
     if not isinstance(doc.get("pub"), dict):
         raise SerializationError("private key JSON lacks its 'pub' object")

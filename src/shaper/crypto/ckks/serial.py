@@ -114,6 +114,8 @@ def from_bytes(data: bytes, params: Parameters | None = None, *, insecure: bool 
     all_rows = list(range(len(params.primes)))
     if kind == wire.KIND_PRIVATE:
         coeffs = np.frombuffer(r.take(4 * params.n, "secret key"), dtype="<i4").astype(np.int64)
+        if np.any(np.abs(coeffs) >= 1 << 31):
+            raise SerializationError("secret key coefficients must be small (|s_i| < 2^31)")
         out: Any = SecretKey.from_coefficients(params, coeffs)
     elif kind == wire.KIND_KEY_SHARE:
         index, parties = r.unpack("HH", "key share header")
