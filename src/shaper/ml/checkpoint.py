@@ -132,14 +132,21 @@ class Checkpointer:
         return state, blobs, keys[0], keys[1]
 
 
+def _read(path: Path, name: str) -> bytes | str:
+    """The bytes of ``path / name``, or what is wrong with it (missing, unreadable)."""
+    try:
+        return (path / name).read_bytes()
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as exc:
+        return f"{name} unreadable ({exc.strerror or exc})"
+
+
 def _check(path: Path) -> str | None:
     """None when the checkpoint in ``path`` is complete and intact, else what is wrong."""
-    try:
-        raw = (path / STATE_FILE).read_bytes()
-    except FileNotFoundError:
-        return f"{STATE_FILE} is missing"
-    except OSError as exc:
-        return f"{STATE_FILE} unreadable ({exc.strerror or exc})"
+    raw = _read(path, STATE_FILE)
+    if isinstance(raw, str):
+        return raw
     try:
         state = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -154,12 +161,9 @@ def _check(path: Path) -> str | None:
     for name, digest in sorted(manifest.items()):
         if "/" in name or name.startswith("."):
             return f"{STATE_FILE} lists a file outside the checkpoint ({name[:40]!r})"
-        try:
-            data = (path / name).read_bytes()
-        except FileNotFoundError:
-            return f"{name} is missing"
-        except OSError as exc:
-            return f"{name} unreadable ({exc.strerror or exc})"
+        data = _read(path, name)
+        if isinstance(data, str):
+            return data
         if hashlib.sha256(data).hexdigest() != digest:
             return f"{name} does not match its checksum (truncated or altered)"
     return None
