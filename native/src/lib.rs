@@ -29,6 +29,7 @@ use pyo3::prelude::*;
 pub mod aes;
 pub mod bigint;
 pub mod modq;
+pub mod okvs;
 pub mod ot;
 pub mod prf;
 pub mod psi;

@@ -385,6 +385,13 @@ pub struct IknpReceiver {
     check: Option<ReceiverCheck>,
 }
 
+/// A call's choice bits: one vector for every group (the repetition code), or a column per group.
+#[derive(Clone, Copy)]
+enum Choices<'a> {
+    One(&'a [u8]),
+    Groups(&'a [u8]),
+}
+
 /// Rows a call extends: `count` rounded up to 128, and [`CHECK_ROWS`] more when checked.
 fn call_rows(count: usize, checked: bool) -> usize {
     rounded(count) + if checked { CHECK_ROWS } else { 0 }
@@ -457,6 +464,26 @@ impl IknpReceiver {
         self.run(choices, count, u, Sink::<NoFuse>::Rows(t))
     }
 
+    /// [`extend`](Self::extend) with a choice vector per group (SoftSpoken's *subspace* VOLE,
+    /// Roy 2022 §3.2, with the identity code on the groups): `columns` holds 128/k columns of
+    /// `rounded(count) / 8` bytes, column g the choice bits of group g, and row j of q becomes
+    /// t_j ⊕ (c_j ∗ Δ), c_j the row's 128/k bits, each bit scaling its group's k bits of Δ
+    /// (bits of rows past `count` are used as given; those rows are discarded). Unchecked calls
+    /// only: the consistency check is for one choice vector.
+    pub fn extend_groups(&mut self, columns: &[u8], count: usize, u: &mut [u8], t: &mut [u8]) -> Result<(), String> {
+        check_count(count)?;
+        if self.check.is_some() {
+            return Err("a checked extension takes one choice vector, not one per group".into());
+        }
+        let want = rounded(count) / 8 * (KAPPA / self.k);
+        if columns.len() != want {
+            return Err(format!("{count} OTs in {} groups need {want} bytes of choice columns, got {}", KAPPA / self.k,
+                               columns.len()));
+        }
+        assert!(t.len() == count * BLOCK);
+        self.run_with(Choices::Groups(columns), count, u, Sink::<NoFuse>::Rows(t))
+    }
+
     /// [`extend`](Self::extend) then [`tccr::hash`] of t with OT indices from `start`, without
     /// materialising t: `out` (`count` × 16 bytes) gets H(t_j, τ(start + j, 0)).
     pub fn extend_hash(&mut self, choices: &[u8], count: usize, domain: u64, start: u64, u: &mut [u8], out: &mut [u8])
@@ -491,13 +518,19 @@ impl IknpReceiver {
         }))
     }
 
-    fn run<F: FnMut(usize, &[u8])>(&mut self, choices: &[u8], count: usize, u: &mut [u8], mut sink: Sink<F>)
+    fn run<F: FnMut(usize, &[u8])>(&mut self, choices: &[u8], count: usize, u: &mut [u8], sink: Sink<F>)
                                    -> Result<(), String> {
         check_count(count)?;
         let have = count.div_ceil(8);
         if choices.len() < have {
             return Err(format!("{count} OTs need {have} bytes of packed choice bits, got {}", choices.len()));
         }
+        self.run_with(Choices::One(choices), count, u, sink)
+    }
+
+    fn run_with<F: FnMut(usize, &[u8])>(&mut self, choices: Choices, count: usize, u: &mut [u8], mut sink: Sink<F>)
+                                        -> Result<(), String> {
+        let have = count.div_ceil(8);
         let k = self.k;
         assert!(u.len() == self.message_len(count));
         let checked = self.check.as_ref();
@@ -521,8 +554,10 @@ impl IknpReceiver {
             let r = &mut r[..bytes];
             // past `have` (the check's extra rows may start a chunk of their own) nothing is given
             let given = have.saturating_sub(off).min(bytes);
-            if given > 0 {
-                r[..given].copy_from_slice(&choices[off..off + given]);
+            if let Choices::One(choices) = choices {
+                if given > 0 {
+                    r[..given].copy_from_slice(&choices[off..off + given]);
+                }
             }
             r[given..].fill(0);
             if !count.is_multiple_of(8) && (off..off + bytes).contains(&(count / 8)) {
@@ -540,7 +575,11 @@ impl IknpReceiver {
                     // k = 1: the column is stream 1 (see `fold`)
                     leaf.ctr(counter, if k == 1 && x == 1 { &mut *group_cols } else { s });
                 }
-                fold::receiver(k, streams, bytes, r, group_cols, &mut u[g * col_len + off..g * col_len + off + bytes]);
+                let r_g = match choices {
+                    Choices::One(_) => &*r,
+                    Choices::Groups(columns) => &columns[g * col_len + off..g * col_len + off + bytes],
+                };
+                fold::receiver(k, streams, bytes, r_g, group_cols, &mut u[g * col_len + off..g * col_len + off + bytes]);
             }
             let live = rows.min(count.saturating_sub(start));
             match &mut transcript {
@@ -796,6 +835,43 @@ mod tests {
         let (recv, setup) = IknpReceiver::soft(&k0, &k1, k, &bytes(16, 4)).unwrap();
         assert_eq!(setup.len(), if k == 1 { 0 } else { pprf::SETUP_LEN });
         (recv, IknpSender::soft(&chosen, &delta, k, &setup).unwrap())
+    }
+
+    /// Per-group choices: row j of q is t_j ⊕ (c_j ∗ Δ), group g's k bits of Δ where bit g of
+    /// c_j is set, for every k and counts that end inside a byte, a tile and a chunk.
+    #[test]
+    fn group_choices_scale_their_own_group_of_delta() {
+        for k in KS {
+            let (mut recv, mut send) = soft_pair(k);
+            let delta = load(&send.delta());
+            let groups = KAPPA / k;
+            for (count, seed) in [(1usize, 1u64), (200, 2), (CHUNK + 77, 3), (3 * CHUNK, 4)] {
+                let col_len = rounded(count) / 8;
+                let columns = bytes(groups * col_len, seed);
+                let mut u = vec![0u8; recv.message_len(count)];
+                let mut t = vec![0u8; count * BLOCK];
+                recv.extend_groups(&columns, count, &mut u, &mut t).unwrap();
+                let mut q = vec![0u8; count * BLOCK];
+                send.extend(&u, count, &mut q).unwrap();
+                for j in 0..count {
+                    let mut want = load(&t[j * BLOCK..]);
+                    for g in 0..groups {
+                        if (columns[g * col_len + (j >> 3)] >> (j & 7)) & 1 == 1 {
+                            let ones = ((1u128 << k) - 1) << (g * k);
+                            want ^= delta & ones;
+                        }
+                    }
+                    assert_eq!(load(&q[j * BLOCK..]), want, "k = {k}, count = {count}, row {j}");
+                }
+            }
+            // wrong column length, and a checked extension, are refused
+            let mut u = vec![0u8; recv.message_len(128)];
+            let mut t = vec![0u8; 128 * BLOCK];
+            assert!(recv.extend_groups(&vec![0u8; groups * 16 - 1], 128, &mut u, &mut t).is_err());
+            recv.enable_check(&[0u8; 16], &[1u8; 16]).unwrap();
+            let mut u = vec![0u8; recv.message_len(128)];
+            assert!(recv.extend_groups(&vec![0u8; groups * 16], 128, &mut u, &mut t).is_err());
+        }
     }
 
     #[test]

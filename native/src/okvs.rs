@@ -1,0 +1,832 @@
+//! OT-based PSI: RR22's VOLE-PSI structure (Raghuraman–Rindal, CCS 2022) with a clustered
+//! 3-hash OKVS, over SoftSpoken's *subspace* VOLE with a binary BCH code (Roy, CRYPTO 2022 §3.2)
+//! instead of a field VOLE. Sans I/O: the protocol layer (`shaper.protocols.psi.okvs`) moves the
+//! bytes; randomness (the OKVS seed, the SoftSpoken trees' seeds, Δ) comes from the caller.
+//!
+//! # The protocol (semi-honest)
+//! Call R the party that learns (it encodes the OKVS) and S the other. Both hash each item to a
+//! 16-byte digest (SHA-256 with a domain), and from the digest and R's public seed r to a
+//! [`Row`]: a cluster, 3 distinct *sparse* positions in the cluster, a mask of [`Params::dense`]
+//! *dense* positions, and a 64-bit value H(x).
+//! 1. R encodes P (one u64 per position, [`Params::size`] positions) with Decode(P, x) = H(x)
+//!    for its items, Decode(P, x) = ⊕ of P over the row's positions ([`encode`]).
+//! 2. For every position j, R's SoftSpoken choice bits are the codeword C(P_j) of a binary
+//!    [192, 64, ≥ 37] code ([`code`]): one bit per SoftSpoken group of k = 4 columns, 192 groups
+//!    over [`LANES`] = 6 extensions of 128 columns. R sends the extension's message (192 bits
+//!    per position) and gets rows T_j; S gets Q_j = T_j ⊕ (C(P_j) ∗ Δ), where c ∗ Δ keeps
+//!    group g's 4 bits of the 768-bit Δ when bit g of c is set (`iknp::extend_groups`).
+//! 3. Both decode: R at its x, Decode(T, x); S at its y, Decode(Q, y) ⊕ (C(H(y)) ∗ Δ), which by
+//!    linearity (of the OKVS and of C) equals Decode(T, y) ⊕ (C(Decode(P, y) ⊕ H(y)) ∗ Δ).
+//!    For y in R's set the code word is 0 and S's value is R's; otherwise it is a nonzero
+//!    codeword (except with probability 2^-64 per y), of weight ≥ 37, so the value hides
+//!    4 · 37 = 148 bits of Δ from R. Each party hashes its 96-byte values to masks
+//!    ([`mask`]: SHA-256 of the value and a run tag, truncated), S sends its masks shuffled, R
+//!    matches.
+//!
+//! # The OKVS
+//! A cluster of [`Params::width`] = sparse + dense positions per cluster; items go to clusters by
+//! their row hash and R's clusters hold at most [`Params::capacity`] items (the caller sizes it by
+//! the binomial tail). [`encode`] peels the 3-uniform hypergraph of sparse positions (a position
+//! of degree 1 fixes its row; XOR peeling, no adjacency lists), sets the positions no peeled row
+//! fixes to 0, solves the rows left (the 2-core) over the dense positions by Gaussian elimination
+//! over GF(2) and back-substitutes the peeled rows in reverse. It fails only when the core is
+//! larger than the dense part can solve (the caller's parameters make that ≤ 2^-40).
+
+use sha2::digest::generic_array::GenericArray;
+use std::sync::OnceLock;
+
+use crate::aes::{Cipher, BLOCK};
+use crate::ot::iknp::{self, IknpReceiver, IknpSender};
+use crate::ot::transpose;
+use sha2::{Digest, Sha256};
+
+/// SoftSpoken extensions (of 128 columns, k = 4: 32 groups each) per OKVS position.
+pub const LANES: usize = 6;
+/// Bytes of one VOLE row (all lanes).
+pub const ROW: usize = LANES * BLOCK;
+/// SoftSpoken's group size.
+pub const K: usize = 4;
+/// Groups per lane.
+pub const GROUPS: usize = 128 / K;
+/// Code length: one bit per group.
+pub const CODE_LEN: usize = LANES * GROUPS;
+/// Sparse positions per row.
+pub const WEIGHT: usize = 3;
+/// Most dense positions (a row's dense part is one u64).
+pub const MAX_DENSE: usize = 64;
+/// Generator polynomial of the narrow-sense BCH code of length 255 with designed distance 37
+/// (roots α^1..α^36, α a root of x^8 + x^4 + x^3 + x^2 + 1): degree 124, dimension 131. The
+/// code used is its subcode {v(x) g(x) : deg v < 64}, length 188 (the last 4 of 192 groups
+/// are always 0), minimum distance ≥ 37 by the BCH bound.
+pub const GENERATOR: u128 = 0x11bcb6cce6906958aa17f2231050eb39;
+/// Most rows per item set (a bound on allocations).
+pub const MAX_ITEMS: usize = 1 << 32;
+
+/// OKVS parameters (both parties use R's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub clusters: usize,
+    pub capacity: usize,
+    pub sparse: usize,
+    pub dense: usize,
+}
+
+impl Params {
+    pub fn new(clusters: usize, capacity: usize, sparse: usize, dense: usize) -> Result<Self, String> {
+        if clusters == 0 || clusters > 1 << 24 {
+            return Err(format!("the OKVS needs 1 to 2^24 clusters, got {clusters}"));
+        }
+        if capacity == 0 || capacity > MAX_ITEMS {
+            return Err(format!("a cluster's capacity must be 1 to 2^32, got {capacity}"));
+        }
+        if sparse < WEIGHT || sparse > u32::MAX as usize {
+            return Err(format!("a cluster needs {WEIGHT} to 2^32 sparse positions, got {sparse}"));
+        }
+        if dense == 0 || dense > MAX_DENSE {
+            return Err(format!("a cluster needs 1 to {MAX_DENSE} dense positions, got {dense}"));
+        }
+        let p = Params { clusters, capacity, sparse, dense };
+        if p.width().checked_mul(clusters).is_none_or(|m| m > iknp::MAX_COUNT) {
+            return Err(format!("the OKVS of {clusters} clusters of {} positions is too large", p.width()));
+        }
+        Ok(p)
+    }
+
+    /// Positions per cluster.
+    pub fn width(&self) -> usize {
+        self.sparse + self.dense
+    }
+
+    /// Positions in all.
+    pub fn size(&self) -> usize {
+        self.clusters * self.width()
+    }
+}
+
+/// An item's place in the OKVS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Row {
+    pub cluster: u32,
+    /// Distinct sparse positions within the cluster.
+    pub pos: [u32; WEIGHT],
+    /// Dense positions (bit i: position sparse + i), below 2^dense.
+    pub dense: u64,
+    /// H(x), the value the OKVS encodes for x.
+    pub value: u64,
+}
+
+fn mulhi(x: u32, n: usize) -> u32 {
+    ((x as u64 * n as u64) >> 32) as u32
+}
+
+/// 16 bytes of SHA-256(label || seed).
+fn derive(label: &[u8], seed: &[u8; 16]) -> [u8; 16] {
+    let d = Sha256::new().chain_update(label).chain_update(seed).finalize();
+    d[..16].try_into().unwrap()
+}
+
+/// Maps digests to rows under R's seed: two AES-128 blocks per item (Davies–Meyer style,
+/// AES_k(d ⊕ i) ⊕ d ⊕ i for i = 0, 1), k = SHA-256("shaper/psi/okvs/rows/v1" || seed).
+pub struct Hasher {
+    cipher: Cipher,
+    p: Params,
+}
+
+impl Hasher {
+    pub fn new(p: Params, seed: &[u8; 16]) -> Self {
+        Hasher { cipher: Cipher::new(&derive(b"shaper/psi/okvs/rows/v1", seed)), p }
+    }
+
+    /// The rows of `digests` (16 bytes each).
+    pub fn rows(&self, digests: &[u8]) -> Vec<Row> {
+        assert!(digests.len().is_multiple_of(BLOCK));
+        let n = digests.len() / BLOCK;
+        let mut out = vec![Row::default(); n];
+        const STEP: usize = 1024;
+        let mut buf = vec![0u8; 2 * STEP * BLOCK];
+        let (p, mask) = (self.p, if self.p.dense == 64 { u64::MAX } else { (1u64 << self.p.dense) - 1 });
+        for (chunk, rows) in digests.chunks(STEP * BLOCK).zip(out.chunks_mut(STEP)) {
+            let m = rows.len();
+            let buf = &mut buf[..2 * m * BLOCK];
+            for (i, d) in chunk.chunks_exact(BLOCK).enumerate() {
+                buf[2 * i * BLOCK..(2 * i + 1) * BLOCK].copy_from_slice(d);
+                buf[(2 * i + 1) * BLOCK..(2 * i + 2) * BLOCK].copy_from_slice(d);
+                buf[(2 * i + 1) * BLOCK] ^= 1;
+            }
+            self.cipher.encrypt(buf);
+            for (i, (d, row)) in chunk.chunks_exact(BLOCK).zip(rows.iter_mut()).enumerate() {
+                let a = u128::from_le_bytes(buf[2 * i * BLOCK..(2 * i + 1) * BLOCK].try_into().unwrap())
+                    ^ u128::from_le_bytes(d.try_into().unwrap());
+                let b = u128::from_le_bytes(buf[(2 * i + 1) * BLOCK..(2 * i + 2) * BLOCK].try_into().unwrap())
+                    ^ u128::from_le_bytes(d.try_into().unwrap())
+                    ^ 1;
+                let w = |s: u32| (a >> s) as u32;
+                // three distinct positions, uniform: p1 skips p0, p2 skips both
+                let s = p.sparse;
+                let p0 = mulhi(w(32), s);
+                let mut p1 = mulhi(w(64), s - 1);
+                if p1 >= p0 {
+                    p1 += 1;
+                }
+                let (lo, hi) = if p0 < p1 { (p0, p1) } else { (p1, p0) };
+                let mut p2 = mulhi(w(96), s - 2);
+                if p2 >= lo {
+                    p2 += 1;
+                }
+                if p2 >= hi {
+                    p2 += 1;
+                }
+                *row = Row { cluster: mulhi(w(0), p.clusters), pos: [p0, p1, p2], dense: b as u64 & mask,
+                             value: (b >> 64) as u64 };
+            }
+        }
+        out
+    }
+}
+
+/// Items sorted by cluster: `order[i]` is the item at sorted position i, cluster c's items are
+/// sorted positions `starts[c]..starts[c + 1]` (a counting sort: items keep their order within a
+/// cluster).
+pub struct Partition {
+    pub order: Vec<u32>,
+    pub starts: Vec<usize>,
+}
+
+pub fn partition(rows: &[Row], clusters: usize) -> Partition {
+    let mut starts = vec![0usize; clusters + 1];
+    for r in rows {
+        starts[r.cluster as usize + 1] += 1;
+    }
+    for c in 0..clusters {
+        starts[c + 1] += starts[c];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; rows.len()];
+    for (i, r) in rows.iter().enumerate() {
+        let at = &mut next[r.cluster as usize];
+        order[*at] = i as u32;
+        *at += 1;
+    }
+    Partition { order, starts }
+}
+
+/// Working memory of [`encode`], reused across clusters.
+#[derive(Default)]
+pub struct Scratch {
+    degree: Vec<u32>,
+    xor: Vec<u32>,
+    peeled: Vec<(u32, u32)>,
+    live: Vec<bool>,
+}
+
+/// Encodes one cluster: `out` (width u64s) with Decode(out, r) = r.value for every row, or an
+/// error when the rows' 2-core cannot be solved over the dense positions.
+pub fn encode(p: &Params, rows: &[Row], out: &mut [u64], s: &mut Scratch) -> Result<(), String> {
+    assert_eq!(out.len(), p.width());
+    let n = rows.len();
+    if n > p.capacity {
+        return Err(format!("a cluster holds {n} items, more than its capacity {}", p.capacity));
+    }
+    s.degree.clear();
+    s.degree.resize(p.sparse, 0);
+    s.xor.clear();
+    s.xor.resize(p.sparse, 0);
+    s.live.clear();
+    s.live.resize(n, true);
+    s.peeled.clear();
+    for (i, r) in rows.iter().enumerate() {
+        for &c in &r.pos {
+            s.degree[c as usize] += 1;
+            s.xor[c as usize] ^= i as u32;
+        }
+    }
+    // peel: a position of degree 1 is its one row's pivot
+    let mut queue: Vec<u32> = (0..p.sparse as u32).filter(|&c| s.degree[c as usize] == 1).collect();
+    while let Some(c) = queue.pop() {
+        if s.degree[c as usize] != 1 {
+            continue;
+        }
+        let i = s.xor[c as usize];
+        s.peeled.push((i, c));
+        s.live[i as usize] = false;
+        for &d in &rows[i as usize].pos {
+            s.degree[d as usize] -= 1;
+            s.xor[d as usize] ^= i;
+            if s.degree[d as usize] == 1 {
+                queue.push(d);
+            }
+        }
+    }
+    out.fill(0);
+    // the core: rows whose positions all have degree ≥ 2 after peeling. Their sparse positions
+    // are no pivot (stay 0), so they constrain the dense values alone.
+    let mut pivots: Vec<(u64, u64, u32)> = Vec::new(); // (mask, value, pivot bit), reduced in order
+    for (i, r) in rows.iter().enumerate() {
+        if !s.live[i] {
+            continue;
+        }
+        let (mut mask, mut value) = (r.dense, r.value);
+        for &(pm, pv, bit) in &pivots {
+            if mask >> bit & 1 == 1 {
+                mask ^= pm;
+                value ^= pv;
+            }
+        }
+        if mask == 0 {
+            if value != 0 {
+                return Err(format!("the OKVS cannot encode a cluster of {n} items (its 2-core has no solution over the \
+                                    {} dense positions); the chance of this is below 2^-40 per run", p.dense));
+            }
+            continue; // a dependent, consistent row
+        }
+        pivots.push((mask, value, mask.trailing_zeros()));
+    }
+    // back-substitute the dense values (free ones 0): a later pivot row holds no earlier pivot
+    let dense = &mut out[p.sparse..];
+    for &(mask, value, bit) in pivots.iter().rev() {
+        let mut v = value;
+        let mut rest = mask & !(1u64 << bit);
+        while rest != 0 {
+            v ^= dense[rest.trailing_zeros() as usize];
+            rest &= rest - 1;
+        }
+        dense[bit as usize] = v;
+    }
+    // peeled rows in reverse: their other positions are later pivots or 0
+    for &(i, c) in s.peeled.iter().rev() {
+        let r = &rows[i as usize];
+        let mut v = r.value ^ dense_sum(r.dense, &out[p.sparse..]);
+        for &d in &r.pos {
+            if d != c {
+                v ^= out[d as usize];
+            }
+        }
+        out[c as usize] = v;
+    }
+    Ok(())
+}
+
+fn dense_sum(mut mask: u64, dense: &[u64]) -> u64 {
+    let mut v = 0;
+    while mask != 0 {
+        v ^= dense[mask.trailing_zeros() as usize];
+        mask &= mask - 1;
+    }
+    v
+}
+
+/// Decode(P, r) for one cluster's u64 values.
+pub fn decode(p: &Params, cluster: &[u64], r: &Row) -> u64 {
+    r.pos.iter().fold(dense_sum(r.dense, &cluster[p.sparse..]), |v, &d| v ^ cluster[d as usize])
+}
+
+/// Decode of one cluster's VOLE rows (`ROW` bytes each, as `[u128; LANES]`).
+#[inline]
+fn decode_rows(p: &Params, cluster: &[[u128; LANES]], r: &Row) -> [u128; LANES] {
+    let mut acc = [0u128; LANES];
+    for &d in &r.pos {
+        let x = &cluster[d as usize];
+        for l in 0..LANES {
+            acc[l] ^= x[l];
+        }
+    }
+    let dense = &cluster[p.sparse..];
+    let mut mask = r.dense;
+    while mask != 0 {
+        let x = &dense[mask.trailing_zeros() as usize];
+        for l in 0..LANES {
+            acc[l] ^= x[l];
+        }
+        mask &= mask - 1;
+    }
+    acc
+}
+
+/// The code: C(v) = v(x) · g(x) over GF(2) (bit i of v the coefficient of x^i), 192 bits as
+/// three u64 (bit i of the codeword = coefficient of x^i), through 8 tables of 256 entries.
+pub mod code {
+    use super::*;
+
+    fn tables() -> &'static [[[u64; 3]; 256]; 8] {
+        static T: OnceLock<Box<[[[u64; 3]; 256]; 8]>> = OnceLock::new();
+        T.get_or_init(|| {
+            let mut t = Box::new([[[0u64; 3]; 256]; 8]);
+            for b in 0..8 {
+                for x in 1..256usize {
+                    let low = x & x.wrapping_neg();
+                    let i = 8 * b + low.trailing_zeros() as usize; // g · x^i
+                    let shifted = [(GENERATOR << i) as u64, (GENERATOR << i >> 64) as u64,
+                                   if i == 0 { 0 } else { (GENERATOR >> (128 - i)) as u64 }];
+                    let prev = t[b][x ^ low];
+                    t[b][x] = [prev[0] ^ shifted[0], prev[1] ^ shifted[1], prev[2] ^ shifted[2]];
+                }
+            }
+            t
+        })
+    }
+
+    /// C(v).
+    #[inline]
+    pub fn encode(v: u64) -> [u64; 3] {
+        let t = tables();
+        let mut c = [0u64; 3];
+        for (b, tb) in t.iter().enumerate() {
+            let e = &tb[(v >> (8 * b)) as usize & 0xff];
+            c[0] ^= e[0];
+            c[1] ^= e[1];
+            c[2] ^= e[2];
+        }
+        c
+    }
+
+    /// Bit i of a codeword spread over 4 bits (group i's k = 4 columns): the 32 bits of lane l as
+    /// a 128-bit row.
+    pub fn spread(c: &[u64; 3], lane: usize) -> u128 {
+        let bits = (c[lane / 2] >> (32 * (lane % 2))) as u32;
+        let mut out = 0u128;
+        for g in 0..GROUPS {
+            if bits >> g & 1 == 1 {
+                out |= 0xFu128 << (K * g);
+            }
+        }
+        out
+    }
+}
+
+/// S's table of v ↦ C(v) ∗ Δ (linear in v): 8 × 256 rows.
+fn delta_table(delta: &[u128; LANES]) -> Vec<[u128; LANES]> {
+    let mut t = vec![[0u128; LANES]; 8 * 256];
+    for b in 0..8 {
+        for x in 1..256usize {
+            let low = x & x.wrapping_neg();
+            let c = code::encode((low as u64) << (8 * b));
+            let prev = t[b * 256 + (x ^ low)];
+            let mut e = [0u128; LANES];
+            for l in 0..LANES {
+                e[l] = prev[l] ^ (code::spread(&c, l) & delta[l]);
+            }
+            t[b * 256 + x] = e;
+        }
+    }
+    t
+}
+
+fn apply_table(t: &[[u128; LANES]], v: u64, acc: &mut [u128; LANES]) {
+    for b in 0..8 {
+        let e = &t[b * 256 + ((v >> (8 * b)) as usize & 0xff)];
+        for l in 0..LANES {
+            acc[l] ^= e[l];
+        }
+    }
+}
+
+/// The first `out.len()` bytes of SHA-256(value || tag) (96 + 16 bytes: two compression blocks).
+#[inline]
+pub fn mask(value: &[u128; LANES], tag: &[u8; 16], out: &mut [u8]) {
+    let mut block = [0u8; 128];
+    for l in 0..LANES {
+        block[16 * l..16 * l + 16].copy_from_slice(&value[l].to_le_bytes());
+    }
+    block[96..112].copy_from_slice(tag);
+    block[112] = 0x80;
+    block[120..].copy_from_slice(&(112u64 * 8).to_be_bytes());
+    let mut state: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+                               0x5be0cd19];
+    let blocks = [*GenericArray::from_slice(&block[..64]), *GenericArray::from_slice(&block[64..])];
+    sha2::compress256(&mut state, &blocks);
+    let mut digest = [0u8; 32];
+    for (i, w) in state.iter().enumerate() {
+        digest[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
+    }
+    out.copy_from_slice(&digest[..out.len()]);
+}
+
+/// The run's hash tag: SHA-256("shaper/psi/okvs/mask/v1" || seed), 16 bytes.
+pub fn tag(seed: &[u8; 16]) -> [u8; 16] {
+    derive(b"shaper/psi/okvs/mask/v1", seed)
+}
+
+/// What both roles share: parameters, rows of this party's items in cluster order, batches.
+struct Items {
+    p: Params,
+    rows: Vec<Row>,
+    part: Partition,
+    batch_clusters: usize,
+    next: usize,
+    tag: [u8; 16],
+    mask_bytes: usize,
+}
+
+impl Items {
+    fn new(p: Params, seed: &[u8; 16], digests: &[u8], batch_clusters: usize, mask_bytes: usize)
+           -> Result<Self, String> {
+        if !digests.len().is_multiple_of(BLOCK) || digests.len() / BLOCK > MAX_ITEMS {
+            return Err(format!("digests must be 16 bytes each, at most 2^32 of them; got {} bytes", digests.len()));
+        }
+        if batch_clusters == 0 {
+            return Err("a batch needs at least one cluster".into());
+        }
+        if !(1..=32).contains(&mask_bytes) {
+            return Err(format!("masks are 1 to 32 bytes, got {mask_bytes}"));
+        }
+        let rows = Hasher::new(p, seed).rows(digests);
+        let part = partition(&rows, p.clusters);
+        Ok(Items { p, rows, part, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
+    }
+
+    fn batches(&self) -> usize {
+        self.p.clusters.div_ceil(self.batch_clusters)
+    }
+
+    fn clusters(&self, b: usize) -> std::ops::Range<usize> {
+        b * self.batch_clusters..((b + 1) * self.batch_clusters).min(self.p.clusters)
+    }
+
+    /// Sorted positions of batch b's items.
+    fn items(&self, b: usize) -> std::ops::Range<usize> {
+        let c = self.clusters(b);
+        self.part.starts[c.start]..self.part.starts[c.end]
+    }
+
+    /// OKVS positions of batch b.
+    fn positions(&self, b: usize) -> usize {
+        self.clusters(b).len() * self.p.width()
+    }
+
+    fn step(&mut self, b: usize) -> Result<(), String> {
+        if b != self.next || b >= self.batches() {
+            return Err(format!("batch {b} out of turn (next is {} of {})", self.next, self.batches()));
+        }
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Masks of batch b's items from the batch's VOLE rows (and S's table of its values).
+    fn masks(&self, b: usize, rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>, out: &mut [u8]) {
+        let w = self.p.width();
+        let first = self.clusters(b).start;
+        let range = self.items(b);
+        assert_eq!(out.len(), range.len() * self.mask_bytes);
+        for (k, out) in range.zip(out.chunks_exact_mut(self.mask_bytes)) {
+            let r = &self.rows[self.part.order[k] as usize];
+            let base = (r.cluster as usize - first) * w;
+            let mut acc = decode_rows(&self.p, &rows[base..base + w], r);
+            if let Some(t) = table {
+                apply_table(t, r.value, &mut acc);
+            }
+            mask(&acc, &self.tag, out);
+        }
+    }
+}
+
+/// Extension output `lane` (count × 16 bytes) into column `lane` of the interleaved rows.
+fn scatter(lane: usize, t: &[u8], rows: &mut [[u128; LANES]]) {
+    for (row, x) in rows.iter_mut().zip(t.chunks_exact(BLOCK)) {
+        row[lane] = u128::from_le_bytes(x.try_into().unwrap());
+    }
+}
+
+/// R: the OKVS encoder and the extension receiver on all lanes.
+pub struct Receiver {
+    items: Items,
+    lanes: Vec<IknpReceiver>,
+    scratch: Scratch,
+}
+
+impl Receiver {
+    /// `k0s`, `k1s`: the base-OT sender's keys of the 6 lanes (6 × 2048 bytes each); `tree_seeds`
+    /// 6 × 16 random bytes. Returns R and the 6 SoftSpoken setup messages, concatenated. Fails
+    /// when a cluster holds more than its capacity of R's items.
+    pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], k0s: &[u8], k1s: &[u8], tree_seeds: &[u8],
+               batch_clusters: usize, mask_bytes: usize) -> Result<(Self, Vec<u8>), String> {
+        if k0s.len() != LANES * 128 * BLOCK || k1s.len() != k0s.len() || tree_seeds.len() != LANES * BLOCK {
+            return Err(format!("{LANES} lanes need {} bytes of each key set and {} of tree seeds",
+                               LANES * 128 * BLOCK, LANES * BLOCK));
+        }
+        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes)?;
+        if let Some(c) = (0..p.clusters).find(|&c| items.part.starts[c + 1] - items.part.starts[c] > p.capacity) {
+            return Err(format!("cluster {c} holds {} items, more than its capacity {} (the chance of this is below \
+                                2^-40 per run)", items.part.starts[c + 1] - items.part.starts[c], p.capacity));
+        }
+        let (mut lanes, mut setup) = (Vec::with_capacity(LANES), Vec::new());
+        for l in 0..LANES {
+            let keys = l * 128 * BLOCK..(l + 1) * 128 * BLOCK;
+            let (r, s) = IknpReceiver::soft(&k0s[keys.clone()], &k1s[keys], K, &tree_seeds[l * BLOCK..(l + 1) * BLOCK])?;
+            lanes.push(r);
+            setup.extend_from_slice(&s);
+        }
+        Ok((Receiver { items, lanes, scratch: Scratch::default() }, setup))
+    }
+
+    pub fn batches(&self) -> usize {
+        self.items.batches()
+    }
+
+    pub fn order(&self) -> &[u32] {
+        &self.items.part.order
+    }
+
+    /// Sorted positions of batch b's items (their masks' rows).
+    pub fn items(&self, b: usize) -> std::ops::Range<usize> {
+        self.items.items(b)
+    }
+
+    /// Bytes of batch b's message.
+    pub fn message_len(&self, b: usize) -> usize {
+        LANES * iknp::message_len(self.items.positions(b), K)
+    }
+
+    /// Batch b (batches in order): encodes its clusters, extends, writes the message `u`
+    /// ([`Self::message_len`] bytes: lane after lane) and the masks of its items (in sorted order).
+    pub fn batch(&mut self, b: usize, u: &mut [u8], masks: &mut [u8]) -> Result<(), String> {
+        self.items.step(b)?;
+        let (p, m) = (self.items.p, self.items.positions(b));
+        assert_eq!(u.len(), self.message_len(b));
+        let clusters = self.items.clusters(b);
+        // 1. the OKVS of each cluster
+        let mut values = vec![0u64; m];
+        for (c, out) in clusters.clone().zip(values.chunks_exact_mut(p.width())) {
+            let at = &self.items.part.order[self.items.part.starts[c]..self.items.part.starts[c + 1]];
+            let rows: Vec<Row> = at.iter().map(|&i| self.items.rows[i as usize]).collect();
+            encode(&p, &rows, out, &mut self.scratch)?;
+        }
+        // 2. choice columns: column g of lane l is bit 32 l + g of C(P_j) over the positions j
+        let rounded = iknp::rounded(m);
+        let col_len = rounded / 8;
+        let mut columns = vec![0u8; LANES * GROUPS * col_len];
+        let mut tile = vec![0u8; 2 * 128 * BLOCK];
+        let mut out = vec![0u8; transpose::TILE];
+        for t in 0..rounded / 128 {
+            tile.fill(0);
+            for i in 0..128 {
+                let j = t * 128 + i;
+                if j < m {
+                    let c = code::encode(values[j]);
+                    tile[i * BLOCK..i * BLOCK + 8].copy_from_slice(&c[0].to_le_bytes());
+                    tile[i * BLOCK + 8..i * BLOCK + 16].copy_from_slice(&c[1].to_le_bytes());
+                    tile[(128 + i) * BLOCK..(128 + i) * BLOCK + 8].copy_from_slice(&c[2].to_le_bytes());
+                }
+            }
+            for half in 0..2 {
+                transpose::tile(&tile[half * 128 * BLOCK..], BLOCK, &mut out);
+                for bit in 0..(if half == 0 { 128 } else { 64 }) {
+                    let coord = half * 128 + bit; // = 32 lane + group
+                    let at = coord * col_len + t * BLOCK;
+                    columns[at..at + BLOCK].copy_from_slice(&out[bit * BLOCK..bit * BLOCK + BLOCK]);
+                }
+            }
+        }
+        drop(values);
+        // 3. extend every lane; its rows into the interleaved table
+        let mut rows = vec![[0u128; LANES]; m];
+        let mut t = vec![0u8; m * BLOCK];
+        let lane_len = iknp::message_len(m, K);
+        for (l, lane) in self.lanes.iter_mut().enumerate() {
+            lane.extend_groups(&columns[l * GROUPS * col_len..(l + 1) * GROUPS * col_len], m,
+                               &mut u[l * lane_len..(l + 1) * lane_len], &mut t)?;
+            scatter(l, &t, &mut rows);
+        }
+        // 4. masks of R's items
+        self.items.masks(b, &rows, None, masks);
+        Ok(())
+    }
+}
+
+/// S: the extension sender on all lanes.
+pub struct Sender {
+    items: Items,
+    lanes: Vec<IknpSender>,
+    table: Vec<[u128; LANES]>,
+}
+
+impl Sender {
+    /// `keys`: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes), `deltas` their choice
+    /// bits (6 × 16 bytes), `setup` R's 6 setup messages.
+    pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], keys: &[u8], deltas: &[u8], setup: &[u8],
+               batch_clusters: usize, mask_bytes: usize) -> Result<Self, String> {
+        let setup_len = setup.len() / LANES;
+        if keys.len() != LANES * 128 * BLOCK || deltas.len() != LANES * BLOCK || setup.len() != LANES * setup_len {
+            return Err(format!("{LANES} lanes need {} bytes of keys, {} of Δ and 6 equal setup messages",
+                               LANES * 128 * BLOCK, LANES * BLOCK));
+        }
+        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes)?;
+        let mut lanes = Vec::with_capacity(LANES);
+        let mut delta = [0u128; LANES];
+        for l in 0..LANES {
+            let d = &deltas[l * BLOCK..(l + 1) * BLOCK];
+            lanes.push(IknpSender::soft(&keys[l * 128 * BLOCK..(l + 1) * 128 * BLOCK], d, K,
+                                        &setup[l * setup_len..(l + 1) * setup_len])?);
+            delta[l] = u128::from_le_bytes(d.try_into().unwrap());
+        }
+        Ok(Sender { items, lanes, table: delta_table(&delta) })
+    }
+
+    pub fn batches(&self) -> usize {
+        self.items.batches()
+    }
+
+    pub fn order(&self) -> &[u32] {
+        &self.items.part.order
+    }
+
+    pub fn items(&self, b: usize) -> std::ops::Range<usize> {
+        self.items.items(b)
+    }
+
+    pub fn message_len(&self, b: usize) -> usize {
+        LANES * iknp::message_len(self.items.positions(b), K)
+    }
+
+    /// Batch b (in order): R's message `u` for it, and the masks of S's items of the batch.
+    pub fn batch(&mut self, b: usize, u: &[u8], masks: &mut [u8]) -> Result<(), String> {
+        if b < self.batches() && u.len() != self.message_len(b) {
+            return Err(format!("the OKVS message of batch {b} must be {} bytes, got {}", self.message_len(b), u.len()));
+        }
+        self.items.step(b)?;
+        let m = self.items.positions(b);
+        let lane_len = iknp::message_len(m, K);
+        let mut rows = vec![[0u128; LANES]; m];
+        let mut q = vec![0u8; m * BLOCK];
+        for (l, lane) in self.lanes.iter_mut().enumerate() {
+            lane.extend(&u[l * lane_len..(l + 1) * lane_len], m, &mut q)?;
+            scatter(l, &q, &mut rows);
+        }
+        self.items.masks(b, &rows, Some(&self.table), masks);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize, seed: u64) -> Vec<u8> {
+        let mut out = vec![0u8; n.div_ceil(16) * 16];
+        Cipher::new(&[seed as u8; 16]).ctr(seed as u128, &mut out);
+        out.truncate(n);
+        out
+    }
+
+    fn params(n: usize) -> Params {
+        let capacity = n + 8;
+        Params::new(1, capacity, (capacity * 127).div_ceil(100).max(WEIGHT), 48).unwrap()
+    }
+
+    #[test]
+    fn encode_then_decode_gives_every_value() {
+        let mut s = Scratch::default();
+        for (n, seed) in [(0usize, 1u64), (1, 2), (2, 3), (5, 4), (100, 5), (20_000, 6)] {
+            let p = params(n);
+            let rows = Hasher::new(p, &[seed as u8; 16]).rows(&bytes(16 * n, seed));
+            let mut out = vec![0u64; p.width()];
+            encode(&p, &rows, &mut out, &mut s).unwrap();
+            for r in &rows {
+                assert_eq!(decode(&p, &out, r), r.value);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_have_distinct_positions_in_range() {
+        let p = Params::new(7, 100, 5, 13).unwrap();
+        let rows = Hasher::new(p, &[9; 16]).rows(&bytes(16 * 5000, 9));
+        let mut seen = vec![0usize; 7];
+        for r in &rows {
+            assert!(r.pos.iter().all(|&x| (x as usize) < p.sparse));
+            assert!(r.pos[0] != r.pos[1] && r.pos[0] != r.pos[2] && r.pos[1] != r.pos[2]);
+            assert!(r.dense < 1 << 13);
+            seen[r.cluster as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 600), "{seen:?}");
+    }
+
+    #[test]
+    fn the_generator_has_roots_alpha_1_to_36() {
+        // GF(2^8) with x^8 + x^4 + x^3 + x^2 + 1, α = x
+        let mul = |mut a: u16, mut b: u16| {
+            let mut r = 0u16;
+            while b != 0 {
+                if b & 1 == 1 {
+                    r ^= a;
+                }
+                a <<= 1;
+                if a & 0x100 != 0 {
+                    a ^= 0x11D;
+                }
+                b >>= 1;
+            }
+            r
+        };
+        for i in 1..=36u32 {
+            let mut alpha_i = 1u16;
+            for _ in 0..i {
+                alpha_i = mul(alpha_i, 2);
+            }
+            let (mut value, mut power) = (0u16, 1u16);
+            for d in 0..125 {
+                if GENERATOR >> d & 1 == 1 {
+                    value ^= power;
+                }
+                power = mul(power, alpha_i);
+            }
+            assert_eq!(value, 0, "g(α^{i}) ≠ 0");
+        }
+        assert_eq!(128 - GENERATOR.leading_zeros(), 125);
+    }
+
+    #[test]
+    fn the_code_is_the_product_with_g_and_linear() {
+        for (v, w) in [(1u64, 2u64), (0xdead_beef, 0x1234_5678_9abc_def0), (u64::MAX, 1 << 63)] {
+            let (a, b, ab) = (code::encode(v), code::encode(w), code::encode(v ^ w));
+            assert_eq!([a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]], ab);
+        }
+        let c = code::encode(1);
+        assert_eq!((c[0] as u128) | (c[1] as u128) << 64, GENERATOR);
+        let c = code::encode(1 << 63);
+        assert_eq!(c[2] >> 60, 0, "the last 4 positions stay 0");
+        let weight = |c: [u64; 3]| c.iter().map(|x| x.count_ones()).sum::<u32>();
+        for v in 1..2000u64 {
+            assert!(weight(code::encode(v.wrapping_mul(0x9e37_79b9_7f4a_7c15))) >= 37);
+        }
+    }
+
+    /// The whole exchange without I/O: masks agree exactly on the common items.
+    #[test]
+    fn common_items_get_equal_masks_and_others_do_not() {
+        let n = 3000;
+        let cap = 1200;
+        let p = Params::new(4, cap, (cap * 127).div_ceil(100), 50).unwrap();
+        let seed = [3u8; 16];
+        let r_digests = bytes(16 * n, 1);
+        let mut s_digests = bytes(16 * n, 2);
+        s_digests[..16 * 1000].copy_from_slice(&r_digests[16 * 500..16 * 1500]); // 1000 in common
+        let (k0, k1) = (bytes(6 * 2048, 5), bytes(6 * 2048, 6));
+        let deltas = bytes(6 * 16, 7);
+        let mut chosen = Vec::new();
+        for l in 0..LANES {
+            for i in 0..128 {
+                let bit = deltas[16 * l + i / 8] >> (i % 8) & 1;
+                let src = if bit == 1 { &k1 } else { &k0 };
+                chosen.extend_from_slice(&src[(l * 128 + i) * 16..(l * 128 + i + 1) * 16]);
+            }
+        }
+        let (mut r, setup) = Receiver::new(p, &seed, &r_digests, &k0, &k1, &bytes(96, 8), 3, 10).unwrap();
+        let mut s = Sender::new(p, &seed, &s_digests, &chosen, &deltas, &setup, 3, 10).unwrap();
+        let (mut rm, mut sm) = (vec![0u8; n * 10], vec![0u8; n * 10]);
+        for b in 0..r.batches() {
+            let mut u = vec![0u8; r.message_len(b)];
+            let ri = r.items(b);
+            r.batch(b, &mut u, &mut rm[ri.start * 10..ri.end * 10]).unwrap();
+            let si = s.items(b);
+            s.batch(b, &u, &mut sm[si.start * 10..si.end * 10]).unwrap();
+        }
+        let mut by_item = vec![[0u8; 10]; n];
+        for (k, &i) in r.order().iter().enumerate() {
+            by_item[i as usize].copy_from_slice(&rm[k * 10..k * 10 + 10]);
+        }
+        let theirs: std::collections::HashSet<[u8; 10]> =
+            sm.chunks_exact(10).map(|c| c.try_into().unwrap()).collect();
+        let found: Vec<usize> = (0..n).filter(|&i| theirs.contains(&by_item[i])).collect();
+        assert_eq!(found, (500..1500).collect::<Vec<_>>());
+    }
+}
