@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::rss::register(m)?;
     py::psi::register(m)?;
     py::ot::register(m)?;
+    py::okvs::register(m)?;
     py::modq::register(m)?;
     py::rns::register(m)?;
     Ok(())

@@ -5,6 +5,7 @@
 pub mod bigint;
 pub mod boundary;
 pub mod modq;
+pub mod okvs;
 pub mod ot;
 pub mod pool;
 pub mod rns;

@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ...errors import ConfigError
-from . import ecdh, fnp
+from ...kernels import okvs as okvs_kernel
+from . import ecdh, fnp, okvs
 from .common import PsiResult
 from .items import Normalise, PackedItems, unique_rows
 
-PROTOCOLS = ("ecdh", "fnp")
+PROTOCOLS = ("okvs", "ecdh", "fnp")
 
 
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
@@ -59,7 +60,17 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     if keep is not None:
         packed = packed.take(keep)
     settings = f"{norm.describe()}, columns={columns}"
-    if protocol == "ecdh":
+    if protocol == "okvs":
+        if payload_bytes or payloads is not None:
+            raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
+        if cardinality_only:
+            raise ConfigError("protocol 'okvs' cannot tell only the intersection's size (its learner sees which of "
+                              "its rows matched): use protocol='ecdh' for cardinality_only")
+        if checkpoint_dir is not None:
+            raise ConfigError("protocol 'okvs' keeps no checkpoint (2^24 ids take under a minute; a killed run is "
+                              "redone): drop checkpoint_dir, or use protocol='ecdh' to resume long runs")
+        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings)
+    elif protocol == "ecdh":
         if payload_bytes or payloads is not None:
             raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
         result = ecdh.intersect(session, peer, packed, to=to, cardinality_only=cardinality_only,

@@ -1,0 +1,224 @@
+//! Bindings of OT-based PSI (`crate::okvs`): `OkvsReceiver` (the OKVS encoder and extension
+//! receiver, the party that learns) and `OkvsSender` (the extension sender), batch by batch,
+//! and for tests `okvs_rows`, `okvs_encode` and `okvs_code`.
+//!
+//! Sans I/O as `crate::ot`: bytes and arrays in and out, randomness from the caller. Each call
+//! runs on the calling thread with the GIL released (one core per party, as OT extension).
+//! Digests are (n, 16) uint8 C-contiguous arrays; masks come back as (items, mask_bytes) arrays
+//! in the party's *sorted* order (`order()` maps sorted positions to item positions).
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::boundary::{check_size, contiguous};
+use crate::okvs::{self, Params};
+
+fn value_error(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn params(p: (usize, usize, usize, usize)) -> PyResult<Params> {
+    Params::new(p.0, p.1, p.2, p.3).map_err(value_error)
+}
+
+fn seed16(seed: &[u8]) -> PyResult<[u8; 16]> {
+    seed.try_into().map_err(|_| PyValueError::new_err(format!("the OKVS seed must be 16 bytes, got {}", seed.len())))
+}
+
+fn digests<'a>(arr: &'a PyReadonlyArray2<'_, u8>) -> PyResult<&'a [u8]> {
+    if arr.shape()[1] != 16 {
+        return Err(PyValueError::new_err(format!("digests must have shape (n, 16), got {:?}", arr.shape())));
+    }
+    contiguous(arr, "digests")
+}
+
+fn order_array<'py>(py: Python<'py>, order: &[u32]) -> Bound<'py, PyArray1<i64>> {
+    PyArray1::from_iter(py, order.iter().map(|&i| i as i64))
+}
+
+/// (items, mask_bytes) masks filled by `fill` with the GIL released.
+fn masks_out<'py>(py: Python<'py>, items: usize, width: usize,
+                  fill: impl FnOnce(&mut [u8]) -> Result<(), String> + Send) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    check_size(items * width / 8, "the masks")?;
+    let arr = PyArray2::<u8>::zeros(py, [items, width], false);
+    {
+        let mut rw = arr.readwrite();
+        let out = rw.as_slice_mut().expect("a new array is contiguous");
+        py.detach(|| fill(out)).map_err(value_error)?;
+    }
+    Ok(arr)
+}
+
+/// R: encodes its items' OKVS cluster by cluster and receives the subspace-VOLE extension.
+#[pyclass(module = "shaper._native")]
+struct OkvsReceiver {
+    inner: okvs::Receiver,
+    setup: Vec<u8>,
+    mask_bytes: usize,
+}
+
+#[pymethods]
+impl OkvsReceiver {
+    /// ``params``: (clusters, capacity, sparse, dense); ``seed``: the run's 16 random bytes (sent
+    /// to S); ``digests``: (n, 16) item digests; ``k0s``, ``k1s``: the base-OT sender's keys of
+    /// the 6 lanes (6 × 2048 bytes each); ``tree_seeds``: 6 × 16 random bytes. ValueError when a
+    /// cluster overflows its capacity (below 2^-40 with the protocol's parameters).
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
+           k0s: &[u8], k1s: &[u8], tree_seeds: &[u8], batch_clusters: usize, mask_bytes: usize) -> PyResult<Self> {
+        let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
+        let (inner, setup) = py.detach(|| okvs::Receiver::new(p, &seed, d, k0s, k1s, tree_seeds, batch_clusters,
+                                                              mask_bytes)).map_err(value_error)?;
+        Ok(Self { inner, setup, mask_bytes })
+    }
+
+    /// The 6 SoftSpoken setup messages (6 × 4096 bytes), sent once before the first batch.
+    #[getter]
+    fn setup_message<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.setup)
+    }
+
+    #[getter]
+    fn batches(&self) -> usize {
+        self.inner.batches()
+    }
+
+    /// Item positions in sorted (cluster) order: the masks' row k belongs to item order[k].
+    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        order_array(py, self.inner.order())
+    }
+
+    /// Sorted positions (start, stop) of batch b's items.
+    fn items(&self, b: usize) -> (usize, usize) {
+        let r = self.inner.items(b);
+        (r.start, r.end)
+    }
+
+    /// Bytes of batch b's message.
+    fn message_len(&self, b: usize) -> usize {
+        self.inner.message_len(b)
+    }
+
+    /// Batch b (in order): (the message for S, the masks of this party's items of the batch).
+    fn batch<'py>(&mut self, py: Python<'py>, b: usize) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+        if b >= self.inner.batches() {
+            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
+        }
+        let r = self.inner.items(b);
+        let mut u = vec![0u8; self.inner.message_len(b)];
+        let inner = &mut self.inner;
+        let masks = masks_out(py, r.len(), self.mask_bytes, |out| inner.batch(b, &mut u, out))?;
+        Ok((PyBytes::new(py, &u), masks))
+    }
+}
+
+/// S: the subspace-VOLE extension sender, with Δ over the 6 lanes.
+#[pyclass(module = "shaper._native")]
+struct OkvsSender {
+    inner: okvs::Sender,
+    mask_bytes: usize,
+}
+
+#[pymethods]
+impl OkvsSender {
+    /// ``keys``: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes); ``deltas``: their
+    /// choice bits (6 × 16 bytes, Δ); ``setup``: R's :attr:`OkvsReceiver.setup_message`.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
+           keys: &[u8], deltas: &[u8], setup: &[u8], batch_clusters: usize, mask_bytes: usize) -> PyResult<Self> {
+        let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
+        let inner = py.detach(|| okvs::Sender::new(p, &seed, d, keys, deltas, setup, batch_clusters, mask_bytes))
+            .map_err(value_error)?;
+        Ok(Self { inner, mask_bytes })
+    }
+
+    #[getter]
+    fn batches(&self) -> usize {
+        self.inner.batches()
+    }
+
+    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        order_array(py, self.inner.order())
+    }
+
+    fn items(&self, b: usize) -> (usize, usize) {
+        let r = self.inner.items(b);
+        (r.start, r.end)
+    }
+
+    fn message_len(&self, b: usize) -> usize {
+        self.inner.message_len(b)
+    }
+
+    /// Batch b (in order) from R's message ``u``: the masks of this party's items of the batch.
+    /// ValueError when ``u`` has the wrong length.
+    fn batch<'py>(&mut self, py: Python<'py>, b: usize, u: &[u8]) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        if b >= self.inner.batches() {
+            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
+        }
+        let r = self.inner.items(b);
+        let inner = &mut self.inner;
+        masks_out(py, r.len(), self.mask_bytes, |out| inner.batch(b, u, out))
+    }
+}
+
+/// The rows of ``digests`` under ``seed``: (cluster (n,) uint32, sparse positions (n, 3)
+/// uint32, dense masks (n,) uint64, values (n,) uint64).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn okvs_rows<'py>(py: Python<'py>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>)
+                  -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>,
+                               Bound<'py, PyArray1<u64>>)> {
+    let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
+    let rows = py.detach(|| okvs::Hasher::new(p, &seed).rows(d));
+    let pos: Vec<Vec<u32>> = rows.iter().map(|r| r.pos.to_vec()).collect();
+    Ok((PyArray1::from_iter(py, rows.iter().map(|r| r.cluster)),
+        PyArray2::from_vec2(py, &pos).map_err(|e| PyValueError::new_err(e.to_string()))?
+            .reshape([rows.len(), 3])?,
+        PyArray1::from_iter(py, rows.iter().map(|r| r.dense)), PyArray1::from_iter(py, rows.iter().map(|r| r.value))))
+}
+
+/// The OKVS of ``digests`` (every cluster encoded, clusters one after another: params.size
+/// uint64 values) with Decode(P, x) = the value of x's row. ValueError when a cluster overflows
+/// or cannot be encoded.
+#[pyfunction]
+fn okvs_encode<'py>(py: Python<'py>, params: (usize, usize, usize, usize), seed: &[u8],
+                    digests: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
+    check_size(p.size(), "the OKVS")?;
+    let out = py.detach(|| -> Result<Vec<u64>, String> {
+        let rows = okvs::Hasher::new(p, &seed).rows(d);
+        let part = okvs::partition(&rows, p.clusters);
+        let mut out = vec![0u64; p.size()];
+        let mut scratch = okvs::Scratch::default();
+        for (c, o) in out.chunks_exact_mut(p.width()).enumerate() {
+            let mine: Vec<okvs::Row> =
+                part.order[part.starts[c]..part.starts[c + 1]].iter().map(|&i| rows[i as usize]).collect();
+            okvs::encode(&p, &mine, o, &mut scratch)?;
+        }
+        Ok(out)
+    }).map_err(value_error)?;
+    Ok(PyArray1::from_vec(py, out))
+}
+
+/// The codewords C(v) of ``values`` (uint64): (n, 3) uint64, bit i of the codeword at bit
+/// i % 64 of word i / 64.
+#[pyfunction]
+fn okvs_code<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let v = contiguous(&values, "values")?;
+    let out: Vec<u64> = v.iter().flat_map(|&x| okvs::code::encode(x)).collect();
+    Ok(PyArray1::from_vec(py, out).reshape([v.len(), 3])?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<OkvsReceiver>()?;
+    m.add_class::<OkvsSender>()?;
+    m.add_function(wrap_pyfunction!(okvs_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(okvs_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(okvs_code, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,279 @@
+"""OT-based private set intersection: RR22's VOLE-PSI structure (Raghuraman–Rindal, CCS 2022)
+with a clustered 3-hash OKVS, over SoftSpoken's subspace VOLE with a binary BCH code, on
+shaper's own OT extension (the native core, ``native/src/okvs.rs``).
+
+**Protocol.** Call R the party that learns (for ``to="both"``, the party with the smaller set, on
+a tie the lower index) and S the other. Both hash each id to a 16-byte digest.
+
+1. R draws a fresh 16-byte seed after its ids are fixed and sends it with the OKVS parameters
+   (clusters, capacity, positions), which S checks against R's set size. From the seed both map
+   each digest to a row: a cluster, 3 of its sparse positions, a mask of its dense positions and
+   a 64-bit value H(x).
+2. Six SoftSpoken extensions of 128 base OTs each (k = 4; R is the extension receiver, S holds Δ,
+   768 bits): base OTs, then R's setup messages.
+3. Batch by batch (16 clusters, about 2^18 of R's ids): R encodes the OKVS P of its clusters
+   (Decode(P, x) = H(x)), extends with choice bits C(P_j), a [192, 64, ≥ 37] BCH codeword per
+   position, one bit per SoftSpoken group, and sends the extension's message (24 bytes per
+   position). S decodes its rows Q ⊕ C(H(y)) ∗ Δ at each of its ids and hashes them to masks;
+   R hashes its own T at each of its ids.
+4. S sends its masks in a secret random order; R matches them against its own. For
+   ``to="both"`` R sends S the positions of the matches in S's order, sorted by the mask
+   value (an order neither party chose), and S maps them back to its rows.
+
+**Security** (semi-honest; SoftSpoken's PRG and base OTs, SHA-256 as a random oracle): R learns
+the intersection (its rows) and S's set size; S learns R's set size and, with ``to="both"``, its
+rows of the intersection. S sees only the extension messages, which SoftSpoken masks under PRG
+streams S cannot compute. For an id y of S outside R's set, S's value differs from anything R
+can compute by C(e) ∗ Δ with e = Decode(P, y) ⊕ H(y) ≠ 0 (except with probability 2^-64 per id,
+so n_S / 2^64 ≤ 2^-40 for sets up to 2^24), a codeword of weight ≥ 37 whose 4 · 37 = 148 bits
+of Δ R does not know: its mask looks random. Masks are 40 + log2(n_R) + log2(n_S) bits (a false
+match ≤ 2^-40). R's clusters overflow, or an OKVS cluster fails to encode, with probability
+below 2^-40 (parameters in ``docs/psi.md``); either raises, neither drops an id. *Not* covered:
+a deviating party (R could encode a guessed id, or a malformed OKVS; S could send arbitrary
+masks, making R's output wrong). The malicious variant (RR22 §5: a VOLE consistency check and
+the OKVS seed from a coin toss after R commits) is not built. It cannot give only the
+intersection's size (R learns which of its rows matched): use ECDH for that.
+
+**Traffic** for n ids each: R sends about 1.35 · 24 bytes per id of its own, plus 24 KiB of
+setup; S sends its masks (10 bytes per id at 2^20, 11 at 2^24) and 24 KiB of base OTs.
+**Memory**: per party the digests and rows of its ids (about 56 bytes per id) and one batch's
+OKVS rows (about 34 MiB); R keeps 16 bytes per id of each side's masks for matching.
+There is no checkpoint: a run of 2^24 ids each takes under a minute, so a killed run is redone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import ConfigError, FrameError
+from ...kernels import okvs as kernel
+from ...net.phases import Meter
+from .common import PsiResult, check_hello, permutation, recv_rows
+from .ecdh import match
+from .items import PackedItems
+
+VERSION = "shaper-psi/okvs-softspoken-bch192/1"
+LAMBDA = 40            # statistical security (bits)
+TARGET = 1 << 14       # expected ids of R per cluster
+BATCH_CLUSTERS = 16    # clusters per extension message
+LANES, BASE = 6, 128   # SoftSpoken extensions, base OTs per extension
+SETUP_BYTES = 4096     # one extension's SoftSpoken setup message
+EXPANSION = (127, 100)  # sparse positions per id of a cluster's capacity (3-hash peeling needs > 1.222)
+MASK_CHUNK = 1 << 16   # masks per message
+MAX_ITEMS = 1 << 32
+DIGEST_PREFIX = b"shaper/psi/okvs/item/v1\0"
+
+
+def clusters_for(n: int) -> int:
+    """R's clusters for n ids: 2^14 expected ids each."""
+    return max(1, -(-n // TARGET))
+
+
+def capacity_for(n: int, clusters: int, lam: int = LAMBDA) -> int:
+    """The least c with clusters · P[Binomial(n, 1/clusters) > c] ≤ 2^-lam: no cluster of R's
+    overflows except with probability 2^-lam (an exact binomial tail, not a table)."""
+    if clusters == 1 or n == 0:
+        return max(n, 1)
+    p = 1.0 / clusters
+    log_p, log_q = math.log(p), math.log1p(-p)
+    log_n1 = math.lgamma(n + 1)
+    limit = -lam * math.log(2) - math.log(clusters)
+
+    def log_tail(c: int) -> float:  # log P[X > c]
+        terms, k = [], c + 1
+        while k <= n:
+            t = log_n1 - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q
+            terms.append(t)
+            if len(terms) > 1 and t < terms[0] - 50:
+                break
+            k += 1
+        if not terms:
+            return -math.inf
+        top = max(terms)
+        return top + math.log(sum(math.exp(t - top) for t in terms))
+
+    lo, hi = -(-n // clusters), n  # log_tail(hi) = -inf
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if log_tail(mid) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def sparse_for(capacity: int) -> int:
+    return max(3, -(-capacity * EXPANSION[0] // EXPANSION[1]))
+
+
+def dense_for(capacity: int, clusters: int, lam: int = LAMBDA) -> int:
+    """Dense positions: g + lam + log2(clusters), g the 2-core size the dense part must solve
+    (RR22 §6: a core larger than g has probability about (e·n)^-(g+1) for weight 3), at most
+    the cluster's capacity."""
+    bits = lam + (clusters - 1).bit_length()
+    g = min(capacity, math.ceil(bits / math.log2(sparse_for(capacity))))
+    return min(64, g + bits)
+
+
+def params_for(n: int) -> tuple[int, int, int, int]:
+    """(clusters, capacity, sparse, dense) for R's n ids."""
+    clusters = clusters_for(n)
+    capacity = capacity_for(n, clusters)
+    return clusters, capacity, sparse_for(capacity), dense_for(capacity, clusters)
+
+
+def mask_bytes(n_r: int, n_s: int) -> int:
+    """Bytes of a mask: 40 + ceil(log2 n_R) + ceil(log2 n_S) bits (a false match ≤ 2^-40)."""
+    bits = LAMBDA + (max(n_r, 1) - 1).bit_length() + (max(n_s, 1) - 1).bit_length()
+    return min(32, -(-bits // 8))
+
+
+def _check_params(got: Any, n_r: int) -> tuple[int, int, int, int]:
+    """R's announced parameters, as S accepts them: the cluster count and the positions follow
+    from n_R and the capacity, which lies between the mean load and n_R."""
+    if not (isinstance(got, list) and len(got) == 4 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                             for v in got)):
+        raise FrameError(f"the peer's OKVS parameters are malformed: {got!r}")
+    clusters, capacity, sparse, dense = got
+    if clusters != clusters_for(n_r) or not -(-n_r // clusters) <= capacity <= max(n_r, 1) \
+            or sparse != sparse_for(capacity) or dense != dense_for(capacity, clusters):
+        raise FrameError(f"the peer's OKVS parameters {got!r} do not fit its {n_r} ids")
+    return clusters, capacity, sparse, dense
+
+
+def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
+              progress: Callable[[dict], None] | None = None, settings: str = "") -> PsiResult:
+    """Run OT-based PSI with ``peer`` on this party's packed ids (distinct; see :mod:`.items`).
+    ``to``: "both", or the name or index of the one party that learns."""
+    native = kernel.engine()
+    meter = Meter(session)
+    me, other = session.index, session.parties.index(session.peer_name(peer))
+    learner = _learner(session, to)
+    if len(items) > MAX_ITEMS:
+        raise ConfigError(f"OT-based PSI takes at most 2^32 ids per party, got {len(items)}")
+    hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
+             "cardinality_only": False, "n": len(items), "chunk": BATCH_CLUSTERS, "settings": settings}
+    theirs = session.exchange(other, hello, "psi-hello")
+    check_hello(hello, theirs)
+    n_peer = int(theirs["n"])
+    if n_peer > MAX_ITEMS:
+        raise FrameError(f"the peer announced {n_peer} ids, more than OT-based PSI takes (2^32)")
+    if learner is None:  # the smaller set encodes (R's traffic is per own id); ties: the lower index
+        receiver = me if (len(items), me) < (n_peer, other) else other
+    else:
+        receiver = learner
+    is_r = me == receiver
+    n_r, n_s = (len(items), n_peer) if is_r else (n_peer, len(items))
+    report = progress or (lambda event: None)
+    if n_r == 0 or n_s == 0:  # nothing in common: no OT at all
+        empty = np.zeros(0, np.int64)
+        told = is_r or learner is None
+        return PsiResult(empty if told else None, 0 if told else None, n_peer, meter.figures())
+    width = mask_bytes(n_r, n_s)
+    digests = items.digests(DIGEST_PREFIX, 16)
+    if is_r:
+        return _receiver(session, other, native, digests, n_s, width, learner is None, report, meter)
+    return _sender(session, other, native, digests, n_r, width, learner is None, report, meter)
+
+
+def _session_ids(seed: bytes) -> list[bytes]:
+    return [hashlib.sha256(b"shaper/psi/okvs/base-ot/v1\0" + seed + bytes([lane])).digest()[:16]
+            for lane in range(LANES)]
+
+
+def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: int, width: int, both: bool,
+              report: Callable[[dict], None], meter: Meter) -> PsiResult:
+    n_r = len(digests)
+    params = params_for(n_r)
+    seed = os.urandom(16)
+    senders = [native.BaseOtSender(BASE, os.urandom(64), sid) for sid in _session_ids(seed)]
+    session.send(other, {"seed": seed.hex(), "params": list(params)}, "psi-okvs-setup")
+    session.send(other, b"".join(s.message() for s in senders), "psi-okvs-a")
+    replies = session.recv_bytes(other, "psi-okvs-b", size=LANES * BASE * 32)
+    k0s, k1s = [], []
+    for lane, s in enumerate(senders):
+        try:
+            k0, k1 = s.keys(replies[lane * BASE * 32:(lane + 1) * BASE * 32])
+        except ValueError as exc:
+            raise FrameError(f"the peer's base-OT reply is invalid: {exc}") from None
+        k0s.append(k0)
+        k1s.append(k1)
+    r = native.OkvsReceiver(params, seed, digests, b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES),
+                            BATCH_CLUSTERS, width)
+    session.send(other, r.setup_message, "psi-okvs-soft")
+    own = np.zeros((n_r, 16), np.uint8)  # masks, zero-padded to 16 bytes for matching, in sorted order
+    for b in range(r.batches):
+        u, masks = r.batch(b)
+        session.send(other, u, "psi-okvs-u")
+        start, stop = r.items(b)
+        own[start:stop, :width] = masks
+        report({"event": "psi", "stage": "okvs", "done": b + 1, "total": r.batches})
+    order = r.order()
+    peer = np.zeros((n_s, 16), np.uint8)
+    for c in range(0, n_s, MASK_CHUNK):
+        rows = min(MASK_CHUNK, n_s - c)
+        part = session.recv_bytes(other, "psi-okvs-m", size=rows * width)
+        peer[c:c + rows, :width] = np.frombuffer(part, np.uint8).reshape(rows, width)
+    mine_at, theirs_at = match(own, peer)
+    del own, peer
+    if both:
+        session.send(other, theirs_at, "psi-rows")
+    indices = order[mine_at]
+    return PsiResult(indices, len(indices), n_s, meter.figures())
+
+
+def _sender(session: Any, other: int, native: Any, digests: np.ndarray, n_r: int, width: int, both: bool,
+            report: Callable[[dict], None], meter: Meter) -> PsiResult:
+    n_s = len(digests)
+    setup = session.recv_meta(other, "psi-okvs-setup")
+    raw_seed = setup.get("seed") if isinstance(setup, dict) else None
+    try:
+        seed = bytes.fromhex(raw_seed) if isinstance(raw_seed, str) else b""
+    except ValueError:
+        seed = b""
+    if len(seed) != 16:
+        raise FrameError(f"the peer's OKVS seed is not 16 bytes of hex: {raw_seed!r}")
+    params = _check_params(setup.get("params"), n_r)
+    first = session.recv_bytes(other, "psi-okvs-a", size=LANES * 32)
+    deltas = os.urandom(16 * LANES)
+    receivers = [native.BaseOtReceiver(deltas[16 * lane:16 * lane + 16], BASE, os.urandom(64 * BASE), sid)
+                 for lane, sid in enumerate(_session_ids(seed))]
+    try:
+        reply = b"".join(rcv.reply(first[32 * lane:32 * lane + 32]) for lane, rcv in enumerate(receivers))
+    except ValueError as exc:
+        raise FrameError(f"the peer's base-OT message is invalid: {exc}") from None
+    session.send(other, reply, "psi-okvs-b")
+    soft = session.recv_bytes(other, "psi-okvs-soft", size=LANES * SETUP_BYTES)
+    s = native.OkvsSender(params, seed, digests, b"".join(rcv.keys() for rcv in receivers), deltas, soft,
+                          BATCH_CLUSTERS, width)
+    masks = np.zeros((n_s, width), np.uint8)  # in sorted order
+    for b in range(s.batches):
+        u = session.recv_bytes(other, "psi-okvs-u", size=s.message_len(b))
+        start, stop = s.items(b)
+        masks[start:stop] = s.batch(b, u)
+        report({"event": "psi", "stage": "okvs", "done": b + 1, "total": s.batches})
+    shuffle = permutation(n_s)  # masks in a secret random order: their order says nothing of the ids
+    order = s.order()[shuffle]
+    shuffled = masks[shuffle]
+    del masks
+    session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: shuffled[c:c + MASK_CHUNK].tobytes(),
+                           tag="psi-okvs-m")
+    if not both:
+        return PsiResult(None, None, n_r, meter.figures())
+    rows = recv_rows(session, other, order, min(n_r, n_s))
+    return PsiResult(rows, len(rows), n_r, meter.figures())
+
+
+def _learner(session: Any, to: Any) -> int | None:
+    if to == "both":
+        return None
+    if isinstance(to, int) and not isinstance(to, bool) and 0 <= to < len(session.parties):
+        return to
+    if isinstance(to, str) and to in session.parties:
+        return session.parties.index(to)
+    raise ConfigError(f"to must be 'both' or a party of the session ({session.parties}), got {to!r}")
