@@ -1,12 +1,17 @@
 """Private set intersection between two parties, over arrays of ids.
 
-    result = intersect(session, ids)                   # ECDH on Ristretto255 (the default)
+    result = intersect(session, ids)                   # the fastest protocol for the options
     rows = result.indices                              # my rows of the intersection, common order
 
-Protocols: ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
+Protocols: ``"okvs"`` (:mod:`.okvs`, OT-based: an RR22-style OKVS over SoftSpoken's subspace
+VOLE on shaper's own OT extension, the native core; semi-honest): output to both parties (in one
+common order) or to one named party; ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
 parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
 (:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier or OU, the seed paper's protocol): output to one
-party or to both, its size only, or labelled (the other party's payload for each match). Ids are
+party or to both, its size only, or labelled (the other party's payload for each match).
+``"auto"`` (the default, :func:`resolve`) takes ``"okvs"`` where it applies and the native core
+is built, else ECDH (the intersection's size only, a checkpoint, no native core) or FNP
+(payloads): every choice is semi-honest, as ECDH, the old default, is. Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
 :mod:`.ecdh` and ``docs/psi.md``. Lining up tables, DataFrames and columns by their ids is
 :func:`shaper.ml.alignment.align`, built on :func:`intersect`.
@@ -25,7 +30,23 @@ from .items import Normalise, PackedItems, unique_rows
 PROTOCOLS = ("okvs", "ecdh", "fnp")
 
 
-def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "ecdh", to: Any = "both",
+def resolve(protocol: str = "auto", *, cardinality_only: bool = False, labelled: bool = False,
+            checkpoint: bool = False) -> str:
+    """The protocol ``"auto"`` runs for these options (any other name is returned as it is): FNP
+    for labelled PSI, ECDH for the intersection's size only, for a checkpointed run, or where
+    the native core is not built, else OT-based ``"okvs"``. Both parties pass the same options,
+    so they pick the same protocol (a party without the native core then meets a peer running
+    OKVS, and the hello names both protocols)."""
+    if protocol != "auto":
+        return protocol
+    if labelled:
+        return "fnp"
+    if cardinality_only or checkpoint or not okvs_kernel.available():
+        return "ecdh"
+    return "okvs"
+
+
+def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "auto", to: Any = "both",
               cardinality_only: bool = False, strip: bool = False, casefold: bool = False, duplicates: str = "error",
               columns: int = 1, order: str = "protocol", payloads: Sequence[bytes] | None = None,
               payload_bytes: int = 0, key_bits: int = 2048, scheme: str = "paillier", checkpoint_dir: str | None = None,
@@ -48,9 +69,13 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     the payloads of its matched rows in ``result.stats["payloads"]``, in the rows' order.
     ``checkpoint_dir`` / ``resume``: keep the run's state on disk chunk by chunk (ECDH) or block by
     block (FNP), and continue a killed run where it stopped (both parties pass them).
+    ``protocol``: "auto" (:func:`resolve`), "okvs", "ecdh" or "fnp"; ``result.stats["protocol"]``
+    names the one that ran.
     Returns a :class:`PsiResult` whose ``indices`` are positions in ``ids``."""
+    protocol = resolve(protocol, cardinality_only=cardinality_only, labelled=bool(payload_bytes or payloads),
+                       checkpoint=checkpoint_dir is not None)
     if protocol not in PROTOCOLS:
-        raise ConfigError(f"unknown PSI protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        raise ConfigError(f"unknown PSI protocol {protocol!r}; choose 'auto' or one of {', '.join(PROTOCOLS)}")
     if order not in ("protocol", "id"):
         raise ConfigError(f"order must be 'protocol' or 'id', got {order!r}")
     peer = _peer(session, peer)
@@ -87,6 +112,7 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,
                                key_bits=key_bits, scheme=scheme, progress=progress, settings=settings,
                                checkpoint_dir=checkpoint_dir, resume=resume)
+    result.stats["protocol"] = protocol
     if result.indices is not None:
         at = result.indices
         if order == "id":
@@ -111,4 +137,4 @@ def _peer(session: Any, peer: Any) -> Any:
     return 1 - session.index
 
 
-__all__ = ["PROTOCOLS", "Normalise", "PsiResult", "intersect"]
+__all__ = ["PROTOCOLS", "Normalise", "PsiResult", "intersect", "resolve"]
