@@ -22,11 +22,12 @@ WRITERS = [s for s in SCRIPTS if s.name != "meta.py"]  # every script but the he
 # Quick runs that finish in seconds on a 2-core machine: each must write the machine block.
 QUICK = {
     "ckks_precision.py": ["--logn", "11", "--bits", "50", "40", "40", "50", "--scale-bits", "40"],
-    "psi.py": ["--sizes", "8", "--no-openmined"],
+    # okvs at 2^8 and 2^10, ECDH at 2^8 only (skipped above --ecdh-max), both checked at both parties (~10 s)
+    "psi.py": ["--sizes", "8", "10", "--ecdh-max", "8", "--no-openmined"],
     # N = 2^12, 2 parties: keygen, joint input, agreed evaluation and flooded decryption (~20 s)
     "threshold_ckks.py": ["--quick", "--no-openfhe"],
 }
-NEEDS_NATIVE = {"psi.py": "shaper's ECDH PSI has no Python curve arithmetic (the native extension is not built)",
+NEEDS_NATIVE = {"psi.py": "shaper's okvs and ECDH PSI are native only (the native extension is not built)",
                 "threshold_ckks.py": "the benchmark runs the production engine: OT extension is native only"}
 # Machine facts belong to the shared block only: what a script writes must not carry them under
 # keys of its own (the keys the scripts used for them before the shared block).
@@ -138,6 +139,30 @@ def test_quick_run_writes_the_machine_block(script, tmp_path, monkeypatch):
     data = json.loads(path.read_text())
     assert tuple(data["machine"]) == meta.KEYS and data["machine"]["cores"] >= 1
     assert not set(data["meta"]) & MACHINE_WORDS
+    if script == "psi.py":
+        small, large = data["rows"]
+        for row in data["rows"]:
+            okvs = row["shaper_okvs"]
+            assert okvs["checked"].startswith("a and b") and okvs["intersection"] == row["n"] // 2
+            assert len(okvs["bits_per_item_per_party"]) == len(okvs["peak_rss_mib"]) == 2
+            assert row["okvs_params"]["mask_bytes"] > 0
+        assert small["ratios"]["okvs_speedup_over_ecdh"] > 0 and small["shaper_ecdh"]["checked"].startswith("a and b")
+        assert "skipped" in large["shaper_ecdh"] and large["ratios"]["okvs_speedup_over_ecdh"] is None
+
+
+def test_psi_make_files_writes_what_python_formatting_would(tmp_path, monkeypatch):
+    """benchmarks/psi.py builds its CSVs in numpy: the same bytes as one f-string per line."""
+    psi = _load("psi", monkeypatch)
+    shared = psi.make_files(1000, tmp_path, seed=3)
+    rng = psi.np.random.default_rng(3)
+    pool = rng.permutation(2000)[:1500]
+    for name, ids in (("a", pool[:1000]), ("b", psi.np.concatenate([pool[:500], pool[1000:]]))):
+        ids = ids[rng.permutation(len(ids))]
+        text = "customer,value\n" + "".join(f"cust-{i:09d},{v}\n" for i, v in zip(ids, rng.integers(0, 1000, len(ids))))
+        assert (tmp_path / f"{name}.csv").read_text() == text
+    assert shared.tolist() == sorted(pool[:500].tolist())
+    (tmp_path / "out.csv").write_text("customer,value\r\n" + "".join(f"cust-{i:09d},7\r\n" for i in shared))
+    assert psi.read_out_numbers(tmp_path / "out.csv").tolist() == shared.tolist()
 
 
 # -- scale_out.py on both kinds of CPU ------------------------------------------------------------
