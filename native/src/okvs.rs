@@ -184,11 +184,13 @@ impl Hasher {
     }
 }
 
-/// Items sorted by cluster: `order[i]` is the item at sorted position i, cluster c's items are
-/// sorted positions `starts[c]..starts[c + 1]` (a counting sort: items keep their order within a
-/// cluster).
+/// Items sorted by cluster: `order[i]` is the item at sorted position i, `rows[i]` its row,
+/// cluster c's items are sorted positions `starts[c]..starts[c + 1]` (a counting sort: items
+/// keep their order within a cluster). Rows move with the sort, so every later pass reads
+/// them in order instead of gathering 32-byte rows from all over memory.
 pub struct Partition {
     pub order: Vec<u32>,
+    pub rows: Vec<Row>,
     pub starts: Vec<usize>,
 }
 
@@ -202,12 +204,14 @@ pub fn partition(rows: &[Row], clusters: usize) -> Partition {
     }
     let mut next = starts.clone();
     let mut order = vec![0u32; rows.len()];
+    let mut sorted = vec![Row::default(); rows.len()];
     for (i, r) in rows.iter().enumerate() {
         let at = &mut next[r.cluster as usize];
         order[*at] = i as u32;
+        sorted[*at] = *r;
         *at += 1;
     }
-    Partition { order, starts }
+    Partition { order, rows: sorted, starts }
 }
 
 /// Working memory of [`encode`], reused across clusters.
@@ -320,26 +324,62 @@ pub fn decode(p: &Params, cluster: &[u64], r: &Row) -> u64 {
     r.pos.iter().fold(dense_sum(r.dense, &cluster[p.sparse..]), |v, &d| v ^ cluster[d as usize])
 }
 
-/// Decode of one cluster's VOLE rows (`ROW` bytes each, as `[u128; LANES]`).
-#[inline]
-fn decode_rows(p: &Params, cluster: &[[u128; LANES]], r: &Row) -> [u128; LANES] {
-    let mut acc = [0u128; LANES];
-    for &d in &r.pos {
-        let x = &cluster[d as usize];
-        for l in 0..LANES {
-            acc[l] ^= x[l];
+/// The dense part of one cluster's VOLE rows as byte tables: entry (b, x) is the XOR of dense
+/// rows 8b + i over the bits i of x, so a row's dense sum is one lookup per byte of its mask
+/// (7 for 50 dense positions, instead of about 25 row XORs).
+struct DenseTable {
+    entries: Vec<[u128; LANES]>,
+    bytes: usize,
+}
+
+impl DenseTable {
+    fn new() -> Self {
+        DenseTable { entries: Vec::new(), bytes: 0 }
+    }
+
+    fn fill(&mut self, dense: &[[u128; LANES]]) {
+        self.bytes = dense.len().div_ceil(8);
+        self.entries.resize(self.bytes * 256, [0u128; LANES]);
+        for b in 0..self.bytes {
+            let t = &mut self.entries[b * 256..(b + 1) * 256];
+            t[0] = [0u128; LANES];
+            for x in 1..256usize {
+                let low = x.trailing_zeros() as usize;
+                let i = 8 * b + low;
+                let prev = t[x & (x - 1)];
+                t[x] = if i < dense.len() {
+                    let d = &dense[i];
+                    std::array::from_fn(|l| prev[l] ^ d[l])
+                } else {
+                    prev
+                };
+            }
         }
     }
-    let dense = &cluster[p.sparse..];
-    let mut mask = r.dense;
-    while mask != 0 {
-        let x = &dense[mask.trailing_zeros() as usize];
-        for l in 0..LANES {
-            acc[l] ^= x[l];
+
+    #[inline(always)]
+    fn add(&self, mask: u64, acc: &mut [u128; LANES]) {
+        for b in 0..self.bytes {
+            let e = &self.entries[b * 256 + ((mask >> (8 * b)) as usize & 0xff)];
+            for l in 0..LANES {
+                acc[l] ^= e[l];
+            }
         }
-        mask &= mask - 1;
     }
-    acc
+}
+
+#[inline(always)]
+fn prefetch(row: &[u128; LANES]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; the address is that of a live reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = row as *const _ as *const i8;
+        _mm_prefetch::<_MM_HINT_T0>(p);
+        _mm_prefetch::<_MM_HINT_T0>(p.add(64));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = row;
 }
 
 /// The code: C(v) = v(x) · g(x) over GF(2) (bit i of v the coefficient of x^i), 192 bits as
@@ -449,7 +489,6 @@ pub fn tag(seed: &[u8; 16]) -> [u8; 16] {
 /// What both roles share: parameters, rows of this party's items in cluster order, batches.
 struct Items {
     p: Params,
-    rows: Vec<Row>,
     part: Partition,
     batch_clusters: usize,
     next: usize,
@@ -469,9 +508,8 @@ impl Items {
         if !(1..=32).contains(&mask_bytes) {
             return Err(format!("masks are 1 to 32 bytes, got {mask_bytes}"));
         }
-        let rows = Hasher::new(p, seed).rows(digests);
-        let part = partition(&rows, p.clusters);
-        Ok(Items { p, rows, part, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
+        let part = partition(&Hasher::new(p, seed).rows(digests), p.clusters);
+        Ok(Items { p, part, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
     }
 
     fn batches(&self) -> usize {
@@ -501,20 +539,40 @@ impl Items {
         Ok(())
     }
 
-    /// Masks of batch b's items from the batch's VOLE rows (and S's table of its values).
-    fn masks(&self, b: usize, rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>, out: &mut [u8]) {
-        let w = self.p.width();
-        let first = self.clusters(b).start;
-        let range = self.items(b);
-        assert_eq!(out.len(), range.len() * self.mask_bytes);
-        for (k, out) in range.zip(out.chunks_exact_mut(self.mask_bytes)) {
-            let r = &self.rows[self.part.order[k] as usize];
-            let base = (r.cluster as usize - first) * w;
-            let mut acc = decode_rows(&self.p, &rows[base..base + w], r);
-            if let Some(t) = table {
-                apply_table(t, r.value, &mut acc);
+    /// Masks of batch b's items from the batch's VOLE rows (and S's table of its values),
+    /// cluster by cluster: the cluster's dense rows as byte tables, the sparse rows prefetched a
+    /// few items ahead (a cluster's rows are 2 MiB: beyond L2).
+    fn masks(&self, b: usize, rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>, dense: &mut DenseTable,
+             out: &mut [u8]) {
+        const AHEAD: usize = 8;
+        let (w, sparse, mb) = (self.p.width(), self.p.sparse, self.mask_bytes);
+        let clusters = self.clusters(b);
+        let first = self.part.starts[clusters.start];
+        assert_eq!(out.len(), (self.part.starts[clusters.end] - first) * mb);
+        for c in clusters.clone() {
+            let block = &rows[(c - clusters.start) * w..(c - clusters.start + 1) * w];
+            dense.fill(&block[sparse..]);
+            let at = &self.part.rows[self.part.starts[c]..self.part.starts[c + 1]];
+            for (k, r) in at.iter().enumerate() {
+                if let Some(ahead) = at.get(k + AHEAD) {
+                    for &d in &ahead.pos {
+                        prefetch(&block[d as usize]);
+                    }
+                }
+                let mut acc = [0u128; LANES];
+                for &d in &r.pos {
+                    let x = &block[d as usize];
+                    for l in 0..LANES {
+                        acc[l] ^= x[l];
+                    }
+                }
+                dense.add(r.dense, &mut acc);
+                if let Some(t) = table {
+                    apply_table(t, r.value, &mut acc);
+                }
+                let k = self.part.starts[c] + k - first;
+                mask(&acc, &self.tag, &mut out[k * mb..(k + 1) * mb]);
             }
-            mask(&acc, &self.tag, out);
         }
     }
 }
@@ -531,6 +589,28 @@ pub struct Receiver {
     items: Items,
     lanes: Vec<IknpReceiver>,
     scratch: Scratch,
+    buffers: Buffers,
+}
+
+/// Working memory of a batch, kept between batches (fresh pages cost page faults).
+struct Buffers {
+    rows: Vec<[u128; LANES]>,
+    lane: Vec<u8>,
+    dense: DenseTable,
+    values: Vec<u64>,
+    columns: Vec<u8>,
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Buffers { rows: Vec::new(), lane: Vec::new(), dense: DenseTable::new(), values: Vec::new(), columns: Vec::new() }
+    }
+
+    /// Rows and one lane's output for m positions (contents unspecified: every row is written).
+    fn ready(&mut self, m: usize) {
+        self.rows.resize(m, [0u128; LANES]);
+        self.lane.resize(m * BLOCK, 0);
+    }
 }
 
 impl Receiver {
@@ -555,7 +635,7 @@ impl Receiver {
             lanes.push(r);
             setup.extend_from_slice(&s);
         }
-        Ok((Receiver { items, lanes, scratch: Scratch::default() }, setup))
+        Ok((Receiver { items, lanes, scratch: Scratch::default(), buffers: Buffers::new() }, setup))
     }
 
     pub fn batches(&self) -> usize {
@@ -583,29 +663,29 @@ impl Receiver {
         let (p, m) = (self.items.p, self.items.positions(b));
         assert_eq!(u.len(), self.message_len(b));
         let clusters = self.items.clusters(b);
+        let bufs = &mut self.buffers;
+        bufs.ready(m);
         // 1. the OKVS of each cluster
-        let mut values = vec![0u64; m];
+        bufs.values.resize(m, 0);
+        let values = &mut bufs.values[..m];
         for (c, out) in clusters.clone().zip(values.chunks_exact_mut(p.width())) {
-            let at = &self.items.part.order[self.items.part.starts[c]..self.items.part.starts[c + 1]];
-            let rows: Vec<Row> = at.iter().map(|&i| self.items.rows[i as usize]).collect();
-            encode(&p, &rows, out, &mut self.scratch)?;
+            let rows = &self.items.part.rows[self.items.part.starts[c]..self.items.part.starts[c + 1]];
+            encode(&p, rows, out, &mut self.scratch)?;
         }
         // 2. choice columns: column g of lane l is bit 32 l + g of C(P_j) over the positions j
         let rounded = iknp::rounded(m);
         let col_len = rounded / 8;
-        let mut columns = vec![0u8; LANES * GROUPS * col_len];
+        bufs.columns.resize(LANES * GROUPS * col_len, 0);
+        let columns = &mut bufs.columns[..];
         let mut tile = vec![0u8; 2 * 128 * BLOCK];
         let mut out = vec![0u8; transpose::TILE];
         for t in 0..rounded / 128 {
             tile.fill(0);
-            for i in 0..128 {
-                let j = t * 128 + i;
-                if j < m {
-                    let c = code::encode(values[j]);
-                    tile[i * BLOCK..i * BLOCK + 8].copy_from_slice(&c[0].to_le_bytes());
-                    tile[i * BLOCK + 8..i * BLOCK + 16].copy_from_slice(&c[1].to_le_bytes());
-                    tile[(128 + i) * BLOCK..(128 + i) * BLOCK + 8].copy_from_slice(&c[2].to_le_bytes());
-                }
+            for i in 0..128.min(m.saturating_sub(t * 128)) {
+                let c = code::encode(values[t * 128 + i]);
+                tile[i * BLOCK..i * BLOCK + 8].copy_from_slice(&c[0].to_le_bytes());
+                tile[i * BLOCK + 8..i * BLOCK + 16].copy_from_slice(&c[1].to_le_bytes());
+                tile[(128 + i) * BLOCK..(128 + i) * BLOCK + 8].copy_from_slice(&c[2].to_le_bytes());
             }
             for half in 0..2 {
                 transpose::tile(&tile[half * 128 * BLOCK..], BLOCK, &mut out);
@@ -616,18 +696,15 @@ impl Receiver {
                 }
             }
         }
-        drop(values);
         // 3. extend every lane; its rows into the interleaved table
-        let mut rows = vec![[0u128; LANES]; m];
-        let mut t = vec![0u8; m * BLOCK];
         let lane_len = iknp::message_len(m, K);
         for (l, lane) in self.lanes.iter_mut().enumerate() {
             lane.extend_groups(&columns[l * GROUPS * col_len..(l + 1) * GROUPS * col_len], m,
-                               &mut u[l * lane_len..(l + 1) * lane_len], &mut t)?;
-            scatter(l, &t, &mut rows);
+                               &mut u[l * lane_len..(l + 1) * lane_len], &mut bufs.lane[..m * BLOCK])?;
+            scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
         // 4. masks of R's items
-        self.items.masks(b, &rows, None, masks);
+        self.items.masks(b, &bufs.rows[..m], None, &mut bufs.dense, masks);
         Ok(())
     }
 }
@@ -637,6 +714,7 @@ pub struct Sender {
     items: Items,
     lanes: Vec<IknpSender>,
     table: Vec<[u128; LANES]>,
+    buffers: Buffers,
 }
 
 impl Sender {
@@ -658,7 +736,7 @@ impl Sender {
                                         &setup[l * setup_len..(l + 1) * setup_len])?);
             delta[l] = u128::from_le_bytes(d.try_into().unwrap());
         }
-        Ok(Sender { items, lanes, table: delta_table(&delta) })
+        Ok(Sender { items, lanes, table: delta_table(&delta), buffers: Buffers::new() })
     }
 
     pub fn batches(&self) -> usize {
@@ -685,13 +763,13 @@ impl Sender {
         self.items.step(b)?;
         let m = self.items.positions(b);
         let lane_len = iknp::message_len(m, K);
-        let mut rows = vec![[0u128; LANES]; m];
-        let mut q = vec![0u8; m * BLOCK];
+        let bufs = &mut self.buffers;
+        bufs.ready(m);
         for (l, lane) in self.lanes.iter_mut().enumerate() {
-            lane.extend(&u[l * lane_len..(l + 1) * lane_len], m, &mut q)?;
-            scatter(l, &q, &mut rows);
+            lane.extend(&u[l * lane_len..(l + 1) * lane_len], m, &mut bufs.lane[..m * BLOCK])?;
+            scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
-        self.items.masks(b, &rows, Some(&self.table), masks);
+        self.items.masks(b, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks);
         Ok(())
     }
 }

@@ -196,9 +196,7 @@ fn okvs_encode<'py>(py: Python<'py>, params: (usize, usize, usize, usize), seed:
         let mut out = vec![0u64; p.size()];
         let mut scratch = okvs::Scratch::default();
         for (c, o) in out.chunks_exact_mut(p.width()).enumerate() {
-            let mine: Vec<okvs::Row> =
-                part.order[part.starts[c]..part.starts[c + 1]].iter().map(|&i| rows[i as usize]).collect();
-            okvs::encode(&p, &mine, o, &mut scratch)?;
+            okvs::encode(&p, &part.rows[part.starts[c]..part.starts[c + 1]], o, &mut scratch)?;
         }
         Ok(out)
     }).map_err(value_error)?;
