@@ -34,7 +34,10 @@ def test_lr_demo_quick_run(tmp_path):
     shared = len(dataset()["shared"])
     assert summary["rows_aligned"] == shared
     if psi_available():  # partly different patients, lined up by PSI (skipped without the extension)
+        from shaper.protocols.psi import resolve
+
         assert shared < min(summary["rows_held"].values())
+        assert summary["psi_protocol"] == resolve("auto")  # align's default: okvs where the extension has it
     assert report.read_text().count("<polyline") == 2
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
     assert kinds.count("epoch") == 10 and kinds[-1] == "done"
@@ -124,13 +127,15 @@ NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is 
 
 
 @NEEDS_NATIVE
-@pytest.mark.parametrize("protocol", ["ecdh", "fnp"])
+@pytest.mark.parametrize("protocol", ["auto", "okvs", "ecdh", "fnp"])
 def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
-    """Two files whose ids overlap by 80 %, each in its own order: --align ecdh (or fnp) trains the
-    model that training on the intersection aligned beforehand (sorted by id) trains, within the
-    fixed-point rounding of its masks (fresh from the CSPRNG each run: --seed fixes the batch
-    order only)."""
+    """Two files whose ids overlap by 80 %, each in its own order: --align auto (the OT-based okvs,
+    named in the output), okvs, ecdh or fnp trains the model that training on the intersection
+    aligned beforehand (sorted by id) trains, within the fixed-point rounding of its masks (fresh
+    from the CSPRNG each run: --seed fixes the batch order only)."""
     import random
+
+    from shaper.protocols.psi import resolve
 
     rng = random.Random(5)
     shared = rng.sample(range(569), 200)
@@ -142,8 +147,9 @@ def test_lr_train_aligns_partly_different_customers_by_psi(tmp_path, protocol):
     seed = ["--seed", "ab" * 32]
     results = _two_hosts(tmp_path, "--align", protocol, *seed, rows=(host, guest))
     assert all(code == 0 for code, _, _ in results), results
+    ran = resolve(protocol)  # auto: okvs where the extension has it
     for _, out, _ in results:
-        assert f"training rows aligned by PSI ({protocol}): 200 of 250 ids are shared" in out
+        assert f"training rows aligned by PSI ({ran}): 200 of 250 ids are shared" in out
     aligned = [np.load(tmp_path / name) for name in ("bank.npz", "shop.npz")]
     inter = sorted(shared, key=lambda i: f"c{i}")
     (tmp_path / "pre").mkdir()

@@ -7,7 +7,15 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from .common import EXPECTED_ERRORS, abort_job, command, deprecated_alias, key_bits_option, out_option, party_options
+from .common import (
+    EXPECTED_ERRORS,
+    abort_job,
+    command,
+    deprecated_alias,
+    key_bits_option,
+    out_option,
+    party_options,
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -20,12 +28,15 @@ def add_parser(subparsers: Any) -> None:
     deprecated_alias(p, "--input", "--data")
     p.add_argument("--id-column", action="append", required=True, metavar="NAME",
                    help="column holding the ids; repeat for a key of several columns")
-    p.add_argument("--protocol", choices=["ecdh", "fnp"], default="ecdh",
-                   help="ECDH on Ristretto255, or Freedman-Nissim-Pinkas with Paillier or OU (result to one party: --to)")
+    p.add_argument("--protocol", choices=["auto", "okvs", "ecdh", "fnp"], default="auto",
+                   help="auto picks the OT-based okvs where it applies, else ECDH on Ristretto255 "
+                        "(--cardinality-only, --checkpoint-dir) or Freedman-Nissim-Pinkas with Paillier or OU "
+                        "(--payload-bytes); or name one (docs/psi.md)")
     key_bits_option(p, "key size of the FNP client")
     p.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="FNP's homomorphic scheme")
     out_option(p, "where to write the aligned rows (.csv or .parquet)", metavar="FILE", old="--output")
-    p.add_argument("--cardinality-only", action="store_true", help="learn only the intersection's size")
+    p.add_argument("--cardinality-only", action="store_true",
+                   help="learn only the intersection's size (ecdh or fnp; auto runs ecdh)")
     p.add_argument("--to", default="both", metavar="NAME", help="'both', or the one party that learns the result")
     p.add_argument("--strip", action="store_true", help="ignore white space around ids")
     p.add_argument("--casefold", action="store_true", help="ignore letter case in ids")
@@ -37,7 +48,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--payload-column", metavar="NAME",
                    help="with --payload-bytes: at the server, the column whose text is sent; at the client, the "
                         "name of the column the received text is written to")
-    p.add_argument("--checkpoint-dir", metavar="DIR", help="keep the run's state here, chunk by chunk")
+    p.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="keep the run's state here, chunk by chunk (ecdh or fnp; auto runs ecdh)")
     p.add_argument("--resume", action="store_true", help="continue a killed run from --checkpoint-dir")
 
 

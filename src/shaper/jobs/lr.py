@@ -8,7 +8,8 @@ scikit-learn's breast-cancer data is split by columns: the *host* holds 15 featu
 the other 15 and the diagnosis labels. Like two real organisations, they do not hold the same
 customers: each has about 90 % of the training patients, in its own order. Two local processes
 connect over loopback TLS (mutual certificates made for the run), first find the patients they
-share by private set intersection (ECDH, :func:`shaper.ml.alignment.align`) and line up those rows, then
+share by private set intersection (:func:`shaper.ml.alignment.align` with its default protocol, the
+OT-based okvs; ECDH where the native core lacks it) and line up those rows, then
 train on them with the encrypted-weight protocol (Paillier, packed H2S with exact truncation). The guest shows progress; at the end the demo compares AUC and
 accuracy with scikit-learn's plaintext LogisticRegression on the same split, splits the time into
 computation and communication, counts bytes and cryptographic operations, and writes an HTML
@@ -65,10 +66,23 @@ def dataset(seed: int = 0) -> dict[str, Any]:
 
 
 def psi_available() -> bool:
-    """ECDH PSI's curve arithmetic is here (the native extension is built)."""
-    from ..kernels import ecc
+    """PSI's native kernels are here (the extension is built): OT-based okvs's, or ECDH's curve
+    arithmetic."""
+    from ..kernels import ecc, okvs
 
-    return ecc.available()
+    return okvs.available() or ecc.available()
+
+
+#: how the demo names the protocol that lined up the patients
+PSI_NAMES = {"okvs": "OT-based: OKVS over SoftSpoken VOLE", "ecdh": "ECDH, Ristretto255"}
+
+
+def psi_protocol() -> str | None:
+    """The protocol the demo's alignment runs (``align``'s default, "auto"), or None without the
+    native extension (the demo then skips PSI)."""
+    from ..protocols.psi import resolve
+
+    return resolve("auto") if psi_available() else None
 
 
 def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
@@ -95,7 +109,7 @@ def _party(session: Any, data: dict, params: dict, events: str | None) -> dict:
         proba = model.predict_proba(session, X_te)
     return {"party": session.name, "history": model.history_, "stats": model.stats_, "proba": proba,
             "coef": model.coef_, "traffic": session.stats.as_dict(), "learning_rate": model.learning_rate_,
-            "held": len(mine), "aligned": table.rows, "psi_seconds": psi_seconds}
+            "held": len(mine), "aligned": table.rows, "psi_seconds": psi_seconds, "psi_protocol": psi_protocol()}
 
 
 def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float | str = "auto", key_bits: int = 2048,
@@ -128,9 +142,11 @@ def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float | str = 
     started = time.perf_counter()
     host, guest = launch(["host", "guest"], _party, data, params, events_path)
     seconds = time.perf_counter() - started
-    if psi_available():
-        console.print(f"private set intersection (ECDH, Ristretto255): host {host['held']} patients, guest "
-                      f"{guest['held']}, {guest['aligned']} in common, lined up in {guest['psi_seconds']:.2f} s; "
+    protocol = guest["psi_protocol"]
+    if protocol is not None:
+        console.print(f"private set intersection ({PSI_NAMES.get(protocol, protocol)}): host {host['held']} "
+                      f"patients, guest {guest['held']}, {guest['aligned']} in common, lined up in "
+                      f"{guest['psi_seconds']:.2f} s; "
                       "neither learned the other's other patients")
     else:
         console.print("[yellow]the native extension is not built: PSI skipped, both parties start from the "
@@ -170,7 +186,7 @@ def run(*, epochs: int = 10, batch_size: int = 64, learning_rate: float | str = 
                                          "guest": guest["stats"]["communication_seconds"]},
                "params": params, "learning_rate": guest["learning_rate"], "history": guest["history"],
                "rows_held": {"host": host["held"], "guest": guest["held"]}, "rows_aligned": guest["aligned"],
-               "psi_seconds": round(guest["psi_seconds"], 3)}
+               "psi_seconds": round(guest["psi_seconds"], 3), "psi_protocol": protocol}
     if report_path:
         path = html_report(report_path, title="shaper demo: vertical logistic regression", history=guest["history"],
                            summary=summary, reference={"scikit-learn (plaintext)": sk_auc}, table=rows,
@@ -248,6 +264,9 @@ def train_party(opts: argparse.Namespace, inputs: TrainInputs) -> int:
     from ..ml.alignment import align
     from ..ml.data import check_aligned
     from ..net import Session
+    from ..protocols.psi import resolve
+
+    protocol = resolve(opts.align) if opts.align else None  # what --align auto runs, to name it
 
     table, validation = inputs.table, inputs.validation
     with Session.from_config(opts.parties, me=opts.me, key=opts.key) as session:
@@ -257,7 +276,7 @@ def train_party(opts: argparse.Namespace, inputs: TrainInputs) -> int:
                 if t is None:
                     continue
                 rows = align(session, t, protocol=opts.align)
-                print(f"{opts.me} ({opts.role}): {name} rows aligned by PSI ({opts.align}): {rows.rows:,} of "
+                print(f"{opts.me} ({opts.role}): {name} rows aligned by PSI ({protocol}): {rows.rows:,} of "
                       f"{t.rows:,} ids are shared with the peer", flush=True)
                 if rows.rows == 0:
                     raise ConfigError(f"the parties share no {name} ids: nothing to train on")

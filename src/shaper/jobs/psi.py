@@ -6,11 +6,16 @@ this party's rows whose ids the peer also has, all columns, sorted by (normalise
 of one party's output is the same customer as row i of the other's. With
 ``--cardinality-only`` no rows are written: both parties learn only how many ids they share.
 
+``--protocol auto`` (the default) runs the protocol :func:`shaper.protocols.psi.resolve` picks
+for the options: OT-based ``okvs`` where it applies, ECDH for ``--cardinality-only`` or
+``--checkpoint-dir``, FNP for labelled PSI (``--payload-bytes``); :func:`prepare` refuses a
+protocol named explicitly that cannot do what the options ask, before anything connects.
+
 The job shows where it stands on stderr (:class:`PsiProgress`): a line per stage (reading the
-file, connecting, the intersection, writing) and the protocol's counts (ids blinded, bins
-encrypted or evaluated, results decrypted), as a bar on a terminal and as lines in a log. The
-protocol itself is :func:`shaper.protocols.psi.intersect`; what each party learns is in
-``docs/psi.md``.
+file, connecting, the intersection, writing) and the protocol's counts (OKVS batches, ids
+blinded, bins encrypted or evaluated, results decrypted), as a bar on a terminal and as lines in
+a log; the summary line names the protocol that ran. The protocol itself is
+:func:`shaper.protocols.psi.intersect`; what each party learns is in ``docs/psi.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..net.phases import Phases
+from ..protocols.psi import resolve
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class PsiOptions:
     ``payload_column`` means the column sent (server) or written (client)."""
 
     id_columns: tuple[str, ...]
-    protocol: str = "ecdh"
+    protocol: str = "auto"
     key_bits: int = 2048
     scheme: str = "paillier"
     cardinality_only: bool = False
@@ -48,6 +54,13 @@ class PsiOptions:
     checkpoint_dir: str | None = None
     resume: bool = False
 
+    def resolved(self) -> str:
+        """The protocol that runs: ``protocol``, or for "auto" the one
+        :func:`~shaper.protocols.psi.resolve` picks for these options (FNP for labelled PSI, ECDH
+        for the size only or a checkpoint, else OT-based okvs where the native core is built)."""
+        return resolve(self.protocol, cardinality_only=self.cardinality_only, labelled=self.payload_bytes != 0,
+                       checkpoint=self.checkpoint_dir is not None)
+
 
 def prepare(me: str, input: str | Path, out: str | None, options: PsiOptions,
             progress: "PsiProgress | None" = None) -> "RowFile":
@@ -57,8 +70,20 @@ def prepare(me: str, input: str | Path, out: str | None, options: PsiOptions,
         raise ConfigError("--resume needs --checkpoint-dir")
     if options.cardinality_only and out:
         raise ConfigError("--cardinality-only reveals no rows: drop --out")
+    protocol = options.resolved()
+    if protocol == "okvs":  # named explicitly: auto never picks okvs for what it cannot do
+        if options.payload_bytes:
+            raise ConfigError("--protocol okvs sends no payloads: labelled PSI (--payload-bytes) needs --protocol "
+                              "fnp (or auto, which picks it)")
+        if options.cardinality_only:
+            raise ConfigError("--protocol okvs cannot tell only the intersection's size (its learner sees which of "
+                              "its rows matched): use --protocol ecdh (or auto, which picks it) with "
+                              "--cardinality-only")
+        if options.checkpoint_dir:
+            raise ConfigError("--protocol okvs keeps no checkpoint (a killed run is redone): drop --checkpoint-dir, "
+                              "or use --protocol ecdh (or auto, which picks it) to resume long runs")
     if options.payload_bytes < 0 or options.payload_bytes and (
-            options.protocol != "fnp" or options.to == "both" or not options.payload_column
+            protocol != "fnp" or options.to == "both" or not options.payload_column
             or options.cardinality_only):
         raise ConfigError("labelled PSI needs --protocol fnp, --to <the client>, --payload-column and a positive "
                           "--payload-bytes, and returns rows (no --cardinality-only)")
@@ -98,14 +123,15 @@ def run(parties: str, me: str, table: "RowFile", out: str | None, options: PsiOp
         labelled["payload_bytes"] = options.payload_bytes
         if options.to != me:  # the server sends the column's text
             labelled["payloads"] = [v.encode("utf-8") for v in table.texts([options.payload_column])]
+    protocol = options.resolved()
     if progress is not None:
-        progress.describe("intersect", f"private set intersection of {len(table):,} ids ({options.protocol})")
+        progress.describe("intersect", f"private set intersection of {len(table):,} ids ({protocol})")
     phases = Phases(progress=progress)
     with phases.phase("connect"):
         session = Session.from_config(parties, me=me, key=key)
     with session:
         with phases.phase("intersect", items=len(table)):
-            result = psi.intersect(session, table.ids(list(options.id_columns)), protocol=options.protocol,
+            result = psi.intersect(session, table.ids(list(options.id_columns)), protocol=protocol,
                                    to=options.to, **labelled, cardinality_only=options.cardinality_only,
                                    strip=options.strip, casefold=options.casefold, duplicates=options.duplicates,
                                    columns=len(options.id_columns), order="id", key_bits=options.key_bits,
@@ -114,8 +140,9 @@ def run(parties: str, me: str, table: "RowFile", out: str | None, options: PsiOp
         stats = result.stats
         print(f"{me}: {len(table):,} ids here, {result.peer_size:,} at the peer; "
               + (f"{result.size:,} in common" if result.size is not None else "the result goes to the peer")
-              + f" ({stats['seconds']:.1f} s, {stats['bytes_sent'] / 1e6:.1f} MB sent, "
-                f"{stats['bytes_received'] / 1e6:.1f} MB received)", flush=True)
+              + f" ({stats.get('protocol', protocol)}, {stats['seconds']:.1f} s, "
+                f"{stats['bytes_sent'] / 1e6:.1f} MB sent, {stats['bytes_received'] / 1e6:.1f} MB received)",
+              flush=True)
         if result.indices is not None and out:
             with phases.phase("write", items=len(result.indices)):
                 if "payloads" in result.stats:
@@ -276,13 +303,14 @@ class _Cells:
 #: what a line or a bar calls each step
 PHASES = {"read": "reading the rows", "connect": "connecting to the peer", "intersect": "private set intersection",
           "write": "writing the aligned rows"}
-STAGES = {"blind": "blinding the peer's ids", "encrypt": "encrypting polynomials",
+STAGES = {"okvs": "OKVS batches", "blind": "blinding the peer's ids", "encrypt": "encrypting polynomials",
           "evaluate": "evaluating polynomials", "decrypt": "decrypting results"}
 
 
 class PsiProgress:
     """Where a PSI job stands, on ``stream`` (stderr): a line as each step starts and ends (reading,
-    connecting, the intersection, writing) and, for each protocol stage, its counts: a bar per
+    connecting, the intersection, writing) and, for each protocol stage (:data:`STAGES`: okvs's
+    batches of clusters, ECDH's blinding, FNP's polynomials and results), its counts: a bar per
     stage on a terminal (``live``, by default when ``stream`` is one), else a line when a stage
     starts, at most every ``every`` seconds while it runs, and when it completes. Use it as the
     ``progress`` callback of :func:`prepare`, :func:`run` and

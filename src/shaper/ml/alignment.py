@@ -5,11 +5,14 @@ holds, sorted by id, so row i at one party is the same customer as row i at the 
     table = align(session, table)                          # a shaper.ml.data.Table (its ids)
     rows = align(session, ids)                             # a sequence of ids: the row positions
 
-The ids go through private set intersection (:func:`shaper.protocols.psi.intersect`, ECDH on
-Ristretto255 by default, ``protocol="fnp"`` for Freedman–Nissim–Pinkas) with output to both
-parties in id order: both know the shared ids, so that order reveals nothing more, and a rerun
-gives the same rows. What each party learns is PSI's (semi-honest; ``docs/psi.md``): its rows of
-the intersection and the peer's set size, nothing about the other ids.
+The ids go through private set intersection (:func:`shaper.protocols.psi.intersect`) with output
+to both parties in id order: both know the shared ids, so that order reveals nothing more, and a
+rerun gives the same rows. ``protocol="auto"`` (the default) runs the OT-based ``"okvs"`` (an
+RR22-style OKVS over SoftSpoken's subspace VOLE, in the native core), or ECDH on Ristretto255
+where the native core lacks it; ``"okvs"``, ``"ecdh"`` or ``"fnp"`` (Freedman–Nissim–Pinkas,
+far slower) name one. What each party learns is PSI's (semi-honest, whichever protocol runs;
+``docs/psi.md``): its rows of the intersection and the peer's set size, nothing about the other
+ids.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ __all__ = ["align"]
 
 
 def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None, *, peer: Any = None,
-          protocol: str = "ecdh", strip: bool = False, casefold: bool = False, duplicates: str = "error",
+          protocol: str = "auto", strip: bool = False, casefold: bool = False, duplicates: str = "error",
           progress: Callable[[dict], None] | None = None) -> Any:
     """This party's rows of ``data`` whose ids the peer also holds, sorted by id (an order both
     share).
@@ -35,7 +38,9 @@ def align(session: Any, data: Any, id_columns: Sequence[str] | str | None = None
     ``data``: a pandas DataFrame or a dict of equal-length columns (``id_columns`` names the key
     columns), a :class:`~shaper.ml.data.Table` (its ids), or a sequence of ids (then the result
     is the row positions). Both parties call it together with the same options; ``peer`` names
-    the other party when the session has more than two."""
+    the other party when the session has more than two. ``protocol``: "auto" (OT-based okvs where
+    the native core has it, else ECDH; :func:`shaper.protocols.psi.resolve`), "okvs", "ecdh" or
+    "fnp"."""
     options = {"peer": peer, "protocol": protocol, "strip": strip, "casefold": casefold, "duplicates": duplicates,
                "progress": progress, "order": "id"}
     if isinstance(data, Table):
