@@ -774,6 +774,63 @@ impl Sender {
     }
 }
 
+/// The masks `own` and `peer` share (`width` bytes each, distinct within each side but for
+/// negligible chance: a repeated mask matches at most once): (positions in `own`, positions in
+/// `peer`), ordered by the mask's bytes. Both sides sorted by mask (the masks being uniform,
+/// by a counting sort on the top 10 bits, then within buckets), then merged.
+pub fn match_masks(own: &[u8], peer: &[u8], width: usize) -> (Vec<u32>, Vec<u32>) {
+    assert!((1..=16).contains(&width) && own.len().is_multiple_of(width) && peer.len().is_multiple_of(width));
+    // masks are uniform: a counting sort on the top bits leaves buckets that sort in cache
+    let keyed = |masks: &[u8]| -> Vec<(u128, u32)> {
+        const TOP: u32 = 10; // 1024 write streams: few enough for the caches
+        let key = |m: &[u8]| {
+            let mut k = [0u8; 16];
+            k[..width].copy_from_slice(m);
+            u128::from_be_bytes(k)
+        };
+        let mut starts = vec![0usize; (1 << TOP) + 1];
+        for m in masks.chunks_exact(width) {
+            starts[(key(m) >> (128 - TOP)) as usize + 1] += 1;
+        }
+        for b in 0..1 << TOP {
+            starts[b + 1] += starts[b];
+        }
+        let mut next = starts.clone();
+        let mut v = vec![(0u128, 0u32); masks.len() / width];
+        for (i, m) in masks.chunks_exact(width).enumerate() {
+            let k = key(m);
+            let at = &mut next[(k >> (128 - TOP)) as usize];
+            v[*at] = (k, i as u32);
+            *at += 1;
+        }
+        for b in 0..1 << TOP {
+            v[starts[b]..starts[b + 1]].sort_unstable();
+        }
+        v
+    };
+    let (a, b) = (keyed(own), keyed(peer));
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                mine.push(a[i].1);
+                theirs.push(b[j].1);
+                let k = a[i].0;
+                while i < a.len() && a[i].0 == k {
+                    i += 1;
+                }
+                while j < b.len() && b[j].0 == k {
+                    j += 1;
+                }
+            }
+        }
+    }
+    (mine, theirs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -906,5 +963,15 @@ mod tests {
             sm.chunks_exact(10).map(|c| c.try_into().unwrap()).collect();
         let found: Vec<usize> = (0..n).filter(|&i| theirs.contains(&by_item[i])).collect();
         assert_eq!(found, (500..1500).collect::<Vec<_>>());
+        // the matcher finds the same pairs, ordered by mask
+        let (mine, at) = match_masks(&rm, &sm, 10);
+        let mut got: Vec<usize> = mine.iter().map(|&k| r.order()[k as usize] as usize).collect();
+        let keys: Vec<&[u8]> = mine.iter().map(|&k| &rm[k as usize * 10..k as usize * 10 + 10]).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        for (&k, &j) in mine.iter().zip(&at) {
+            assert_eq!(&rm[k as usize * 10..k as usize * 10 + 10], &sm[j as usize * 10..j as usize * 10 + 10]);
+        }
+        got.sort_unstable();
+        assert_eq!(got, found);
     }
 }

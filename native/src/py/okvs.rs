@@ -212,7 +212,24 @@ fn okvs_code<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>) -> PyResul
     Ok(PyArray1::from_vec(py, out).reshape([v.len(), 3])?)
 }
 
+/// The masks two (n, w) uint8 arrays share (w ≤ 16): (positions in ``own``, positions in
+/// ``peer``), int64, ordered by the mask's bytes; a mask repeated at the peer matches once.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, peer: PyReadonlyArray2<'_, u8>)
+                   -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    let width = own.shape()[1];
+    if !(1..=16).contains(&width) || peer.shape()[1] != width {
+        return Err(PyValueError::new_err(format!("masks must be (n, w) arrays with one w ≤ 16, got {:?} and {:?}",
+                                                 own.shape(), peer.shape())));
+    }
+    let (a, b) = (contiguous(&own, "own")?, contiguous(&peer, "peer")?);
+    let (mine, theirs) = py.detach(|| okvs::match_masks(a, b, width));
+    Ok((PyArray1::from_iter(py, mine.iter().map(|&i| i as i64)), PyArray1::from_iter(py, theirs.iter().map(|&i| i as i64))))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(okvs_match, m)?)?;
     m.add_class::<OkvsReceiver>()?;
     m.add_class::<OkvsSender>()?;
     m.add_function(wrap_pyfunction!(okvs_rows, m)?)?;

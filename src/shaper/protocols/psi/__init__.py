@@ -81,9 +81,11 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     peer = _peer(session, peer)
     norm = Normalise(strip=strip, casefold=casefold)
     packed = PackedItems.encode(ids, norm, columns=columns)
-    keep = unique_rows(packed, duplicates, label=lambda i: _plain(ids[i]))
+    digests = packed.digests(okvs.DIGEST_PREFIX, 16) if protocol == "okvs" else None  # hashed once, used twice
+    keep = unique_rows(packed, duplicates, label=lambda i: _plain(ids[i]), digests=digests)
     if keep is not None:
         packed = packed.take(keep)
+        digests = None if digests is None else digests[keep]
     settings = f"{norm.describe()}, columns={columns}"
     if protocol == "okvs":
         if payload_bytes or payloads is not None:
@@ -94,7 +96,7 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         if checkpoint_dir is not None:
             raise ConfigError("protocol 'okvs' keeps no checkpoint (2^24 ids take under a minute; a killed run is "
                               "redone): drop checkpoint_dir, or use protocol='ecdh' to resume long runs")
-        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings)
+        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings, digests=digests)
     elif protocol == "ecdh":
         if payload_bytes or payloads is not None:
             raise ConfigError("payloads (labelled PSI) need protocol='fnp'")

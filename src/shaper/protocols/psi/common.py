@@ -33,7 +33,7 @@ def check_hello(mine: dict, theirs: Any) -> None:
     for name in ("to", "cardinality_only", "chunk", "settings"):
         if theirs.get(name) != mine[name]:
             raise ConfigError(f"the parties disagree on {name}: this party {mine[name]!r}, the peer {theirs.get(name)!r}")
-    if not isinstance(theirs.get("n"), int) or theirs["n"] < 0:
+    if not isinstance(theirs.get("n"), int) or isinstance(theirs["n"], bool) or theirs["n"] < 0:
         raise FrameError(f"the peer announced an invalid set size {theirs.get('n')!r}")
 
 
@@ -50,8 +50,11 @@ def recv_rows(session: Any, other: int, order: np.ndarray, limit: int) -> np.nda
     """This party's rows of the intersection: the peer sends the matches' positions in the
     shuffled ``order`` this party sent its items in ("psi-rows"), in the common order."""
     at = session.recv_array(other, "psi-rows", dtype=np.int64)
-    if at.ndim != 1 or len(at) > limit or (len(at) and (at.min() < 0 or at.max() >= len(order))) \
-            or len(np.unique(at)) != len(at):
+    if at.ndim != 1 or len(at) > limit or (len(at) and (at.min() < 0 or at.max() >= len(order))):
+        raise FrameError("the peer's intersection rows are out of range or repeated")
+    seen = np.zeros(len(order), dtype=bool)
+    seen[at] = True
+    if int(np.count_nonzero(seen)) != len(at):
         raise FrameError("the peer's intersection rows are out of range or repeated")
     return order[at].astype(np.int64)
 

@@ -197,13 +197,19 @@ class PackedItems:
         return pc.sort_indices(array).to_numpy()
 
 
-def unique_rows(items: PackedItems, duplicates: str, label: Callable[[int], Any] | None = None) -> np.ndarray | None:
+def unique_rows(items: PackedItems, duplicates: str, label: Callable[[int], Any] | None = None,
+                digests: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the items PSI uses: None when all are distinct. ``duplicates="error"`` refuses
     a repeated id, naming it; ``"first"`` keeps the first row of each id. Vectorised: ids are
-    sorted by an 8-byte digest and only rows with an equal digest are compared byte by byte."""
+    sorted by an 8-byte digest and only rows with an equal digest are compared byte by byte.
+    ``digests``: the items' digests (n, ≥ 8) when the caller has them already (their first 8
+    bytes serve), else computed here."""
     if duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates must be 'error' or 'first', got {duplicates!r}")
-    words = items.digests(b"shaper/psi/duplicates\0", 8).view("<u8")[:, 0] if len(items) else np.zeros(0, np.uint64)
+    if digests is not None:
+        words = np.ascontiguousarray(digests[:, :8]).view("<u8")[:, 0]
+    else:
+        words = items.digests(b"shaper/psi/duplicates\0", 8).view("<u8")[:, 0] if len(items) else np.zeros(0, np.uint64)
     order = np.argsort(words, kind="stable")  # rows with equal digests stay in row order
     ranked = words[order]
     tied = np.nonzero(ranked[1:] == ranked[:-1])[0]
