@@ -774,61 +774,72 @@ impl Sender {
     }
 }
 
-/// The masks `own` and `peer` share (`width` bytes each, distinct within each side but for
-/// negligible chance: a repeated mask matches at most once): (positions in `own`, positions in
-/// `peer`), ordered by the mask's bytes. Both sides sorted by mask (the masks being uniform,
-/// by a counting sort on the top 10 bits, then within buckets), then merged.
-pub fn match_masks(own: &[u8], peer: &[u8], width: usize) -> (Vec<u32>, Vec<u32>) {
+/// A mask as a big-endian integer, zero-padded (`width` ≤ 16): integer order is byte order.
+#[inline]
+fn mask_key(m: &[u8]) -> u128 {
+    let mut k = [0u8; 16];
+    k[..m.len()].copy_from_slice(m);
+    u128::from_be_bytes(k)
+}
+
+/// The permutation that sorts masks (`width` bytes each) by their bytes: order[k] is the mask at
+/// sorted place k (ties in any order). Masks are uniform, so a counting sort on the top 10 bits
+/// (1024 write streams: few enough for the caches) leaves buckets that sort in cache.
+pub fn sort_masks(masks: &[u8], width: usize) -> Vec<u32> {
+    assert!((1..=16).contains(&width) && masks.len().is_multiple_of(width));
+    const TOP: u32 = 10;
+    let mut starts = vec![0usize; (1 << TOP) + 1];
+    for m in masks.chunks_exact(width) {
+        starts[(mask_key(m) >> (128 - TOP)) as usize + 1] += 1;
+    }
+    for b in 0..1 << TOP {
+        starts[b + 1] += starts[b];
+    }
+    let mut next = starts.clone();
+    let mut v = vec![(0u128, 0u32); masks.len() / width];
+    for (i, m) in masks.chunks_exact(width).enumerate() {
+        let k = mask_key(m);
+        let at = &mut next[(k >> (128 - TOP)) as usize];
+        v[*at] = (k, i as u32);
+        *at += 1;
+    }
+    for b in 0..1 << TOP {
+        v[starts[b]..starts[b + 1]].sort_unstable();
+    }
+    v.iter().map(|e| e.1).collect()
+}
+
+/// The masks `own` (in the order `own_order`, which sorts them) and `peer` (sorted, as the peer
+/// sends them) share: (positions in `own`, positions in `peer`), ordered by the mask's bytes;
+/// a mask repeated on either side matches once. An error when `peer` is not sorted.
+pub fn match_sorted(own: &[u8], own_order: &[u32], peer: &[u8], width: usize) -> Result<(Vec<u32>, Vec<u32>), String> {
     assert!((1..=16).contains(&width) && own.len().is_multiple_of(width) && peer.len().is_multiple_of(width));
-    // masks are uniform: a counting sort on the top bits leaves buckets that sort in cache
-    let keyed = |masks: &[u8]| -> Vec<(u128, u32)> {
-        const TOP: u32 = 10; // 1024 write streams: few enough for the caches
-        let key = |m: &[u8]| {
-            let mut k = [0u8; 16];
-            k[..width].copy_from_slice(m);
-            u128::from_be_bytes(k)
-        };
-        let mut starts = vec![0usize; (1 << TOP) + 1];
-        for m in masks.chunks_exact(width) {
-            starts[(key(m) >> (128 - TOP)) as usize + 1] += 1;
-        }
-        for b in 0..1 << TOP {
-            starts[b + 1] += starts[b];
-        }
-        let mut next = starts.clone();
-        let mut v = vec![(0u128, 0u32); masks.len() / width];
-        for (i, m) in masks.chunks_exact(width).enumerate() {
-            let k = key(m);
-            let at = &mut next[(k >> (128 - TOP)) as usize];
-            v[*at] = (k, i as u32);
-            *at += 1;
-        }
-        for b in 0..1 << TOP {
-            v[starts[b]..starts[b + 1]].sort_unstable();
-        }
-        v
-    };
-    let (a, b) = (keyed(own), keyed(peer));
-    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    assert_eq!(own_order.len(), own.len() / width);
+    let theirs: Vec<u128> = peer.chunks_exact(width).map(mask_key).collect();
+    if theirs.windows(2).any(|w| w[0] > w[1]) {
+        return Err("the peer's masks are not in ascending order".into());
+    }
+    let key = |k: usize| mask_key(&own[own_order[k] as usize * width..(own_order[k] as usize + 1) * width]);
+    let (mut mine, mut at) = (Vec::new(), Vec::new());
     let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].0.cmp(&b[j].0) {
+    let mut last: Option<u128> = None;
+    while i < own_order.len() && j < theirs.len() {
+        let a = key(i);
+        match a.cmp(&theirs[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                mine.push(a[i].1);
-                theirs.push(b[j].1);
-                let k = a[i].0;
-                while i < a.len() && a[i].0 == k {
-                    i += 1;
+                if last != Some(a) {
+                    mine.push(own_order[i]);
+                    at.push(j as u32);
+                    last = Some(a);
                 }
-                while j < b.len() && b[j].0 == k {
-                    j += 1;
-                }
+                i += 1;
+                j += 1;
             }
         }
     }
-    (mine, theirs)
+    Ok((mine, at))
 }
 
 #[cfg(test)]
@@ -964,7 +975,11 @@ mod tests {
         let found: Vec<usize> = (0..n).filter(|&i| theirs.contains(&by_item[i])).collect();
         assert_eq!(found, (500..1500).collect::<Vec<_>>());
         // the matcher finds the same pairs, ordered by mask
-        let (mine, at) = match_masks(&rm, &sm, 10);
+        let sorted: Vec<u8> = sort_masks(&sm, 10).iter().flat_map(|&j| sm[j as usize * 10..j as usize * 10 + 10].to_vec())
+            .collect();
+        assert!(match_sorted(&rm, &sort_masks(&rm, 10), &sm, 10).is_err(), "unsorted peer masks are refused");
+        let (mine, at) = match_sorted(&rm, &sort_masks(&rm, 10), &sorted, 10).unwrap();
+        let sm = sorted;
         let mut got: Vec<usize> = mine.iter().map(|&k| r.order()[k as usize] as usize).collect();
         let keys: Vec<&[u8]> = mine.iter().map(|&k| &rm[k as usize * 10..k as usize * 10 + 10]).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]));

@@ -212,23 +212,45 @@ fn okvs_code<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>) -> PyResul
     Ok(PyArray1::from_vec(py, out).reshape([v.len(), 3])?)
 }
 
-/// The masks two (n, w) uint8 arrays share (w ≤ 16): (positions in ``own``, positions in
-/// ``peer``), int64, ordered by the mask's bytes; a mask repeated at the peer matches once.
+fn masks<'a>(arr: &'a PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<(&'a [u8], usize)> {
+    let width = arr.shape()[1];
+    if !(1..=16).contains(&width) {
+        return Err(PyValueError::new_err(format!("{what} must be an (n, w) array with w ≤ 16, got {:?}", arr.shape())));
+    }
+    Ok((contiguous(arr, what)?, width))
+}
+
+/// The permutation (int64) that sorts the rows of an (n, w) uint8 array of masks (w ≤ 16) by
+/// their bytes.
+#[pyfunction]
+fn okvs_sort<'py>(py: Python<'py>, masks: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let (m, width) = self::masks(&masks, "masks")?;
+    let order = py.detach(|| okvs::sort_masks(m, width));
+    Ok(PyArray1::from_iter(py, order.iter().map(|&i| i as i64)))
+}
+
+/// The masks ``own`` (sorted by ``own_order``, from :func:`okvs_sort`) and ``peer`` (sorted, as
+/// the peer sends them) share: (positions in ``own``, positions in ``peer``), int64, ordered by
+/// the mask's bytes. ValueError when ``peer`` is not sorted.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, peer: PyReadonlyArray2<'_, u8>)
-                   -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
-    let width = own.shape()[1];
-    if !(1..=16).contains(&width) || peer.shape()[1] != width {
-        return Err(PyValueError::new_err(format!("masks must be (n, w) arrays with one w ≤ 16, got {:?} and {:?}",
-                                                 own.shape(), peer.shape())));
+fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, own_order: PyReadonlyArray1<'_, i64>,
+                   peer: PyReadonlyArray2<'_, u8>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    let ((a, width), (b, w2)) = (masks(&own, "own")?, masks(&peer, "peer")?);
+    let order = contiguous(&own_order, "own_order")?;
+    if w2 != width || order.len() != a.len() / width {
+        return Err(PyValueError::new_err("own, own_order and peer do not fit together"));
     }
-    let (a, b) = (contiguous(&own, "own")?, contiguous(&peer, "peer")?);
-    let (mine, theirs) = py.detach(|| okvs::match_masks(a, b, width));
+    let n = order.len() as i64;
+    let order: Vec<u32> = order.iter().map(|&i| if (0..n).contains(&i) { Ok(i as u32) } else {
+        Err(PyValueError::new_err(format!("own_order holds {i}, outside 0..{n}")))
+    }).collect::<PyResult<_>>()?;
+    let (mine, theirs) = py.detach(|| okvs::match_sorted(a, &order, b, width)).map_err(value_error)?;
     Ok((PyArray1::from_iter(py, mine.iter().map(|&i| i as i64)), PyArray1::from_iter(py, theirs.iter().map(|&i| i as i64))))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(okvs_sort, m)?)?;
     m.add_function(wrap_pyfunction!(okvs_match, m)?)?;
     m.add_class::<OkvsReceiver>()?;
     m.add_class::<OkvsSender>()?;

@@ -263,12 +263,35 @@ class RowFile:
                                      pa.array([c[i] for i in rows], pa.string()) for c in self.columns],
                                     names=self.header), path)
             return
-        everything = _Cells(self.columns)
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(self.header)
+            if self._write_arrow(fh, rows):
+                return
+            everything = _Cells(self.columns)
             for start in range(0, len(rows), self.CHUNK):
                 writer.writerows(everything.rows(rows[start:start + self.CHUNK]))
+
+    def _write_arrow(self, fh: TextIO, rows: np.ndarray) -> bool:
+        """The rows through Arrow's CSV writer (a tenth of the time of Python's at a million
+        rows), when the columns are Arrow and no cell needs quoting: then its output is byte for
+        byte what Python's csv writer gives (unquoted cells, CRLF). False (nothing written)
+        otherwise."""
+        if not self.columns or isinstance(self.columns[0], list):
+            return False
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        sub = pa.table([c.take(pa.array(rows, pa.int64())) for c in self.columns],
+                       names=[f"c{i}" for i in range(len(self.columns))])
+        for col in sub.columns:  # a quote, a comma or a line break needs quoting; so does "" alone on a line
+            if len(col) and (pc.any(pc.match_substring_regex(col, '[",\r\n]')).as_py()
+                             or len(self.columns) == 1 and pc.any(pc.equal(pc.utf8_length(col), 0)).as_py()):
+                return False
+        fh.flush()
+        pacsv.write_csv(sub, fh.buffer, pacsv.WriteOptions(include_header=False, quoting_style="none", eol="\r\n"))
+        return True
 
 
 class _Cells:

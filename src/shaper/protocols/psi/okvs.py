@@ -16,8 +16,10 @@ a tie the lower index) and S the other. Both hash each id to a 16-byte digest.
    position, one bit per SoftSpoken group, and sends the extension's message (24 bytes per
    position). S decodes its rows Q ⊕ C(H(y)) ∗ Δ at each of its ids and hashes them to masks;
    R hashes its own T at each of its ids.
-4. S sends its masks in a secret random order; R matches them against its own. For
-   ``to="both"`` R sends S the positions of the matches in S's order, sorted by the mask
+4. S sends its masks sorted by value (an order the masks themselves fix: R sees the masks
+   anyway, and their order says nothing of S's ids or of S's row order), which spares a
+   shuffle and lets R match by one merge against its own masks, sorted while it waited. For
+   ``to="both"`` R sends S the positions of the matches in S's list, in the order of the mask
    value (an order neither party chose), and S maps them back to its rows.
 
 **Security** (semi-honest; SoftSpoken's PRG and base OTs, SHA-256 as a random oracle): R learns
@@ -53,7 +55,7 @@ import numpy as np
 from ...errors import ConfigError, FrameError
 from ...kernels import okvs as kernel
 from ...net.phases import Meter
-from .common import PsiResult, check_hello, permutation, recv_rows
+from .common import PsiResult, check_hello, recv_rows
 from .items import PackedItems
 
 VERSION = "shaper-psi/okvs-softspoken-bch192/1"
@@ -225,12 +227,16 @@ def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: i
         own[start:stop] = masks
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": r.batches})
     order = r.order()
+    by_mask = native.okvs_sort(own)  # while S finishes: the merge below needs both sides sorted
     peer = np.empty((n_s, width), np.uint8)
     for c in range(0, n_s, MASK_CHUNK):
         rows = min(MASK_CHUNK, n_s - c)
         part = session.recv_bytes(other, "psi-okvs-m", size=rows * width)
         peer[c:c + rows] = np.frombuffer(part, np.uint8).reshape(rows, width)
-    mine_at, theirs_at = native.okvs_match(own, peer)  # ordered by the mask: an order neither party chose
+    try:  # ordered by the mask: an order neither party chose
+        mine_at, theirs_at = native.okvs_match(own, by_mask, peer)
+    except ValueError as exc:
+        raise FrameError(f"the peer's masks are malformed: {exc}") from None
     del own, peer
     if both:
         session.send(other, theirs_at, "psi-rows")
@@ -268,11 +274,11 @@ def _sender(session: Any, other: int, native: Any, digests: np.ndarray, n_r: int
         start, stop = s.items(b)
         masks[start:stop] = s.batch(b, u)
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": s.batches})
-    shuffle = permutation(n_s)  # masks in a secret random order: their order says nothing of the ids
-    order = s.order()[shuffle]
-    shuffled = masks[shuffle]
+    by_mask = native.okvs_sort(masks)  # sent sorted by value: an order the masks alone fix
+    order = s.order()[by_mask]
+    ordered = masks[by_mask]
     del masks
-    session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: shuffled[c:c + MASK_CHUNK].tobytes(),
+    session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: ordered[c:c + MASK_CHUNK].tobytes(),
                            tag="psi-okvs-m")
     if not both:
         return PsiResult(None, None, n_r, meter.figures())
