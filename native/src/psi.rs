@@ -118,6 +118,29 @@ pub fn digests(prefix: &[u8], data: &[u8], offsets: &[usize], width: usize) -> R
     Ok(out)
 }
 
+/// The permutation of `rows` (item positions) that sorts their items' bytes (byte-wise, a
+/// shorter prefix first, ties by place in `rows`): keys of the first 16 bytes, big-endian, and
+/// the whole items only where those are equal.
+pub fn sort_items(data: &[u8], offsets: &[usize], rows: &[usize]) -> Result<Vec<u32>, String> {
+    check_offsets(data.len(), offsets)?;
+    let n = offsets.len() - 1;
+    if let Some(&r) = rows.iter().find(|&&r| r >= n) {
+        return Err(format!("row {r} is not one of the {n} items"));
+    }
+    if rows.len() > u32::MAX as usize {
+        return Err(format!("at most 2^32 rows, got {}", rows.len()));
+    }
+    let item = |k: u32| &data[offsets[rows[k as usize]]..offsets[rows[k as usize] + 1]];
+    let mut keyed: Vec<(u128, u32)> = (0..rows.len() as u32).map(|k| {
+        let s = item(k);
+        let mut b = [0u8; 16];
+        b[..s.len().min(16)].copy_from_slice(&s[..s.len().min(16)]);
+        (u128::from_be_bytes(b), k)
+    }).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| item(a.1).cmp(item(b.1))).then(a.1.cmp(&b.1)));
+    Ok(keyed.into_iter().map(|e| e.1).collect())
+}
+
 /// `k * P` for every 32-byte encoding P in `points`. Errors name the first invalid encoding.
 pub fn blind(key: &BlindingKey, points: &[u8]) -> Result<Vec<u8>, String> {
     if points.len() % POINT != 0 {
@@ -230,6 +253,23 @@ mod tests {
         assert_eq!(&some[POINT..2 * POINT], &all[..POINT]);
         assert_eq!(&some[2 * POINT..], &all[3 * POINT..]);
         assert!(hash_blind(&key(8), &data, &offsets, Some(&[4])).unwrap_err().contains("item 4"));
+    }
+
+    #[test]
+    fn items_sort_bytewise_shorter_prefix_first() {
+        let items: [&[u8]; 7] = [b"b", b"", b"ab", b"a", b"abcdefghijklmnopqrZ", b"abcdefghijklmnopqrA", b"ab\0"];
+        let data: Vec<u8> = items.concat();
+        let mut offsets = vec![0usize];
+        for i in items {
+            offsets.push(offsets.last().unwrap() + i.len());
+        }
+        let rows = [6usize, 0, 5, 1, 4, 2, 3];
+        let order = sort_items(&data, &offsets, &rows).unwrap();
+        let got: Vec<&[u8]> = order.iter().map(|&k| items[rows[k as usize]]).collect();
+        let mut want: Vec<&[u8]> = rows.iter().map(|&r| items[r]).collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(sort_items(&data, &offsets, &[7]).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Bindings of ECDH PSI (`crate::psi`): `RistrettoKey`, a party's secret blinding scalar, with
 //! the two batch operations of the protocol. Both release the GIL and run on the native pool.
 
-use numpy::PyReadonlyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -75,11 +75,25 @@ fn item_digests<'py>(py: Python<'py>, prefix: &[u8], data: PyReadonlyArray1<'_, 
     Ok(PyBytes::new(py, &out))
 }
 
+/// The permutation (int64) of ``rows`` (item positions, int64) that sorts their items' bytes
+/// (byte-wise, a shorter prefix first).
+#[pyfunction]
+fn item_sort<'py>(py: Python<'py>, data: PyReadonlyArray1<'_, u8>, offsets: PyReadonlyArray1<'_, u64>,
+                  rows: PyReadonlyArray1<'_, i64>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let data = contiguous(&data, "data")?;
+    let offs = positions(&offsets, "offsets")?;
+    let rows: Vec<usize> = contiguous(&rows, "rows")?.iter().map(|&r| usize::try_from(r)
+        .map_err(|_| PyValueError::new_err(format!("row {r} is negative")))).collect::<PyResult<_>>()?;
+    let order = py.detach(|| psi::sort_items(data, &offs, &rows)).map_err(PyValueError::new_err)?;
+    Ok(PyArray1::from_iter(py, order.into_iter().map(|k| k as i64)))
+}
+
 fn positions(offsets: &PyReadonlyArray1<'_, u64>, name: &str) -> PyResult<Vec<usize>> {
     Ok(contiguous(offsets, name)?.iter().map(|&o| o as usize).collect())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RistrettoKey>()?;
+    m.add_function(wrap_pyfunction!(item_sort, m)?)?;
     m.add_function(wrap_pyfunction!(item_digests, m)?)
 }

@@ -10,6 +10,8 @@ kernels behind ECDH private set intersection (:mod:`shaper.protocols.psi`).
   without the extension it raises :class:`~shaper.errors.KernelError` saying how to build it.
 * :func:`item_digests`: the first ``width`` bytes of SHA-256(prefix || item) for every packed
   item (the native core when built, else ``hashlib``; the two give the same bytes).
+* :func:`item_sort`: the order that sorts packed items byte-wise (the native core; None without
+  it, and the caller sorts with Arrow).
 
 Items are packed as one uint8 array ``data`` and ``offsets`` (n + 1 uint64 positions): item i is
 ``data[offsets[i]:offsets[i + 1]]``, so millions of them are hashed without a Python object
@@ -31,7 +33,7 @@ try:  # the extension is optional: the digests have a hashlib path, the curve ha
 except ImportError:  # pragma: no cover - exercised where the extension is absent
     _native = None
 
-__all__ = ["available", "blinding_key", "item_digests"]
+__all__ = ["available", "blinding_key", "item_digests", "item_sort"]
 
 
 def available() -> bool:
@@ -46,6 +48,14 @@ def blinding_key(saved: bytes | None = None) -> Any:
         raise KernelError("ECDH PSI needs shaper's native extension, which is not built here (pip install . "
                           "builds it with Rust and maturin)")
     return _native.RistrettoKey(os.urandom(64)) if saved is None else _native.RistrettoKey.from_bytes(saved)
+
+
+def item_sort(data: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+    """The permutation of ``rows`` that sorts their packed items byte-wise (a shorter prefix
+    first), from the native core; None where it is not built (the caller sorts another way)."""
+    if _native is None or not hasattr(_native, "item_sort"):
+        return None
+    return _native.item_sort(data, offsets, np.ascontiguousarray(rows, dtype=np.int64))
 
 
 def item_digests(prefix: bytes, data: np.ndarray, offsets: np.ndarray, width: int) -> bytes:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ...errors import ConfigError
-from ...kernels.ecc import item_digests
+from ...kernels.ecc import item_digests, item_sort
 
 CHUNK = 1 << 16  # ids encoded or gathered per step
 
@@ -186,6 +186,9 @@ class PackedItems:
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) < 2:
             return np.arange(len(rows))
+        native = item_sort(self.data, self.offsets, rows)
+        if native is not None:
+            return native
         try:
             import pyarrow as pa
             import pyarrow.compute as pc
