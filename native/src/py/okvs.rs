@@ -191,8 +191,7 @@ fn okvs_encode<'py>(py: Python<'py>, params: (usize, usize, usize, usize), seed:
     let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
     check_size(p.size(), "the OKVS")?;
     let out = py.detach(|| -> Result<Vec<u64>, String> {
-        let rows = okvs::Hasher::new(p, &seed).rows(d);
-        let part = okvs::partition(&rows, p.clusters);
+        let part = okvs::Hasher::new(p, &seed).partition(d);
         let mut out = vec![0u64; p.size()];
         let mut scratch = okvs::Scratch::default();
         for (c, o) in out.chunks_exact_mut(p.width()).enumerate() {
