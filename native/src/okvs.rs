@@ -826,10 +826,12 @@ fn mask_key(m: &[u8]) -> u128 {
 
 /// The permutation that sorts masks (`width` bytes each) by their bytes: order[k] is the mask at
 /// sorted place k (ties in any order). Masks are uniform, so a counting sort on the top 10 bits
-/// (1024 write streams: few enough for the caches) leaves buckets that sort in cache.
+/// (1024 write streams: few enough for the caches) leaves buckets that sort in cache, by their
+/// first 8 bytes and, where those are equal (rarely), all of them: 16 bytes per mask of memory.
 pub fn sort_masks(masks: &[u8], width: usize) -> Vec<u32> {
     assert!((1..=16).contains(&width) && masks.len().is_multiple_of(width));
     const TOP: u32 = 10;
+    let mask = |i: u32| &masks[i as usize * width..(i as usize + 1) * width];
     let mut starts = vec![0usize; (1 << TOP) + 1];
     for m in masks.chunks_exact(width) {
         starts[(mask_key(m) >> (128 - TOP)) as usize + 1] += 1;
@@ -838,15 +840,15 @@ pub fn sort_masks(masks: &[u8], width: usize) -> Vec<u32> {
         starts[b + 1] += starts[b];
     }
     let mut next = starts.clone();
-    let mut v = vec![(0u128, 0u32); masks.len() / width];
+    let mut v = vec![(0u64, 0u32); masks.len() / width];
     for (i, m) in masks.chunks_exact(width).enumerate() {
         let k = mask_key(m);
         let at = &mut next[(k >> (128 - TOP)) as usize];
-        v[*at] = (k, i as u32);
+        v[*at] = ((k >> 64) as u64, i as u32);
         *at += 1;
     }
     for b in 0..1 << TOP {
-        v[starts[b]..starts[b + 1]].sort_unstable();
+        v[starts[b]..starts[b + 1]].sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| mask(x.1).cmp(mask(y.1))));
     }
     v.iter().map(|e| e.1).collect()
 }
@@ -857,17 +859,17 @@ pub fn sort_masks(masks: &[u8], width: usize) -> Vec<u32> {
 pub fn match_sorted(own: &[u8], own_order: &[u32], peer: &[u8], width: usize) -> Result<(Vec<u32>, Vec<u32>), String> {
     assert!((1..=16).contains(&width) && own.len().is_multiple_of(width) && peer.len().is_multiple_of(width));
     assert_eq!(own_order.len(), own.len() / width);
-    let theirs: Vec<u128> = peer.chunks_exact(width).map(mask_key).collect();
-    if theirs.windows(2).any(|w| w[0] > w[1]) {
+    if peer.chunks_exact(width).zip(peer.chunks_exact(width).skip(1)).any(|(a, b)| a > b) {
         return Err("the peer's masks are not in ascending order".into());
     }
-    let key = |k: usize| mask_key(&own[own_order[k] as usize * width..(own_order[k] as usize + 1) * width]);
+    let mine_at = |k: usize| &own[own_order[k] as usize * width..(own_order[k] as usize + 1) * width];
+    let theirs_at = |j: usize| &peer[j * width..(j + 1) * width];
     let (mut mine, mut at) = (Vec::new(), Vec::new());
     let (mut i, mut j) = (0, 0);
-    let mut last: Option<u128> = None;
-    while i < own_order.len() && j < theirs.len() {
-        let a = key(i);
-        match a.cmp(&theirs[j]) {
+    let mut last: Option<&[u8]> = None;
+    while i < own_order.len() && j < peer.len() / width {
+        let a = mine_at(i);
+        match a.cmp(theirs_at(j)) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {

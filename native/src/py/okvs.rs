@@ -34,8 +34,8 @@ fn digests<'a>(arr: &'a PyReadonlyArray2<'_, u8>) -> PyResult<&'a [u8]> {
     contiguous(arr, "digests")
 }
 
-fn order_array<'py>(py: Python<'py>, order: &[u32]) -> Bound<'py, PyArray1<i64>> {
-    PyArray1::from_iter(py, order.iter().map(|&i| i as i64))
+fn order_array<'py>(py: Python<'py>, order: &[u32]) -> Bound<'py, PyArray1<u32>> {
+    PyArray1::from_slice(py, order)
 }
 
 /// (items, mask_bytes) masks filled by `fill` with the GIL released.
@@ -87,7 +87,7 @@ impl OkvsReceiver {
     }
 
     /// Item positions in sorted (cluster) order: the masks' row k belongs to item order[k].
-    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         order_array(py, self.inner.order())
     }
 
@@ -141,7 +141,7 @@ impl OkvsSender {
         self.inner.batches()
     }
 
-    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+    fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         order_array(py, self.inner.order())
     }
 
@@ -219,32 +219,34 @@ fn masks<'a>(arr: &'a PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<(&'a [u8
     Ok((contiguous(arr, what)?, width))
 }
 
-/// The permutation (int64) that sorts the rows of an (n, w) uint8 array of masks (w ≤ 16) by
+/// The permutation (uint32) that sorts the rows of an (n, w) uint8 array of masks (w ≤ 16) by
 /// their bytes.
 #[pyfunction]
-fn okvs_sort<'py>(py: Python<'py>, masks: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+fn okvs_sort<'py>(py: Python<'py>, masks: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let (m, width) = self::masks(&masks, "masks")?;
+    if m.len() / width > u32::MAX as usize {
+        return Err(PyValueError::new_err("at most 2^32 masks"));
+    }
     let order = py.detach(|| okvs::sort_masks(m, width));
-    Ok(PyArray1::from_iter(py, order.iter().map(|&i| i as i64)))
+    Ok(PyArray1::from_vec(py, order))
 }
 
-/// The masks ``own`` (sorted by ``own_order``, from :func:`okvs_sort`) and ``peer`` (sorted, as
+/// The masks ``own`` (sorted by ``own_order``, uint32, from :func:`okvs_sort`) and ``peer`` (sorted, as
 /// the peer sends them) share: (positions in ``own``, positions in ``peer``), int64, ordered by
 /// the mask's bytes. ValueError when ``peer`` is not sorted.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, own_order: PyReadonlyArray1<'_, i64>,
+fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, own_order: PyReadonlyArray1<'_, u32>,
                    peer: PyReadonlyArray2<'_, u8>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
     let ((a, width), (b, w2)) = (masks(&own, "own")?, masks(&peer, "peer")?);
     let order = contiguous(&own_order, "own_order")?;
     if w2 != width || order.len() != a.len() / width {
         return Err(PyValueError::new_err("own, own_order and peer do not fit together"));
     }
-    let n = order.len() as i64;
-    let order: Vec<u32> = order.iter().map(|&i| if (0..n).contains(&i) { Ok(i as u32) } else {
-        Err(PyValueError::new_err(format!("own_order holds {i}, outside 0..{n}")))
-    }).collect::<PyResult<_>>()?;
-    let (mine, theirs) = py.detach(|| okvs::match_sorted(a, &order, b, width)).map_err(value_error)?;
+    if let Some(&i) = order.iter().find(|&&i| i as usize >= order.len()) {
+        return Err(PyValueError::new_err(format!("own_order holds {i}, outside 0..{}", order.len())));
+    }
+    let (mine, theirs) = py.detach(|| okvs::match_sorted(a, order, b, width)).map_err(value_error)?;
     Ok((PyArray1::from_iter(py, mine.iter().map(|&i| i as i64)), PyArray1::from_iter(py, theirs.iter().map(|&i| i as i64))))
 }
 

@@ -96,7 +96,8 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         if checkpoint_dir is not None:
             raise ConfigError("protocol 'okvs' keeps no checkpoint (2^24 ids take under a minute; a killed run is "
                               "redone): drop checkpoint_dir, or use protocol='ecdh' to resume long runs")
-        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings, digests=digests)
+        held, digests = [digests], None  # the protocol lets go of them once the native core has read them
+        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings, digests=held)
     elif protocol == "ecdh":
         if payload_bytes or payloads is not None:
             raise ConfigError("payloads (labelled PSI) need protocol='fnp'")

@@ -155,10 +155,11 @@ def _check_params(got: Any, n_r: int) -> tuple[int, int, int, int]:
 
 def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
               progress: Callable[[dict], None] | None = None, settings: str = "",
-              digests: np.ndarray | None = None) -> PsiResult:
+              digests: np.ndarray | list | None = None) -> PsiResult:
     """Run OT-based PSI with ``peer`` on this party's packed ids (distinct; see :mod:`.items`).
     ``to``: "both", or the name or index of the one party that learns. ``digests``: the ids'
-    (n, 16) digests under :data:`DIGEST_PREFIX` if the caller has them."""
+    (n, 16) digests under :data:`DIGEST_PREFIX` if the caller has them (or a list holding them,
+    which is emptied: the array is then freed once the native core has read it)."""
     native = kernel.engine()
     meter = Meter(session)
     me, other = session.index, session.parties.index(session.peer_name(peer))
@@ -184,14 +185,23 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
         told = is_r or learner is None
         return PsiResult(empty if told else None, 0 if told else None, n_peer, meter.figures())
     width = mask_bytes(n_r, n_s)
-    if digests is None:
-        digests = items.digests(DIGEST_PREFIX, 16)
-    elif digests.shape != (len(items), 16):
-        raise ConfigError(f"digests of shape {digests.shape} for {len(items)} ids")
-    digests = np.ascontiguousarray(digests)
+    held = [_digests(items, digests)]  # handed down, so that the native core's copy is the only one left
+    del digests
     if is_r:
-        return _receiver(session, other, native, digests, n_s, width, learner is None, report, meter)
-    return _sender(session, other, native, digests, n_r, width, learner is None, report, meter)
+        return _receiver(session, other, native, held, n_s, width, learner is None, report, meter)
+    return _sender(session, other, native, held, n_r, width, learner is None, report, meter)
+
+
+def _digests(items: PackedItems, digests: np.ndarray | list | None) -> np.ndarray:
+    """The ids' (n, 16) digests: given (an array, or a one-element list the caller lets go of),
+    or computed."""
+    if isinstance(digests, list):
+        digests = digests.pop()
+    if digests is None:
+        return items.digests(DIGEST_PREFIX, 16)
+    if digests.shape != (len(items), 16):
+        raise ConfigError(f"digests of shape {digests.shape} for {len(items)} ids")
+    return np.ascontiguousarray(digests)
 
 
 def _session_ids(seed: bytes) -> list[bytes]:
@@ -199,9 +209,9 @@ def _session_ids(seed: bytes) -> list[bytes]:
             for lane in range(LANES)]
 
 
-def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: int, width: int, both: bool,
+def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width: int, both: bool,
               report: Callable[[dict], None], meter: Meter) -> PsiResult:
-    n_r = len(digests)
+    n_r = len(held[0])
     params = params_for(n_r)
     seed = os.urandom(16)
     senders = [native.BaseOtSender(BASE, os.urandom(64), sid) for sid in _session_ids(seed)]
@@ -216,7 +226,7 @@ def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: i
             raise FrameError(f"the peer's base-OT reply is invalid: {exc}") from None
         k0s.append(k0)
         k1s.append(k1)
-    r = native.OkvsReceiver(params, seed, digests, b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES),
+    r = native.OkvsReceiver(params, seed, held.pop(), b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES),
                             BATCH_CLUSTERS, width)
     session.send(other, r.setup_message, "psi-okvs-soft")
     own = np.empty((n_r, width), np.uint8)  # masks in sorted order
@@ -227,6 +237,7 @@ def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: i
         own[start:stop] = masks
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": r.batches})
     order = r.order()
+    del r  # its rows (32 bytes per id)
     by_mask = native.okvs_sort(own)  # while S finishes: the merge below needs both sides sorted
     peer = np.empty((n_s, width), np.uint8)
     for c in range(0, n_s, MASK_CHUNK):
@@ -240,13 +251,13 @@ def _receiver(session: Any, other: int, native: Any, digests: np.ndarray, n_s: i
     del own, peer
     if both:
         session.send(other, theirs_at, "psi-rows")
-    indices = order[mine_at]
+    indices = order[mine_at].astype(np.int64)
     return PsiResult(indices, len(indices), n_s, meter.figures())
 
 
-def _sender(session: Any, other: int, native: Any, digests: np.ndarray, n_r: int, width: int, both: bool,
+def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: int, both: bool,
             report: Callable[[dict], None], meter: Meter) -> PsiResult:
-    n_s = len(digests)
+    n_s = len(held[0])
     setup = session.recv_meta(other, "psi-okvs-setup")
     raw_seed = setup.get("seed") if isinstance(setup, dict) else None
     try:
@@ -266,7 +277,7 @@ def _sender(session: Any, other: int, native: Any, digests: np.ndarray, n_r: int
         raise FrameError(f"the peer's base-OT message is invalid: {exc}") from None
     session.send(other, reply, "psi-okvs-b")
     soft = session.recv_bytes(other, "psi-okvs-soft", size=LANES * SETUP_BYTES)
-    s = native.OkvsSender(params, seed, digests, b"".join(rcv.keys() for rcv in receivers), deltas, soft,
+    s = native.OkvsSender(params, seed, held.pop(), b"".join(rcv.keys() for rcv in receivers), deltas, soft,
                           BATCH_CLUSTERS, width)
     masks = np.zeros((n_s, width), np.uint8)  # in sorted order
     for b in range(s.batches):
@@ -276,6 +287,7 @@ def _sender(session: Any, other: int, native: Any, digests: np.ndarray, n_r: int
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": s.batches})
     by_mask = native.okvs_sort(masks)  # sent sorted by value: an order the masks alone fix
     order = s.order()[by_mask]
+    del s  # its rows (32 bytes per id)
     ordered = masks[by_mask]
     del masks
     session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: ordered[c:c + MASK_CHUNK].tobytes(),
