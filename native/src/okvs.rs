@@ -184,6 +184,39 @@ impl Hasher {
         Partition { order, rows, starts }
     }
 
+    /// The digests sorted by cluster: (order, the digests in that order, cluster starts), as
+    /// [`Partition`] without the rows, which [`Self::rows`] then makes batch by batch: 16 bytes
+    /// per item held instead of 32.
+    pub fn sort_digests(&self, digests: &[u8]) -> (Vec<u32>, Vec<u8>, Vec<usize>) {
+        assert!(digests.len().is_multiple_of(BLOCK));
+        let n = digests.len() / BLOCK;
+        const STEP: usize = 4096;
+        let mut buf = vec![Row::default(); STEP];
+        let mut starts = vec![0usize; self.p.clusters + 1];
+        let mut clusters = Vec::with_capacity(n);
+        for chunk in digests.chunks(STEP * BLOCK) {
+            let rows = &mut buf[..chunk.len() / BLOCK];
+            self.rows_into(chunk, rows);
+            for r in rows.iter() {
+                starts[r.cluster as usize + 1] += 1;
+                clusters.push(r.cluster);
+            }
+        }
+        for c in 0..self.p.clusters {
+            starts[c + 1] += starts[c];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; n];
+        let mut sorted = vec![0u8; digests.len()];
+        for (i, (&c, d)) in clusters.iter().zip(digests.chunks_exact(BLOCK)).enumerate() {
+            let at = next[c as usize];
+            order[at] = i as u32;
+            sorted[at * BLOCK..(at + 1) * BLOCK].copy_from_slice(d);
+            next[c as usize] += 1;
+        }
+        (order, sorted, starts)
+    }
+
     fn rows_into(&self, digests: &[u8], out: &mut [Row]) {
         const STEP: usize = 1024;
         let mut buf = vec![0u8; 2 * STEP * BLOCK];
@@ -531,7 +564,11 @@ pub fn tag(seed: &[u8; 16]) -> [u8; 16] {
 /// What both roles share: parameters, rows of this party's items in cluster order, batches.
 struct Items {
     p: Params,
-    part: Partition,
+    hasher: Hasher,
+    /// Item positions in cluster order, the digests in that order, each cluster's first place.
+    order: Vec<u32>,
+    digests: Vec<u8>,
+    starts: Vec<usize>,
     batch_clusters: usize,
     next: usize,
     tag: [u8; 16],
@@ -550,8 +587,9 @@ impl Items {
         if !(1..=32).contains(&mask_bytes) {
             return Err(format!("masks are 1 to 32 bytes, got {mask_bytes}"));
         }
-        let part = Hasher::new(p, seed).partition(digests);
-        Ok(Items { p, part, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
+        let hasher = Hasher::new(p, seed);
+        let (order, digests, starts) = hasher.sort_digests(digests);
+        Ok(Items { p, hasher, order, digests, starts, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
     }
 
     fn batches(&self) -> usize {
@@ -565,7 +603,7 @@ impl Items {
     /// Sorted positions of batch b's items.
     fn items(&self, b: usize) -> std::ops::Range<usize> {
         let c = self.clusters(b);
-        self.part.starts[c.start]..self.part.starts[c.end]
+        self.starts[c.start]..self.starts[c.end]
     }
 
     /// OKVS positions of batch b.
@@ -581,20 +619,30 @@ impl Items {
         Ok(())
     }
 
-    /// Masks of batch b's items from the batch's VOLE rows (and S's table of its values),
-    /// cluster by cluster: the cluster's dense rows as byte tables, the sparse rows prefetched a
-    /// few items ahead (a cluster's rows are 2 MiB: beyond L2).
-    fn masks(&self, b: usize, rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>, dense: &mut DenseTable,
-             out: &mut [u8]) {
+    /// The rows of batch b's items, in sorted order, into `out`.
+    fn rows(&self, b: usize, out: &mut Vec<Row>) {
+        let range = self.items(b);
+        out.resize(range.len(), Row::default());
+        self.hasher.rows_into(&self.digests[range.start * BLOCK..range.end * BLOCK], out);
+    }
+
+    /// Masks of batch b's items (`items`: their rows, from [`Self::rows`]) from the batch's VOLE
+    /// rows (and S's table of its values), cluster by cluster: the cluster's dense rows as byte
+    /// tables, the sparse rows prefetched a few items ahead (a cluster's rows are 2 MiB: beyond
+    /// L2).
+    #[allow(clippy::too_many_arguments)]
+    fn masks(&self, b: usize, items: &[Row], rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>,
+             dense: &mut DenseTable, out: &mut [u8]) {
         const AHEAD: usize = 8;
         let (w, sparse, mb) = (self.p.width(), self.p.sparse, self.mask_bytes);
         let clusters = self.clusters(b);
-        let first = self.part.starts[clusters.start];
-        assert_eq!(out.len(), (self.part.starts[clusters.end] - first) * mb);
+        let first = self.starts[clusters.start];
+        assert_eq!(out.len(), (self.starts[clusters.end] - first) * mb);
+        assert_eq!(items.len(), self.starts[clusters.end] - first);
         for c in clusters.clone() {
             let block = &rows[(c - clusters.start) * w..(c - clusters.start + 1) * w];
             dense.fill(&block[sparse..]);
-            let at = &self.part.rows[self.part.starts[c]..self.part.starts[c + 1]];
+            let at = &items[self.starts[c] - first..self.starts[c + 1] - first];
             for (k, r) in at.iter().enumerate() {
                 if let Some(ahead) = at.get(k + AHEAD) {
                     for &d in &ahead.pos {
@@ -612,7 +660,7 @@ impl Items {
                 if let Some(t) = table {
                     apply_table(t, r.value, &mut acc);
                 }
-                let k = self.part.starts[c] + k - first;
+                let k = self.starts[c] + k - first;
                 mask(&acc, &self.tag, &mut out[k * mb..(k + 1) * mb]);
             }
         }
@@ -636,6 +684,7 @@ pub struct Receiver {
 
 /// Working memory of a batch, kept between batches (fresh pages cost page faults).
 struct Buffers {
+    items: Vec<Row>,
     rows: Vec<[u128; LANES]>,
     lane: Vec<u8>,
     dense: DenseTable,
@@ -645,7 +694,8 @@ struct Buffers {
 
 impl Buffers {
     fn new() -> Self {
-        Buffers { rows: Vec::new(), lane: Vec::new(), dense: DenseTable::new(), values: Vec::new(), columns: Vec::new() }
+        Buffers { items: Vec::new(), rows: Vec::new(), lane: Vec::new(), dense: DenseTable::new(), values: Vec::new(),
+                  columns: Vec::new() }
     }
 
     /// Rows and one lane's output for m positions (contents unspecified: every row is written).
@@ -666,9 +716,9 @@ impl Receiver {
                                LANES * 128 * BLOCK, LANES * BLOCK));
         }
         let items = Items::new(p, seed, digests, batch_clusters, mask_bytes)?;
-        if let Some(c) = (0..p.clusters).find(|&c| items.part.starts[c + 1] - items.part.starts[c] > p.capacity) {
+        if let Some(c) = (0..p.clusters).find(|&c| items.starts[c + 1] - items.starts[c] > p.capacity) {
             return Err(format!("cluster {c} holds {} items, more than its capacity {} (the chance of this is below \
-                                2^-40 per run)", items.part.starts[c + 1] - items.part.starts[c], p.capacity));
+                                2^-40 per run)", items.starts[c + 1] - items.starts[c], p.capacity));
         }
         let (mut lanes, mut setup) = (Vec::with_capacity(LANES), Vec::new());
         for l in 0..LANES {
@@ -685,7 +735,7 @@ impl Receiver {
     }
 
     pub fn order(&self) -> &[u32] {
-        &self.items.part.order
+        &self.items.order
     }
 
     /// Sorted positions of batch b's items (their masks' rows).
@@ -710,8 +760,10 @@ impl Receiver {
         // 1. the OKVS of each cluster
         bufs.values.resize(m, 0);
         let values = &mut bufs.values[..m];
+        self.items.rows(b, &mut bufs.items);
+        let first = self.items.starts[clusters.start];
         for (c, out) in clusters.clone().zip(values.chunks_exact_mut(p.width())) {
-            let rows = &self.items.part.rows[self.items.part.starts[c]..self.items.part.starts[c + 1]];
+            let rows = &bufs.items[self.items.starts[c] - first..self.items.starts[c + 1] - first];
             encode(&p, rows, out, &mut self.scratch)?;
         }
         // 2. choice columns: column g of lane l is bit 32 l + g of C(P_j) over the positions j
@@ -746,7 +798,7 @@ impl Receiver {
             scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
         // 4. masks of R's items
-        self.items.masks(b, &bufs.rows[..m], None, &mut bufs.dense, masks);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], None, &mut bufs.dense, masks);
         Ok(())
     }
 }
@@ -786,7 +838,7 @@ impl Sender {
     }
 
     pub fn order(&self) -> &[u32] {
-        &self.items.part.order
+        &self.items.order
     }
 
     pub fn items(&self, b: usize) -> std::ops::Range<usize> {
@@ -811,7 +863,8 @@ impl Sender {
             lane.extend(&u[l * lane_len..(l + 1) * lane_len], m, &mut bufs.lane[..m * BLOCK])?;
             scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
-        self.items.masks(b, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks);
+        self.items.rows(b, &mut bufs.items);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks);
         Ok(())
     }
 }
