@@ -556,6 +556,28 @@ pub fn mask(value: &[u128; LANES], tag: &[u8; 16], out: &mut [u8]) {
     out.copy_from_slice(&digest[..out.len()]);
 }
 
+/// `out.len()` bytes of payload pad from a VOLE value: SHA-256(value || tag_i) for blocks of 32
+/// bytes, tag_i the run's pad tag with its first 4 bytes XORed with i (little-endian): random
+/// oracle outputs independent of the mask's, so a matched id's pad is known to both parties and
+/// any other id's pad hides as much of Δ as its mask.
+pub fn pad(value: &[u128; LANES], tag: &[u8; 16], out: &mut [u8]) {
+    for (i, chunk) in out.chunks_mut(32).enumerate() {
+        let mut t = *tag;
+        for (b, x) in t[..4].iter_mut().zip((i as u32).to_le_bytes()) {
+            *b ^= x;
+        }
+        mask(value, &t, chunk);
+    }
+}
+
+/// The run's pad tag: SHA-256("shaper/psi/okvs/pad/v1" || seed), 16 bytes.
+pub fn pad_tag(seed: &[u8; 16]) -> [u8; 16] {
+    derive(b"shaper/psi/okvs/pad/v1", seed)
+}
+
+/// Most pad (payload) bytes per item.
+pub const MAX_PAD: usize = 1 << 16;
+
 /// The run's hash tag: SHA-256("shaper/psi/okvs/mask/v1" || seed), 16 bytes.
 pub fn tag(seed: &[u8; 16]) -> [u8; 16] {
     derive(b"shaper/psi/okvs/mask/v1", seed)
@@ -573,11 +595,16 @@ struct Items {
     next: usize,
     tag: [u8; 16],
     mask_bytes: usize,
+    pad_tag: [u8; 16],
+    pad_bytes: usize,
 }
 
 impl Items {
-    fn new(p: Params, seed: &[u8; 16], digests: &[u8], batch_clusters: usize, mask_bytes: usize)
+    fn new(p: Params, seed: &[u8; 16], digests: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
            -> Result<Self, String> {
+        if pad_bytes > MAX_PAD {
+            return Err(format!("payload pads are at most {MAX_PAD} bytes, got {pad_bytes}"));
+        }
         if !digests.len().is_multiple_of(BLOCK) || digests.len() / BLOCK > MAX_ITEMS {
             return Err(format!("digests must be 16 bytes each, at most 2^32 of them; got {} bytes", digests.len()));
         }
@@ -589,7 +616,8 @@ impl Items {
         }
         let hasher = Hasher::new(p, seed);
         let (order, digests, starts) = hasher.sort_digests(digests);
-        Ok(Items { p, hasher, order, digests, starts, batch_clusters, next: 0, tag: tag(seed), mask_bytes })
+        Ok(Items { p, hasher, order, digests, starts, batch_clusters, next: 0, tag: tag(seed), mask_bytes,
+                   pad_tag: pad_tag(seed), pad_bytes })
     }
 
     fn batches(&self) -> usize {
@@ -632,12 +660,13 @@ impl Items {
     /// L2).
     #[allow(clippy::too_many_arguments)]
     fn masks(&self, b: usize, items: &[Row], rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>,
-             dense: &mut DenseTable, out: &mut [u8]) {
+             dense: &mut DenseTable, out: &mut [u8], pads: &mut [u8]) {
         const AHEAD: usize = 8;
-        let (w, sparse, mb) = (self.p.width(), self.p.sparse, self.mask_bytes);
+        let (w, sparse, mb, pb) = (self.p.width(), self.p.sparse, self.mask_bytes, self.pad_bytes);
         let clusters = self.clusters(b);
         let first = self.starts[clusters.start];
         assert_eq!(out.len(), (self.starts[clusters.end] - first) * mb);
+        assert_eq!(pads.len(), (self.starts[clusters.end] - first) * pb);
         assert_eq!(items.len(), self.starts[clusters.end] - first);
         for c in clusters.clone() {
             let block = &rows[(c - clusters.start) * w..(c - clusters.start + 1) * w];
@@ -662,6 +691,9 @@ impl Items {
                 }
                 let k = self.starts[c] + k - first;
                 mask(&acc, &self.tag, &mut out[k * mb..(k + 1) * mb]);
+                if pb > 0 {
+                    pad(&acc, &self.pad_tag, &mut pads[k * pb..(k + 1) * pb]);
+                }
             }
         }
     }
@@ -710,12 +742,12 @@ impl Receiver {
     /// 6 × 16 random bytes. Returns R and the 6 SoftSpoken setup messages, concatenated. Fails
     /// when a cluster holds more than its capacity of R's items.
     pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], k0s: &[u8], k1s: &[u8], tree_seeds: &[u8],
-               batch_clusters: usize, mask_bytes: usize) -> Result<(Self, Vec<u8>), String> {
+               batch_clusters: usize, mask_bytes: usize, pad_bytes: usize) -> Result<(Self, Vec<u8>), String> {
         if k0s.len() != LANES * 128 * BLOCK || k1s.len() != k0s.len() || tree_seeds.len() != LANES * BLOCK {
             return Err(format!("{LANES} lanes need {} bytes of each key set and {} of tree seeds",
                                LANES * 128 * BLOCK, LANES * BLOCK));
         }
-        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes)?;
+        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes, pad_bytes)?;
         if let Some(c) = (0..p.clusters).find(|&c| items.starts[c + 1] - items.starts[c] > p.capacity) {
             return Err(format!("cluster {c} holds {} items, more than its capacity {} (the chance of this is below \
                                 2^-40 per run)", items.starts[c + 1] - items.starts[c], p.capacity));
@@ -749,8 +781,9 @@ impl Receiver {
     }
 
     /// Batch b (batches in order): encodes its clusters, extends, writes the message `u`
-    /// ([`Self::message_len`] bytes: lane after lane) and the masks of its items (in sorted order).
-    pub fn batch(&mut self, b: usize, u: &mut [u8], masks: &mut [u8]) -> Result<(), String> {
+    /// ([`Self::message_len`] bytes: lane after lane) and the masks of its items (in sorted order),
+    /// and their payload pads (`pad_bytes` each; empty when 0).
+    pub fn batch(&mut self, b: usize, u: &mut [u8], masks: &mut [u8], pads: &mut [u8]) -> Result<(), String> {
         self.items.step(b)?;
         let (p, m) = (self.items.p, self.items.positions(b));
         assert_eq!(u.len(), self.message_len(b));
@@ -798,7 +831,7 @@ impl Receiver {
             scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
         // 4. masks of R's items
-        self.items.masks(b, &bufs.items, &bufs.rows[..m], None, &mut bufs.dense, masks);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], None, &mut bufs.dense, masks, pads);
         Ok(())
     }
 }
@@ -815,13 +848,13 @@ impl Sender {
     /// `keys`: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes), `deltas` their choice
     /// bits (6 × 16 bytes), `setup` R's 6 setup messages.
     pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], keys: &[u8], deltas: &[u8], setup: &[u8],
-               batch_clusters: usize, mask_bytes: usize) -> Result<Self, String> {
+               batch_clusters: usize, mask_bytes: usize, pad_bytes: usize) -> Result<Self, String> {
         let setup_len = setup.len() / LANES;
         if keys.len() != LANES * 128 * BLOCK || deltas.len() != LANES * BLOCK || setup.len() != LANES * setup_len {
             return Err(format!("{LANES} lanes need {} bytes of keys, {} of Δ and 6 equal setup messages",
                                LANES * 128 * BLOCK, LANES * BLOCK));
         }
-        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes)?;
+        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes, pad_bytes)?;
         let mut lanes = Vec::with_capacity(LANES);
         let mut delta = [0u128; LANES];
         for l in 0..LANES {
@@ -849,8 +882,9 @@ impl Sender {
         LANES * iknp::message_len(self.items.positions(b), K)
     }
 
-    /// Batch b (in order): R's message `u` for it, and the masks of S's items of the batch.
-    pub fn batch(&mut self, b: usize, u: &[u8], masks: &mut [u8]) -> Result<(), String> {
+    /// Batch b (in order): R's message `u` for it, and the masks (and payload pads) of S's items
+    /// of the batch.
+    pub fn batch(&mut self, b: usize, u: &[u8], masks: &mut [u8], pads: &mut [u8]) -> Result<(), String> {
         if b < self.batches() && u.len() != self.message_len(b) {
             return Err(format!("the OKVS message of batch {b} must be {} bytes, got {}", self.message_len(b), u.len()));
         }
@@ -864,7 +898,7 @@ impl Sender {
             scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
         }
         self.items.rows(b, &mut bufs.items);
-        self.items.masks(b, &bufs.items, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks, pads);
         Ok(())
     }
 }
@@ -1062,16 +1096,27 @@ mod tests {
                 chosen.extend_from_slice(&src[(l * 128 + i) * 16..(l * 128 + i + 1) * 16]);
             }
         }
-        let (mut r, setup) = Receiver::new(p, &seed, &r_digests, &k0, &k1, &bytes(96, 8), 3, 10).unwrap();
-        let mut s = Sender::new(p, &seed, &s_digests, &chosen, &deltas, &setup, 3, 10).unwrap();
+        let (mut r, setup) = Receiver::new(p, &seed, &r_digests, &k0, &k1, &bytes(96, 8), 3, 10, 40).unwrap();
+        let mut s = Sender::new(p, &seed, &s_digests, &chosen, &deltas, &setup, 3, 10, 40).unwrap();
         let (mut rm, mut sm) = (vec![0u8; n * 10], vec![0u8; n * 10]);
+        let (mut rp, mut sp) = (vec![0u8; n * 40], vec![0u8; n * 40]);
         for b in 0..r.batches() {
             let mut u = vec![0u8; r.message_len(b)];
             let ri = r.items(b);
-            r.batch(b, &mut u, &mut rm[ri.start * 10..ri.end * 10]).unwrap();
+            r.batch(b, &mut u, &mut rm[ri.start * 10..ri.end * 10], &mut rp[ri.start * 40..ri.end * 40]).unwrap();
             let si = s.items(b);
-            s.batch(b, &u, &mut sm[si.start * 10..si.end * 10]).unwrap();
+            s.batch(b, &u, &mut sm[si.start * 10..si.end * 10], &mut sp[si.start * 40..si.end * 40]).unwrap();
         }
+        // pads: equal exactly where the masks are, and not the masks themselves
+        let place = |order: &[u32], i: usize| order.iter().position(|&x| x as usize == i).unwrap();
+        for i in [500usize, 999, 1499] {
+            let (kr, ks) = (place(r.order(), i), place(s.order(), i - 500));
+            assert_eq!(&rm[kr * 10..kr * 10 + 10], &sm[ks * 10..ks * 10 + 10]);
+            assert_eq!(&rp[kr * 40..kr * 40 + 40], &sp[ks * 40..ks * 40 + 40]);
+            assert_ne!(&rp[kr * 40..kr * 40 + 10], &rm[kr * 10..kr * 10 + 10]);
+        }
+        let (kr, ks) = (place(r.order(), 0), place(s.order(), 2000));
+        assert_ne!(&rp[kr * 40..kr * 40 + 40], &sp[ks * 40..ks * 40 + 40]);
         let mut by_item = vec![[0u8; 10]; n];
         for (k, &i) in r.order().iter().enumerate() {
             by_item[i as usize].copy_from_slice(&rm[k * 10..k * 10 + 10]);

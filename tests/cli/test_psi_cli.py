@@ -79,12 +79,12 @@ def test_a_log_counts_okvs_batches():
 
 def test_auto_is_the_default_and_resolves_as_the_options_need(tmp_path):
     """--protocol auto (the default) is checked as the protocol it runs: labelled PSI resolves to
-    FNP (no complaint that it needs --protocol fnp), the size only or a checkpoint to ECDH."""
+    okvs where the native core has it (else FNP), the size only or a checkpoint to ECDH."""
     data = tmp_path / "a.csv"
     data.write_text("id,tier\nk1,gold\nk2,silver\n")
     assert PsiOptions(("id",)).protocol == "auto"
     labelled = PsiOptions(("id",), payload_bytes=8, payload_column="tier", to="shop")
-    assert labelled.resolved() == "fnp"
+    assert labelled.resolved() == ("okvs" if okvs_kernel.available() else "fnp")
     assert len(prepare("bank", data, None, labelled)) == 2
     assert PsiOptions(("id",), cardinality_only=True).resolved() == "ecdh"
     assert PsiOptions(("id",), checkpoint_dir=str(tmp_path)).resolved() == "ecdh"
@@ -94,10 +94,9 @@ def test_auto_is_the_default_and_resolves_as_the_options_need(tmp_path):
 @pytest.mark.parametrize("extra, problem", [
     (["--cardinality-only"], "--protocol okvs cannot tell only the intersection's size"),
     (["--checkpoint-dir", "ck"], "--protocol okvs keeps no checkpoint"),
-    (["--payload-bytes", "8", "--payload-column", "y", "--to", "shop"], "--protocol okvs sends no payloads"),
 ])
 def test_okvs_refuses_what_it_cannot_do_before_connecting(tmp_path, extra, problem):
-    """An explicit --protocol okvs with --cardinality-only, --checkpoint-dir or payloads stops at
+    """An explicit --protocol okvs with --cardinality-only or --checkpoint-dir stops at
     once, naming the problem and the protocol that does it, before the job connects."""
     job = Job(tmp_path, connect_timeout="1s")  # the peer never comes: abort_job waits 1 s for it
     data = job.csv("bank.csv", "id,y\nk1,1\nk2,2\n")

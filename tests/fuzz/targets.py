@@ -485,6 +485,44 @@ def _table_seeds() -> list[bytes]:
     ]
 
 
+# -- OT-based PSI's setup message (protocols/psi/okvs.parse_setup) -------------------------------------
+def _okvs_setup_run(data: bytes) -> None:
+    """4 bytes of R's set size (little-endian, below 2^28), then the setup message's JSON (the
+    channel has already refused what is not JSON); an accepted message must describe an OKVS
+    the native core accepts and whose size S can afford."""
+    import json
+
+    from shaper.protocols.psi import okvs
+
+    n_r = int.from_bytes(data[:4].ljust(4, b"\0"), "little") % (1 << 28)
+    try:
+        setup = json.loads(data[4:].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return
+    seed, params = okvs.parse_setup(setup, n_r)
+    clusters, capacity, sparse, dense = params
+    if len(seed) != 16 or not 1 <= dense <= 64 or clusters * (sparse + dense) > 3 * max(n_r, 1) + 64 * clusters:
+        raise Finding(f"accepted an OKVS of {params} for {n_r} ids")
+
+
+def _okvs_setup_seeds() -> list[bytes]:
+    from shaper.protocols.psi import okvs
+
+    out = []
+    for n in (1, 30, 16384, 16385, 1 << 20):
+        message = {"seed": "ab" * 16, "params": list(okvs.params_for(n))}
+        out.append(n.to_bytes(4, "little") + json_bytes(message))
+    out.append((30).to_bytes(4, "little") + b'{"seed": "00", "params": [1, 30, 81, 47]}')
+    out.append((30).to_bytes(4, "little") + b'{"seed": "' + b"ab" * 16 + b'", "params": [1, 29, 81, 47]}')
+    return out
+
+
+def json_bytes(value: object) -> bytes:
+    import json
+
+    return json.dumps(value).encode()
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("frames", _frames_run, (E.FrameError,), _frames_seeds, "frame header, metadata JSON, array descriptor"),
     Target("channel", _channel_run, (), _channel_seeds, "a Channel reader fed a raw stream"),
@@ -498,4 +536,5 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("parties", _parties_run, (E.ConfigError,), _parties_seeds, "load_parties (TOML)"),
     Target("bristol", _bristol_run, (E.ShaperError,), _bristol_seeds, "Bristol Fashion circuits"),
     Target("table", _table_run, (E.ConfigError,), _table_seeds, "read_table, CSV"),
+    Target("okvs_setup", _okvs_setup_run, (E.FrameError,), _okvs_setup_seeds, "OT-based PSI's seed and OKVS parameters"),
 ]}

@@ -72,8 +72,8 @@ def test_alignment_check_compares_digests_only():
 
 
 def test_unaligned_rows_error_says_how_to_align_them():
-    """The error names what to do: --align ecdh (PSI inside the job) or shaper psi beforehand."""
-    with pytest.raises(PartyError, match=r"not aligned with party .*: pass --align ecdh .*\(or run shaper psi"):
+    """The error names what to do: --align auto (PSI inside the job) or shaper psi beforehand."""
+    with pytest.raises(PartyError, match=r"not aligned with party .*: pass --align auto .*\(or run shaper psi"):
         run_in_memory(2, _aligned, [np.array([1, 2, 3]), np.array([1, 2])])
 
 
@@ -111,17 +111,25 @@ def test_align_a_dataframe_and_a_table():
 
 
 @NEEDS_NATIVE
-def test_align_by_fnp_equals_align_by_ecdh():
-    frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": list(range(20))},
-              {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": list(range(14))})
+def test_align_by_every_protocol_gives_the_pre_aligned_rows_bit_for_bit():
+    """okvs (the default), ECDH and FNP line up the same rows: exactly the rows of the ids both
+    hold, sorted by id, with every column's values unchanged (what training on them sees)."""
+    rng = np.random.default_rng(3)
+    frames = ({"id": [f"p{i}" for i in range(0, 40, 2)], "x": rng.normal(size=20)},
+              {"id": [f"p{i}" for i in range(0, 40, 3)][::-1], "y": rng.normal(size=14)})
 
     def job(session, protocol):
         return align(session, frames[session.index], id_columns="id", protocol=protocol)
 
-    by_fnp, by_ecdh = run_in_memory(2, job, "fnp"), run_in_memory(2, job, "ecdh")
-    for f, e in zip(by_fnp, by_ecdh):
-        assert {k: v.tolist() for k, v in f.items()} == {k: v.tolist() for k, v in e.items()}
-    assert by_fnp[0]["id"].tolist() == sorted(f"p{i}" for i in range(0, 40, 6))
+    shared = sorted(set(frames[0]["id"]) & set(frames[1]["id"]))
+    expected = [{"id": shared, **{k: [f[k][f["id"].index(i)] for i in shared] for k in f if k != "id"}}
+                for f in frames]
+    for protocol in ("okvs", "ecdh", "fnp"):
+        for got, want in zip(run_in_memory(2, job, protocol), expected):
+            assert got["id"].tolist() == want["id"]
+            for k in want:
+                if k != "id":
+                    assert got[k].tobytes() == np.asarray(want[k]).tobytes(), (protocol, k)
 
 
 def test_vertical_split():

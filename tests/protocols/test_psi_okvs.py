@@ -366,14 +366,14 @@ def test_the_kernels_alone_give_equal_masks_exactly_on_common_items():
     with pytest.raises(ValueError, match="out of turn"):
         r.batch(1)
     for b in range(r.batches):
-        u, mine = r.batch(b)
+        u, mine, _ = r.batch(b)
         assert len(u) == r.message_len(b) == s.message_len(b)
         with pytest.raises(ValueError, match=f"message of batch {b} must be {len(u)} bytes, got {len(u) - 1}"):
             s.batch(b, u[:-1])
         start, stop = r.items(b)
         r_masks[r.order()[start:stop]] = mine
         start, stop = s.items(b)
-        s_masks[s.order()[start:stop]] = s.batch(b, u)
+        s_masks[s.order()[start:stop]] = s.batch(b, u)[0]
     with pytest.raises(ValueError, match="batch 2 of 2"):
         r.batch(2)
     assert sorted(r.order().tolist()) == list(range(3000)) and sorted(s.order().tolist()) == list(range(2500))
@@ -728,6 +728,26 @@ def test_a_malformed_mask_chunk_is_refused_by_name(monkeypatch, chunk):
 
 
 @NEEDS_OKVS
+def test_masks_out_of_order_are_refused_by_name(monkeypatch):
+    """S must send its masks sorted by value (R merges them against its own): two swapped masks
+    in a chunk end R's run with a FrameError naming the order, not a wrong intersection."""
+    monkeypatch.setattr(okvs, "MASK_CHUNK", 1000)
+    a, b = _ids("w", range(40)), _ids("w", range(2300))
+    width = okvs.mask_bytes(40, 2300)
+
+    def swap(i, payload):
+        if i != 1:
+            return payload
+        rows = bytearray(payload)
+        rows[:width], rows[width:2 * width] = payload[width:2 * width], payload[:width]
+        return bytes(rows)
+
+    text, seen = _deviate(a, b, 1, "psi-okvs-m", swap, pipelined=True, to=0)
+    assert "the peer's masks are malformed: the peer's masks are not in ascending order" in text
+    assert seen[0][:2] == (0, "FrameError")
+
+
+@NEEDS_OKVS
 def test_missing_masks_or_a_lying_size_end_in_clear_errors(monkeypatch):
     """S sends one chunk of masks fewer (then ends its run): R ends with an error, not a hang. S
     announces fewer ids than it holds: its masks do not fit what R expects."""
@@ -830,7 +850,8 @@ def test_resolve_picks_okvs_where_it_applies(monkeypatch):
     assert psi.resolve() == psi.resolve("auto") == "okvs"
     assert psi.resolve(cardinality_only=True) == "ecdh"
     assert psi.resolve(checkpoint=True) == "ecdh"
-    assert psi.resolve(labelled=True) == psi.resolve(labelled=True, cardinality_only=True) == "fnp"
+    assert psi.resolve(labelled=True) == "okvs"
+    assert psi.resolve(labelled=True, cardinality_only=True) == psi.resolve(labelled=True, checkpoint=True) == "fnp"
     for name in ("okvs", "ecdh", "fnp", "bogus"):
         assert psi.resolve(name, cardinality_only=True, checkpoint=True) == name  # explicit names pass
     monkeypatch.setattr(okvs_kernel, "available", lambda: False)
@@ -853,15 +874,16 @@ def test_okvs_without_the_kernels_is_a_clear_error(monkeypatch):
 @pytest.mark.parametrize("options, message", [
     ({"cardinality_only": True}, "protocol 'okvs' cannot tell only the intersection's size"),
     ({"checkpoint_dir": "unused"}, "protocol 'okvs' keeps no checkpoint"),
-    ({"payloads": [b"p"], "to": 0}, r"payloads \(labelled PSI\) need protocol='fnp'"),
-    ({"payload_bytes": 4, "to": 0}, r"payloads \(labelled PSI\) need protocol='fnp'"),
+    ({"payload_bytes": 4}, "labelled PSI gives the payloads to one party"),
+    ({"payload_bytes": 4, "to": 0}, r"the party that does not learn passes one payload per id \(1\), got none"),
+    ({"payload_bytes": 1 << 16, "to": 0}, "payload_bytes must be 0 to 32768"),
     ({"to": "party7"}, "to must be 'both' or a party of the session"),
 ])
 def test_explicit_okvs_refuses_options_it_cannot_serve(options, message, tmp_path):
     if "checkpoint_dir" in options:
         options = {**options, "checkpoint_dir": str(tmp_path)}
-    if "to must be" in message and not okvs_kernel.available():
-        pytest.skip("the choice of learner is checked after the kernels are found")
+    if ("to must be" in message or "payload" in message) and not okvs_kernel.available():
+        pytest.skip("the choice of learner and the payloads are checked after the kernels are found")
     with pytest.raises(PartyError, match=message):
         _run(["a"], ["a"], **options)
     assert not any(tmp_path.iterdir())
@@ -883,10 +905,11 @@ def test_auto_runs_ecdh_or_fnp_where_okvs_does_not_apply(tmp_path):
 
     def labelled(session):
         pay = {"payloads": [x.encode() for x in b]} if session.index else {}
-        return psi.intersect(session, a if session.index == 0 else b, to=0, payload_bytes=4, key_bits=768, **pay)
+        return psi.intersect(session, a if session.index == 0 else b, to=0, payload_bytes=4, key_bits=768,
+                             checkpoint_dir=str(tmp_path / "fnp"), **pay)
 
     ra, rb = run_in_memory(2, labelled)
-    assert ra.stats["protocol"] == "fnp"
+    assert ra.stats["protocol"] == "fnp"  # labelled and checkpointed: okvs keeps no checkpoint
     assert {a[i]: p.rstrip(b"\0").decode() for i, p in zip(ra.indices, ra.stats["payloads"])} == \
         {x: x for x in expected}
 
@@ -912,3 +935,56 @@ def test_okvs_runs_the_same_with_shaper_native_off(monkeypatch):
     ra, rb = run_in_memory(2, lambda s: psi.intersect(s, a if s.index == 0 else b), timeout=60)
     assert ra.stats["protocol"] == "okvs"
     _check_both(a, b, ra, rb)
+
+
+# -- labelled PSI -------------------------------------------------------------------------------------------
+@NEEDS_OKVS
+@pytest.mark.parametrize("learner", [0, 1])
+def test_labelled_okvs_gives_the_learner_exactly_the_payloads_of_the_shared_ids(monkeypatch, learner):
+    """The learner (either party, the larger set or the smaller) gets, for each of its matched
+    rows, the other party's payload byte for byte: empty, short, full-length, binary and UTF-8
+    payloads, across clusters, batches and mask chunks; the other party learns nothing."""
+    monkeypatch.setattr(okvs, "TARGET", 64)
+    monkeypatch.setattr(okvs, "BATCH_CLUSTERS", 3)
+    monkeypatch.setattr(okvs, "MASK_CHUNK", 500)
+    rng = random.Random(11)
+    a, b = _ids("l", rng.sample(range(4000), 900)), _ids("l", rng.sample(range(4000), 2100))
+    ids = (a, b)
+    sender = 1 - learner
+    payload = {x: (b"" if i % 7 == 0 else bytes([i % 256]) * (i % 24) + x.encode() if i % 3 else
+                   "é✓".encode() * 3) for i, x in enumerate(ids[sender])}
+    width = max(len(p) for p in payload.values())
+
+    def job(session):
+        mine = ids[session.index]
+        pay = {"payloads": [payload[x] for x in mine]} if session.index == sender else {}
+        return psi.intersect(session, mine, protocol="auto", to=learner, payload_bytes=width, **pay)
+
+    results = run_in_memory(2, job)
+    got, other = results[learner], results[sender]
+    assert got.stats["protocol"] == "okvs"
+    mine = ids[learner]
+    assert {mine[i] for i in got.indices} == set(a) & set(b)
+    assert [payload[mine[i]] for i in got.indices] == got.stats["payloads"]
+    assert other.indices is None and other.size is None and "payloads" not in other.stats
+
+
+@NEEDS_OKVS
+def test_labelled_okvs_refuses_a_payload_that_opens_too_long():
+    """A sender that seals a length above payload_bytes (here: it tampers with the sealed rows'
+    length bytes) makes the learner stop with a FrameError naming it, not hand back garbage."""
+    a, b = _ids("t", range(40)), _ids("t", range(20, 60))
+
+    def tamper(k, chunk):
+        rows = np.frombuffer(chunk, np.uint8).reshape(-1, 6).copy()
+        rows[:, 1] ^= 0x80  # the length's high byte: every payload opens to over 32 KiB
+        return rows.tobytes()
+
+    def job(session):
+        if session.index == 1:
+            _deviating(session, "psi-okvs-p", tamper, pipelined=True)
+        pay = {"payloads": [x.encode()[:4] for x in b]} if session.index else {}
+        return psi.intersect(session, a if session.index == 0 else b, protocol="okvs", to=0, payload_bytes=4, **pay)
+
+    with pytest.raises(PartyError, match="the peer's payload for a shared id opens to .* more than payload_bytes=4"):
+        run_in_memory(2, job, config=NetConfig(timeout=60), timeout=120)

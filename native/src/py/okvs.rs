@@ -38,25 +38,29 @@ fn order_array<'py>(py: Python<'py>, order: &[u32]) -> Bound<'py, PyArray1<u32>>
     PyArray1::from_slice(py, order)
 }
 
-/// (items, mask_bytes) masks filled by `fill` with the GIL released.
-fn masks_out<'py>(py: Python<'py>, items: usize, width: usize,
-                  fill: impl FnOnce(&mut [u8]) -> Result<(), String> + Send) -> PyResult<Bound<'py, PyArray2<u8>>> {
-    check_size(items * width / 8, "the masks")?;
-    let arr = PyArray2::<u8>::zeros(py, [items, width], false);
-    {
-        let mut rw = arr.readwrite();
-        let out = rw.as_slice_mut().expect("a new array is contiguous");
-        py.detach(|| fill(out)).map_err(value_error)?;
-    }
-    Ok(arr)
-}
-
 /// R: encodes its items' OKVS cluster by cluster and receives the subspace-VOLE extension.
 #[pyclass(module = "shaper._native")]
 struct OkvsReceiver {
     inner: okvs::Receiver,
     setup: Vec<u8>,
     mask_bytes: usize,
+    pad_bytes: usize,
+}
+
+/// (items, w) arrays of masks and of payload pads, filled by `fill` with the GIL released.
+#[allow(clippy::type_complexity)]
+fn masks_and_pads<'py>(py: Python<'py>, items: usize, mask_bytes: usize, pad_bytes: usize,
+                       fill: impl FnOnce(&mut [u8], &mut [u8]) -> Result<(), String> + Send)
+                       -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
+    check_size(items * (mask_bytes + pad_bytes) / 8, "the masks")?;
+    let masks = PyArray2::<u8>::zeros(py, [items, mask_bytes], false);
+    let pads = PyArray2::<u8>::zeros(py, [items, pad_bytes], false);
+    {
+        let (mut m, mut p) = (masks.readwrite(), pads.readwrite());
+        let (m, p) = (m.as_slice_mut().expect("a new array is contiguous"), p.as_slice_mut().expect("contiguous"));
+        py.detach(|| fill(m, p)).map_err(value_error)?;
+    }
+    Ok((masks, pads))
 }
 
 #[pymethods]
@@ -65,14 +69,17 @@ impl OkvsReceiver {
     /// to S); ``digests``: (n, 16) item digests; ``k0s``, ``k1s``: the base-OT sender's keys of
     /// the 6 lanes (6 × 2048 bytes each); ``tree_seeds``: 6 × 16 random bytes. ValueError when a
     /// cluster overflows its capacity (below 2^-40 with the protocol's parameters).
+    /// ``pad_bytes``: payload pad bytes per item (labelled PSI; 0 for none).
     #[new]
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (params, seed, digests, k0s, k1s, tree_seeds, batch_clusters, mask_bytes, pad_bytes=0))]
     fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
-           k0s: &[u8], k1s: &[u8], tree_seeds: &[u8], batch_clusters: usize, mask_bytes: usize) -> PyResult<Self> {
+           k0s: &[u8], k1s: &[u8], tree_seeds: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
+           -> PyResult<Self> {
         let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
         let (inner, setup) = py.detach(|| okvs::Receiver::new(p, &seed, d, k0s, k1s, tree_seeds, batch_clusters,
-                                                              mask_bytes)).map_err(value_error)?;
-        Ok(Self { inner, setup, mask_bytes })
+                                                              mask_bytes, pad_bytes)).map_err(value_error)?;
+        Ok(Self { inner, setup, mask_bytes, pad_bytes })
     }
 
     /// The 6 SoftSpoken setup messages (6 × 4096 bytes), sent once before the first batch.
@@ -102,16 +109,20 @@ impl OkvsReceiver {
         self.inner.message_len(b)
     }
 
-    /// Batch b (in order): (the message for S, the masks of this party's items of the batch).
-    fn batch<'py>(&mut self, py: Python<'py>, b: usize) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+    /// Batch b (in order): (the message for S, the masks of this party's items of the batch,
+    /// their payload pads: an (items, pad_bytes) array).
+    #[allow(clippy::type_complexity)]
+    fn batch<'py>(&mut self, py: Python<'py>, b: usize)
+                  -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         if b >= self.inner.batches() {
             return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
         }
         let r = self.inner.items(b);
         let mut u = vec![0u8; self.inner.message_len(b)];
         let inner = &mut self.inner;
-        let masks = masks_out(py, r.len(), self.mask_bytes, |out| inner.batch(b, &mut u, out))?;
-        Ok((PyBytes::new(py, &u), masks))
+        let (masks, pads) = masks_and_pads(py, r.len(), self.mask_bytes, self.pad_bytes,
+                                           |m, p| inner.batch(b, &mut u, m, p))?;
+        Ok((PyBytes::new(py, &u), masks, pads))
     }
 }
 
@@ -120,6 +131,7 @@ impl OkvsReceiver {
 struct OkvsSender {
     inner: okvs::Sender,
     mask_bytes: usize,
+    pad_bytes: usize,
 }
 
 #[pymethods]
@@ -128,12 +140,14 @@ impl OkvsSender {
     /// choice bits (6 × 16 bytes, Δ); ``setup``: R's :attr:`OkvsReceiver.setup_message`.
     #[new]
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (params, seed, digests, keys, deltas, setup, batch_clusters, mask_bytes, pad_bytes=0))]
     fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
-           keys: &[u8], deltas: &[u8], setup: &[u8], batch_clusters: usize, mask_bytes: usize) -> PyResult<Self> {
+           keys: &[u8], deltas: &[u8], setup: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
+           -> PyResult<Self> {
         let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
-        let inner = py.detach(|| okvs::Sender::new(p, &seed, d, keys, deltas, setup, batch_clusters, mask_bytes))
-            .map_err(value_error)?;
-        Ok(Self { inner, mask_bytes })
+        let inner = py.detach(|| okvs::Sender::new(p, &seed, d, keys, deltas, setup, batch_clusters, mask_bytes,
+                                                   pad_bytes)).map_err(value_error)?;
+        Ok(Self { inner, mask_bytes, pad_bytes })
     }
 
     #[getter]
@@ -154,15 +168,17 @@ impl OkvsSender {
         self.inner.message_len(b)
     }
 
-    /// Batch b (in order) from R's message ``u``: the masks of this party's items of the batch.
-    /// ValueError when ``u`` has the wrong length.
-    fn batch<'py>(&mut self, py: Python<'py>, b: usize, u: &[u8]) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    /// Batch b (in order) from R's message ``u``: (the masks of this party's items of the batch,
+    /// their payload pads). ValueError when ``u`` has the wrong length.
+    #[allow(clippy::type_complexity)]
+    fn batch<'py>(&mut self, py: Python<'py>, b: usize, u: &[u8])
+                  -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         if b >= self.inner.batches() {
             return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
         }
         let r = self.inner.items(b);
         let inner = &mut self.inner;
-        masks_out(py, r.len(), self.mask_bytes, |out| inner.batch(b, u, out))
+        masks_and_pads(py, r.len(), self.mask_bytes, self.pad_bytes, |m, p| inner.batch(b, u, m, p))
     }
 }
 

@@ -29,9 +29,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--id-column", action="append", required=True, metavar="NAME",
                    help="column holding the ids; repeat for a key of several columns")
     p.add_argument("--protocol", choices=["auto", "okvs", "ecdh", "fnp"], default="auto",
-                   help="auto picks the OT-based okvs where it applies, else ECDH on Ristretto255 "
-                        "(--cardinality-only, --checkpoint-dir) or Freedman-Nissim-Pinkas with Paillier or OU "
-                        "(--payload-bytes); or name one (docs/psi.md)")
+                   help="auto picks the OT-based okvs where it applies (labelled PSI included), else ECDH on "
+                        "Ristretto255 (--cardinality-only, --checkpoint-dir) or Freedman-Nissim-Pinkas with Paillier "
+                        "or OU (a checkpointed labelled run); or name one (docs/psi.md)")
     key_bits_option(p, "key size of the FNP client")
     p.add_argument("--scheme", choices=["paillier", "ou"], default="paillier", help="FNP's homomorphic scheme")
     out_option(p, "where to write the aligned rows (.csv or .parquet)", metavar="FILE", old="--output")
@@ -43,13 +43,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--duplicates", choices=["error", "first"], default="error",
                    help="a repeated id: refuse the file, or use its first row")
     p.add_argument("--payload-bytes", type=int, default=0, metavar="N",
-                   help="labelled PSI (fnp, --to the client): the other party's --payload-column text, up to N "
-                        "UTF-8 bytes, reaches the client for each shared id (both hosts pass the same N)")
+                   help="labelled PSI (okvs or fnp, --to the party that learns): the other party's "
+                        "--payload-column text, up to N UTF-8 bytes, reaches the learner for each shared id (both "
+                        "hosts pass the same N)")
     p.add_argument("--payload-column", metavar="NAME",
-                   help="with --payload-bytes: at the server, the column whose text is sent; at the client, the "
-                        "name of the column the received text is written to")
+                   help="with --payload-bytes: at the party that sends, the column whose text is sent; at the "
+                        "learner, the name of the column the received text is written to")
     p.add_argument("--checkpoint-dir", metavar="DIR",
-                   help="keep the run's state here, chunk by chunk (ecdh or fnp; auto runs ecdh)")
+                   help="keep the run's state here, chunk by chunk (ecdh or fnp; auto runs one of them)")
     p.add_argument("--resume", action="store_true", help="continue a killed run from --checkpoint-dir")
 
 

@@ -7,8 +7,9 @@ of one party's output is the same customer as row i of the other's. With
 ``--cardinality-only`` no rows are written: both parties learn only how many ids they share.
 
 ``--protocol auto`` (the default) runs the protocol :func:`shaper.protocols.psi.resolve` picks
-for the options: OT-based ``okvs`` where it applies, ECDH for ``--cardinality-only`` or
-``--checkpoint-dir``, FNP for labelled PSI (``--payload-bytes``); :func:`prepare` refuses a
+for the options: OT-based ``okvs`` where it applies (labelled PSI, ``--payload-bytes``,
+included), ECDH for ``--cardinality-only`` or ``--checkpoint-dir`` (FNP for a checkpointed
+labelled run); :func:`prepare` refuses a
 protocol named explicitly that cannot do what the options ask, before anything connects.
 
 The job shows where it stands on stderr (:class:`PsiProgress`): a line per stage (reading the
@@ -57,7 +58,8 @@ class PsiOptions:
     def resolved(self) -> str:
         """The protocol that runs: ``protocol``, or for "auto" the one
         :func:`~shaper.protocols.psi.resolve` picks for these options (FNP for labelled PSI, ECDH
-        for the size only or a checkpoint, else OT-based okvs where the native core is built)."""
+        for the size only or a checkpoint, else OT-based okvs where the native core is built,
+        labelled PSI included)."""
         return resolve(self.protocol, cardinality_only=self.cardinality_only, labelled=self.payload_bytes != 0,
                        checkpoint=self.checkpoint_dir is not None)
 
@@ -72,9 +74,6 @@ def prepare(me: str, input: str | Path, out: str | None, options: PsiOptions,
         raise ConfigError("--cardinality-only reveals no rows: drop --out")
     protocol = options.resolved()
     if protocol == "okvs":  # named explicitly: auto never picks okvs for what it cannot do
-        if options.payload_bytes:
-            raise ConfigError("--protocol okvs sends no payloads: labelled PSI (--payload-bytes) needs --protocol "
-                              "fnp (or auto, which picks it)")
         if options.cardinality_only:
             raise ConfigError("--protocol okvs cannot tell only the intersection's size (its learner sees which of "
                               "its rows matched): use --protocol ecdh (or auto, which picks it) with "
@@ -83,10 +82,10 @@ def prepare(me: str, input: str | Path, out: str | None, options: PsiOptions,
             raise ConfigError("--protocol okvs keeps no checkpoint (a killed run is redone): drop --checkpoint-dir, "
                               "or use --protocol ecdh (or auto, which picks it) to resume long runs")
     if options.payload_bytes < 0 or options.payload_bytes and (
-            protocol != "fnp" or options.to == "both" or not options.payload_column
+            protocol not in ("okvs", "fnp") or options.to == "both" or not options.payload_column
             or options.cardinality_only):
-        raise ConfigError("labelled PSI needs --protocol fnp, --to <the client>, --payload-column and a positive "
-                          "--payload-bytes, and returns rows (no --cardinality-only)")
+        raise ConfigError("labelled PSI needs --protocol auto, okvs or fnp, --to <the party that learns>, "
+                          "--payload-column and a positive --payload-bytes, and returns rows (no --cardinality-only)")
     if not options.cardinality_only and options.to in ("both", me) and not out:
         raise ConfigError("pass --out FILE for the aligned rows (or --cardinality-only)")
     if out:

@@ -8,7 +8,7 @@
   column must be numeric. Features come back as scipy CSR when sparse.
 * :func:`check_aligned`: both parties confirm they hold the same ids in the same order by
   exchanging a SHA-256 digest of their id lists (no id is revealed); otherwise line them up by
-  PSI first (:func:`shaper.ml.alignment.align`, ``--align ecdh``, ``shaper psi``).
+  PSI first (:func:`shaper.ml.alignment.align`, ``--align auto``, ``shaper psi``).
 * :func:`vertical_split`: split one table's columns between two parties (demos, tests).
 * :func:`shaper_workload` / :func:`make_shaper_workload`: the SHAPER benchmark's data shape:
   one-hot style 0/1 features (each party's features grouped into fields, one active category per
@@ -256,7 +256,7 @@ def check_aligned(session: Any, ids: np.ndarray, tag: str = "align") -> None:
         if theirs != mine:
             raise ConfigError(
                 f"the rows are not aligned with party {peer!r} ({theirs.get('rows')} rows there, {mine['rows']} "
-                "here, or a different id order): pass --align ecdh to line them up by private set intersection "
+                "here, or a different id order): pass --align auto to line them up by private set intersection "
                 "(or run shaper psi on both files first)")
 
 

@@ -105,7 +105,7 @@ def assign_roles(session: Any, role: str, hello: dict, tag: str = "fl-hello") ->
                           f"{ {k: (v[0] if v else None) for k, v in rows.items()} }")
     if len({(r[1] if r else None) for r in rows.values()}) != 1:
         raise ConfigError("the guest and the hosts hold different row ids (or a different order); align them first "
-                          "(--align ecdh)")
+                          "(--align auto)")
     return by_role["guest"][0], by_role["host"], by_role["arbiter"][0], hellos
 
 

@@ -5,13 +5,15 @@
 
 Protocols: ``"okvs"`` (:mod:`.okvs`, OT-based: an RR22-style OKVS over SoftSpoken's subspace
 VOLE on shaper's own OT extension, the native core; semi-honest): output to both parties (in one
-common order) or to one named party; ``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
+common order) or to one named party, or labelled (the other party's payload for each match);
+``"ecdh"`` (:mod:`.ecdh`, the native core; semi-honest, DDH): output to both
 parties (in one common order), to one named party, or the intersection's size only; ``"fnp"``
 (:mod:`.fnp`, Freedman–Nissim–Pinkas with Paillier or OU, the seed paper's protocol): output to one
 party or to both, its size only, or labelled (the other party's payload for each match).
 ``"auto"`` (the default, :func:`resolve`) takes ``"okvs"`` where it applies and the native core
 is built, else ECDH (the intersection's size only, a checkpoint, no native core) or FNP
-(payloads): every choice is semi-honest, as ECDH, the old default, is. Ids are
+(payloads without the native core, or checkpointed): every choice is semi-honest, as ECDH, the
+old default, is. Ids are
 normalised and checked for duplicates as :mod:`.items` describes; what each party learns is in
 :mod:`.ecdh` and ``docs/psi.md``. Lining up tables, DataFrames and columns by their ids is
 :func:`shaper.ml.alignment.align`, built on :func:`intersect`.
@@ -32,18 +34,17 @@ PROTOCOLS = ("okvs", "ecdh", "fnp")
 
 def resolve(protocol: str = "auto", *, cardinality_only: bool = False, labelled: bool = False,
             checkpoint: bool = False) -> str:
-    """The protocol ``"auto"`` runs for these options (any other name is returned as it is): FNP
-    for labelled PSI, ECDH for the intersection's size only, for a checkpointed run, or where
-    the native core is not built, else OT-based ``"okvs"``. Both parties pass the same options,
-    so they pick the same protocol (a party without the native core then meets a peer running
-    OKVS, and the hello names both protocols)."""
+    """The protocol ``"auto"`` runs for these options (any other name is returned as it is):
+    OT-based ``"okvs"`` where it applies (labelled PSI included) and the native core is built;
+    else FNP for labelled PSI and ECDH otherwise (the intersection's size only, a checkpointed
+    run, no native core). Both parties pass the same options, so they pick the same protocol (a party without the
+    native core then meets a peer running OKVS, and the hello names both protocols)."""
     if protocol != "auto":
         return protocol
+    okvs_applies = okvs_kernel.available() and not cardinality_only and not checkpoint
     if labelled:
-        return "fnp"
-    if cardinality_only or checkpoint or not okvs_kernel.available():
-        return "ecdh"
-    return "okvs"
+        return "okvs" if okvs_applies else "fnp"
+    return "okvs" if okvs_applies else "ecdh"
 
 
 def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: str = "auto", to: Any = "both",
@@ -62,6 +63,9 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
     ``order`` of the rows: "protocol" (by doubly blinded value, an order neither party chose) or
     "id" (by normalised id: both parties know the shared ids, so this reveals nothing, and a
     rerun gives the same order).
+    ``payload_bytes`` > 0 with okvs (the default) or FNP is labelled PSI: ``to`` names the one
+    party that learns, the other passes ``payloads`` (bytes per id, at most ``payload_bytes``
+    each) and the learner finds the payloads of its matched rows in ``result.stats["payloads"]``.
     ``protocol="fnp"`` (Freedman–Nissim–Pinkas with ``scheme`` "paillier" or "ou" of ``key_bits``): ``to`` names the
     client, the one party that learns (with "both", the party of lower index is the client and then
     tells the other its rows); with ``payload_bytes`` > 0 it is labelled PSI: the other
@@ -87,9 +91,9 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         packed = packed.take(keep)
         digests = None if digests is None else digests[keep]
     settings = f"{norm.describe()}, columns={columns}"
+    if payloads is not None and keep is not None:
+        payloads = [payloads[i] for i in keep]
     if protocol == "okvs":
-        if payload_bytes or payloads is not None:
-            raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
         if cardinality_only:
             raise ConfigError("protocol 'okvs' cannot tell only the intersection's size (its learner sees which of "
                               "its rows matched): use protocol='ecdh' for cardinality_only")
@@ -97,10 +101,11 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
             raise ConfigError("protocol 'okvs' keeps no checkpoint (2^24 ids take under a minute; a killed run is "
                               "redone): drop checkpoint_dir, or use protocol='ecdh' to resume long runs")
         held, digests = [digests], None  # the protocol lets go of them once the native core has read them
-        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings, digests=held)
+        result = okvs.intersect(session, peer, packed, to=to, progress=progress, settings=settings, digests=held,
+                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes)
     elif protocol == "ecdh":
         if payload_bytes or payloads is not None:
-            raise ConfigError("payloads (labelled PSI) need protocol='fnp'")
+            raise ConfigError("payloads (labelled PSI) need protocol 'okvs' or 'fnp' (or 'auto')")
         result = ecdh.intersect(session, peer, packed, to=to, cardinality_only=cardinality_only,
                                 progress=progress, settings=settings, checkpoint_dir=checkpoint_dir, resume=resume)
     else:
@@ -108,8 +113,6 @@ def intersect(session: Any, ids: Sequence[Any], *, peer: Any = None, protocol: s
         if both and payload_bytes:
             raise ConfigError("labelled FNP gives the payloads to one party: pass to=<the party that learns>")
         mode = "cardinality" if cardinality_only else "labelled" if payload_bytes else "intersection"
-        if payloads is not None and keep is not None:
-            payloads = [payloads[i] for i in keep]
         client = min(session.index, session.parties.index(session.peer_name(peer))) if both else to
         result = fnp.intersect(session, peer, packed, client=client, both=both, mode=mode,
                                payloads=None if payloads is None else list(payloads), payload_bytes=payload_bytes,

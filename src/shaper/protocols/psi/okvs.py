@@ -36,6 +36,12 @@ masks, making R's output wrong). The malicious variant (RR22 §5: a VOLE consist
 the OKVS seed from a coin toss after R commits) is not built. It cannot give only the
 intersection's size (R learns which of its rows matched): use ECDH for that.
 
+**Labelled** (``payload_bytes`` > 0, output to R): S sends, after its masks and in their order,
+each id's payload (2 bytes of length, then the bytes, zero-padded) XORed with a pad hashed from
+the same 96-byte VOLE value under another tag. R's value equals S's only for a shared id, so R
+opens exactly the payloads of the ids it holds; every other pad hides the same 148 bits of Δ as
+the mask beside it.
+
 **Traffic** for n ids each: R sends about 1.35 · 24 bytes per id of its own, plus 24 KiB of
 setup; S sends its masks (10 bytes per id at 2^20, 11 at 2^24) and 24 KiB of base OTs.
 **Memory**: per party the digests and rows of its ids (about 56 bytes per id) and one batch's
@@ -65,7 +71,8 @@ BATCH_CLUSTERS = 16    # clusters per extension message
 LANES, BASE = 6, 128   # SoftSpoken extensions, base OTs per extension
 SETUP_BYTES = 4096     # one extension's SoftSpoken setup message
 EXPANSION = (123, 100)  # sparse positions per id of capacity, before the finite-size margin (peeling: > 1.222)
-MASK_CHUNK = 1 << 16   # masks per message
+MASK_CHUNK = 1 << 16   # masks (and sealed payloads) per message
+MAX_PAYLOAD = 1 << 15  # bytes of one labelled payload
 MAX_ITEMS = 1 << 32
 DIGEST_PREFIX = b"shaper/psi/okvs/item/v1\0"
 
@@ -153,21 +160,45 @@ def _check_params(got: Any, n_r: int) -> tuple[int, int, int, int]:
     return clusters, capacity, sparse, dense
 
 
+def parse_setup(setup: Any, n_r: int) -> tuple[bytes, tuple[int, int, int, int]]:
+    """R's "psi-okvs-setup" message as S accepts it: (the 16-byte seed, the parameters);
+    :class:`FrameError` naming what is wrong otherwise."""
+    raw_seed = setup.get("seed") if isinstance(setup, dict) else None
+    try:
+        seed = bytes.fromhex(raw_seed) if isinstance(raw_seed, str) else b""
+    except ValueError:
+        seed = b""
+    if len(seed) != 16:
+        raise FrameError(f"the peer's OKVS seed is not 16 bytes of hex: {raw_seed!r}")
+    return seed, _check_params(setup.get("params"), n_r)
+
+
 def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
               progress: Callable[[dict], None] | None = None, settings: str = "",
-              digests: np.ndarray | list | None = None) -> PsiResult:
+              digests: np.ndarray | list | None = None, payloads: list[bytes] | None = None,
+              payload_bytes: int = 0) -> PsiResult:
     """Run OT-based PSI with ``peer`` on this party's packed ids (distinct; see :mod:`.items`).
     ``to``: "both", or the name or index of the one party that learns. ``digests``: the ids'
     (n, 16) digests under :data:`DIGEST_PREFIX` if the caller has them (or a list holding them,
-    which is emptied: the array is then freed once the native core has read it)."""
+    which is emptied: the array is then freed once the native core has read it).
+    ``payload_bytes`` > 0: labelled PSI, to the one party ``to`` names: the other party passes
+    ``payloads`` (one bytes value per id, at most ``payload_bytes`` each) and the learner finds
+    the payloads of its matched rows in ``stats["payloads"]``, in the rows' order. Each payload
+    travels with S's mask, XORed with a pad hashed from the same VOLE value under another tag:
+    the learner can remove the pad only where its own value is S's, i.e. for a shared id."""
     native = kernel.engine()
     meter = Meter(session)
     me, other = session.index, session.parties.index(session.peer_name(peer))
     learner = _learner(session, to)
     if len(items) > MAX_ITEMS:
         raise ConfigError(f"OT-based PSI takes at most 2^32 ids per party, got {len(items)}")
+    if not isinstance(payload_bytes, int) or not 0 <= payload_bytes <= MAX_PAYLOAD:
+        raise ConfigError(f"payload_bytes must be 0 to {MAX_PAYLOAD}, got {payload_bytes!r}")
+    if payload_bytes and learner is None:
+        raise ConfigError("labelled PSI gives the payloads to one party: pass to=<the party that learns>")
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
-             "cardinality_only": False, "n": len(items), "chunk": BATCH_CLUSTERS, "settings": settings}
+             "cardinality_only": False, "n": len(items), "chunk": BATCH_CLUSTERS,
+             "settings": f"{settings}, payload_bytes={payload_bytes}"}
     theirs = session.exchange(other, hello, "psi-hello")
     check_hello(hello, theirs)
     n_peer = int(theirs["n"])
@@ -179,17 +210,38 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
         receiver = learner
     is_r = me == receiver
     n_r, n_s = (len(items), n_peer) if is_r else (n_peer, len(items))
+    plain = None if is_r or not payload_bytes else _pack_payloads(payloads, len(items), payload_bytes)
     report = progress or (lambda event: None)
     if n_r == 0 or n_s == 0:  # nothing in common: no OT at all
         empty = np.zeros(0, np.int64)
         told = is_r or learner is None
-        return PsiResult(empty if told else None, 0 if told else None, n_peer, meter.figures())
+        stats = {**meter.figures(), **({"payloads": []} if is_r and payload_bytes else {})}
+        return PsiResult(empty if told else None, 0 if told else None, n_peer, stats)
     width = mask_bytes(n_r, n_s)
     held = [_digests(items, digests)]  # handed down, so that the native core's copy is the only one left
     del digests
     if is_r:
-        return _receiver(session, other, native, held, n_s, width, learner is None, report, meter)
-    return _sender(session, other, native, held, n_r, width, learner is None, report, meter)
+        return _receiver(session, other, native, held, n_s, width, learner is None, report, meter, payload_bytes)
+    return _sender(session, other, native, held, n_r, width, learner is None, report, meter, plain)
+
+
+def _pack_payloads(payloads: list[bytes] | None, n: int, payload_bytes: int) -> np.ndarray:
+    """(n, 2 + payload_bytes) uint8: each payload's length (2 bytes, little-endian), then its
+    bytes, zero-padded; built without a loop over the rows."""
+    if payloads is None or len(payloads) != n:
+        raise ConfigError(f"labelled PSI: the party that does not learn passes one payload per id ({n}), got "
+                          f"{'none' if payloads is None else len(payloads)}")
+    lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
+    if n and lengths.max() > payload_bytes:
+        i = int(np.argmax(lengths))
+        raise ConfigError(f"payload {i} has {int(lengths[i])} bytes, more than payload_bytes={payload_bytes}")
+    plain = np.zeros((n, 2 + payload_bytes), np.uint8)
+    plain[:, 0], plain[:, 1] = lengths & 0xFF, lengths >> 8
+    data = np.frombuffer(b"".join(payloads), np.uint8)
+    if len(data):
+        rows = np.repeat(np.arange(n), lengths)
+        plain[rows, 2 + np.arange(len(data)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = data
+    return plain
 
 
 def _digests(items: PackedItems, digests: np.ndarray | list | None) -> np.ndarray:
@@ -210,7 +262,7 @@ def _session_ids(seed: bytes) -> list[bytes]:
 
 
 def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width: int, both: bool,
-              report: Callable[[dict], None], meter: Meter) -> PsiResult:
+              report: Callable[[dict], None], meter: Meter, payload_bytes: int) -> PsiResult:
     n_r = len(held[0])
     params = params_for(n_r)
     seed = os.urandom(16)
@@ -226,15 +278,18 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
             raise FrameError(f"the peer's base-OT reply is invalid: {exc}") from None
         k0s.append(k0)
         k1s.append(k1)
+    pad = 2 + payload_bytes if payload_bytes else 0
     r = native.OkvsReceiver(params, seed, held.pop(), b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES),
-                            BATCH_CLUSTERS, width)
+                            BATCH_CLUSTERS, width, pad)
     session.send(other, r.setup_message, "psi-okvs-soft")
     own = np.empty((n_r, width), np.uint8)  # masks in sorted order
+    own_pads = np.empty((n_r, pad), np.uint8)
     for b in range(r.batches):
-        u, masks = r.batch(b)
+        u, masks, pads = r.batch(b)
         session.send(other, u, "psi-okvs-u")
         start, stop = r.items(b)
         own[start:stop] = masks
+        own_pads[start:stop] = pads
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": r.batches})
     order = r.order()
     del r  # its rows (32 bytes per id)
@@ -249,24 +304,29 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
     except ValueError as exc:
         raise FrameError(f"the peer's masks are malformed: {exc}") from None
     del own, peer
+    stats = {}
+    if pad:  # the payloads, in S's mask order, each XORed with its pad
+        sealed = np.empty((n_s, pad), np.uint8)
+        for c in range(0, n_s, MASK_CHUNK):
+            rows = min(MASK_CHUNK, n_s - c)
+            sealed[c:c + rows] = np.frombuffer(session.recv_bytes(other, "psi-okvs-p", size=rows * pad),
+                                               np.uint8).reshape(rows, pad)
+        opened = sealed[theirs_at] ^ own_pads[mine_at]
+        lengths = opened[:, 0].astype(np.int64) | opened[:, 1].astype(np.int64) << 8
+        if len(lengths) and lengths.max() > payload_bytes:
+            raise FrameError(f"the peer's payload for a shared id opens to {int(lengths.max())} bytes, more than "
+                             f"payload_bytes={payload_bytes}")
+        stats["payloads"] = [row[2:2 + n].tobytes() for row, n in zip(opened, lengths.tolist())]
     if both:
         session.send(other, theirs_at, "psi-rows")
     indices = order[mine_at].astype(np.int64)
-    return PsiResult(indices, len(indices), n_s, meter.figures())
+    return PsiResult(indices, len(indices), n_s, {**meter.figures(), **stats})
 
 
 def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: int, both: bool,
-            report: Callable[[dict], None], meter: Meter) -> PsiResult:
+            report: Callable[[dict], None], meter: Meter, plain: np.ndarray | None) -> PsiResult:
     n_s = len(held[0])
-    setup = session.recv_meta(other, "psi-okvs-setup")
-    raw_seed = setup.get("seed") if isinstance(setup, dict) else None
-    try:
-        seed = bytes.fromhex(raw_seed) if isinstance(raw_seed, str) else b""
-    except ValueError:
-        seed = b""
-    if len(seed) != 16:
-        raise FrameError(f"the peer's OKVS seed is not 16 bytes of hex: {raw_seed!r}")
-    params = _check_params(setup.get("params"), n_r)
+    seed, params = parse_setup(session.recv_meta(other, "psi-okvs-setup"), n_r)
     first = session.recv_bytes(other, "psi-okvs-a", size=LANES * 32)
     deltas = os.urandom(16 * LANES)
     receivers = [native.BaseOtReceiver(deltas[16 * lane:16 * lane + 16], BASE, os.urandom(64 * BASE), sid)
@@ -277,21 +337,29 @@ def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: 
         raise FrameError(f"the peer's base-OT message is invalid: {exc}") from None
     session.send(other, reply, "psi-okvs-b")
     soft = session.recv_bytes(other, "psi-okvs-soft", size=LANES * SETUP_BYTES)
+    pad = 0 if plain is None else plain.shape[1]
     s = native.OkvsSender(params, seed, held.pop(), b"".join(rcv.keys() for rcv in receivers), deltas, soft,
-                          BATCH_CLUSTERS, width)
+                          BATCH_CLUSTERS, width, pad)
     masks = np.zeros((n_s, width), np.uint8)  # in sorted order
+    pads = np.zeros((n_s, pad), np.uint8)
     for b in range(s.batches):
         u = session.recv_bytes(other, "psi-okvs-u", size=s.message_len(b))
         start, stop = s.items(b)
-        masks[start:stop] = s.batch(b, u)
+        masks[start:stop], pads[start:stop] = s.batch(b, u)
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": s.batches})
+    sorted_items = s.order()
+    del s  # its digests (16 bytes per id)
     by_mask = native.okvs_sort(masks)  # sent sorted by value: an order the masks alone fix
-    order = s.order()[by_mask]
-    del s  # its rows (32 bytes per id)
+    order = sorted_items[by_mask]
     ordered = masks[by_mask]
     del masks
     session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: ordered[c:c + MASK_CHUNK].tobytes(),
                            tag="psi-okvs-m")
+    if pad:  # each payload XORed with its pad, in the masks' order
+        sealed = plain[order] ^ pads[by_mask]
+        del pads
+        session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: sealed[c:c + MASK_CHUNK].tobytes(),
+                               tag="psi-okvs-p")
     if not both:
         return PsiResult(None, None, n_r, meter.figures())
     rows = recv_rows(session, other, order, min(n_r, n_s))
