@@ -20,6 +20,10 @@ NEEDS_NATIVE = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is 
 
 
 def _run(a, b, **options):
+    """This file tests ECDH (and FNP): named, since the default is OT-based okvs
+    (tests/protocols/test_psi_okvs.py)."""
+    options = {"protocol": "ecdh", **options}
+
     def job(session):
         return psi.intersect(session, a if session.index == 0 else b, **options)
 
@@ -220,7 +224,7 @@ def test_chunks_are_interleaved_so_receive_queues_stay_short(monkeypatch):
             queued = sum(len(q) for tag, q in list(channel._queues.items()) if tag.startswith("psi-"))
             deepest[0] = max(deepest[0], queued)
 
-        return psi.intersect(session, a if session.index == 0 else b, progress=progress)
+        return psi.intersect(session, a if session.index == 0 else b, progress=progress, protocol="ecdh")
 
     _check_both(a, b, *run_in_memory(2, job))
     assert deepest[0] <= 6  # of 60 + 50 chunks in flight over the run
@@ -240,7 +244,8 @@ def test_a_hundred_thousand_items():
 def test_invalid_points_from_the_peer_are_refused():
     def job(session):
         if session.index == 0:
-            return psi.intersect(session, ["a", "b"], to=0)  # party 0 is R: party 1 re-blinds its points
+            # party 0 is R: party 1 re-blinds its points
+            return psi.intersect(session, ["a", "b"], to=0, protocol="ecdh")
         session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 2,
                              "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
         session.exchange(0, "token", "psi-run")
@@ -260,7 +265,7 @@ def test_invalid_points_from_the_peer_are_refused():
 def test_a_wrong_length_and_a_dead_peer_end_in_clear_errors():
     def short(session):
         if session.index == 0:
-            return psi.intersect(session, ["a", "b", "c"], to=0)
+            return psi.intersect(session, ["a", "b", "c"], to=0, protocol="ecdh")
         session.exchange(0, {"version": ecdh.VERSION, "to": "party0", "cardinality_only": False, "n": 3,
                              "chunk": ecdh.CHUNK, "settings": "strip=False, casefold=False, columns=1"}, "psi-hello")
         session.exchange(0, "token", "psi-run")
@@ -282,7 +287,7 @@ def test_a_wrong_length_and_a_dead_peer_end_in_clear_errors():
 
 
 def _process_job(session, ids):
-    result = psi.intersect(session, ids[session.index])
+    result = psi.intersect(session, ids[session.index], protocol="ecdh")
     return [ids[session.index][i] for i in result.indices]
 
 
