@@ -38,6 +38,7 @@ use std::sync::OnceLock;
 use crate::aes::{Cipher, BLOCK};
 use crate::ot::iknp::{self, IknpReceiver, IknpSender};
 use crate::ot::transpose;
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 /// SoftSpoken extensions (of 128 columns, k = 4: 32 groups each) per OKVS position.
@@ -584,7 +585,7 @@ pub fn tag(seed: &[u8; 16]) -> [u8; 16] {
 }
 
 /// What both roles share: parameters, rows of this party's items in cluster order, batches.
-struct Items {
+pub struct Items {
     p: Params,
     hasher: Hasher,
     /// Item positions in cluster order, the digests in that order, each cluster's first place.
@@ -600,8 +601,11 @@ struct Items {
 }
 
 impl Items {
-    fn new(p: Params, seed: &[u8; 16], digests: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
-           -> Result<Self, String> {
+    /// A party's items under R's seed and parameters: digests sorted by cluster (made before the
+    /// base OTs finish, so the hashing overlaps the peer's work), masks of `mask_bytes` and
+    /// payload pads of `pad_bytes` (0: none), `batch_clusters` clusters per batch.
+    pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], batch_clusters: usize, mask_bytes: usize,
+               pad_bytes: usize) -> Result<Self, String> {
         if pad_bytes > MAX_PAD {
             return Err(format!("payload pads are at most {MAX_PAD} bytes, got {pad_bytes}"));
         }
@@ -655,12 +659,11 @@ impl Items {
     }
 
     /// Masks of batch b's items (`items`: their rows, from [`Self::rows`]) from the batch's VOLE
-    /// rows (and S's table of its values), cluster by cluster: the cluster's dense rows as byte
-    /// tables, the sparse rows prefetched a few items ahead (a cluster's rows are 2 MiB: beyond
-    /// L2).
-    #[allow(clippy::too_many_arguments)]
+    /// rows (and S's table of its values), cluster by cluster on the thread pool: the cluster's
+    /// dense rows as byte tables (one table per thread), the sparse rows prefetched a few items
+    /// ahead (a cluster's rows are 2 MiB: beyond L2).
     fn masks(&self, b: usize, items: &[Row], rows: &[[u128; LANES]], table: Option<&[[u128; LANES]]>,
-             dense: &mut DenseTable, out: &mut [u8], pads: &mut [u8]) {
+             out: &mut [u8], pads: &mut [u8]) {
         const AHEAD: usize = 8;
         let (w, sparse, mb, pb) = (self.p.width(), self.p.sparse, self.mask_bytes, self.pad_bytes);
         let clusters = self.clusters(b);
@@ -668,7 +671,17 @@ impl Items {
         assert_eq!(out.len(), (self.starts[clusters.end] - first) * mb);
         assert_eq!(pads.len(), (self.starts[clusters.end] - first) * pb);
         assert_eq!(items.len(), self.starts[clusters.end] - first);
+        // each cluster's share of the outputs
+        let mut parts = Vec::with_capacity(clusters.len());
+        let (mut out, mut pads) = (out, pads);
         for c in clusters.clone() {
+            let n = self.starts[c + 1] - self.starts[c];
+            let (o, rest) = std::mem::take(&mut out).split_at_mut(n * mb);
+            let (p, prest) = std::mem::take(&mut pads).split_at_mut(n * pb);
+            (out, pads) = (rest, prest);
+            parts.push((c, o, p));
+        }
+        parts.into_par_iter().for_each_init(DenseTable::new, |dense, (c, out, pads)| {
             let block = &rows[(c - clusters.start) * w..(c - clusters.start + 1) * w];
             dense.fill(&block[sparse..]);
             let at = &items[self.starts[c] - first..self.starts[c + 1] - first];
@@ -689,28 +702,32 @@ impl Items {
                 if let Some(t) = table {
                     apply_table(t, r.value, &mut acc);
                 }
-                let k = self.starts[c] + k - first;
                 mask(&acc, &self.tag, &mut out[k * mb..(k + 1) * mb]);
                 if pb > 0 {
                     pad(&acc, &self.pad_tag, &mut pads[k * pb..(k + 1) * pb]);
                 }
             }
-        }
+        });
     }
 }
 
-/// Extension output `lane` (count × 16 bytes) into column `lane` of the interleaved rows.
-fn scatter(lane: usize, t: &[u8], rows: &mut [[u128; LANES]]) {
-    for (row, x) in rows.iter_mut().zip(t.chunks_exact(BLOCK)) {
-        row[lane] = u128::from_le_bytes(x.try_into().unwrap());
-    }
+/// The lanes' extension outputs (`m` × 16 bytes each) interleaved into rows, on the thread pool.
+fn interleave(lanes: &[Vec<u8>], m: usize, rows: &mut [[u128; LANES]]) {
+    const STEP: usize = 4096;
+    rows[..m].par_chunks_mut(STEP).enumerate().for_each(|(c, chunk)| {
+        for (l, t) in lanes.iter().enumerate() {
+            let t = &t[c * STEP * BLOCK..];
+            for (row, x) in chunk.iter_mut().zip(t.chunks_exact(BLOCK)) {
+                row[l] = u128::from_le_bytes(x.try_into().unwrap());
+            }
+        }
+    });
 }
 
 /// R: the OKVS encoder and the extension receiver on all lanes.
 pub struct Receiver {
     items: Items,
     lanes: Vec<IknpReceiver>,
-    scratch: Scratch,
     buffers: Buffers,
 }
 
@@ -718,36 +735,36 @@ pub struct Receiver {
 struct Buffers {
     items: Vec<Row>,
     rows: Vec<[u128; LANES]>,
-    lane: Vec<u8>,
-    dense: DenseTable,
+    lanes: Vec<Vec<u8>>,
     values: Vec<u64>,
     columns: Vec<u8>,
 }
 
 impl Buffers {
     fn new() -> Self {
-        Buffers { items: Vec::new(), rows: Vec::new(), lane: Vec::new(), dense: DenseTable::new(), values: Vec::new(),
+        Buffers { items: Vec::new(), rows: Vec::new(), lanes: vec![Vec::new(); LANES], values: Vec::new(),
                   columns: Vec::new() }
     }
 
-    /// Rows and one lane's output for m positions (contents unspecified: every row is written).
+    /// Rows and the lanes' outputs for m positions (contents unspecified: every row is written).
     fn ready(&mut self, m: usize) {
         self.rows.resize(m, [0u128; LANES]);
-        self.lane.resize(m * BLOCK, 0);
+        for t in &mut self.lanes {
+            t.resize(m * BLOCK, 0);
+        }
     }
 }
 
 impl Receiver {
-    /// `k0s`, `k1s`: the base-OT sender's keys of the 6 lanes (6 × 2048 bytes each); `tree_seeds`
-    /// 6 × 16 random bytes. Returns R and the 6 SoftSpoken setup messages, concatenated. Fails
-    /// when a cluster holds more than its capacity of R's items.
-    pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], k0s: &[u8], k1s: &[u8], tree_seeds: &[u8],
-               batch_clusters: usize, mask_bytes: usize, pad_bytes: usize) -> Result<(Self, Vec<u8>), String> {
+    /// R's `items`; `k0s`, `k1s`: the base-OT sender's keys of the 6 lanes (6 × 2048 bytes
+    /// each); `tree_seeds` 6 × 16 random bytes. Returns R and the 6 SoftSpoken setup messages,
+    /// concatenated. Fails when a cluster holds more than its capacity of R's items.
+    pub fn new(items: Items, k0s: &[u8], k1s: &[u8], tree_seeds: &[u8]) -> Result<(Self, Vec<u8>), String> {
         if k0s.len() != LANES * 128 * BLOCK || k1s.len() != k0s.len() || tree_seeds.len() != LANES * BLOCK {
             return Err(format!("{LANES} lanes need {} bytes of each key set and {} of tree seeds",
                                LANES * 128 * BLOCK, LANES * BLOCK));
         }
-        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes, pad_bytes)?;
+        let p = items.p;
         if let Some(c) = (0..p.clusters).find(|&c| items.starts[c + 1] - items.starts[c] > p.capacity) {
             return Err(format!("cluster {c} holds {} items, more than its capacity {} (the chance of this is below \
                                 2^-40 per run)", items.starts[c + 1] - items.starts[c], p.capacity));
@@ -759,7 +776,7 @@ impl Receiver {
             lanes.push(r);
             setup.extend_from_slice(&s);
         }
-        Ok((Receiver { items, lanes, scratch: Scratch::default(), buffers: Buffers::new() }, setup))
+        Ok((Receiver { items, lanes, buffers: Buffers::new() }, setup))
     }
 
     pub fn batches(&self) -> usize {
@@ -795,10 +812,9 @@ impl Receiver {
         let values = &mut bufs.values[..m];
         self.items.rows(b, &mut bufs.items);
         let first = self.items.starts[clusters.start];
-        for (c, out) in clusters.clone().zip(values.chunks_exact_mut(p.width())) {
-            let rows = &bufs.items[self.items.starts[c] - first..self.items.starts[c + 1] - first];
-            encode(&p, rows, out, &mut self.scratch)?;
-        }
+        let (starts, items) = (&self.items.starts, &bufs.items);
+        values.par_chunks_exact_mut(p.width()).zip(clusters.clone()).try_for_each_init(Scratch::default,
+            |scratch, (out, c)| encode(&p, &items[starts[c] - first..starts[c + 1] - first], out, scratch))?;
         // 2. choice columns: column g of lane l is bit 32 l + g of C(P_j) over the positions j
         let rounded = iknp::rounded(m);
         let col_len = rounded / 8;
@@ -825,13 +841,14 @@ impl Receiver {
         }
         // 3. extend every lane; its rows into the interleaved table
         let lane_len = iknp::message_len(m, K);
-        for (l, lane) in self.lanes.iter_mut().enumerate() {
-            lane.extend_groups(&columns[l * GROUPS * col_len..(l + 1) * GROUPS * col_len], m,
-                               &mut u[l * lane_len..(l + 1) * lane_len], &mut bufs.lane[..m * BLOCK])?;
-            scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
-        }
+        let columns = &*columns;
+        self.lanes.par_iter_mut().zip(u.par_chunks_mut(lane_len)).zip(bufs.lanes.par_iter_mut()).enumerate()
+            .try_for_each(|(l, ((lane, u), t))| {
+                lane.extend_groups(&columns[l * GROUPS * col_len..(l + 1) * GROUPS * col_len], m, u, &mut t[..m * BLOCK])
+            })?;
+        interleave(&bufs.lanes, m, &mut bufs.rows);
         // 4. masks of R's items
-        self.items.masks(b, &bufs.items, &bufs.rows[..m], None, &mut bufs.dense, masks, pads);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], None, masks, pads);
         Ok(())
     }
 }
@@ -845,16 +862,14 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// `keys`: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes), `deltas` their choice
-    /// bits (6 × 16 bytes), `setup` R's 6 setup messages.
-    pub fn new(p: Params, seed: &[u8; 16], digests: &[u8], keys: &[u8], deltas: &[u8], setup: &[u8],
-               batch_clusters: usize, mask_bytes: usize, pad_bytes: usize) -> Result<Self, String> {
+    /// S's `items`; `keys`: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes),
+    /// `deltas` their choice bits (6 × 16 bytes), `setup` R's 6 setup messages.
+    pub fn new(items: Items, keys: &[u8], deltas: &[u8], setup: &[u8]) -> Result<Self, String> {
         let setup_len = setup.len() / LANES;
         if keys.len() != LANES * 128 * BLOCK || deltas.len() != LANES * BLOCK || setup.len() != LANES * setup_len {
             return Err(format!("{LANES} lanes need {} bytes of keys, {} of Δ and 6 equal setup messages",
                                LANES * 128 * BLOCK, LANES * BLOCK));
         }
-        let items = Items::new(p, seed, digests, batch_clusters, mask_bytes, pad_bytes)?;
         let mut lanes = Vec::with_capacity(LANES);
         let mut delta = [0u128; LANES];
         for l in 0..LANES {
@@ -893,12 +908,11 @@ impl Sender {
         let lane_len = iknp::message_len(m, K);
         let bufs = &mut self.buffers;
         bufs.ready(m);
-        for (l, lane) in self.lanes.iter_mut().enumerate() {
-            lane.extend(&u[l * lane_len..(l + 1) * lane_len], m, &mut bufs.lane[..m * BLOCK])?;
-            scatter(l, &bufs.lane[..m * BLOCK], &mut bufs.rows[..m]);
-        }
+        self.lanes.par_iter_mut().zip(u.par_chunks(lane_len)).zip(bufs.lanes.par_iter_mut())
+            .try_for_each(|((lane, u), t)| lane.extend(u, m, &mut t[..m * BLOCK]))?;
+        interleave(&bufs.lanes, m, &mut bufs.rows);
         self.items.rows(b, &mut bufs.items);
-        self.items.masks(b, &bufs.items, &bufs.rows[..m], Some(&self.table), &mut bufs.dense, masks, pads);
+        self.items.masks(b, &bufs.items, &bufs.rows[..m], Some(&self.table), masks, pads);
         Ok(())
     }
 }
@@ -934,9 +948,16 @@ pub fn sort_masks(masks: &[u8], width: usize) -> Vec<u32> {
         v[*at] = ((k >> 64) as u64, i as u32);
         *at += 1;
     }
+    let mut buckets = Vec::with_capacity(1 << TOP);
+    let mut rest = &mut v[..];
     for b in 0..1 << TOP {
-        v[starts[b]..starts[b + 1]].sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| mask(x.1).cmp(mask(y.1))));
+        let (bucket, tail) = std::mem::take(&mut rest).split_at_mut(starts[b + 1] - starts[b]);
+        buckets.push(bucket);
+        rest = tail;
     }
+    buckets.into_par_iter().for_each(|bucket| {
+        bucket.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| mask(x.1).cmp(mask(y.1))));
+    });
     v.iter().map(|e| e.1).collect()
 }
 
@@ -1096,8 +1117,9 @@ mod tests {
                 chosen.extend_from_slice(&src[(l * 128 + i) * 16..(l * 128 + i + 1) * 16]);
             }
         }
-        let (mut r, setup) = Receiver::new(p, &seed, &r_digests, &k0, &k1, &bytes(96, 8), 3, 10, 40).unwrap();
-        let mut s = Sender::new(p, &seed, &s_digests, &chosen, &deltas, &setup, 3, 10, 40).unwrap();
+        let items = |d: &[u8]| Items::new(p, &seed, d, 3, 10, 40).unwrap();
+        let (mut r, setup) = Receiver::new(items(&r_digests), &k0, &k1, &bytes(96, 8)).unwrap();
+        let mut s = Sender::new(items(&s_digests), &chosen, &deltas, &setup).unwrap();
         let (mut rm, mut sm) = (vec![0u8; n * 10], vec![0u8; n * 10]);
         let (mut rp, mut sp) = (vec![0u8; n * 40], vec![0u8; n * 40]);
         for b in 0..r.batches() {

@@ -137,7 +137,7 @@ pub fn sort_items(data: &[u8], offsets: &[usize], rows: &[usize]) -> Result<Vec<
         b[..s.len().min(16)].copy_from_slice(&s[..s.len().min(16)]);
         (u128::from_be_bytes(b), k)
     }).collect();
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| item(a.1).cmp(item(b.1))).then(a.1.cmp(&b.1)));
+    keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| item(a.1).cmp(item(b.1))).then(a.1.cmp(&b.1)));
     Ok(keyed.into_iter().map(|e| e.1).collect())
 }
 

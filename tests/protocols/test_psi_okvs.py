@@ -329,14 +329,19 @@ def test_receiver_refuses_a_cluster_over_capacity():
     native = _native()
     rng = np.random.default_rng(24)
     keys = os.urandom(6 * 2048), os.urandom(6 * 2048)
+    def items(params, n):
+        return native.OkvsItems(params, os.urandom(16), _digests(n, rng), 16, 10)
+
     with pytest.raises(ValueError, match="cluster 0 holds 10 items, more than its capacity 2"):
-        native.OkvsReceiver((1, 2, 3, 8), os.urandom(16), _digests(10, rng), *keys, os.urandom(96), 16, 10)
+        native.OkvsReceiver(items((1, 2, 3, 8), 10), *keys, os.urandom(96))
     with pytest.raises(ValueError, match=r"cluster \d holds \d+ items, more than its capacity 3"):
-        native.OkvsReceiver((4, 3, 4, 8), os.urandom(16), _digests(40, rng), *keys, os.urandom(96), 16, 10)
+        native.OkvsReceiver(items((4, 3, 4, 8), 40), *keys, os.urandom(96))
     with pytest.raises(ValueError, match="6 lanes need 12288 bytes"):
-        native.OkvsReceiver((1, 20, 30, 8), os.urandom(16), _digests(10, rng), keys[0][:-1], keys[1],
-                            os.urandom(96), 16, 10)
-    native.OkvsReceiver((1, 10, 13, 8), os.urandom(16), _digests(10, rng), *keys, os.urandom(96), 16, 10)
+        native.OkvsReceiver(items((1, 20, 30, 8), 10), keys[0][:-1], keys[1], os.urandom(96))
+    used = items((1, 10, 13, 8), 10)
+    native.OkvsReceiver(used, *keys, os.urandom(96))
+    with pytest.raises(ValueError, match="these OKVS items were used already"):
+        native.OkvsReceiver(used, *keys, os.urandom(96))
 
 
 def _simulated_base_ots():
@@ -359,8 +364,8 @@ def test_the_kernels_alone_give_equal_masks_exactly_on_common_items():
     s_d[:900] = r_d[1000:1900]
     params, seed, width = (4, 1200, 1524, 50), os.urandom(16), 10
     k0, k1, deltas, chosen = _simulated_base_ots()
-    r = native.OkvsReceiver(params, seed, r_d, k0, k1, os.urandom(96), 3, width)
-    s = native.OkvsSender(params, seed, s_d, chosen, deltas, r.setup_message, 3, width)
+    r = native.OkvsReceiver(native.OkvsItems(params, seed, r_d, 3, width), k0, k1, os.urandom(96))
+    s = native.OkvsSender(native.OkvsItems(params, seed, s_d, 3, width), chosen, deltas, r.setup_message)
     assert len(r.setup_message) == 6 * 4096 and r.batches == s.batches == 2
     r_masks, s_masks = np.zeros((3000, width), np.uint8), np.zeros((2500, width), np.uint8)
     with pytest.raises(ValueError, match="out of turn"):

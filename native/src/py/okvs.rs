@@ -1,9 +1,11 @@
-//! Bindings of OT-based PSI (`crate::okvs`): `OkvsReceiver` (the OKVS encoder and extension
-//! receiver, the party that learns) and `OkvsSender` (the extension sender), batch by batch,
+//! Bindings of OT-based PSI (`crate::okvs`): `OkvsItems` (a party's ids hashed and sorted by
+//! cluster), `OkvsReceiver` (the OKVS encoder and extension receiver, the party that learns) and
+//! `OkvsSender` (the extension sender), batch by batch,
 //! and for tests `okvs_rows`, `okvs_encode` and `okvs_code`.
 //!
-//! Sans I/O as `crate::ot`: bytes and arrays in and out, randomness from the caller. Each call
-//! runs on the calling thread with the GIL released (one core per party, as OT extension).
+//! Sans I/O as `crate::ot`: bytes and arrays in and out, randomness from the caller. A batch runs
+//! on the native pool with the GIL released: its clusters and its six extensions in parallel,
+//! which uses a core the peer leaves idle (two parties on two cores mostly alternate).
 //! Digests are (n, 16) uint8 C-contiguous arrays; masks come back as (items, mask_bytes) arrays
 //! in the party's *sorted* order (`order()` maps sorted positions to item positions).
 
@@ -13,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::boundary::{check_size, contiguous};
+use super::pool;
 use crate::okvs::{self, Params};
 
 fn value_error(e: String) -> PyErr {
@@ -38,6 +41,38 @@ fn order_array<'py>(py: Python<'py>, order: &[u32]) -> Bound<'py, PyArray1<u32>>
     PyArray1::from_slice(py, order)
 }
 
+/// A party's ids under R's seed and OKVS parameters, hashed to rows and sorted by cluster: made
+/// while the base OTs run, then handed to :class:`OkvsReceiver` or :class:`OkvsSender` (once).
+#[pyclass(module = "shaper._native")]
+struct OkvsItems {
+    inner: Option<okvs::Items>,
+    mask_bytes: usize,
+    pad_bytes: usize,
+}
+
+#[pymethods]
+impl OkvsItems {
+    /// ``params``: (clusters, capacity, sparse, dense); ``seed``: R's 16 random bytes;
+    /// ``digests``: (n, 16) item digests; ``batch_clusters`` clusters per batch; masks of
+    /// ``mask_bytes`` and payload pads of ``pad_bytes`` (labelled PSI; 0 for none) per item.
+    #[new]
+    #[pyo3(signature = (params, seed, digests, batch_clusters, mask_bytes, pad_bytes=0))]
+    fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
+           batch_clusters: usize, mask_bytes: usize, pad_bytes: usize) -> PyResult<Self> {
+        let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
+        let inner = py.detach(|| okvs::Items::new(p, &seed, d, batch_clusters, mask_bytes, pad_bytes))
+            .map_err(value_error)?;
+        Ok(Self { inner: Some(inner), mask_bytes, pad_bytes })
+    }
+}
+
+impl OkvsItems {
+    fn take(&mut self) -> PyResult<(okvs::Items, usize, usize)> {
+        let items = self.inner.take().ok_or_else(|| PyValueError::new_err("these OKVS items were used already"))?;
+        Ok((items, self.mask_bytes, self.pad_bytes))
+    }
+}
+
 /// R: encodes its items' OKVS cluster by cluster and receives the subspace-VOLE extension.
 #[pyclass(module = "shaper._native")]
 struct OkvsReceiver {
@@ -58,27 +93,21 @@ fn masks_and_pads<'py>(py: Python<'py>, items: usize, mask_bytes: usize, pad_byt
     {
         let (mut m, mut p) = (masks.readwrite(), pads.readwrite());
         let (m, p) = (m.as_slice_mut().expect("a new array is contiguous"), p.as_slice_mut().expect("contiguous"));
-        py.detach(|| fill(m, p)).map_err(value_error)?;
+        pool::run(py, || fill(m, p))?.map_err(value_error)?;
     }
     Ok((masks, pads))
 }
 
 #[pymethods]
 impl OkvsReceiver {
-    /// ``params``: (clusters, capacity, sparse, dense); ``seed``: the run's 16 random bytes (sent
-    /// to S); ``digests``: (n, 16) item digests; ``k0s``, ``k1s``: the base-OT sender's keys of
-    /// the 6 lanes (6 × 2048 bytes each); ``tree_seeds``: 6 × 16 random bytes. ValueError when a
+    /// ``items``: R's :class:`OkvsItems`; ``k0s``, ``k1s``: the base-OT sender's keys of the 6
+    /// lanes (6 × 2048 bytes each); ``tree_seeds``: 6 × 16 random bytes. ValueError when a
     /// cluster overflows its capacity (below 2^-40 with the protocol's parameters).
-    /// ``pad_bytes``: payload pad bytes per item (labelled PSI; 0 for none).
     #[new]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (params, seed, digests, k0s, k1s, tree_seeds, batch_clusters, mask_bytes, pad_bytes=0))]
-    fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
-           k0s: &[u8], k1s: &[u8], tree_seeds: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
+    fn new(py: Python<'_>, mut items: PyRefMut<'_, OkvsItems>, k0s: &[u8], k1s: &[u8], tree_seeds: &[u8])
            -> PyResult<Self> {
-        let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
-        let (inner, setup) = py.detach(|| okvs::Receiver::new(p, &seed, d, k0s, k1s, tree_seeds, batch_clusters,
-                                                              mask_bytes, pad_bytes)).map_err(value_error)?;
+        let (items, mask_bytes, pad_bytes) = items.take()?;
+        let (inner, setup) = py.detach(|| okvs::Receiver::new(items, k0s, k1s, tree_seeds)).map_err(value_error)?;
         Ok(Self { inner, setup, mask_bytes, pad_bytes })
     }
 
@@ -136,17 +165,14 @@ struct OkvsSender {
 
 #[pymethods]
 impl OkvsSender {
-    /// ``keys``: the base-OT receiver's keys of the 6 lanes (6 × 2048 bytes); ``deltas``: their
-    /// choice bits (6 × 16 bytes, Δ); ``setup``: R's :attr:`OkvsReceiver.setup_message`.
+    /// ``items``: S's :class:`OkvsItems`; ``keys``: the base-OT receiver's keys of the 6 lanes
+    /// (6 × 2048 bytes); ``deltas``: their choice bits (6 × 16 bytes, Δ); ``setup``: R's
+    /// :attr:`OkvsReceiver.setup_message`.
     #[new]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (params, seed, digests, keys, deltas, setup, batch_clusters, mask_bytes, pad_bytes=0))]
-    fn new(py: Python<'_>, params: (usize, usize, usize, usize), seed: &[u8], digests: PyReadonlyArray2<'_, u8>,
-           keys: &[u8], deltas: &[u8], setup: &[u8], batch_clusters: usize, mask_bytes: usize, pad_bytes: usize)
+    fn new(py: Python<'_>, mut items: PyRefMut<'_, OkvsItems>, keys: &[u8], deltas: &[u8], setup: &[u8])
            -> PyResult<Self> {
-        let (p, seed, d) = (self::params(params)?, seed16(seed)?, self::digests(&digests)?);
-        let inner = py.detach(|| okvs::Sender::new(p, &seed, d, keys, deltas, setup, batch_clusters, mask_bytes,
-                                                   pad_bytes)).map_err(value_error)?;
+        let (items, mask_bytes, pad_bytes) = items.take()?;
+        let inner = py.detach(|| okvs::Sender::new(items, keys, deltas, setup)).map_err(value_error)?;
         Ok(Self { inner, mask_bytes, pad_bytes })
     }
 
@@ -236,15 +262,32 @@ fn masks<'a>(arr: &'a PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<(&'a [u8
 }
 
 /// The permutation (uint32) that sorts the rows of an (n, w) uint8 array of masks (w ≤ 16) by
-/// their bytes.
+/// their bytes; with ``gather``, (the permutation, the masks in that order).
 #[pyfunction]
-fn okvs_sort<'py>(py: Python<'py>, masks: PyReadonlyArray2<'_, u8>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+#[pyo3(signature = (masks, gather=false))]
+fn okvs_sort<'py>(py: Python<'py>, masks: PyReadonlyArray2<'_, u8>, gather: bool) -> PyResult<Bound<'py, PyAny>> {
     let (m, width) = self::masks(&masks, "masks")?;
     if m.len() / width > u32::MAX as usize {
         return Err(PyValueError::new_err("at most 2^32 masks"));
     }
-    let order = py.detach(|| okvs::sort_masks(m, width));
-    Ok(PyArray1::from_vec(py, order))
+    let order = pool::run(py, || okvs::sort_masks(m, width))?;
+    if !gather {
+        return Ok(PyArray1::from_vec(py, order).into_any());
+    }
+    let sorted = PyArray2::<u8>::zeros(py, [order.len(), width], false);
+    {
+        let mut rw = sorted.readwrite();
+        let out = rw.as_slice_mut().expect("a new array is contiguous");
+        pool::run(py, || {
+            use rayon::prelude::*;
+            out.par_chunks_mut(4096 * width).zip(order.par_chunks(4096)).for_each(|(out, order)| {
+                for (o, &i) in out.chunks_exact_mut(width).zip(order) {
+                    o.copy_from_slice(&m[i as usize * width..(i as usize + 1) * width]);
+                }
+            })
+        })?;
+    }
+    Ok((PyArray1::from_vec(py, order), sorted).into_pyobject(py)?.into_any())
 }
 
 /// The masks ``own`` (sorted by ``own_order``, uint32, from :func:`okvs_sort`) and ``peer`` (sorted, as
@@ -269,6 +312,7 @@ fn okvs_match<'py>(py: Python<'py>, own: PyReadonlyArray2<'_, u8>, own_order: Py
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(okvs_sort, m)?)?;
     m.add_function(wrap_pyfunction!(okvs_match, m)?)?;
+    m.add_class::<OkvsItems>()?;
     m.add_class::<OkvsReceiver>()?;
     m.add_class::<OkvsSender>()?;
     m.add_function(wrap_pyfunction!(okvs_rows, m)?)?;

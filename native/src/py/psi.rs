@@ -84,7 +84,7 @@ fn item_sort<'py>(py: Python<'py>, data: PyReadonlyArray1<'_, u8>, offsets: PyRe
     let offs = positions(&offsets, "offsets")?;
     let rows: Vec<usize> = contiguous(&rows, "rows")?.iter().map(|&r| usize::try_from(r)
         .map_err(|_| PyValueError::new_err(format!("row {r} is negative")))).collect::<PyResult<_>>()?;
-    let order = py.detach(|| psi::sort_items(data, &offs, &rows)).map_err(PyValueError::new_err)?;
+    let order = pool::run(py, || psi::sort_items(data, &offs, &rows))?.map_err(PyValueError::new_err)?;
     Ok(PyArray1::from_iter(py, order.into_iter().map(|k| k as i64)))
 }
 

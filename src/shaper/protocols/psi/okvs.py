@@ -269,6 +269,8 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
     senders = [native.BaseOtSender(BASE, os.urandom(64), sid) for sid in _session_ids(seed)]
     session.send(other, {"seed": seed.hex(), "params": list(params)}, "psi-okvs-setup")
     session.send(other, b"".join(s.message() for s in senders), "psi-okvs-a")
+    pad = 2 + payload_bytes if payload_bytes else 0
+    items = native.OkvsItems(params, seed, held.pop(), BATCH_CLUSTERS, width, pad)  # while S answers
     replies = session.recv_bytes(other, "psi-okvs-b", size=LANES * BASE * 32)
     k0s, k1s = [], []
     for lane, s in enumerate(senders):
@@ -278,9 +280,10 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
             raise FrameError(f"the peer's base-OT reply is invalid: {exc}") from None
         k0s.append(k0)
         k1s.append(k1)
-    pad = 2 + payload_bytes if payload_bytes else 0
-    r = native.OkvsReceiver(params, seed, held.pop(), b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES),
-                            BATCH_CLUSTERS, width, pad)
+    try:
+        r = native.OkvsReceiver(items, b"".join(k0s), b"".join(k1s), os.urandom(16 * LANES))
+    except ValueError as exc:  # a cluster over its capacity (below 2^-40)
+        raise ConfigError(f"OT-based PSI cannot place this party's ids: {exc}; run it again") from None
     session.send(other, r.setup_message, "psi-okvs-soft")
     own = np.empty((n_r, width), np.uint8)  # masks in sorted order
     own_pads = np.empty((n_r, pad), np.uint8)
@@ -336,10 +339,10 @@ def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: 
     except ValueError as exc:
         raise FrameError(f"the peer's base-OT message is invalid: {exc}") from None
     session.send(other, reply, "psi-okvs-b")
-    soft = session.recv_bytes(other, "psi-okvs-soft", size=LANES * SETUP_BYTES)
     pad = 0 if plain is None else plain.shape[1]
-    s = native.OkvsSender(params, seed, held.pop(), b"".join(rcv.keys() for rcv in receivers), deltas, soft,
-                          BATCH_CLUSTERS, width, pad)
+    items = native.OkvsItems(params, seed, held.pop(), BATCH_CLUSTERS, width, pad)  # while R makes its setup
+    soft = session.recv_bytes(other, "psi-okvs-soft", size=LANES * SETUP_BYTES)
+    s = native.OkvsSender(items, b"".join(rcv.keys() for rcv in receivers), deltas, soft)
     masks = np.zeros((n_s, width), np.uint8)  # in sorted order
     pads = np.zeros((n_s, pad), np.uint8)
     for b in range(s.batches):
@@ -349,14 +352,13 @@ def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: 
         report({"event": "psi", "stage": "okvs", "done": b + 1, "total": s.batches})
     sorted_items = s.order()
     del s  # its digests (16 bytes per id)
-    by_mask = native.okvs_sort(masks)  # sent sorted by value: an order the masks alone fix
-    order = sorted_items[by_mask]
-    ordered = masks[by_mask]
+    by_mask, ordered = native.okvs_sort(masks, gather=True)  # sent sorted by value: an order the masks alone fix
+    order = sorted_items[by_mask.astype(np.intp)]
     del masks
     session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: ordered[c:c + MASK_CHUNK].tobytes(),
                            tag="psi-okvs-m")
     if pad:  # each payload XORed with its pad, in the masks' order
-        sealed = plain[order] ^ pads[by_mask]
+        sealed = plain[order] ^ pads[by_mask.astype(np.intp)]
         del pads
         session.send_pipelined(other, range(0, n_s, MASK_CHUNK), lambda c: sealed[c:c + MASK_CHUNK].tobytes(),
                                tag="psi-okvs-p")
