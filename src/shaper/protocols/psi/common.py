@@ -25,6 +25,17 @@ class PsiResult:
     stats: dict = field(default_factory=dict)
 
 
+def learner(session: Any, to: Any) -> int | None:
+    """The index of the one party ``to`` names ("both": None), or a ConfigError naming it."""
+    if to == "both":
+        return None
+    if isinstance(to, int) and not isinstance(to, bool) and 0 <= to < len(session.parties):
+        return to
+    if isinstance(to, str) and to in session.parties:
+        return session.parties.index(to)
+    raise ConfigError(f"to must be 'both' or a party of the session ({session.parties}), got {to!r}")
+
+
 def check_hello(mine: dict, theirs: Any) -> None:
     """Refuse to run unless the peer runs the same protocol version with the same options."""
     if not isinstance(theirs, dict) or theirs.get("version") != mine["version"]:

@@ -40,12 +40,13 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ...errors import ConfigError, FrameError
+from ...errors import FrameError
 from ...kernels.ecc import blinding_key
 from ...net.phases import Meter
 from ...net.pipeline import pipeline
 from .checkpoint import PsiCheckpoint, open_run, start_run
 from .common import PsiResult, permutation, recv_rows, recv_size
+from .common import learner as learner_of
 from .items import PackedItems
 
 VERSION = "shaper-psi/ecdh-ristretto255/1"
@@ -64,7 +65,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both", 
     parties had started continues where it stopped (:mod:`.checkpoint`)."""
     meter = Meter(session)  # the run's time and traffic
     me, other = session.index, session.parties.index(session.peer_name(peer))
-    learner = _learner(session, to)
+    learner = learner_of(session, to)
     hello = {"version": VERSION, "to": "both" if learner is None else session.parties[learner],
              "cardinality_only": bool(cardinality_only), "n": len(items), "chunk": CHUNK, "settings": settings}
     theirs, ckpt, state = open_run(session, other, hello, items, checkpoint_dir, resume, "ecdh")
@@ -275,12 +276,3 @@ def _check_length(data: bytes, expected: int, what: str) -> None:
     if len(data) != expected:
         raise FrameError(f"the peer sent {len(data)} bytes of {what}, expected {expected}")
 
-
-def _learner(session: Any, to: Any) -> int | None:
-    if to == "both":
-        return None
-    if isinstance(to, int) and not isinstance(to, bool) and 0 <= to < len(session.parties):
-        return to
-    if isinstance(to, str) and to in session.parties:
-        return session.parties.index(to)
-    raise ConfigError(f"to must be 'both' or a party of the session ({session.parties}), got {to!r}")

@@ -62,6 +62,7 @@ from ...errors import ConfigError, FrameError
 from ...kernels import okvs as kernel
 from ...net.phases import Meter
 from .common import PsiResult, check_hello, recv_rows
+from .common import learner as learner_of
 from .items import PackedItems
 
 VERSION = "shaper-psi/okvs-softspoken-bch192/1"
@@ -189,7 +190,7 @@ def intersect(session: Any, peer: Any, items: PackedItems, *, to: Any = "both",
     native = kernel.engine()
     meter = Meter(session)
     me, other = session.index, session.parties.index(session.peer_name(peer))
-    learner = _learner(session, to)
+    learner = learner_of(session, to)
     if len(items) > MAX_ITEMS:
         raise ConfigError(f"OT-based PSI takes at most 2^32 ids per party, got {len(items)}")
     if not isinstance(payload_bytes, int) or not 0 <= payload_bytes <= MAX_PAYLOAD:
@@ -367,12 +368,3 @@ def _sender(session: Any, other: int, native: Any, held: list, n_r: int, width: 
     rows = recv_rows(session, other, order, min(n_r, n_s))
     return PsiResult(rows, len(rows), n_r, meter.figures())
 
-
-def _learner(session: Any, to: Any) -> int | None:
-    if to == "both":
-        return None
-    if isinstance(to, int) and not isinstance(to, bool) and 0 <= to < len(session.parties):
-        return to
-    if isinstance(to, str) and to in session.parties:
-        return session.parties.index(to)
-    raise ConfigError(f"to must be 'both' or a party of the session ({session.parties}), got {to!r}")
