@@ -624,18 +624,29 @@ impl Items {
                    pad_tag: pad_tag(seed), pad_bytes })
     }
 
-    fn batches(&self) -> usize {
+    /// Batches of the run (both parties have as many).
+    pub fn batches(&self) -> usize {
         self.p.clusters.div_ceil(self.batch_clusters)
+    }
+
+    /// Item positions in sorted (cluster) order: masks' row k belongs to item order[k].
+    pub fn order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// Sorted positions of batch b's items (their masks' rows).
+    pub fn items(&self, b: usize) -> std::ops::Range<usize> {
+        let c = self.clusters(b);
+        self.starts[c.start]..self.starts[c.end]
+    }
+
+    /// Bytes of batch b's extension message (the six lanes').
+    pub fn message_len(&self, b: usize) -> usize {
+        LANES * iknp::message_len(self.positions(b), K)
     }
 
     fn clusters(&self, b: usize) -> std::ops::Range<usize> {
         b * self.batch_clusters..((b + 1) * self.batch_clusters).min(self.p.clusters)
-    }
-
-    /// Sorted positions of batch b's items.
-    fn items(&self, b: usize) -> std::ops::Range<usize> {
-        let c = self.clusters(b);
-        self.starts[c.start]..self.starts[c.end]
     }
 
     /// OKVS positions of batch b.
@@ -779,22 +790,9 @@ impl Receiver {
         Ok((Receiver { items, lanes, buffers: Buffers::new() }, setup))
     }
 
-    pub fn batches(&self) -> usize {
-        self.items.batches()
-    }
-
-    pub fn order(&self) -> &[u32] {
-        &self.items.order
-    }
-
-    /// Sorted positions of batch b's items (their masks' rows).
-    pub fn items(&self, b: usize) -> std::ops::Range<usize> {
-        self.items.items(b)
-    }
-
-    /// Bytes of batch b's message.
-    pub fn message_len(&self, b: usize) -> usize {
-        LANES * iknp::message_len(self.items.positions(b), K)
+    /// R's items: batches, order, each batch's items and message length.
+    pub fn shared(&self) -> &Items {
+        &self.items
     }
 
     /// Batch b (batches in order): encodes its clusters, extends, writes the message `u`
@@ -803,7 +801,7 @@ impl Receiver {
     pub fn batch(&mut self, b: usize, u: &mut [u8], masks: &mut [u8], pads: &mut [u8]) -> Result<(), String> {
         self.items.step(b)?;
         let (p, m) = (self.items.p, self.items.positions(b));
-        assert_eq!(u.len(), self.message_len(b));
+        assert_eq!(u.len(), self.items.message_len(b));
         let clusters = self.items.clusters(b);
         let bufs = &mut self.buffers;
         bufs.ready(m);
@@ -881,27 +879,17 @@ impl Sender {
         Ok(Sender { items, lanes, table: delta_table(&delta), buffers: Buffers::new() })
     }
 
-    pub fn batches(&self) -> usize {
-        self.items.batches()
-    }
-
-    pub fn order(&self) -> &[u32] {
-        &self.items.order
-    }
-
-    pub fn items(&self, b: usize) -> std::ops::Range<usize> {
-        self.items.items(b)
-    }
-
-    pub fn message_len(&self, b: usize) -> usize {
-        LANES * iknp::message_len(self.items.positions(b), K)
+    /// S's items: batches, order, each batch's items and message length.
+    pub fn shared(&self) -> &Items {
+        &self.items
     }
 
     /// Batch b (in order): R's message `u` for it, and the masks (and payload pads) of S's items
     /// of the batch.
     pub fn batch(&mut self, b: usize, u: &[u8], masks: &mut [u8], pads: &mut [u8]) -> Result<(), String> {
-        if b < self.batches() && u.len() != self.message_len(b) {
-            return Err(format!("the OKVS message of batch {b} must be {} bytes, got {}", self.message_len(b), u.len()));
+        if b < self.items.batches() && u.len() != self.items.message_len(b) {
+            return Err(format!("the OKVS message of batch {b} must be {} bytes, got {}", self.items.message_len(b),
+                               u.len()));
         }
         self.items.step(b)?;
         let m = self.items.positions(b);
@@ -1122,25 +1110,25 @@ mod tests {
         let mut s = Sender::new(items(&s_digests), &chosen, &deltas, &setup).unwrap();
         let (mut rm, mut sm) = (vec![0u8; n * 10], vec![0u8; n * 10]);
         let (mut rp, mut sp) = (vec![0u8; n * 40], vec![0u8; n * 40]);
-        for b in 0..r.batches() {
-            let mut u = vec![0u8; r.message_len(b)];
-            let ri = r.items(b);
+        for b in 0..r.shared().batches() {
+            let mut u = vec![0u8; r.shared().message_len(b)];
+            let ri = r.shared().items(b);
             r.batch(b, &mut u, &mut rm[ri.start * 10..ri.end * 10], &mut rp[ri.start * 40..ri.end * 40]).unwrap();
-            let si = s.items(b);
+            let si = s.shared().items(b);
             s.batch(b, &u, &mut sm[si.start * 10..si.end * 10], &mut sp[si.start * 40..si.end * 40]).unwrap();
         }
         // pads: equal exactly where the masks are, and not the masks themselves
         let place = |order: &[u32], i: usize| order.iter().position(|&x| x as usize == i).unwrap();
         for i in [500usize, 999, 1499] {
-            let (kr, ks) = (place(r.order(), i), place(s.order(), i - 500));
+            let (kr, ks) = (place(r.shared().order(), i), place(s.shared().order(), i - 500));
             assert_eq!(&rm[kr * 10..kr * 10 + 10], &sm[ks * 10..ks * 10 + 10]);
             assert_eq!(&rp[kr * 40..kr * 40 + 40], &sp[ks * 40..ks * 40 + 40]);
             assert_ne!(&rp[kr * 40..kr * 40 + 10], &rm[kr * 10..kr * 10 + 10]);
         }
-        let (kr, ks) = (place(r.order(), 0), place(s.order(), 2000));
+        let (kr, ks) = (place(r.shared().order(), 0), place(s.shared().order(), 2000));
         assert_ne!(&rp[kr * 40..kr * 40 + 40], &sp[ks * 40..ks * 40 + 40]);
         let mut by_item = vec![[0u8; 10]; n];
-        for (k, &i) in r.order().iter().enumerate() {
+        for (k, &i) in r.shared().order().iter().enumerate() {
             by_item[i as usize].copy_from_slice(&rm[k * 10..k * 10 + 10]);
         }
         let theirs: std::collections::HashSet<[u8; 10]> =
@@ -1153,7 +1141,7 @@ mod tests {
         assert!(match_sorted(&rm, &sort_masks(&rm, 10), &sm, 10).is_err(), "unsorted peer masks are refused");
         let (mine, at) = match_sorted(&rm, &sort_masks(&rm, 10), &sorted, 10).unwrap();
         let sm = sorted;
-        let mut got: Vec<usize> = mine.iter().map(|&k| r.order()[k as usize] as usize).collect();
+        let mut got: Vec<usize> = mine.iter().map(|&k| r.shared().order()[k as usize] as usize).collect();
         let keys: Vec<&[u8]> = mine.iter().map(|&k| &rm[k as usize * 10..k as usize * 10 + 10]).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]));
         for (&k, &j) in mine.iter().zip(&at) {

@@ -119,23 +119,23 @@ impl OkvsReceiver {
 
     #[getter]
     fn batches(&self) -> usize {
-        self.inner.batches()
+        self.inner.shared().batches()
     }
 
     /// Item positions in sorted (cluster) order: the masks' row k belongs to item order[k].
     fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        order_array(py, self.inner.order())
+        order_array(py, self.inner.shared().order())
     }
 
     /// Sorted positions (start, stop) of batch b's items.
     fn items(&self, b: usize) -> (usize, usize) {
-        let r = self.inner.items(b);
+        let r = self.inner.shared().items(b);
         (r.start, r.end)
     }
 
     /// Bytes of batch b's message.
     fn message_len(&self, b: usize) -> usize {
-        self.inner.message_len(b)
+        self.inner.shared().message_len(b)
     }
 
     /// Batch b (in order): (the message for S, the masks of this party's items of the batch,
@@ -143,11 +143,11 @@ impl OkvsReceiver {
     #[allow(clippy::type_complexity)]
     fn batch<'py>(&mut self, py: Python<'py>, b: usize)
                   -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
-        if b >= self.inner.batches() {
-            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
+        if b >= self.inner.shared().batches() {
+            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.shared().batches())));
         }
-        let r = self.inner.items(b);
-        let mut u = vec![0u8; self.inner.message_len(b)];
+        let r = self.inner.shared().items(b);
+        let mut u = vec![0u8; self.inner.shared().message_len(b)];
         let inner = &mut self.inner;
         let (masks, pads) = masks_and_pads(py, r.len(), self.mask_bytes, self.pad_bytes,
                                            |m, p| inner.batch(b, &mut u, m, p))?;
@@ -178,20 +178,20 @@ impl OkvsSender {
 
     #[getter]
     fn batches(&self) -> usize {
-        self.inner.batches()
+        self.inner.shared().batches()
     }
 
     fn order<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        order_array(py, self.inner.order())
+        order_array(py, self.inner.shared().order())
     }
 
     fn items(&self, b: usize) -> (usize, usize) {
-        let r = self.inner.items(b);
+        let r = self.inner.shared().items(b);
         (r.start, r.end)
     }
 
     fn message_len(&self, b: usize) -> usize {
-        self.inner.message_len(b)
+        self.inner.shared().message_len(b)
     }
 
     /// Batch b (in order) from R's message ``u``: (the masks of this party's items of the batch,
@@ -199,10 +199,10 @@ impl OkvsSender {
     #[allow(clippy::type_complexity)]
     fn batch<'py>(&mut self, py: Python<'py>, b: usize, u: &[u8])
                   -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
-        if b >= self.inner.batches() {
-            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.batches())));
+        if b >= self.inner.shared().batches() {
+            return Err(PyValueError::new_err(format!("batch {b} of {}", self.inner.shared().batches())));
         }
-        let r = self.inner.items(b);
+        let r = self.inner.shared().items(b);
         let inner = &mut self.inner;
         masks_and_pads(py, r.len(), self.mask_bytes, self.pad_bytes, |m, p| inner.batch(b, u, m, p))
     }
