@@ -47,11 +47,12 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--data", required=True, metavar="FILE",
                        help="CSV, Parquet or LibSVM file with an id column; rows aligned with the peer's "
                             "unless --align")
-    train.add_argument("--align", choices=["auto", "okvs", "ecdh", "fnp"], metavar="PROTOCOL",
+    train.add_argument("--align", choices=["auto", "okvs", "ecdh", "fnp"], metavar="PROTOCOL", nargs="?",
+                       const="auto",
                        help="first find the ids both parties hold by private set intersection and train on those "
-                            "rows only, in a common order (docs/psi.md): auto (recommended: the OT-based okvs, or "
-                            "ecdh where the native core lacks it), okvs, ecdh, or fnp (Freedman-Nissim-Pinkas with "
-                            "Paillier, far slower)")
+                            "rows only, in a common order (docs/psi.md): auto (the default when --align is given "
+                            "alone: the OT-based okvs, or ecdh where the native core lacks it), okvs, ecdh, or fnp "
+                            "(Freedman-Nissim-Pinkas with Paillier, far slower)")
     train.add_argument("--id-column", default="id", metavar="NAME", help="column holding the row ids")
     train.add_argument("--label-column", metavar="NAME", help="column holding the 0/1 labels (guest only)")
     train.add_argument("--validation", metavar="FILE",
