@@ -180,13 +180,15 @@ def test_psi_command_writes_aligned_rows_at_both_hosts(tmp_path):
 
 
 @NEEDS_NATIVE
-def test_psi_command_labelled_fnp_brings_the_servers_column(tmp_path):
-    """Labelled PSI from the command line: the client (a) receives, for each shared id, the text of
-    the server's --payload-column, written as a new column of its aligned rows."""
+@pytest.mark.parametrize("protocol", ["auto", "fnp"])
+def test_psi_command_labelled_brings_the_other_partys_column(tmp_path, protocol):
+    """Labelled PSI from the command line (auto: OT-based okvs; or FNP): the learner (a) receives,
+    for each shared id, the text of the other party's --payload-column, written as a new column of
+    its aligned rows."""
     _parties_file(tmp_path, "a", "b")
     (tmp_path / "a.csv").write_text("id,x\n" + "".join(f"k{i},{i}\n" for i in range(0, 30, 2)))
     (tmp_path / "b.csv").write_text("id,tier\n" + "".join(f"k{i},tier-{i % 4}\n" for i in range(0, 30, 3)))
-    common = ["--parties", str(tmp_path / "parties.toml"), "--id-column", "id", "--protocol", "fnp", "--to", "a",
+    common = ["--parties", str(tmp_path / "parties.toml"), "--id-column", "id", "--protocol", protocol, "--to", "a",
               "--key-bits", "768", "--payload-bytes", "8", "--payload-column", "tier"]
     procs = [subprocess.Popen([sys.executable, "-m", "shaper", "psi", "--me", me, "--input", str(tmp_path / f"{me}.csv"),
                                *common, *(["--output", str(tmp_path / "a.out.csv")] if me == "a" else [])],
@@ -196,6 +198,7 @@ def test_psi_command_labelled_fnp_brings_the_servers_column(tmp_path):
     lines = (tmp_path / "a.out.csv").read_text().splitlines()
     assert lines[0] == "id,x,tier"
     assert lines[1:] == sorted(f"k{i},{i},tier-{i % 4}" for i in range(0, 30, 6))  # sorted by id
+    assert f"({'okvs' if protocol == 'auto' else 'fnp'}," in outs[0][0]  # the summary names what ran
 
 
 def test_psi_row_files_read_alike_with_and_without_pyarrow(tmp_path):
