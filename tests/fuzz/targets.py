@@ -536,5 +536,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("parties", _parties_run, (E.ConfigError,), _parties_seeds, "load_parties (TOML)"),
     Target("bristol", _bristol_run, (E.ShaperError,), _bristol_seeds, "Bristol Fashion circuits"),
     Target("table", _table_run, (E.ConfigError,), _table_seeds, "read_table, CSV"),
-    Target("okvs_setup", _okvs_setup_run, (E.FrameError,), _okvs_setup_seeds, "OT-based PSI's seed and OKVS parameters"),
+    Target("okvs_setup", _okvs_setup_run, (E.FrameError,), _okvs_setup_seeds,
+           "OT-based PSI's seed and OKVS parameters"),
 ]}
