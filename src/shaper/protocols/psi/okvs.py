@@ -257,6 +257,17 @@ def _digests(items: PackedItems, digests: np.ndarray | list | None) -> np.ndarra
     return np.ascontiguousarray(digests)
 
 
+def _room(rows: int, width: int, what: str) -> np.ndarray:
+    """An uncommitted (rows, width) array for what the peer will send: pages are only used as its
+    messages arrive, so memory follows the data received, not the size the peer announced; a
+    size this machine cannot even map is refused by name."""
+    try:
+        return np.empty((rows, width), np.uint8)
+    except MemoryError:
+        raise ConfigError(f"the peer's {rows:,} ids need {rows * width / 2**30:.1f} GiB of {what} here, more "
+                          "than this machine can map") from None
+
+
 def _session_ids(seed: bytes) -> list[bytes]:
     return [hashlib.sha256(b"shaper/psi/okvs/base-ot/v1\0" + seed + bytes([lane])).digest()[:16]
             for lane in range(LANES)]
@@ -298,7 +309,7 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
     order = r.order()
     del r  # its rows (32 bytes per id)
     by_mask = native.okvs_sort(own)  # while S finishes: the merge below needs both sides sorted
-    peer = np.empty((n_s, width), np.uint8)
+    peer = _room(n_s, width, "masks")
     for c in range(0, n_s, MASK_CHUNK):
         rows = min(MASK_CHUNK, n_s - c)
         part = session.recv_bytes(other, "psi-okvs-m", size=rows * width)
@@ -310,7 +321,7 @@ def _receiver(session: Any, other: int, native: Any, held: list, n_s: int, width
     del own, peer
     stats = {}
     if pad:  # the payloads, in S's mask order, each XORed with its pad
-        sealed = np.empty((n_s, pad), np.uint8)
+        sealed = _room(n_s, pad, "sealed payloads")
         for c in range(0, n_s, MASK_CHUNK):
             rows = min(MASK_CHUNK, n_s - c)
             sealed[c:c + rows] = np.frombuffer(session.recv_bytes(other, "psi-okvs-p", size=rows * pad),
