@@ -46,7 +46,8 @@ def add_parser(subparsers: Any) -> None:
                    "Runs every party here (--local N, the default with 2 parties) or one party on each host "
                    "(--parties FILE --me NAME): joint key generation with the plan's 28 rotation keys, party0 "
                    "(the client) encrypts MNIST test images, the last party (the model owner) encrypts the "
-                   "bundled model, party0 evaluates, all decrypt the logits jointly to party0. Prints accuracy, "
+                   "bundled model, every party evaluates the plan itself, all decrypt the logits jointly to party0 "
+                   "(each decrypts only what it computed). Prints accuracy, "
                    "per-phase times and bytes; writes an HTML report.")
     party_options(demo, local_help=f"run N parties here as processes over loopback TLS (2..16; {DEMO_PARTIES} "
                                    "when no parties file is given)")
@@ -115,8 +116,8 @@ class _ImagesCount(argparse.Action):
 
 def _encrypt_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encrypt", default="image,model", metavar="WHAT",
-                   help="what is encrypted: image,model (both), image (the model owner evaluates) or model "
-                        "(the client evaluates)")
+                   help="what is encrypted: image,model (both), image (the model goes to every party in the "
+                        "clear) or model (the images go to every party in the clear); every party evaluates")
 
 
 def _demo_local(args: argparse.Namespace) -> int | None:
