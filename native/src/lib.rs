@@ -11,12 +11,14 @@
 //! - [`psi`]: Ristretto255 hash-to-group and blinding for ECDH private set intersection;
 //! - [`modq`]: products modulo odd word-size moduli (prime-field and RNS shares);
 //! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa);
-//! - [`rns`]: RNS-CKKS polynomial kernels (NTT, element-wise ops, rescale, key switching).
+//! - [`rns`]: RNS-CKKS polynomial kernels (NTT, element-wise ops, rescale, key switching);
+//! - [`cyclo`]: the double-CRT transform of Z_q[X]/Phi_m for odd m (Bluestein on [`rns`]'s NTT).
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
 //! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`), `psi`
-//! (`RistrettoKey`), `rns` (`RnsContext`, `ntt_primes`) and `ot` (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its
-//! names to the one flat module.
+//! (`RistrettoKey`), `rns` (`RnsContext`, `ntt_primes`), `cyclo` (`CycloContext`) and `ot`
+//! (`BaseOt*`, `Iknp*`, `ot_hash`, `ot_bits`, `cot_*`), each adding its names to the one flat
+//! module.
 
 // Every `unsafe fn` states its callers' obligations (`# Safety`), every unsafe block why it is
 // sound (`// SAFETY:`), and unsafe operations inside an `unsafe fn` sit in explicit blocks
@@ -28,6 +30,7 @@ use pyo3::prelude::*;
 
 pub mod aes;
 pub mod bigint;
+pub mod cyclo;
 pub mod modq;
 pub mod okvs;
 pub mod ot;
@@ -50,5 +53,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::okvs::register(m)?;
     py::modq::register(m)?;
     py::rns::register(m)?;
+    py::cyclo::register(m)?;
     Ok(())
 }
