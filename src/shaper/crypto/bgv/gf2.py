@@ -225,10 +225,10 @@ class Field:
         a, b = np.broadcast_arrays(np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64))
         x = a.copy()
         acc = np.zeros(x.shape, dtype=np.uint64)
-        one, zero = np.uint64(1), np.uint64(0)
+        one, ones = np.uint64(1), np.uint64((1 << 64) - 1)
         top, poly = np.uint64(self.d), np.uint64(self.modulus)
         for bit in range(self.d):
-            acc ^= x & (zero - ((b >> np.uint64(bit)) & one))
+            acc ^= x & (((b >> np.uint64(bit)) & one) * ones)
             if bit + 1 < self.d:
                 x <<= one
                 x ^= poly * ((x >> top) & one)
