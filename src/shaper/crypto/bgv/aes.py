@@ -99,9 +99,10 @@ AES_MODULUS = 0x11B  # Y^8 + Y^4 + Y^3 + Y + 1
 AFFINE_GAMMA: tuple[int, ...] = (0x05, 0x09, 0xF9, 0x25, 0xF4, 0x01, 0xB5, 0x8F)
 AFFINE_CONSTANT = 0x63
 MIX_COLUMNS_ROW: tuple[int, ...] = (2, 3, 1, 1)  # out[r] = 2·s[r] + 3·s[r+1] + s[r+2] + s[r+3]
+Steps = tuple[tuple[int, ...], tuple[int, ...]]
 # (baby, giant) left byte offsets of the linear layers' baby-step/giant-step evaluation
-FULL_ROUND_STEPS: tuple[tuple[int, ...], tuple[int, ...]] = ((0, 2, 5, 7), (0, 2, 8, 12))
-LAST_ROUND_STEPS: tuple[tuple[int, ...], tuple[int, ...]] = ((0, 8), (0, 12))
+FULL_ROUND_STEPS: Steps = ((0, 2, 5, 7), (0, 2, 8, 12))
+LAST_ROUND_STEPS: Steps = ((0, 8), (0, 12))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ def linear_layer_matrix(last: bool = False) -> np.ndarray:
     return np.ascontiguousarray(images.T)
 
 
-def _bsgs_masks(matrix: np.ndarray, steps: tuple[tuple[int, ...], tuple[int, ...]]) -> dict[tuple[int, int], np.ndarray]:
+def _bsgs_masks(matrix: np.ndarray, steps: Steps) -> dict[tuple[int, int], np.ndarray]:
     """Byte masks m_ab (16,) uint8 with out = Σ_b rot_b(Σ_a m_ab ⊙ rot_a(in)), rot_a(v)[k] = v[k + a]:
     out[k] = Σ m_ab[k + b]·in[k + a + b], so entry M[k, j] goes to m_ab[k + b] for the first
     (a, b) with a + b ≡ j - k (mod 16)."""
@@ -391,7 +392,7 @@ class AesCircuit:
             self._encoded[key] = self.ev.encode(np.asarray(values, dtype=np.uint64))
         return self._encoded[key]
 
-    def _linear_layer(self, matrix: np.ndarray, steps: tuple[tuple[int, ...], tuple[int, ...]]) -> _LinearLayer:
+    def _linear_layer(self, matrix: np.ndarray, steps: Steps) -> _LinearLayer:
         alg, lay, f = self.algebra, self.layout, self.algebra.field
         ones = np.ones(alg.nslots, dtype=np.uint64)
         masks = _bsgs_masks(matrix, steps)
