@@ -447,3 +447,31 @@ def test_plan_on_a_bad_byte_dimension_has_two_automorphisms_per_rotation():
     assert len(plan["rotation_u"]) == 10
     assert plan["key_switching_keys"] == 14
     assert plan["depth"] == 30 and plan["constant_depth"] == 20  # masks folded: no extra layer
+
+
+# ---------------------------------------------------------------------------------------------
+# the same circuit on BGV ciphertexts
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_same_circuit_runs_on_bgv_ciphertexts_for_two_rounds():
+    scheme = pytest.importorskip("shaper.crypto.bgv.scheme")
+    params = pytest.importorskip("shaper.crypto.bgv.params").named("test-257")  # 14 levels: 3 rounds fit
+    alg = algebra(params.m)
+    keys = scheme.keygen(params, aes.AesCircuit(SlotEvaluator(alg)).plan()["automorphisms"])
+    ev = scheme.Evaluator(params, keys.relin, keys.galois)
+    circuit = aes.AesCircuit(ev)
+    rng = np.random.default_rng(257)
+    key = rng.integers(0, 256, 16, dtype=np.uint8)
+    blocks = rng.integers(0, 256, (1, 16), dtype=np.uint8)
+    clear: list[np.ndarray] = []
+    aes.encrypt_reference(blocks, key, clear)
+
+    def encrypt(values):
+        return scheme.encrypt(keys.public, ev.encode(values))
+
+    round_keys = [encrypt(v) for v in aes.pack_round_keys(key, alg)]
+    x = ev.add(encrypt(aes.pack_blocks(blocks, alg)), round_keys[0])
+    for i in (1, 2):
+        x = circuit.round(x, round_keys[i])
+        assert (aes.unpack_blocks(scheme.decrypt(keys.secret, x), alg, 1) == clear[i]).all(), f"round {i}"
