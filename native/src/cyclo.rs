@@ -67,9 +67,9 @@ fn prime_factors(mut n: usize) -> Vec<usize> {
     let mut out = Vec::new();
     let mut p = 2;
     while p * p <= n {
-        if n % p == 0 {
+        if n.is_multiple_of(p) {
             out.push(p);
-            while n % p == 0 {
+            while n.is_multiple_of(p) {
                 n /= p;
             }
         }
@@ -88,7 +88,7 @@ pub fn units(m: usize) -> Vec<usize> {
 
 /// Checks m: odd, 3..=MAX_M.
 pub fn check_m(m: usize) -> Result<(), String> {
-    if m % 2 == 0 || !(3..=MAX_M).contains(&m) {
+    if m.is_multiple_of(2) || !(3..=MAX_M).contains(&m) {
         return Err(format!("m must be odd and in [3, {MAX_M}], got {m}"));
     }
     Ok(())
@@ -156,7 +156,7 @@ pub fn cyclotomic_pair(m: usize, p: &Prime) -> (Vec<u64>, Vec<u64>) {
 /// g = 2, 3, ... of order m, then the least x^u over the units u.
 pub fn smallest_primitive_root(p: &Prime, m: usize) -> Result<u64, String> {
     let q = p.q;
-    if (q - 1) % m as u64 != 0 {
+    if !(q - 1).is_multiple_of(m as u64) {
         return Err(format!("prime {q} is not 1 mod m = {m}"));
     }
     let factors = prime_factors(m);
@@ -246,7 +246,7 @@ impl CycloPrime {
         for e in 1..m {
             zpow[e] = p.mul(zpow[e - 1], zeta);
         }
-        let h = (m + 1) / 2;
+        let h = m / 2 + 1; // 2^-1 mod m (m odd)
         let c: Vec<u64> = (0..m).map(|j| zpow[(j * j % m) * h % m]).collect();
         let d: Vec<u64> = (0..m).map(|j| zpow[(m - (j * j % m) * h % m) % m]).collect();
         let m_inv = p.inv(m as u64 % q);
@@ -448,7 +448,7 @@ mod tests {
             num[0] = -1;
             num[n] = 1;
             for d in 1..n {
-                if n % d == 0 {
+                if n.is_multiple_of(d) {
                     let den = get(d, cache);
                     let dd = den.len() - 1;
                     let mut quo = vec![0i128; num.len() - dd];
@@ -571,3 +571,4 @@ mod tests {
         assert!(ctx.inverse(&a, &[0]).unwrap_err().contains("row 0"));
     }
 }
+

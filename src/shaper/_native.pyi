@@ -283,3 +283,28 @@ class RnsContext:
         """digits (l+1, l+2, n), key (D, 2, len(primes), n) indexed [context prime of the digit,
         b/a, context prime of the row] -> (2, l+1, n): divide_round_last over mods + [sp] of
         sum_j sigma_g(digits[j]) * key[mods[j], c, mods + [sp]]."""
+
+class CycloContext:
+    """The double-CRT transform of Z_q[X]/Phi_m for odd m, 3 <= m <= 2^16 + 1 (the contract of
+    shaper.kernels.cyclo): primes < 2^62, prime, distinct, q = 1 mod 2 N m with N the Bluestein
+    NTT length (the least power of two >= 2m - 2, at least 8); ValueError naming the prime
+    otherwise. Arrays are uint64, C-contiguous, shape (len(limbs), phi), row l reduced mod
+    ``primes[limbs[l]]`` (checked: ValueError naming the row). The GIL is released; several rows
+    run on the native pool."""
+
+    def __init__(self, m: int, primes: Sequence[int]) -> None: ...
+    @property
+    def m(self) -> int: ...
+    @property
+    def phi(self) -> int: ...
+    @property
+    def ntt_size(self) -> int: ...
+    @property
+    def primes(self) -> list[int]: ...
+    @property
+    def roots(self) -> list[int]:
+        """zeta of each prime: its smallest primitive m-th root of unity."""
+    def forward(self, coeffs: U64, limbs: Sequence[int]) -> U64:
+        """Coefficients (degree < phi) -> values: [l, i] = a_l(zeta^u_i), u_i the units of Z_m increasing."""
+    def inverse(self, values: U64, limbs: Sequence[int]) -> U64:
+        """Values -> the coefficients of the polynomial of degree < phi taking them."""

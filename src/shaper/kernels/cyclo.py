@@ -1,0 +1,211 @@
+"""The double-CRT transform of Z_q[X]/Phi_m(X) for odd m, the ring of GHS-style BGV ([HElib]
+``DoubleCRT``, ``bluestein.cpp``; shared/research/ghs.md §2 "Transform", §7 step 2): one interface,
+two implementations; this module is the family's face (:func:`context` picks the native kernels or
+the numpy reference :mod:`shaper.kernels.cyclo_ref`).
+
+The contract, shared bit for bit by the native Rust kernels (``shaper._native.CycloContext``) and
+the reference:
+
+* **Ring**: m odd, 3 <= m <= 2^16 + 1; phi = phi(m). A polynomial of degree < phi (the canonical
+  representative mod Phi_m) is a row of phi ``uint64`` coefficients reduced mod one prime.
+* **Primes** (:func:`primes`): q < 2^62 prime with q = 1 (mod 2 N m), where N is the Bluestein
+  NTT length, the least power of two >= 2m - 2 (at least 8; N = 2^17 for m = 53261, so
+  q = 1 mod 2^18 * 53261, about 2^33.7: primes of 36 bits or more). ``primes(m, bits, count)``
+  returns the ``count`` largest such primes of exactly ``bits`` bits, largest first.
+* **Roots**: zeta_q, the evaluation root of prime q, is its *smallest* primitive m-th root of
+  unity (as an integer in [1, q)).
+* **Evaluation order**: the units of Z_m in increasing order (``CycloContext.units``).
+* **forward** (coefficients -> values): ``out[l, i] = a_l(zeta_q^units[i]) mod q`` with
+  q = ``primes[limbs[l]]``. **inverse** is its exact inverse: the coefficients of the unique
+  polynomial of degree < phi with those values. Pointwise products of values are products in
+  Z_q[X]/Phi_m.
+* **Automorphism** kappa_t: a(X) -> a(X^t), t a unit mod m: kappa_t(a)(zeta^u) = a(zeta^(u t)),
+  so the values of kappa_t(a) are ``a_values[:, automorphism_index(t)]`` with
+  ``automorphism_index(t)[i]`` = the index of ``units[i] * t mod m`` in ``units``.
+
+Arrays are ``(L, phi)`` C-contiguous ``uint64`` with ``L = len(limbs)`` (default: every prime,
+in order); entries must be reduced (ValueError naming the row otherwise), as must shapes, dtypes
+and limb indices (ValueError naming the problem). Both directions return new arrays. The native
+kernels release the GIL and transform the rows on the native pool in parallel.
+
+Method (both implementations): Bluestein over the whole length m (HElib's; with m odd an m-th
+root suffices, i j = h (i^2 + j^2 - (i - j)^2) with h = 2^-1 mod m), and for the inverse a
+reduction mod Phi_m through Psi_m = (X^m - 1) / Phi_m: the quotient is the top of g Psi_m. The
+native kernels run the convolutions as negacyclic NTTs of length N (and two shorter ones for the
+reduction) on the RNS kernels' NTT; the reference runs them as exact integer products. See
+``native/src/cyclo.rs`` and :mod:`shaper.kernels.cyclo_ref` for the derivations.
+
+Nothing here is constant time; the transform runs on public or encrypted data.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .cyclo_ref import (
+    MAX_M,
+    CycloReference,
+    check_m,
+    check_primes,
+    cofactor,
+    cyclotomic,
+    ntt_size,
+    prime_step,
+    smallest_primitive_root,
+    units,
+)
+from .modq import is_prime
+from .native import mode as native_mode
+
+try:  # the extension is optional: a source checkout without a build runs on the reference
+    from .. import _native
+except ImportError:  # pragma: no cover - exercised where the extension is absent
+    _native = None
+
+__all__ = ["MAX_M", "CycloContext", "CycloReference", "context", "cofactor", "cyclotomic", "native_available",
+           "native_selected", "ntt_size", "prime_step", "primes", "smallest_primitive_root", "units"]
+
+
+def native_available() -> bool:
+    """True when the extension is built and has the transform (``CycloContext``)."""
+    return _native is not None and hasattr(_native, "CycloContext")
+
+
+def native_selected() -> bool:
+    """True when :func:`context` hands out the native kernels by default (built, and not switched
+    off with ``SHAPER_NATIVE=off``)."""
+    return native_available() and native_mode() != "off"
+
+
+def primes(m: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[int]:
+    """The ``count`` largest primes q with 2^(bits-1) < q < 2^bits and q = 1 (mod 2 N m)
+    (:func:`prime_step`), largest first, skipping ``exclude``; bits in [2, 62]. Raises
+    ``ValueError`` saying how many exist (and the fewest bits that could work) when there are
+    fewer than ``count``."""
+    m = check_m(m)
+    for name, value in (("bits", bits), ("count", count)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+    bits, count = int(bits), int(count)
+    if not 2 <= bits <= 62:
+        raise ValueError(f"bits must be in [2, 62] (the native primes are below 2^62), got {bits}")
+    if count < 0:
+        raise ValueError(f"count must be non-negative, got {count}")
+    step = prime_step(m)
+    skip = {int(e) for e in exclude}
+    q = ((1 << bits) - 1) // step * step + 1  # the largest value = 1 mod step below 2^bits
+    lower = 1 << (bits - 1)
+    out: list[int] = []
+    while len(out) < count and q > lower:
+        if q not in skip and is_prime(q):
+            out.append(q)
+        q -= step
+    if len(out) < count:
+        raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod 2 N m = {step} "
+                         f"(m = {m}, N = {ntt_size(m)}); {count} were asked for "
+                         f"(such primes need at least {step.bit_length() + 1} bits)")
+    return out
+
+
+class CycloContext:
+    """The transform for one odd m and a tuple of primes (made by :func:`context`, cached).
+
+    Attributes: ``m``, ``phi``, ``primes`` (tuple), ``roots`` (tuple: zeta per prime, the
+    smallest primitive m-th root), ``units`` (int64, read-only: the evaluation order),
+    ``ntt_size`` (the native Bluestein length N), ``native`` (which implementation runs)."""
+
+    def __init__(self, m: int, prime_list: tuple[int, ...], impl: Any, native: bool) -> None:
+        self.m = m
+        self.primes = prime_list
+        self.units = units(m)
+        self.phi = len(self.units)
+        self.ntt_size = ntt_size(m)
+        self.native = native
+        self.roots = tuple(int(r) for r in impl.roots)
+        self._impl = impl
+        self._automorphisms: dict[int, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return f"CycloContext(m={self.m}, phi={self.phi}, primes={list(self.primes)}, native={self.native})"
+
+    def _limbs(self, limbs: Sequence[int] | None) -> list[int]:
+        if limbs is None:
+            return list(range(len(self.primes)))
+        out = []
+        for limb in limbs:
+            if isinstance(limb, bool) or not isinstance(limb, (int, np.integer)):
+                raise ValueError(f"limbs must be prime indices, got {limb!r}")
+            limb = int(limb)
+            if not 0 <= limb < len(self.primes):
+                raise ValueError(f"limb {limb} out of range (the context has {len(self.primes)} primes)")
+            out.append(limb)
+        if not out:
+            raise ValueError("limbs is empty")
+        return out
+
+    def _array(self, a: Any, what: str, limbs: list[int]) -> np.ndarray:
+        if not isinstance(a, np.ndarray):
+            raise ValueError(f"{what} must be a numpy uint64 array, got {type(a).__name__}")
+        if a.dtype != np.uint64:
+            raise ValueError(f"{what} must be a numpy uint64 array, got dtype {a.dtype}")
+        if a.shape != (len(limbs), self.phi):
+            raise ValueError(f"{what} has shape {a.shape}, expected ({len(limbs)}, {self.phi}) "
+                             f"(len(limbs), phi(m)) for m = {self.m}")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{what} must be C-contiguous")
+        return a
+
+    def forward(self, coeffs: np.ndarray, limbs: Sequence[int] | None = None) -> np.ndarray:
+        """Coefficients ``(L, phi)`` (row l reduced mod ``primes[limbs[l]]``) -> values ``(L, phi)``:
+        ``[l, i] = a_l(zeta^units[i])``."""
+        limbs = self._limbs(limbs)
+        return self._impl.forward(self._array(coeffs, "coeffs", limbs), limbs)
+
+    def inverse(self, values: np.ndarray, limbs: Sequence[int] | None = None) -> np.ndarray:
+        """Values ``(L, phi)`` -> the coefficients ``(L, phi)`` of the polynomial of degree < phi
+        taking them (the canonical representative mod Phi_m)."""
+        limbs = self._limbs(limbs)
+        return self._impl.inverse(self._array(values, "values", limbs), limbs)
+
+    def automorphism_index(self, t: int) -> np.ndarray:
+        """int64 ``(phi,)``, read-only, cached: the values of kappa_t(a) = a(X^t) are
+        ``a_values[:, index]``; t must be a unit mod m (any representative, negative too)."""
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise ValueError(f"t must be an integer unit mod m, got {t!r}")
+        t = int(t) % self.m
+        if np.gcd(t, self.m) != 1:
+            raise ValueError(f"t = {t} (mod m) is not a unit mod m = {self.m}: X -> X^t is no automorphism")
+        index = self._automorphisms.get(t)
+        if index is None:
+            position = np.zeros(self.m, dtype=np.int64)
+            position[self.units] = np.arange(self.phi, dtype=np.int64)
+            index = position[self.units * t % self.m]
+            index.flags.writeable = False
+            self._automorphisms[t] = index
+        return index
+
+    galois_index = automorphism_index
+
+
+def context(m: int, primes: Sequence[int], *, native: bool | None = None) -> CycloContext:
+    """The transform for odd m over ``primes`` (each prime, < 2^62, 1 mod :func:`prime_step`,
+    distinct: ValueError naming the prime otherwise), cached per (m, primes, native). ``native=True``
+    insists on the extension (``RuntimeError`` when it is missing), ``native=False`` takes the
+    reference; the default follows ``SHAPER_NATIVE`` (``off`` means the reference)."""
+    if native is None:
+        native = native_selected()
+    elif native and not native_available():
+        raise RuntimeError("the native extension shaper._native is not built or lacks CycloContext")
+    m = check_m(m)
+    return _context(m, check_primes(m, primes), bool(native))
+
+
+@functools.lru_cache(maxsize=16)
+def _context(m: int, prime_list: tuple[int, ...], native: bool) -> CycloContext:
+    impl = _native.CycloContext(m, list(prime_list)) if native else CycloReference(m, prime_list)
+    return CycloContext(m, prime_list, impl, native)
+
