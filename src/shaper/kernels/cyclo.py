@@ -107,7 +107,7 @@ def primes(m: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[i
     if len(out) < count:
         raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod 2 N m = {step} "
                          f"(m = {m}, N = {ntt_size(m)}); {count} were asked for "
-                         f"(such primes need at least {step.bit_length() + 1} bits)")
+                         f"(none has fewer than {step.bit_length() + 1} bits)")
     return out
 
 
