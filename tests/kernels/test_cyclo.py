@@ -248,9 +248,12 @@ def test_automorphisms_compose_like_units():
 
 
 @needs_native
-@pytest.mark.parametrize("m, count, bits", [(3, 2, 40), (45, 3, 62), (105, 2, 36), (257, 3, 55), (1271, 2, 60),
-                                            (4369, 2, 58), (28679, 1, 60), (53261, 1, 60)])
+@pytest.mark.parametrize("m, count, bits", [(3, 2, 40), (5, 1, 40), (45, 3, 62), (105, 2, 36), (257, 3, 55),
+                                            (1271, 2, 60), (4369, 2, 58), (28679, 1, 60), (53261, 1, 60),
+                                            (45045, 1, 50), (65537, 1, 61)])
 def test_native_equals_reference_on_random_inputs(m, count, bits):
+    """Including the seed's rings, 45045 = 3^2 5 7 11 13 (m - phi > phi: the quotient is longer than
+    the remainder) and the edges 5, 65537 = 2^16 + 1 where N = 2m - 2 exactly."""
     qs = tuple(primes(m, bits, count))
     ref, nat = context(m, qs, native=False), context(m, qs, native=True)
     assert nat.native and not ref.native
