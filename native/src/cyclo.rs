@@ -513,8 +513,8 @@ mod tests {
 
     #[test]
     fn smallest_root_is_the_least_primitive_one() {
-        for m in [3usize, 15, 45, 105] {
-            let q = prime_for(m, 30);
+        for (m, bits) in [(3usize, 22u32), (15, 22), (45, 22), (105, 24)] {
+            let q = prime_for(m, bits);
             let p = Prime::new(q);
             let r = smallest_primitive_root(&p, m).unwrap();
             let primitive = |x: u64| prime_factors(m).iter().all(|&f| p.pow(x, (m / f) as u64) != 1);
