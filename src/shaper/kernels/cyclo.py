@@ -10,8 +10,9 @@ the reference:
   representative mod Phi_m) is a row of phi ``uint64`` coefficients reduced mod one prime.
 * **Primes** (:func:`primes`): q < 2^62 prime with q = 1 (mod 2 N m), where N is the Bluestein
   NTT length, the least power of two >= 2m - 2 (at least 8; N = 2^17 for m = 53261, so
-  q = 1 mod 2^18 * 53261, about 2^33.7: primes of 36 bits or more). ``primes(m, bits, count)``
-  returns the ``count`` largest such primes of exactly ``bits`` bits, largest first.
+  q = 1 mod 2^18 * 53261, about 2^33.7: the smallest such prime has 37 bits, and a 22-bit q_0 as
+  in HElib-14's chain is impossible). ``primes(m, bits, count)`` returns the ``count`` largest
+  such primes of exactly ``bits`` bits, largest first.
 * **Roots**: zeta_q, the evaluation root of prime q, is its *smallest* primitive m-th root of
   unity (as an integer in [1, q)).
 * **Evaluation order**: the units of Z_m in increasing order (``CycloContext.units``).
