@@ -6,8 +6,9 @@ Binary layout (all integers little-endian)::
     magic "SHPR" | u16 format version (1) | u8 kind | u8 scheme | body
 
     kind 1 public key, 2 private key, 3 encrypted array, 4 packed array,
-         5 parameters, 6 switching key, 7 ciphertext, 8 secret-key share (CKKS)
-    scheme 1 Paillier, 2 OU, 3 CKKS
+         5 parameters, 6 switching key, 7 ciphertext, 8 secret-key share (CKKS),
+         9 public key bundle (BGV: public, relinearisation and Galois keys)
+    scheme 1 Paillier, 2 OU, 3 CKKS, 4 BGV
     big integers: u32 byte width, then that many bytes (fixed width per key size)
 
 Each type owns its body (``to_bytes``/``from_bytes`` on the type, body layouts in its module's
@@ -30,10 +31,14 @@ MAGIC = b"SHPR"
 VERSION = 1
 KIND_PUBLIC, KIND_PRIVATE, KIND_ARRAY, KIND_PACKED = 1, 2, 3, 4
 KIND_PARAMS, KIND_SWITCH_KEY, KIND_CIPHERTEXT, KIND_KEY_SHARE = 5, 6, 7, 8
+KIND_KEY_BUNDLE = 9
 SCHEME_PAILLIER, SCHEME_OU, SCHEME_CKKS = 1, 2, 3
+SCHEME_BGV = 4
+SCHEMES = (SCHEME_PAILLIER, SCHEME_OU, SCHEME_CKKS, SCHEME_BGV)
 KIND_NAMES = {KIND_PUBLIC: "a public key", KIND_PRIVATE: "a private key", KIND_ARRAY: "an encrypted array",
               KIND_PACKED: "a packed array", KIND_PARAMS: "parameters", KIND_SWITCH_KEY: "a switching key",
-              KIND_CIPHERTEXT: "a ciphertext", KIND_KEY_SHARE: "a secret-key share"}
+              KIND_CIPHERTEXT: "a ciphertext", KIND_KEY_SHARE: "a secret-key share",
+              KIND_KEY_BUNDLE: "a public key bundle"}
 
 
 class Reader:
@@ -89,7 +94,7 @@ def read_header(r: Reader) -> tuple[int, int]:
     version, kind, scheme = r.unpack("HBB", "header")
     if version != VERSION:
         raise SerializationError(f"unsupported format version {version} (this shaper reads {VERSION})")
-    if scheme not in (SCHEME_PAILLIER, SCHEME_OU, SCHEME_CKKS):
+    if scheme not in SCHEMES:
         raise SerializationError(f"unknown scheme id {scheme}")
     return kind, scheme
 
