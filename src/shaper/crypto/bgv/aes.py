@@ -445,8 +445,8 @@ class AesCircuit:
         """The S-box's affine map Σ_j γ_j·y^(2^j) + 0x63 slotwise: Frobenius 1, 2, 2, 4 and 8
         constant products."""
         ev = self.ev
-        y1 = ev.frobenius(y, 1)
-        powers = [y, y1, ev.frobenius(y, 2), ev.frobenius(y1, 2)]  # y^(2^j), j < 4
+        y1, y2 = _frobenius_maps(ev, y, (1, 2))
+        powers = [y, y1, y2, ev.frobenius(y1, 2)]  # y^(2^j), j < 4
         low = _sum(ev, [ev.mul_plain(p, c) for p, c in zip(powers, self._gamma_low)])
         high = _sum(ev, [ev.mul_plain(p, c) for p, c in zip(powers, self._gamma_high)])
         return ev.add_plain(ev.add(low, ev.frobenius(high, 4)), self._affine_constant)
@@ -457,7 +457,7 @@ class AesCircuit:
 
     def _apply_linear(self, layer: _LinearLayer, x: Any) -> Any:
         ev = self.ev
-        z = {v: (x if v == 1 else ev.automorphism(x, v)) for v in layer.baby}
+        z = dict(zip(layer.baby, _automorphisms(ev, x, layer.baby), strict=True))
         terms = []
         for w, groups in layer.giant:
             acc = _sum(ev, [ev.mul_plain(_sum(ev, [z[v] for v in vs]), p) for vs, p in groups])
@@ -526,6 +526,21 @@ class AesCircuit:
             "key_switching_keys": len(autos) + 1,
             "encoded_constants": len(self._encoded),
         }
+
+
+def _automorphisms(ev: Any, x: Any, us: Sequence[int]) -> list[Any]:
+    """κ_u(x) for every u (u = 1: x itself), hoisted where the evaluator can (one key-switching
+    decomposition of x for all of them)."""
+    if hasattr(ev, "automorphisms"):
+        return list(ev.automorphisms(x, list(us)))
+    return [x if u == 1 else ev.automorphism(x, u) for u in us]
+
+
+def _frobenius_maps(ev: Any, x: Any, js: Sequence[int]) -> list[Any]:
+    """x^(2^j) slotwise for every j, hoisted where the evaluator can."""
+    if hasattr(ev, "automorphisms"):
+        return list(ev.automorphisms(x, [pow(2, j, ev.algebra.m) for j in js]))
+    return [ev.frobenius(x, j) for j in js]
 
 
 def _sum(ev: Any, xs: Sequence[Any]) -> Any:

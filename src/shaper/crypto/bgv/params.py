@@ -82,29 +82,30 @@ class Parameters:
     _fp: bytes = field(default=b"", repr=False)
 
     @classmethod
-    def create(cls, m: int, q0_bits: int, level_bits: Sequence[int], special_bits: Sequence[int], *, digits: int,
+    def create(cls, m: int, q0_bits: int, level_bits: Sequence[int], special_bits: Sequence[int], *,
+               digits: int | None = None,
                hamming_weight: int | None = None, sigma: float = 3.2, name: str = "custom",
                insecure: bool = False) -> Parameters:
         """Primes of the given sizes for ring m: q_0 of ``q0_bits``, one prime per entry of
         ``level_bits``, the special primes of ``special_bits`` (largest first within a size). Raises
         ValueError naming the problem (a ring the transform cannot take, too few primes, a set
         below 128 bits without ``insecure=True``)."""
-        from ...kernels import cyclo
 
         if m < 3 or m % 2 == 0:
             raise ValueError(f"m must be odd and at least 3, got {m}")
         sizes = [q0_bits, *level_bits, *special_bits]
         by_size: dict[int, list[int]] = {}
+        taken: list[int] = []
         for bits in sorted(set(sizes), reverse=True):
-            by_size[bits] = list(cyclo.primes(m, bits, sizes.count(bits), exclude=[q for v in by_size.values()
-                                                                                    for q in v]))
+            by_size[bits] = _near(m, bits, sizes.count(bits), taken)
+            taken += by_size[bits]
         chain = tuple(by_size[b].pop(0) for b in [q0_bits, *level_bits])
         special = tuple(by_size[b].pop(0) for b in special_bits)
         return cls.from_primes(m, chain, special, digits=digits, hamming_weight=hamming_weight, sigma=sigma,
                                name=name, insecure=insecure)
 
     @classmethod
-    def from_primes(cls, m: int, primes: Sequence[int], special: Sequence[int], *, digits: int,
+    def from_primes(cls, m: int, primes: Sequence[int], special: Sequence[int], *, digits: int | None = None,
                     hamming_weight: int | None = None, sigma: float = 3.2, name: str = "custom",
                     insecure: bool = False) -> Parameters:
         """Parameters from explicit primes (checked: distinct, prime, the transform's congruence)."""
@@ -119,6 +120,8 @@ class Parameters:
         for q in every:
             if q >= 1 << 62 or not is_prime(q) or (q - 1) % m:
                 raise ValueError(f"{q} is not a prime below 2^62 that is 1 mod m = {m}")
+        if digits is None:
+            digits = digits_for([q.bit_length() for q in primes], sum(math.log2(p) for p in special))
         if not 1 <= digits <= len(primes):
             raise ValueError(f"digits must be in 1..{len(primes)}, got {digits}")
         if hamming_weight is not None and not 1 <= hamming_weight <= _phi(m):
@@ -167,10 +170,10 @@ class Parameters:
         return self.primes + self.special
 
     def digit_groups(self) -> list[list[int]]:
-        """The chain's prime indices in ``digits`` consecutive groups of near-equal size."""
-        n, k = len(self.primes), self.digits
-        bounds = [round(i * n / k) for i in range(k + 1)]
-        return [list(range(bounds[i], bounds[i + 1])) for i in range(k)]
+        """The chain's prime indices in ``digits`` consecutive groups of near-equal bit size (a
+        key switch adds about (∏ group)/P times a fresh error per group, so no group should
+        outgrow P)."""
+        return _groups([q.bit_length() for q in self.primes], self.digits)
 
     def to_bytes(self) -> bytes:
         """Canonical encoding (what a key or ciphertext names its parameters by)."""
@@ -192,6 +195,76 @@ class Parameters:
         rating = f"{self.security} bits" if self.security else "not rated (below 128 or sparse)"
         return (f"bgv.Parameters({self.name!r}: m = {self.m}, phi = {self.phi}, {len(self.primes)} chain primes, "
                 f"{len(self.special)} special, log2 QP = {self.log_qp:.0f}, {secret} secret, {rating})")
+
+
+def _near(m: int, bits: int, count: int, exclude: list[int]) -> list[int]:
+    """``count`` primes for ring m of ``bits`` bits, or of the nearest sizes when too few exist
+    (bits, bits - 1, bits + 1, bits - 2, ...; the transform's congruence makes them sparse)."""
+    from ...kernels import cyclo
+
+    out: list[int] = []
+    for delta in (0, -1, 1, -2, 2, -3, 3, -4, 4):
+        size = bits + delta
+        if size < 3 or size > 61:
+            continue
+        try:
+            got = cyclo.primes(m, size, count - len(out), exclude=[*exclude, *out])
+        except ValueError as exc:  # fewer than asked: take them all
+            got = _all_primes(m, size, [*exclude, *out]) if "were asked for" in str(exc) else []
+        out += got[:count - len(out)]
+        if len(out) == count:
+            return out
+    raise ValueError(f"ring m = {m} has only {len(out)} primes of {bits - 4}..{bits + 4} bits for its transform; "
+                     f"{count} were asked for")
+
+
+def _all_primes(m: int, bits: int, exclude: list[int]) -> list[int]:
+    from ...kernels import cyclo
+
+    lo, hi = 0, 1 << 12
+    while lo < hi:  # the largest count cyclo.primes can serve
+        mid = (lo + hi + 1) // 2
+        try:
+            cyclo.primes(m, bits, mid, exclude=exclude)
+            lo = mid
+        except ValueError:
+            hi = mid - 1
+    return cyclo.primes(m, bits, lo, exclude=exclude) if lo else []
+
+
+def _groups(bits: list[int], k: int) -> list[list[int]]:
+    """Split indices 0..len(bits)-1 into k consecutive non-empty groups minimising the largest
+    group's total bits (a linear scan over the answer: the sizes are small)."""
+    def fits(limit: int) -> bool:
+        count, acc = 1, 0
+        for b in bits:
+            if b > limit:
+                return False
+            if acc + b > limit:
+                count, acc = count + 1, 0
+            acc += b
+        return count <= k
+    limit = max(bits)
+    while not fits(limit):
+        limit += 1
+    groups: list[list[int]] = [[]]
+    acc = 0
+    for i, b in enumerate(bits):
+        left_groups = k - len(groups)
+        if groups[-1] and (acc + b > limit or len(bits) - i <= left_groups):
+            groups.append([])
+            acc = 0
+        groups[-1].append(i)
+        acc += b
+    return groups
+
+
+def digits_for(bits: Sequence[int], special_bits: float) -> int:
+    """The fewest digits whose groups each fit in P's bits (at least one)."""
+    for k in range(1, len(bits) + 1):
+        if max(sum(bits[i] for i in g) for g in _groups(list(bits), k)) <= special_bits:
+            return k
+    return len(bits)
 
 
 def _phi(m: int) -> int:

@@ -178,11 +178,11 @@ class Ring:
             g = [i for i in group if i <= level]
             if not g:
                 break
-            ext = self.extend(coeffs[g], g, [t for t in target if t not in g])
+            others = [t for t in target if t not in g]
             full = np.empty((len(target), self.phi), dtype=np.uint64)
-            full[[target.index(t) for t in g]] = coeffs[g]
-            full[[target.index(t) for t in target if t not in g]] = ext
-            out.append((g, self.forward(full, target)))
+            full[[target.index(t) for t in g]] = a[g]  # the group's own rows: a itself, already in evaluation form
+            full[[target.index(t) for t in others]] = self.forward(self.extend(coeffs[g], g, others), others)
+            out.append((g, full))
         return out
 
 

@@ -13,11 +13,13 @@ phase carries the plaintext in its low bit and an even error 2e. Operations:
   with digits and special primes (Gentry–Halevi–Smart's "hybrid": the chain's primes split
   into ``params.digits`` groups, keys over Q·P, division by P), Frobenius maps and every
   automorphism X ↦ X^u of the Galois group (a key per u);
-* a **noise estimate** every ciphertext carries: a high-probability bound on the canonical norm
-  of its phase (HElib's method: variances of independent terms, c = 8 standard deviations;
-  products multiply bounds, switching divides them and adds the rounding floor). The evaluator
+* a **noise estimate** every ciphertext carries: the root mean square of its phase's canonical
+  embedding (HElib's method: variances of independent terms add, products multiply, switching
+  divides and adds the rounding floor); its bound is ``TAIL`` = 8 times that. The evaluator
   refuses an operation whose result could not be decrypted any more
-  (:class:`NoiseBudgetExceeded`), and :func:`decrypt` checks the phase itself.
+  (:class:`NoiseBudgetExceeded`), and :func:`decrypt` checks the phase itself. It is an
+  estimate for choosing levels, not a proof: decryption's own check is what refuses a wrong
+  result.
 
 Slots: a plaintext is a polynomial over GF(2) mod Φ_m; its slots are its values at ζ^t in
 GF(2^d) (:mod:`.algebra`). ``Evaluator.encode`` turns slot values into a :class:`Plaintext`.
@@ -44,6 +46,7 @@ __all__ = ["Ciphertext", "Evaluator", "KeySet", "NoiseBudgetExceeded", "Plaintex
            "SwitchingKey", "decrypt", "encrypt", "keygen"]
 
 TAIL = 8.0  # standard deviations in a high-probability bound (per evaluation point, over φ points)
+SQUARE = math.sqrt(2)  # E|xy|^2 <= 2 E|x|^2 E|y|^2 for complex Gaussians, x = y included
 
 
 class NoiseBudgetExceeded(ValueError):
@@ -180,7 +183,7 @@ class Plaintext:
 class Ciphertext:
     parts: np.ndarray                  # (2 or 3, level + 1, φ) evaluation form
     level: int
-    noise: float                       # bound on the phase's canonical norm
+    noise: float                       # RMS estimate of the phase's canonical embedding
     params: Parameters
 
     @property
@@ -190,7 +193,7 @@ class Ciphertext:
     def capacity(self) -> float:
         """Bits left: log2(q_0 / 2) − log2 of the error bound after switching down to q_0."""
         ring = _ring(self.params)
-        return math.log2(self.params.primes[0] / 2) - math.log2(_switched(ring, self.noise, self.level, 0))
+        return math.log2(self.params.primes[0] / 2) - math.log2(TAIL * _switched(ring, self.noise, self.level, 0))
 
 
 def canonical_norm(bits_or_coeffs: np.ndarray, m: int) -> float:
@@ -219,27 +222,27 @@ def _secret_variance(params: Parameters) -> float:
 
 
 def rounding_floor(params: Parameters) -> float:
-    """Bound on τ_0 + τ_1·s for τ's coefficients uniform in (−1, 1): what every division adds."""
+    """RMS of τ_0 + τ_1·s for τ's coefficients uniform in (−1, 1): what every division adds."""
     phi = params.phi
-    return TAIL * math.sqrt(phi / 3 + phi * phi / 3 * _secret_variance(params))
+    return math.sqrt(phi / 3 + phi * phi / 3 * _secret_variance(params))
 
 
 def fresh_noise(params: Parameters, message_norm: float) -> float:
     phi, sig = params.phi, params.sigma
     var = phi * phi * sig * sig * (2 / 3) + phi * phi * sig * sig * _secret_variance(params) + phi * sig * sig
-    return message_norm + 2 * TAIL * math.sqrt(var)
+    return message_norm + 2 * math.sqrt(var)
 
 
 def key_switch_noise(params: Parameters, level: int) -> float:
     phi, sig = params.phi, params.sigma
-    p = math.prod(params.special)
-    var = 0.0
+    log_p = sum(math.log2(p) for p in params.special)
+    var = 0.0  # in units of P^2
     for group in params.digit_groups():
         g = [i for i in group if i <= level]
         if g:
-            d = math.prod(params.primes[i] for i in g)
-            var += phi * phi * (d * d / 12) * sig * sig
-    return 2 * TAIL * math.sqrt(var) / p + rounding_floor(params)
+            log_d = sum(math.log2(params.primes[i]) for i in g)
+            var += phi * phi * sig * sig / 12 * 2.0 ** (2 * (log_d - log_p))
+    return 2 * math.sqrt(var) + rounding_floor(params)
 
 
 def _switched(ring: Ring, noise: float, level: int, to: int) -> float:
@@ -338,7 +341,7 @@ class Evaluator:
     def _settle(self, x: Ciphertext) -> Ciphertext:
         """Switch down while the error exceeds the next prime times the rounding floor."""
         lvl, noise = x.level, x.noise
-        while lvl > 0 and noise >= self.params.primes[lvl] * self.floor * 2:
+        while lvl > 0 and noise >= math.sqrt(self.params.primes[lvl]) * self.floor:
             noise = noise / self.params.primes[lvl] + self.floor
             lvl -= 1
         return switch_to(x, lvl)
@@ -349,7 +352,7 @@ class Evaluator:
 
     def _check(self, ct: Ciphertext, what: str) -> Ciphertext:
         if ct.capacity() < 1:
-            raise NoiseBudgetExceeded(f"{what} at level {ct.level} leaves an error bound of 2^{ct.log_noise:.1f}, "
+            raise NoiseBudgetExceeded(f"{what} at level {ct.level} leaves an error of 2^{ct.log_noise:.1f} (RMS), "
                                       f"beyond what q_0 can decrypt: the circuit is too deep for these parameters")
         return ct
 
@@ -396,7 +399,7 @@ class Evaluator:
         c2 = r.mul(a1, b1, limbs)
         k0, k1 = self._key_switch(c2, x.level, self.relin)
         parts = np.stack([r.add(c0, k0, limbs), r.add(c1, k1, limbs)])
-        noise = x.noise * y.noise + key_switch_noise(self.params, x.level)
+        noise = SQUARE * x.noise * y.noise + key_switch_noise(self.params, x.level)
         return self._check(Ciphertext(parts, x.level, noise, self.params), "a product")
 
     def square(self, x: Ciphertext) -> Ciphertext:
@@ -405,19 +408,31 @@ class Evaluator:
     # automorphisms
     def automorphism(self, x: Ciphertext, u: int) -> Ciphertext:
         """X ↦ X^u (u a unit mod m): slot values move and twist as :mod:`.algebra` says."""
-        u = int(u) % self.params.m
-        if u == 1:
-            return x
-        if u not in self.galois:
-            raise ValueError(f"no key-switching key for the automorphism X -> X^{u}")
-        self._count("automorphism")
+        return self.automorphisms(x, [u])[0]
+
+    def automorphisms(self, x: Ciphertext, us: Sequence[int]) -> list[Ciphertext]:
+        """κ_u(x) for every u, hoisted: x's key-switching digits are computed once and permuted
+        for each u (κ_u commutes with the digits' congruences and keeps their canonical norms,
+        so the error is that of a key switch per u)."""
+        us = [int(u) % self.params.m for u in us]
+        missing = [u for u in us if u != 1 and u not in self.galois]
+        if missing:
+            raise ValueError(f"no key-switching key for the automorphism X -> X^{missing[0]}")
         limbs = self.ring.chain(x.level)
-        c0 = self.ring.automorphism(x.parts[0], u)
-        c1 = self.ring.automorphism(x.parts[1], u)
-        k0, k1 = self._key_switch(c1, x.level, self.galois[u])
-        parts = np.stack([self.ring.add(c0, k0, limbs), k1])
-        return self._check(Ciphertext(parts, x.level, x.noise + key_switch_noise(self.params, x.level), self.params),
-                           "an automorphism")
+        r = self.ring
+        digits = r.digits(x.parts[1], x.level) if any(u != 1 for u in us) else []
+        out = []
+        for u in us:
+            if u == 1:
+                out.append(x)
+                continue
+            self._count("automorphism")
+            idx = r.ctx.automorphism_index(u)
+            k0, k1 = self._switch_digits([d[:, idx] for _, d in digits], x.level, self.galois[u])
+            parts = np.stack([r.add(r.automorphism(x.parts[0], u), k0, limbs), k1])
+            out.append(self._check(Ciphertext(parts, x.level, x.noise + key_switch_noise(self.params, x.level),
+                                              self.params), "an automorphism"))
+        return out
 
     def frobenius(self, x: Ciphertext, j: int) -> Ciphertext:
         """Every slot value raised to 2^j (the automorphism X ↦ X^(2^j))."""
@@ -425,13 +440,15 @@ class Evaluator:
 
     def _key_switch(self, c: np.ndarray, level: int, key: SwitchingKey) -> tuple[np.ndarray, np.ndarray]:
         """(k_0, k_1) over the chain at ``level`` with k_0 + k_1·s ≈ c·s' (s' the key's source)."""
+        return self._switch_digits([d for _, d in self.ring.digits(c, level)], level, key)
+
+    def _switch_digits(self, digits: list[np.ndarray], level: int, key: SwitchingKey) -> tuple[np.ndarray, np.ndarray]:
         r = self.ring
-        chain = r.chain(level)
-        target = chain + r.special
+        target = r.chain(level) + r.special
         rows = np.asarray(target)
         acc0 = np.zeros((len(target), r.phi), dtype=np.uint64)
         acc1 = np.zeros_like(acc0)
-        for gi, (_, digit) in enumerate(r.digits(c, level)):
+        for gi, digit in enumerate(digits):
             acc0 = r.add(acc0, r.mul(digit, key.b[gi][rows], target), target)
             acc1 = r.add(acc1, r.mul(digit, key.a[gi][rows], target), target)
         out = r.divide_round(np.stack([acc0, acc1]), target, r.special)
