@@ -16,19 +16,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA
 from ..errors import ConfigError
 from .common import (
     command,
     deprecated_alias,
     group,
+    json_option,
     local_count,
     local_from_keys,
     out_option,
     party_options,
     where,
 )
-
-from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA
 
 CNN = "cnn"
 DEMO_PARTIES = 3
@@ -118,6 +118,27 @@ def add_parser(subparsers: Any) -> None:
     _params_options(demo)
 
 
+    aes = command(sub, "aes", run_aes, "AES-128 evaluated homomorphically under BGV (GHS's packed style)",
+                  "Generates a BGV key over Z[X]/Phi_m (odd m; the slots GF(2^d) hold one byte each), encrypts the "
+                  "blocks and the expanded AES-128 key, evaluates the 10 rounds homomorphically (SubBytes by "
+                  "inversion and Frobenius maps, ShiftRows/MixColumns by automorphisms and constant masks), "
+                  "decrypts and checks every block against a clear AES. Prints the time of each phase. Without "
+                  "--input the first block is FIPS-197 C.1's plaintext under its key (docs/bgv.md).")
+    aes.add_argument("--single-key", action="store_true",
+                     help="one process holds the key (required: the threshold variant comes with joint BGV keys)")
+    aes.add_argument("--blocks", type=int, metavar="N", help="blocks to encrypt (default: as many as the slots hold, "
+                                                           "120 at m = 53261)")
+    aes.add_argument("--params", default="aes-53261", metavar="NAME",
+                     help="parameter set: aes-53261 (default, 128-bit estimate), ghs-53261 (the seed's weight-64 "
+                          "set, comparison only), test-4369 / test-257 (tests; with --insecure)")
+    aes.add_argument("--key", metavar="HEX", help="the AES-128 key, 32 hex digits (default: FIPS-197's, or random "
+                                                  "with --input)")
+    aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks")
+    out_option(aes, "write the decrypted blocks (binary)", metavar="FILE")
+    aes.add_argument("--insecure", action="store_true", help="allow a test or comparison parameter set")
+    json_option(aes)
+
+
 def _key_dir_insecure_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--insecure", action="store_true",
                    help="accept a key directory made with test parameters below 128-bit security (fhe keygen "
@@ -199,3 +220,9 @@ def run_demo(args: argparse.Namespace) -> int:
         args.local = DEMO_PARTIES
     local = where(args)
     return fhe.demo_command(args, local, _chain(args.params, args.insecure))
+
+
+def run_aes(args: argparse.Namespace) -> int:
+    from ..jobs import bgv
+
+    return bgv.aes_command(args)

@@ -298,11 +298,11 @@ def named(name: str) -> Parameters:
 
 
 def _test_257() -> Parameters:
-    return Parameters.create(257, 40, [36] * 14, [60, 60], digits=3, name="test-257", insecure=True)
+    return Parameters.create(257, 40, [36] * 24, [60, 60, 60], name="test-257", insecure=True)
 
 
 def _test_4369() -> Parameters:
-    return Parameters.create(4369, 40, [36] * 14, [60, 60], digits=3, name="test-4369", insecure=True)
+    return Parameters.create(4369, 40, [36] * 28, [60, 60, 60], name="test-4369", insecure=True)
 
 
 def _ghs_53261() -> Parameters:
