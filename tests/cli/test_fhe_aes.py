@@ -29,7 +29,7 @@ def test_fhe_aes_encrypts_fips_197_and_the_given_blocks(tmp_path, capsys):
     (tmp_path / "in.bin").write_bytes(data.tobytes())
     key = "2b7e151628aed2a6abf7158809cf4f3c"
     assert main(["fhe", "aes", "--single-key", "--params", "test-257", "--insecure", "--input",
-                 str(tmp_path / "in.bin"), "--key", key, "--out", str(tmp_path / "out.bin")]) == 0
+                 str(tmp_path / "in.bin"), "--aes-key", key, "--out", str(tmp_path / "out.bin")]) == 0
     got = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.uint8).reshape(1, 16)
     assert np.array_equal(got, clear_aes(data, bytes.fromhex(key)))
 
@@ -39,8 +39,8 @@ def test_fhe_aes_encrypts_fips_197_and_the_given_blocks(tmp_path, capsys):
     (["--single-key", "--params", "test-257"], "pass --insecure"),
     (["--single-key", "--params", "nope"], "unknown BGV parameter set"),
     (["--single-key", "--params", "test-257", "--insecure", "--blocks", "2"], "--blocks takes 1..1"),
-    (["--single-key", "--params", "test-257", "--insecure", "--key", "zz"], "32 hex digits"),
-    (["--single-key", "--params", "test-257", "--insecure", "--key", "00" * 8], "16 bytes"),
+    (["--single-key", "--params", "test-257", "--insecure", "--aes-key", "zz"], "32 hex digits"),
+    (["--single-key", "--params", "test-257", "--insecure", "--aes-key", "00" * 8], "16 bytes"),
 ])
 def test_fhe_aes_refuses_bad_options_in_one_line(capsys, extra, problem):
     assert main(["fhe", "aes", *extra]) == 2

@@ -131,7 +131,7 @@ def add_parser(subparsers: Any) -> None:
     aes.add_argument("--params", default="aes-53261", metavar="NAME",
                      help="parameter set: aes-53261 (default, 128-bit estimate), ghs-53261 (the seed's weight-64 "
                           "set, comparison only), test-4369 / test-257 (tests; with --insecure)")
-    aes.add_argument("--key", metavar="HEX", help="the AES-128 key, 32 hex digits (default: FIPS-197's, or random "
+    aes.add_argument("--aes-key", metavar="HEX", help="the AES-128 key, 32 hex digits (default: FIPS-197's, or random "
                                                   "with --input)")
     aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks")
     out_option(aes, "write the decrypted blocks (binary)", metavar="FILE")

@@ -127,11 +127,11 @@ def aes_command(args: Any) -> int:
         raise ConfigError("shaper fhe aes runs under a single BGV key for now: pass --single-key (joint BGV keys "
                           "made in MPC are the next step, docs/bgv.md)")
     key = None
-    if args.key is not None:
+    if args.aes_key is not None:
         try:
-            key = bytes.fromhex(args.key)
+            key = bytes.fromhex(args.aes_key)
         except ValueError:
-            raise ConfigError(f"--key {args.key!r}: expected 32 hex digits") from None
+            raise ConfigError(f"--aes-key {args.aes_key!r}: expected 32 hex digits") from None
     data = None
     if args.input is not None:
         raw = Path(args.input).read_bytes() if Path(args.input).is_file() else None
