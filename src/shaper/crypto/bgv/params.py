@@ -53,13 +53,14 @@ def _max_log_q(level: int, n: int) -> float:
 def estimate_security(phi: int, log_q: float, hamming_weight: int | None = None) -> int:
     """Classical security in bits of RLWE in dimension ``phi`` with modulus 2^log_q (the key-switching
     modulus Q·P) and a uniform ternary secret, from the HE Standard's tables (interpolated in n;
-    between 128, 192 and 256 bits interpolated in log Q; 0 below the 128-bit line). Sparse secrets
+    between 128, 192 and 256 bits interpolated in log Q; below the 128-bit line extrapolated along the
+    128–192 one, at most 127). Sparse secrets
     (``hamming_weight`` set) return 0: the tables do not cover them (see the module docstring)."""
     if hamming_weight is not None or phi < 1024:
         return 0
     bounds = {lvl: _max_log_q(lvl, phi) for lvl in (128, 192, 256)}
-    if log_q > bounds[128]:
-        return 0
+    if log_q > bounds[128]:  # below the table: along the 128–192 line, an extrapolation (0 at worst)
+        return min(127, max(0, int(128 - 64 * (log_q - bounds[128]) / (bounds[128] - bounds[192]))))
     if log_q <= bounds[256]:
         return 256
     lo, hi = (128, 192) if log_q > bounds[192] else (192, 256)
@@ -156,7 +157,7 @@ class Parameters:
 
     @property
     def security(self) -> int:
-        """Estimated classical bits (:func:`estimate_security`; 0: below 128 or not rated)."""
+        """Estimated classical bits (:func:`estimate_security`; 0: not rated, a sparse secret)."""
         return estimate_security(self.phi, self.log_qp, self.hamming_weight)
 
     @property
@@ -192,7 +193,7 @@ class Parameters:
 
     def __repr__(self) -> str:
         secret = "ternary" if self.hamming_weight is None else f"weight {self.hamming_weight}"
-        rating = f"{self.security} bits" if self.security else "not rated (below 128 or sparse)"
+        rating = (f"{self.security}-bit estimate" if self.hamming_weight is None else "not rated (sparse secret)")
         return (f"bgv.Parameters({self.name!r}: m = {self.m}, phi = {self.phi}, {len(self.primes)} chain primes, "
                 f"{len(self.special)} special, log2 QP = {self.log_qp:.0f}, {secret} secret, {rating})")
 
@@ -306,12 +307,16 @@ def _test_4369() -> Parameters:
 
 
 def _ghs_53261() -> Parameters:
-    return Parameters.create(53261, 23, [46] * 20, [60] * 6, digits=3, hamming_weight=64, name="ghs-53261",
-                             insecure=True)
+    # The seed's leveled set: weight-64 secret, 21 chain primes (its q_0 of 22 bits is 40 here: the
+    # transform needs q = 1 mod 2^18·m), 6 special primes of 60 bits (3 digits of 7 primes).
+    return Parameters.create(53261, 40, [46] * 20, [60] * 6, hamming_weight=64, name="ghs-53261", insecure=True)
 
 
 def _aes_53261() -> Parameters:
-    return Parameters.create(53261, 40, [36] * 24, [60, 60, 60], digits=3, name="aes-53261")
+    # Dense ternary secret on the seed's ring: AES uses about 25 primes of 45 bits here (7 products'
+    # worth of noise per round at a rounding floor of 2^14.4), so log2 QP is about 1390 — above the
+    # 128-bit line (≈ 1242 at φ = 46080); see docs/bgv.md.
+    return Parameters.create(53261, 40, [45] * 26, [60] * 3, name="aes-53261", insecure=True)
 
 
 _SETS = {"test-257": _test_257, "test-4369": _test_4369, "ghs-53261": _ghs_53261, "aes-53261": _aes_53261}

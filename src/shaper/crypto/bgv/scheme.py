@@ -14,8 +14,8 @@ phase carries the plaintext in its low bit and an even error 2e. Operations:
   into ``params.digits`` groups, keys over Q·P, division by P), Frobenius maps and every
   automorphism X ↦ X^u of the Galois group (a key per u);
 * a **noise estimate** every ciphertext carries: the root mean square of its phase's canonical
-  embedding (HElib's method: variances of independent terms add, products multiply, switching
-  divides and adds the rounding floor); its bound is ``TAIL`` = 8 times that. The evaluator
+  embedding (HElib's method: variances of independent terms add — sums and plaintext sums
+  included —, products multiply, switching divides and adds the rounding floor); its bound is ``TAIL`` = 32 times that. The evaluator
   refuses an operation whose result could not be decrypted any more
   (:class:`NoiseBudgetExceeded`), and :func:`decrypt` checks the phase itself. It is an
   estimate for choosing levels, not a proof: decryption's own check is what refuses a wrong
@@ -45,7 +45,9 @@ from .ring import Ring
 __all__ = ["Ciphertext", "Evaluator", "KeySet", "NoiseBudgetExceeded", "Plaintext", "PublicKey", "SecretKey",
            "SwitchingKey", "decrypt", "encrypt", "keygen"]
 
-TAIL = 8.0  # standard deviations in a high-probability bound (per evaluation point, over φ points)
+TAIL = 32.0  # a high-probability bound over φ points, in RMS units (products of Gaussians have heavy tails)
+import os as _os
+_ALPHA = float(_os.environ.get("BGV_ALPHA", "0.5"))
 SQUARE = math.sqrt(2)  # E|xy|^2 <= 2 E|x|^2 E|y|^2 for complex Gaussians, x = y included
 
 
@@ -167,10 +169,11 @@ def _uniform(ring: Ring, limbs: Sequence[int], prg: Prg) -> np.ndarray:
 @dataclass(eq=False)
 class Plaintext:
     """A polynomial over GF(2) mod Φ_m (its slots are what :meth:`Evaluator.encode` was given),
-    with its canonical norm (what a product by it multiplies an error bound by)."""
+    with the root mean square of its canonical embedding (what a product by it multiplies an
+    error estimate by: the error and the constant are independent)."""
 
     bits: np.ndarray                   # uint8 (φ,)
-    norm: float
+    norm: float                        # RMS of the canonical embedding
     _eval: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     def evaluation(self, ring: Ring, level: int) -> np.ndarray:
@@ -196,13 +199,22 @@ class Ciphertext:
         return math.log2(self.params.primes[0] / 2) - math.log2(TAIL * _switched(ring, self.noise, self.level, 0))
 
 
-def canonical_norm(bits_or_coeffs: np.ndarray, m: int) -> float:
-    """max_u |a(ω^u)| over the primitive m-th roots ω^u (complex), for a polynomial of degree < m."""
+def canonical_embedding(coeffs: np.ndarray, m: int) -> np.ndarray:
+    """|a(ω^u)| over the primitive m-th roots ω^u (complex), for a polynomial of degree < m."""
     c = np.zeros(m)
-    c[:len(bits_or_coeffs)] = bits_or_coeffs
+    c[:len(coeffs)] = coeffs
     vals = np.fft.fft(c)
-    units = np.asarray([u for u in range(1, m) if math.gcd(u, m) == 1])
-    return float(np.max(np.abs(vals[units])))
+    return np.abs(vals[np.asarray([u for u in range(1, m) if math.gcd(u, m) == 1])])
+
+
+def canonical_norm(coeffs: np.ndarray, m: int) -> float:
+    """max_u |a(ω^u)| (the canonical norm)."""
+    return float(np.max(canonical_embedding(coeffs, m)))
+
+
+def canonical_rms(coeffs: np.ndarray, m: int) -> float:
+    """The root mean square of a's canonical embedding."""
+    return float(np.sqrt(np.mean(canonical_embedding(coeffs, m) ** 2)))
 
 
 # -- the ring of each parameter set, and its noise floor ---------------------------------------
@@ -335,13 +347,13 @@ class Evaluator:
     # plaintexts
     def encode(self, slots: np.ndarray) -> Plaintext:
         bits = self.algebra.encode(np.asarray(slots, dtype=np.uint64))
-        return Plaintext(bits, canonical_norm(bits, self.params.m))
+        return Plaintext(bits, canonical_rms(bits, self.params.m))
 
     # levels
     def _settle(self, x: Ciphertext) -> Ciphertext:
         """Switch down while the error exceeds the next prime times the rounding floor."""
         lvl, noise = x.level, x.noise
-        while lvl > 0 and noise >= math.sqrt(self.params.primes[lvl]) * self.floor:
+        while lvl > 0 and noise >= self.params.primes[lvl] ** _ALPHA * self.floor:
             noise = noise / self.params.primes[lvl] + self.floor
             lvl -= 1
         return switch_to(x, lvl)
@@ -359,7 +371,7 @@ class Evaluator:
     # linear
     def add(self, x: Ciphertext, y: Ciphertext) -> Ciphertext:
         x, y = self._align(x, y)
-        return Ciphertext(self._pairwise(x, y), x.level, x.noise + y.noise, self.params)
+        return Ciphertext(self._pairwise(x, y), x.level, math.hypot(x.noise, y.noise), self.params)
 
     def _pairwise(self, x: Ciphertext, y: Ciphertext) -> np.ndarray:
         limbs = self.ring.chain(x.level)
@@ -373,7 +385,7 @@ class Evaluator:
         limbs = self.ring.chain(x.level)
         parts = x.parts.copy()
         parts[0] = self.ring.add(parts[0], p.evaluation(self.ring, x.level), limbs)
-        return Ciphertext(parts, x.level, x.noise + p.norm, self.params)
+        return Ciphertext(parts, x.level, math.hypot(x.noise, p.norm), self.params)
 
     def mul_plain(self, x: Ciphertext, p: Plaintext) -> Ciphertext:
         self._count("mul_plain")
