@@ -46,8 +46,7 @@ __all__ = ["Ciphertext", "Evaluator", "KeySet", "NoiseBudgetExceeded", "Plaintex
            "SwitchingKey", "decrypt", "encrypt", "keygen"]
 
 TAIL = 32.0  # a high-probability bound over φ points, in RMS units (products of Gaussians have heavy tails)
-import os as _os
-_ALPHA = float(_os.environ.get("BGV_ALPHA", "0.5"))
+SETTLE = 0.75  # switch an operand down before a product while its error >= q^SETTLE · floor (measured best)
 SQUARE = math.sqrt(2)  # E|xy|^2 <= 2 E|x|^2 E|y|^2 for complex Gaussians, x = y included
 
 
@@ -353,7 +352,7 @@ class Evaluator:
     def _settle(self, x: Ciphertext) -> Ciphertext:
         """Switch down while the error exceeds the next prime times the rounding floor."""
         lvl, noise = x.level, x.noise
-        while lvl > 0 and noise >= self.params.primes[lvl] ** _ALPHA * self.floor:
+        while lvl > 0 and noise >= self.params.primes[lvl] ** SETTLE * self.floor:
             noise = noise / self.params.primes[lvl] + self.floor
             lvl -= 1
         return switch_to(x, lvl)
