@@ -8,7 +8,9 @@ This is the test that would have caught ``shaper fhe demo`` failing after key ge
 default chain (its result ciphertext, 1.5 MB, went as hex inside a JSON message over the 1 MiB
 metadata limit): the unit tests ran it only with small insecure parameters.
 
-Every line runs exactly as written except ``shaper cnn demo``: as written it generates the key
+Every line runs exactly as written except ``shaper fhe aes`` (on the small test ring: at
+m = 53261 it takes minutes; ``tests/cli/test_fhe_aes.py`` and ``benchmarks/bgv.py`` cover the
+rest) and ``shaper cnn demo``: as written it generates the key
 with the exact method and the plan's 28 rotation keys (about 1 minute on 2 idle cores, but 5 and
 more on the shared 2-core machine this project is tested on), so the test runs it with
 ``--method local --mnist-sample 4``: the same command and code path after key generation, the
@@ -38,7 +40,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9_]*\b|\[|\]")
 FILLED = {"FILE": "parties.toml", "NAME": "bank", "DIR": "keys/bank", "N": "3", "K": "5"}
 #: lines run with extra options (see the module docstring), unless SHAPER_README_FULL=1
-LIGHTER = {"shaper cnn demo": "shaper cnn demo --method local --mnist-sample 4"}
+LIGHTER = {"shaper cnn demo": "shaper cnn demo --method local --mnist-sample 4",
+           # 120 blocks at m = 53261 take minutes: the same command on the small test ring
+           "shaper fhe aes --single-key --insecure": "shaper fhe aes --single-key --insecure --params test-257"}
 
 
 def readme_commands() -> list[str]:
