@@ -345,28 +345,45 @@ impl CycloContext {
     /// Coefficients (len(limbs), phi) -> values: out[l][i] = a_l(zeta^units[i]) mod
     /// primes[limbs[l]].
     pub fn forward(&self, a: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        self.run(a, limbs, "coeffs", |t, row, out| self.forward_row(t, row, out))
+        let mut out = vec![0u64; a.len()];
+        self.forward_into(a, limbs, &mut out)?;
+        Ok(out)
     }
 
     /// Values (len(limbs), phi) -> the coefficients of the polynomial of degree < phi taking
     /// them (the inverse of [`forward`](Self::forward)).
     pub fn inverse(&self, a: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        self.run(a, limbs, "values", |t, row, out| self.inverse_row(t, row, out))
+        let mut out = vec![0u64; a.len()];
+        self.inverse_into(a, limbs, &mut out)?;
+        Ok(out)
     }
 
-    fn run<F>(&self, a: &[u64], limbs: &[usize], what: &str, f: F) -> Result<Vec<u64>, String>
+    /// [`forward`](Self::forward) into `out` (a's length): the binding allocates it on the
+    /// calling thread (see [`pointwise_into`](Self::pointwise_into)).
+    pub fn forward_into(&self, a: &[u64], limbs: &[usize], out: &mut [u64]) -> Result<(), String> {
+        self.run(a, limbs, "coeffs", out, |t, row, out| self.forward_row(t, row, out))
+    }
+
+    /// [`inverse`](Self::inverse) into `out` (a's length).
+    pub fn inverse_into(&self, a: &[u64], limbs: &[usize], out: &mut [u64]) -> Result<(), String> {
+        self.run(a, limbs, "values", out, |t, row, out| self.inverse_row(t, row, out))
+    }
+
+    fn run<F>(&self, a: &[u64], limbs: &[usize], what: &str, out: &mut [u64], f: F) -> Result<(), String>
     where
         F: Fn(&CycloPrime, &[u64], &mut [u64]) + Sync,
     {
         self.check(a, limbs)?;
+        if out.len() != a.len() {
+            return Err(format!("out: {} values for {} x {}", out.len(), limbs.len(), self.phi));
+        }
         let phi = self.phi;
-        let mut out = vec![0u64; a.len()];
         if limbs.len() == 1 {
             // one row: no rayon at all (the caller may not have installed a pool)
             let t = &self.primes[limbs[0]];
             check_row(a, t.p.q, 0, what)?;
-            f(t, a, &mut out);
-            return Ok(out);
+            f(t, a, out);
+            return Ok(());
         }
         out.par_chunks_mut(phi).zip(a.par_chunks(phi)).zip(limbs.par_iter()).enumerate().try_for_each(
             |(r, ((o, row), &l))| {
@@ -375,8 +392,7 @@ impl CycloContext {
                 f(t, row, o);
                 Ok::<(), String>(())
             },
-        )?;
-        Ok(out)
+        )
     }
 
     fn forward_row(&self, t: &CycloPrime, a: &[u64], out: &mut [u64]) {
@@ -414,6 +430,440 @@ impl CycloContext {
         for ((o, &g), &r) in out.iter_mut().zip(&buf[..phi]).zip(&rem) {
             *o = p.sub(g, r);
         }
+    }
+}
+
+// -- batched arithmetic and basis extension ----------------------------------------------------
+//
+// Arrays are rows of phi words, row r of a batch belonging to limb limbs[r % L] (L = limbs.len()):
+// shape (..., L, phi) flattened. An operand either has the batch's full length or one row per
+// limb, (L, phi), which then serves every item of the batch (broadcast over the leading axes).
+// Inputs must be reduced mod their row's prime: each row is processed in chunks of CHUNK words,
+// checked and then computed while they are in L1, so the check costs no extra pass over memory;
+// an unreduced entry aborts the call with an error naming the operand, the row and the entry
+// (found again by a plain scan, in operand order, so that the message does not depend on the
+// threads), and an in-place accumulation is rolled back exactly first (the chunks it had done
+// held reduced inputs, so acc = (acc + a b) - a b mod q).
+
+/// Words below which a batched call runs serially on the caller's thread (no pool, no rayon):
+/// the binding runs larger ones on the native pool, smaller ones without it.
+pub const SERIAL_WORDS: usize = 1 << 14;
+/// Words of a row checked and then computed together.
+const CHUNK: usize = 1024;
+/// Coefficients per task of [`CycloContext::extend`].
+const EXTEND_CHUNK: usize = 256;
+
+/// Barrett reduction mod t of sums up to 2^63 t (k the bit length of t, 2^(k-1) < t < 2^k):
+/// with mu = floor(2^(63+k) / t) < 2^64 and x1 = floor(x / 2^(k-1)) < 2^64, the quotient
+/// estimate floor(x1 mu / 2^64) is at most 2 below floor(x / t): the truncation of x costs less
+/// than 2^(k-1) / t < 1, that of mu less than x1 / 2^64 < 1, the last floor less than 1 (the
+/// analysis of [`Prime::reduce_product`], whose products stay below 2^(2k), carried to any x
+/// below 2^(63+k)). One wide product, one low product, two conditional subtractions.
+#[derive(Clone, Copy, Debug)]
+struct Wide {
+    t: u64,
+    shift: u32,
+    mu: u64,
+}
+
+impl Wide {
+    fn new(t: u64) -> Wide {
+        let bits = 64 - t.leading_zeros();
+        Wide { t, shift: bits - 1, mu: ((1u128 << (63 + bits)) / t as u128) as u64 }
+    }
+
+    /// x mod t for x < 2^63 t.
+    #[inline(always)]
+    fn reduce(&self, x: u128) -> u64 {
+        let x1 = (x >> self.shift) as u64;
+        let quo = ((x1 as u128 * self.mu as u128) >> 64) as u64;
+        let r = (x as u64).wrapping_sub(quo.wrapping_mul(self.t)); // in [0, 3t)
+        let r = r.min(r.wrapping_sub(self.t)); // a wrapped difference is the larger
+        r.min(r.wrapping_sub(self.t))
+    }
+}
+
+/// out[k] = (und[u_k] + sum_i ys[k LS + i] w[i]) mod t, the sum in 128 bits below 2^63 t.
+#[inline(always)]
+fn combine<const LS: usize>(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
+    let w: &[u64; LS] = w.try_into().expect("LS weights");
+    for ((o, y), &u) in out.iter_mut().zip(ys.chunks_exact(LS)).zip(us) {
+        let y: &[u64; LS] = y.try_into().expect("LS residues");
+        let mut acc = und[u] as u128;
+        for i in 0..LS {
+            acc += y[i] as u128 * w[i] as u128;
+        }
+        *o = wide.reduce(acc);
+    }
+}
+
+/// [`combine`] with LS = ys.len() / out.len() as a constant for the common source counts
+/// (unrolled), and a loop otherwise.
+fn combine_dispatch(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
+    match w.len() {
+        2 => combine::<2>(out, ys, us, w, und, wide),
+        3 => combine::<3>(out, ys, us, w, und, wide),
+        4 => combine::<4>(out, ys, us, w, und, wide),
+        5 => combine::<5>(out, ys, us, w, und, wide),
+        6 => combine::<6>(out, ys, us, w, und, wide),
+        7 => combine::<7>(out, ys, us, w, und, wide),
+        8 => combine::<8>(out, ys, us, w, und, wide),
+        ls => {
+            for ((o, y), &u) in out.iter_mut().zip(ys.chunks_exact(ls)).zip(us) {
+                let acc = y.iter().zip(w).fold(und[u] as u128, |acc, (&y, &wi)| acc + y as u128 * wi as u128);
+                *o = wide.reduce(acc);
+            }
+        }
+    }
+}
+
+/// Whether a call touching `words` words runs on the pool (see [`SERIAL_WORDS`]).
+pub fn pooled(words: usize) -> bool {
+    words > SERIAL_WORDS
+}
+
+/// Whether some entry of `x` is >= q (q < 2^62): x >= q iff x >= 2^63 or x - q (wrapping) has
+/// its top bit clear; both land in bit 63, OR-ed over the slice (no branch, no 64-bit compare,
+/// so SSE2 vectorises it).
+#[inline]
+fn any_unreduced(x: &[u64], q: u64) -> bool {
+    x.iter().fold(0u64, |acc, &v| acc | v | !v.wrapping_sub(q)) >> 63 != 0
+}
+
+/// Runs `f(r, row)` over the rows of `out` (phi words each), serially for small arrays and on
+/// the (installed) rayon pool otherwise; returns each row's result in order.
+fn for_rows<F>(out: &mut [u64], phi: usize, f: F) -> Vec<usize>
+where
+    F: Fn(usize, &mut [u64]) -> usize + Sync,
+{
+    if !pooled(out.len()) {
+        return out.chunks_mut(phi).enumerate().map(|(r, o)| f(r, o)).collect();
+    }
+    let min_len = (SERIAL_WORDS / phi).max(1);
+    out.par_chunks_mut(phi).enumerate().with_min_len(min_len).map(|(r, o)| f(r, o)).collect()
+}
+
+/// The element-wise operations of [`CycloContext::pointwise`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pointwise {
+    Add,
+    Sub,
+    Mul,
+}
+
+impl CycloContext {
+    fn check_limbs(&self, limbs: &[usize], what: &str) -> Result<(), String> {
+        match limbs.iter().find(|&&l| l >= self.primes.len()) {
+            Some(&l) => Err(format!("{what}: limb {l} out of range (the context has {} primes)", self.primes.len())),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks limbs and the operands' lengths; returns the batch's length (the longest
+    /// operand's): each operand holds L rows or exactly that many.
+    fn batch_len(&self, operands: &[(&str, &[u64])], limbs: &[usize]) -> Result<usize, String> {
+        if limbs.is_empty() {
+            return Err("limbs is empty".into());
+        }
+        self.check_limbs(limbs, "limbs")?;
+        let unit = limbs.len() * self.phi;
+        let total = operands.iter().map(|(_, x)| x.len()).max().unwrap_or(0);
+        for (what, x) in operands {
+            if x.is_empty() || !x.len().is_multiple_of(unit) || (x.len() != unit && x.len() != total) {
+                return Err(format!(
+                    "{what}: {} values are neither {} x {} (one row per limb) nor the batch's {total}",
+                    x.len(),
+                    limbs.len(),
+                    self.phi
+                ));
+            }
+        }
+        Ok(total)
+    }
+
+    /// Row r of the batch in operand `x` (its own row r, or row r mod L of a per-limb operand).
+    #[inline]
+    fn row_of<'a>(&self, x: &'a [u64], r: usize, limbs: usize, total: usize) -> &'a [u64] {
+        let i = if x.len() == total { r } else { r % limbs };
+        &x[i * self.phi..(i + 1) * self.phi]
+    }
+
+    /// The error for the first unreduced entry, by operand in order, then row, then entry.
+    fn first_unreduced(&self, operands: &[(&str, &[u64])], limbs: &[usize]) -> String {
+        let l = limbs.len();
+        for (what, x) in operands {
+            let batched = x.len() > l * self.phi;
+            for (r, row) in x.chunks(self.phi).enumerate() {
+                let q = self.primes[limbs[r % l]].p.q;
+                if let Some(i) = row.iter().position(|&v| v >= q) {
+                    let item = if batched { format!(" of item {}", r / l) } else { String::new() };
+                    return format!("{what}: row {}{item} (entry {i}) is not reduced mod its prime {q}", r % l);
+                }
+            }
+        }
+        "an operand is not reduced".into() // unreachable: a chunk check found one
+    }
+
+    fn map2<F>(&self, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [u64], f: F) -> Result<(), String>
+    where
+        F: Fn(&Prime, u64, u64) -> u64 + Sync,
+    {
+        let total = self.batch_len(&[("a", a), ("b", b)], limbs)?;
+        if out.len() != total {
+            return Err(format!("out: {} values, but the batch has {total}", out.len()));
+        }
+        let (l, phi) = (limbs.len(), self.phi);
+        let done = for_rows(out, phi, |r, o| {
+            let p = &self.primes[limbs[r % l]].p;
+            let (x, y) = (self.row_of(a, r, l, total), self.row_of(b, r, l, total));
+            for ((o, x), y) in o.chunks_mut(CHUNK).zip(x.chunks(CHUNK)).zip(y.chunks(CHUNK)) {
+                if any_unreduced(x, p.q) || any_unreduced(y, p.q) {
+                    return 0;
+                }
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = f(p, x, y);
+                }
+            }
+            phi
+        });
+        if done.iter().any(|&d| d < phi) {
+            return Err(self.first_unreduced(&[("a", a), ("b", b)], limbs));
+        }
+        Ok(())
+    }
+
+    /// Element-wise a + b, a - b or a b mod each row's prime. `a` and `b` are (B, L, phi) or
+    /// (L, phi) (broadcast); the result has the batch's length.
+    pub fn pointwise(&self, op: Pointwise, a: &[u64], b: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
+        let mut out = vec![0u64; a.len().max(b.len())];
+        self.pointwise_into(op, a, b, limbs, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`pointwise`](Self::pointwise) into `out` (the batch's length; its contents are
+    /// unspecified after an error). The binding allocates `out` on the calling thread: a buffer
+    /// allocated on a pool thread and freed on the caller's is not reused by the allocator, and
+    /// fresh pages cost more than the arithmetic.
+    pub fn pointwise_into(&self, op: Pointwise, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [u64])
+        -> Result<(), String> {
+        match op {
+            Pointwise::Add => self.map2(a, b, limbs, out, |p, x, y| p.add(x, y)),
+            Pointwise::Sub => self.map2(a, b, limbs, out, |p, x, y| p.sub(x, y)),
+            Pointwise::Mul => self.map2(a, b, limbs, out, |p, x, y| p.mul(x, y)),
+        }
+    }
+
+    /// In place: acc += a b mod each row's prime. acc is the batch, (B, L, phi); a and b are
+    /// acc's length or (L, phi). On an error acc is left as it was.
+    pub fn mul_acc(&self, acc: &mut [u64], a: &[u64], b: &[u64], limbs: &[usize]) -> Result<(), String> {
+        let total = self.batch_len(&[("acc", acc), ("a", a), ("b", b)], limbs)?;
+        if acc.len() != total {
+            return Err(format!("acc: {} values, but the batch has {total}", acc.len()));
+        }
+        let (l, phi) = (limbs.len(), self.phi);
+        let done = for_rows(acc, phi, |r, o| {
+            let p = &self.primes[limbs[r % l]].p;
+            let (x, y) = (self.row_of(a, r, l, total), self.row_of(b, r, l, total));
+            let mut done = 0;
+            for ((o, x), y) in o.chunks_mut(CHUNK).zip(x.chunks(CHUNK)).zip(y.chunks(CHUNK)) {
+                if any_unreduced(o, p.q) || any_unreduced(x, p.q) || any_unreduced(y, p.q) {
+                    return done;
+                }
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = p.reduce_product(x as u128 * y as u128 + *o as u128);
+                }
+                done += o.len();
+            }
+            done
+        });
+        if done.iter().all(|&d| d == phi) {
+            return Ok(());
+        }
+        // roll back what was done (all of it on reduced inputs), then name the culprit
+        for (r, (o, &d)) in acc.chunks_mut(phi).zip(&done).enumerate() {
+            let p = &self.primes[limbs[r % l]].p;
+            let (x, y) = (self.row_of(a, r, l, total), self.row_of(b, r, l, total));
+            for ((o, &x), &y) in o[..d].iter_mut().zip(x).zip(y) {
+                *o = p.sub(*o, p.mul(x, y));
+            }
+        }
+        Err(self.first_unreduced(&[("acc", acc), ("a", a), ("b", b)], limbs))
+    }
+
+    /// Each row times its limb's scalar: out[.., l, :] = a[.., l, :] scalars[l] mod
+    /// primes[limbs[l]] (scalars reduced; a is (B, L, phi)).
+    pub fn mul_scalar(&self, a: &[u64], scalars: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
+        let mut out = vec![0u64; a.len()];
+        self.mul_scalar_into(a, scalars, limbs, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`mul_scalar`](Self::mul_scalar) into `out` (a's length).
+    pub fn mul_scalar_into(&self, a: &[u64], scalars: &[u64], limbs: &[usize], out: &mut [u64])
+        -> Result<(), String> {
+        let total = self.batch_len(&[("a", a)], limbs)?;
+        if out.len() != total {
+            return Err(format!("out: {} values, but a has {total}", out.len()));
+        }
+        if scalars.len() != limbs.len() {
+            return Err(format!("{} scalars for {} limbs", scalars.len(), limbs.len()));
+        }
+        let mut consts = Vec::with_capacity(limbs.len());
+        for (i, (&limb, &s)) in limbs.iter().zip(scalars).enumerate() {
+            let p = &self.primes[limb].p;
+            if s >= p.q {
+                return Err(format!("scalars[{i}] = {s} is not reduced mod its prime {}", p.q));
+            }
+            consts.push((s, p.shoup(s)));
+        }
+        let (l, phi) = (limbs.len(), self.phi);
+        let done = for_rows(out, phi, |r, o| {
+            let p = &self.primes[limbs[r % l]].p;
+            let (w, ws) = consts[r % l];
+            for (o, x) in o.chunks_mut(CHUNK).zip(a[r * phi..(r + 1) * phi].chunks(CHUNK)) {
+                if any_unreduced(x, p.q) {
+                    return 0;
+                }
+                for (o, &x) in o.iter_mut().zip(x) {
+                    *o = p.mul_shoup(x, w, ws);
+                }
+            }
+            phi
+        });
+        if done.iter().any(|&d| d < phi) {
+            return Err(self.first_unreduced(&[("a", a)], limbs));
+        }
+        Ok(())
+    }
+
+    /// The centred fast basis extension (the contract's `extend`): x given by its residues mod
+    /// p_i = primes[src[i]] (`residues`, len(src) x phi, row i reduced mod p_i), D = prod p_i,
+    /// to x' mod each primes[dst[j]] (len(dst) x phi, reduced), x' = x mod D and |x'| <= D/2
+    /// but at the float rounding's edge. One source: x' is the residue taken as signed
+    /// (x > p/2 -> x - p). More: y_i = x_i (D/p_i)^-1 mod p_i, frac = sum_i f64(y_i) / f64(p_i)
+    /// left to right in IEEE doubles, u = floor(frac + 0.5), and x' = sum_i y_i (D/p_i) - u D,
+    /// taken mod t as one 128-bit sum (u (t - D mod t) plus the products y_i (D/p_i mod t),
+    /// folded every 16 terms) reduced once.
+    pub fn extend(&self, residues: &[u64], src: &[usize], dst: &[usize]) -> Result<Vec<u64>, String> {
+        let mut out = vec![0u64; dst.len() * self.phi];
+        self.extend_into(residues, src, dst, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`extend`](Self::extend) into `out` (len(dst) x phi).
+    pub fn extend_into(&self, residues: &[u64], src: &[usize], dst: &[usize], out: &mut [u64])
+        -> Result<(), String> {
+        if out.len() != dst.len() * self.phi {
+            return Err(format!("out: {} values for {} x {}", out.len(), dst.len(), self.phi));
+        }
+        if src.is_empty() {
+            return Err("src is empty".into());
+        }
+        self.check_limbs(src, "src")?;
+        self.check_limbs(dst, "dst")?;
+        if let Some(i) = (1..src.len()).find(|&i| src[..i].contains(&src[i])) {
+            return Err(format!("src names limb {} twice (the sources' primes must be distinct)", src[i]));
+        }
+        let (phi, ls) = (self.phi, src.len());
+        if residues.len() != ls * phi {
+            return Err(format!("residues: expected {ls} x {phi} values, got {}", residues.len()));
+        }
+        let sp: Vec<&Prime> = src.iter().map(|&i| &self.primes[i].p).collect();
+        let tp: Vec<&Prime> = dst.iter().map(|&j| &self.primes[j].p).collect();
+        // (D / p_i)^-1 mod p_i with its Shoup constant; D / p_i mod t_j; t_j - D mod t_j
+        let hat_mod = |i: usize, t: &Prime| {
+            sp.iter().enumerate().filter(|&(k, _)| k != i).fold(1 % t.q, |acc, (_, p)| t.mul(acc, t.reduce_u64(p.q)))
+        };
+        let inv: Vec<(u64, u64)> = (0..ls)
+            .map(|i| {
+                let v = sp[i].inv(hat_mod(i, sp[i]));
+                (v, sp[i].shoup(v))
+            })
+            .collect();
+        let w: Vec<Vec<u64>> = tp.iter().map(|t| (0..ls).map(|i| hat_mod(i, t)).collect()).collect();
+        // u (t - D mod t) mod t for u = 0..=ls, per destination
+        let unds: Vec<Vec<u64>> = tp
+            .iter()
+            .map(|t| {
+                let nd = t.neg(sp.iter().fold(1 % t.q, |acc, p| t.mul(acc, t.reduce_u64(p.q))));
+                (0..=ls as u64).map(|u| t.mul(t.reduce_u64(u), nd)).collect()
+            })
+            .collect();
+        let pf: Vec<f64> = sp.iter().map(|p| p.q as f64).collect();
+        let half = sp[0].q / 2;
+        let wides: Vec<Wide> = tp.iter().map(|t| Wide::new(t.q)).collect();
+        // each term is below p_max t (y_i < p_i, u <= ls and the weights below t): this many
+        // of them stay below 2^63 t, which Wide::reduce takes
+        let budget = ((1u64 << 63) / sp.iter().map(|p| p.q).max().unwrap_or(1)) as usize;
+
+        let chunks = phi.div_ceil(EXTEND_CHUNK);
+        let mut tasks: Vec<Vec<&mut [u64]>> = (0..chunks).map(|_| Vec::with_capacity(dst.len())).collect();
+        for row in out.chunks_mut(phi) {
+            for (task, piece) in tasks.iter_mut().zip(row.chunks_mut(EXTEND_CHUNK)) {
+                task.push(piece);
+            }
+        }
+        let work = |(c, mut pieces): (usize, Vec<&mut [u64]>)| -> bool {
+            let k0 = c * EXTEND_CHUNK;
+            let n = EXTEND_CHUNK.min(phi - k0);
+            let rows: Vec<&[u64]> = (0..ls).map(|i| &residues[i * phi + k0..i * phi + k0 + n]).collect();
+            if rows.iter().zip(&sp).any(|(x, p)| any_unreduced(x, p.q)) {
+                return false;
+            }
+            if ls == 1 {
+                let p = sp[0].q;
+                for (o, t) in pieces.iter_mut().zip(&tp) {
+                    for (o, &x) in o.iter_mut().zip(rows[0]) {
+                        let neg = x > half;
+                        let r = t.reduce_u64(if neg { p - x } else { x });
+                        *o = if neg { t.neg(r) } else { r };
+                    }
+                }
+                return true;
+            }
+            // y_i per coefficient, k-major (ys[k ls + i]), and u from the float sum in i order
+            let mut ys = vec![0u64; ls * n];
+            let mut frac = vec![0f64; n];
+            for (i, x) in rows.iter().enumerate() {
+                let (p, (v, vs), pi) = (sp[i], inv[i], pf[i]);
+                for ((f, y), &x) in frac.iter_mut().zip(ys[i..].iter_mut().step_by(ls)).zip(x.iter()) {
+                    *y = p.mul_shoup(x, v, vs);
+                    *f += *y as f64 / pi;
+                }
+            }
+            // frac >= 0, so truncation is floor; u <= ls (each quotient is at most 1.0)
+            let us: Vec<usize> = frac.iter().map(|&f| ((f + 0.5) as usize).min(ls)).collect();
+            for ((o, wide), (wj, und)) in pieces.iter_mut().zip(&wides).zip(w.iter().zip(&unds)) {
+                if ls < budget {
+                    // the usual case: every sum fits one Barrett reduction (no folds)
+                    combine_dispatch(o, &ys, &us, wj, und, wide);
+                    continue;
+                }
+                for ((o, y), &u) in o.iter_mut().zip(ys.chunks_exact(ls)).zip(&us) {
+                    let mut acc = und[u] as u128;
+                    let mut terms = 1;
+                    for (&y, &wi) in y.iter().zip(wj) {
+                        if terms == budget {
+                            acc = wide.reduce(acc) as u128;
+                            terms = 1;
+                        }
+                        acc += y as u128 * wi as u128;
+                        terms += 1;
+                    }
+                    *o = wide.reduce(acc);
+                }
+            }
+            true
+        };
+        let ok = if pooled((ls + dst.len()) * phi) {
+            tasks.into_par_iter().enumerate().map(work).collect::<Vec<bool>>()
+        } else {
+            tasks.into_iter().enumerate().map(work).collect()
+        };
+        if ok.iter().all(|&b| b) {
+            return Ok(());
+        }
+        Err(self.first_unreduced(&[("residues", residues)], src))
     }
 }
 
@@ -548,6 +998,160 @@ mod tests {
             let (fa, fb) = (ctx.forward(&a, &[0]).unwrap(), ctx.forward(&b, &[0]).unwrap());
             let fc: Vec<u64> = fa.iter().zip(&fb).map(|(&x, &y)| p.mul(x, y)).collect();
             assert_eq!(ctx.inverse(&fc, &[0]).unwrap(), prod[..ctx.phi], "m={m}");
+        }
+    }
+
+    /// The `count` largest primes below 2^bits that are 1 mod 2 N m.
+    fn primes_for(m: usize, bits: u32, count: usize) -> Vec<u64> {
+        let step = prime_step(m);
+        let mut q = ((1u64 << bits) - 1) / step * step + 1;
+        let mut out = vec![];
+        while out.len() < count {
+            if is_prime(q) {
+                out.push(q);
+            }
+            q -= step;
+        }
+        out
+    }
+
+    fn residues(s: &mut u64, qs: &[u64], limbs: &[usize], items: usize, phi: usize) -> Vec<u64> {
+        let mut out = vec![];
+        for _ in 0..items {
+            for &l in limbs {
+                let q = qs[l];
+                out.extend((0..phi).map(|k| if k == 0 { q - 1 } else { lcg(s) % q }));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn pointwise_ops_match_u128_arithmetic_with_broadcasting() {
+        // m = 1271: 3 items x 5 rows x 1200 words is above SERIAL_WORDS (the pooled path), one
+        // item below it (the serial one)
+        let m = 1271;
+        let qs: Vec<u64> = [primes_for(m, 40, 2), primes_for(m, 62, 1)].concat();
+        let ctx = CycloContext::new(m, &qs).unwrap();
+        let phi = ctx.phi;
+        let limbs = [2usize, 0, 1, 0, 2];
+        let mut s = 11;
+        for items in [1usize, 3] {
+            let a = residues(&mut s, &qs, &limbs, items, phi);
+            let b = residues(&mut s, &qs, &limbs, items, phi);
+            let c = residues(&mut s, &qs, &limbs, 1, phi); // per limb
+            let q = |r: usize| qs[limbs[(r / phi) % limbs.len()]] as u128;
+            let per = |x: &[u64], r: usize| if x.len() == a.len() { x[r] } else { x[r % c.len()] };
+            for (x, y) in [(&a, &b), (&a, &c), (&c, &a)] {
+                let add = ctx.pointwise(Pointwise::Add, x, y, &limbs).unwrap();
+                let sub = ctx.pointwise(Pointwise::Sub, x, y, &limbs).unwrap();
+                let mul = ctx.pointwise(Pointwise::Mul, x, y, &limbs).unwrap();
+                assert_eq!(mul.len(), a.len());
+                for r in 0..a.len() {
+                    let (u, v) = (per(x, r) as u128, per(y, r) as u128);
+                    assert_eq!(add[r] as u128, (u + v) % q(r));
+                    assert_eq!(sub[r] as u128, (u + q(r) - v) % q(r));
+                    assert_eq!(mul[r] as u128, u * v % q(r));
+                }
+            }
+            let mut acc = a.clone();
+            ctx.mul_acc(&mut acc, &b, &c, &limbs).unwrap();
+            for r in 0..a.len() {
+                assert_eq!(acc[r] as u128, (a[r] as u128 + b[r] as u128 * per(&c, r) as u128) % q(r));
+            }
+            let scalars = [qs[2] - 1, 0, 1, 12345, qs[2] - 2];
+            let out = ctx.mul_scalar(&a, &scalars, &limbs).unwrap();
+            for r in 0..a.len() {
+                assert_eq!(out[r] as u128, a[r] as u128 * scalars[(r / phi) % limbs.len()] as u128 % q(r));
+            }
+        }
+    }
+
+    #[test]
+    fn batched_ops_refuse_unreduced_inputs_by_name_and_leave_acc_alone() {
+        let m = 1271;
+        let qs = primes_for(m, 40, 2);
+        let ctx = CycloContext::new(m, &qs).unwrap();
+        let phi = ctx.phi;
+        let limbs = [0usize, 1];
+        let mut s = 5;
+        let a = residues(&mut s, &qs, &limbs, 8, phi);
+        let b = residues(&mut s, &qs, &limbs, 8, phi);
+        let mut bad = b.clone();
+        bad[(2 * 7 + 1) * phi + 1100] = qs[1]; // item 7, row 1, entry 1100
+        let err = ctx.pointwise(Pointwise::Mul, &a, &bad, &limbs).unwrap_err();
+        assert_eq!(err, format!("b: row 1 of item 7 (entry 1100) is not reduced mod its prime {}", qs[1]));
+        let mut acc = a.clone();
+        let err = ctx.mul_acc(&mut acc, &b, &bad, &limbs).unwrap_err();
+        assert!(err.starts_with("b: row 1 of item 7 (entry 1100)"), "{err}");
+        assert_eq!(acc, a, "acc must be rolled back");
+        let mut bad_acc = a.clone();
+        bad_acc[3] = u64::MAX;
+        assert!(ctx.mul_acc(&mut bad_acc, &b, &b, &limbs).unwrap_err().starts_with("acc: row 0 of item 0 (entry 3)"));
+        assert!(ctx.mul_scalar(&a, &[1, qs[1]], &limbs).unwrap_err().contains("scalars[1]"));
+        assert!(ctx.pointwise(Pointwise::Add, &a, &b[..phi], &limbs).unwrap_err().starts_with("b:"));
+        assert!(ctx.pointwise(Pointwise::Add, &a, &b, &[0, 2]).unwrap_err().contains("limb 2 out of range"));
+        assert!(ctx.pointwise(Pointwise::Add, &a, &b, &[]).unwrap_err().contains("limbs is empty"));
+        let mut short = a[..2 * phi].to_vec();
+        assert!(ctx.mul_acc(&mut short, &a, &b, &limbs).unwrap_err().starts_with("acc:"));
+        let r = residues(&mut s, &qs, &limbs, 1, phi);
+        assert!(ctx.extend(&r, &[0, 0], &[1]).unwrap_err().contains("twice"));
+        assert!(ctx.extend(&r, &[], &[1]).unwrap_err().contains("src is empty"));
+        assert!(ctx.extend(&r, &[0, 1], &[3]).unwrap_err().contains("dst: limb 3"));
+        let mut rb = r.clone();
+        rb[phi + 9] = qs[1];
+        assert!(ctx.extend(&rb, &[0, 1], &[0]).unwrap_err().starts_with("residues: row 1 (entry 9)"));
+        assert!(ctx.extend(&r, &[0, 1], &[]).unwrap().is_empty());
+    }
+
+    /// x from its residues by CRT (u128), centred, then reduced mod t.
+    fn crt_centred_mod(res: &[u64], ps: &[u64], t: u64) -> u64 {
+        let d: u128 = ps.iter().map(|&p| p as u128).product();
+        let mut x = 0u128;
+        for (&r, &p) in res.iter().zip(ps) {
+            let hat = d / p as u128;
+            let pp = Prime::new(p);
+            let c = pp.mul(r, pp.inv((hat % p as u128) as u64)) as u128;
+            // x += c hat mod d without overflow: c < p, so c hat < d
+            x = (x + c * hat) % d;
+        }
+        let t = t as i128;
+        let signed = if x > d / 2 { x as i128 - d as i128 } else { x as i128 };
+        signed.rem_euclid(t) as u64
+    }
+
+    #[test]
+    fn extend_is_the_centred_crt_lift() {
+        // (m, source bits, sources): 62-bit sources take the folding path (two terms per
+        // reduction), ten small ones the generic combination, 2..=4 the unrolled ones
+        for (m, bits, count) in [(45usize, 40u32, 3usize), (45, 62, 2), (45, 30, 4), (3, 12, 10), (1271, 45, 2)] {
+            let mut qs = primes_for(m, bits, count);
+            qs.extend(primes_for(m, 61, 2));
+            qs.extend(primes_for(m, 36.max(prime_step(m).ilog2() + 2), 1));
+            let ctx = CycloContext::new(m, &qs).unwrap();
+            let phi = ctx.phi;
+            let src: Vec<usize> = (0..count).rev().collect();
+            let dst: Vec<usize> = (0..qs.len()).collect();
+            let ps: Vec<u64> = src.iter().map(|&i| qs[i]).collect();
+            let mut s = m as u64 + bits as u64;
+            for one in [false, true] {
+                let src = if one { &src[..1] } else { &src[..] };
+                let mut r = residues(&mut s, &qs, src, 1, phi);
+                if !one {
+                    // zero and D - 1 (x = -1) as the last coefficient
+                    for (i, &p) in ps.iter().enumerate() {
+                        r[i * phi + phi - 1] = p - 1;
+                        r[i * phi + phi - 2] = 0;
+                    }
+                }
+                let out = ctx.extend(&r, src, &dst).unwrap();
+                for (j, &t) in dst.iter().map(|&j| &qs[j]).enumerate() {
+                    for k in 0..phi {
+                        let col: Vec<u64> = (0..src.len()).map(|i| r[i * phi + k]).collect();
+                        assert_eq!(out[j * phi + k], crt_centred_mod(&col, &ps[..src.len()], t), "m={m} k={k} j={j}");
+                    }
+                }
+            }
         }
     }
 

@@ -308,3 +308,18 @@ class CycloContext:
         """Coefficients (degree < phi) -> values: [l, i] = a_l(zeta^u_i), u_i the units of Z_m increasing."""
     def inverse(self, values: U64, limbs: Sequence[int]) -> U64:
         """Values -> the coefficients of the polynomial of degree < phi taking them."""
+    def add(self, a: U64, b: U64, limbs: Sequence[int]) -> U64:
+        """a + b mod each row's prime: (..., L, phi) operands of equal shapes, or one of them
+        (L, phi) broadcast over the other's leading axes; every entry checked to be reduced."""
+    def sub(self, a: U64, b: U64, limbs: Sequence[int]) -> U64:
+        """a - b mod each row's prime (shapes as for add)."""
+    def mul(self, a: U64, b: U64, limbs: Sequence[int]) -> U64:
+        """a b mod each row's prime (shapes as for add)."""
+    def mul_acc(self, acc: U64, a: U64, b: U64, limbs: Sequence[int]) -> None:
+        """In place: acc += a b mod each row's prime; a and b have acc's shape or (L, phi); acc
+        is unchanged when the call fails."""
+    def mul_scalar(self, a: U64, scalars: Sequence[int], limbs: Sequence[int]) -> U64:
+        """Row l of a (..., L, phi) times scalars[l], reduced mod primes[limbs[l]]."""
+    def extend(self, residues: U64, src: Sequence[int], dst: Sequence[int]) -> U64:
+        """The centred fast basis extension (shaper.kernels.cyclo's contract): residues
+        (len(src), phi) mod the distinct primes of src -> (len(dst), phi) mod those of dst."""

@@ -399,3 +399,237 @@ def test_random_odd_rings_round_trip_on_the_reference():
         b = random_rows(np.random.default_rng(m + 1), ctx, [0])
         got = ctx.inverse(mul_rows(ctx.forward(a), ctx.forward(b), ctx, [0]))
         assert got[0].tolist() == schoolbook_mod_phi(a[0].tolist(), b[0].tolist(), m, ctx.primes[0]), m
+
+
+# -- batched arithmetic and basis extension ------------------------------------------------------
+
+
+def batch(rng, ctx, limbs, lead=()) -> np.ndarray:
+    """Uniform residues of shape lead + (len(limbs), phi), with 0, 1, q - 1 up front in each row."""
+    out = np.empty(lead + (len(limbs), ctx.phi), dtype=np.uint64)
+    for r, limb in enumerate(limbs):
+        q = ctx.primes[limb]
+        out[..., r, :] = rng.integers(0, q, lead + (ctx.phi,), dtype=np.uint64)
+        out[..., r, :3] = [q - 1, 0, 1]
+    return out
+
+
+def q_column(ctx, limbs) -> np.ndarray:
+    return np.array([ctx.primes[limb] for limb in limbs], dtype=object)[:, None]
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+@pytest.mark.parametrize("m", [257, 4369])
+def test_batched_ops_are_python_integer_arithmetic_with_broadcasting(m, native):
+    qs = ring(m, 2) + ring(m, 1, bits=62)  # two 50-bit primes and a 62-bit one
+    ctx = context(m, qs, native=native)
+    rng = np.random.default_rng(m)
+    limbs = [2, 0, 1, 0]  # reordered, repeated
+    q = q_column(ctx, limbs)
+    a, b, c = batch(rng, ctx, limbs, (2, 3)), batch(rng, ctx, limbs, (2, 3)), batch(rng, ctx, limbs)
+    for x, y in ((a, b), (a, c), (c, a), (c, c)):
+        ox, oy = x.astype(object), y.astype(object)
+        for op, want in (("add", (ox + oy) % q), ("sub", (ox - oy) % q), ("mul", ox * oy % q)):
+            got = getattr(ctx, op)(x, y, limbs)
+            assert got.dtype == np.uint64 and got.flags.c_contiguous and got.shape == want.shape, op
+            assert np.array_equal(got, want.astype(np.uint64)), op
+    acc = a.copy()
+    assert ctx.mul_acc(acc, b, c, limbs) is None
+    assert np.array_equal(acc, ((a.astype(object) + b.astype(object) * c.astype(object)) % q).astype(np.uint64))
+    acc = c.copy()
+    ctx.mul_acc(acc, c, c, limbs)
+    assert np.array_equal(acc, ((c.astype(object) * (c.astype(object) + 1)) % q).astype(np.uint64))
+    scalars = [qs[2] - 1, 0, 1, 12345]
+    want = a.astype(object) * np.array(scalars, dtype=object)[:, None] % q
+    assert np.array_equal(ctx.mul_scalar(a, scalars, limbs), want.astype(np.uint64))
+    assert np.array_equal(ctx.mul_scalar(a, np.array(scalars, dtype=np.uint64), limbs), want.astype(np.uint64))
+    # limbs default to every prime in order
+    d = batch(rng, ctx, [0, 1, 2])
+    assert np.array_equal(ctx.mul(d, d), (d.astype(object) ** 2 % q_column(ctx, [0, 1, 2])).astype(np.uint64))
+
+
+def crt_centred(columns, ps) -> list[int]:
+    """x from its residues mod ps (Python integers), centred in (-D/2, D/2]."""
+    d = 1
+    for p in ps:
+        d *= p
+    out = []
+    for residues in zip(*columns):
+        x = sum(int(r) * (d // p) * pow(d // p, -1, p) for r, p in zip(residues, ps)) % d
+        out.append(x - d if x > d // 2 else x)
+    return out
+
+
+def residues_of(xs, ps) -> np.ndarray:
+    return np.array([[x % p for x in xs] for p in ps], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+@pytest.mark.parametrize("m", [257, 4369])
+def test_extend_is_the_centred_crt_lift(m, native):
+    qs = ring(m, 3) + ring(m, 2, bits=62)
+    ctx = context(m, qs, native=native)
+    rng = np.random.default_rng(m + 7)
+    dst = [4, 0, 3, 1, 2, 0]  # sources among the destinations too, and a repeat
+    for src in ([1], [3], [0, 2], [2, 0, 1], [3, 4], [0, 1, 2, 3, 4]):
+        ps = [qs[i] for i in src]
+        d = 1
+        for p in ps:
+            d *= p
+        x = batch(rng, ctx, src)
+        # x = 0, -1, and near +-D/2 (2^-30 D inside: well beyond the float sum's error) up front
+        edges = [0, -1, d // 2 - (d >> 30), -(d // 2) + (d >> 30), 1, d // 3]
+        x[:, :len(edges)] = residues_of(edges, ps)
+        got = ctx.extend(x, src, dst)
+        assert got.dtype == np.uint64 and got.shape == (len(dst), ctx.phi) and got.flags.c_contiguous
+        lifted = crt_centred(list(x), ps)
+        assert lifted[:len(edges)] == edges
+        for j, limb in enumerate(dst):
+            assert got[j].tolist() == [v % qs[limb] for v in lifted], (src, limb)
+    assert ctx.extend(x, src, []).shape == (0, ctx.phi)
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+def test_extend_at_the_float_boundary_stays_congruent_and_nearly_centred(native):
+    """Right at x = +-D/2 the float sum may round either way: x' = x (mod D) and |x'| <= D/2 + D.
+    x' itself is read back by CRT over six primes (their product dwarfs 3 D)."""
+    m = 257
+    qs = ring(m, 6, bits=62)
+    ctx = context(m, qs, native=native)
+    src = [0, 1, 2]
+    d = qs[0] * qs[1] * qs[2]
+    xs = [d // 2 + k for k in range(-8, 9)] + [-(d // 2) + k for k in range(-8, 9)] + [0, 1, -1]
+    xs += [5] * (ctx.phi - len(xs))
+    out = ctx.extend(residues_of(xs, qs[:3]), src, list(range(6)))
+    for x, y in zip(xs, crt_centred(list(out), qs)):
+        assert (x - y) % d == 0 and abs(y) <= d // 2 + d
+
+
+@needs_native
+def test_native_batched_ops_and_extend_equal_the_reference_at_m_53261():
+    """Bit for bit on the seed's AES ring, including the float rounding of extend right at the
+    boundary D/2, and on one thread as on two."""
+    from shaper import _native
+
+    m = 53261
+    qs = tuple(primes(m, 45, 2) + primes(m, 60, 1))
+    ref, nat = context(m, qs, native=False), context(m, qs, native=True)
+    rng = np.random.default_rng(53261)
+    limbs = [0, 2]
+    a, b, c = batch(rng, nat, limbs, (2,)), batch(rng, nat, limbs, (2,)), batch(rng, nat, limbs)
+    before = _native.threads()
+    try:
+        for threads in (1, 2):
+            _native.set_threads(threads)
+            for op in ("add", "sub", "mul"):
+                assert np.array_equal(getattr(nat, op)(a, c, limbs), getattr(ref, op)(a, c, limbs)), op
+                assert np.array_equal(getattr(nat, op)(a, b, limbs), getattr(ref, op)(a, b, limbs)), op
+            acc_n, acc_r = a.copy(), a.copy()
+            nat.mul_acc(acc_n, b, c, limbs)
+            ref.mul_acc(acc_r, b, c, limbs)
+            assert np.array_equal(acc_n, acc_r)
+            assert np.array_equal(nat.mul_scalar(a, [3, qs[2] - 1], limbs), ref.mul_scalar(a, [3, qs[2] - 1], limbs))
+            for src, dst in (([1, 0], [2, 0, 1]), ([2, 0, 1], [1]), ([2], [0, 1])):
+                ps = [qs[i] for i in src]
+                d = 1
+                for p in ps:
+                    d *= p
+                x = batch(rng, nat, src)
+                near = [d // 2 + k for k in range(-40, 41)] + [-(d // 2) + k for k in range(-40, 41)]
+                x[:, :len(near)] = residues_of(near, ps)
+                got, want = nat.extend(x, src, dst), ref.extend(x, src, dst)
+                assert np.array_equal(got, want), (src, dst)
+    finally:
+        _native.set_threads(before)
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+def test_batched_ops_and_extend_refuse_bad_inputs_by_name(native):
+    qs = ring(45)
+    ctx = context(45, qs, native=native)
+    good = np.zeros((3, 2, ctx.phi), dtype=np.uint64)
+    one = np.zeros((2, ctx.phi), dtype=np.uint64)
+    for op in (ctx.add, ctx.sub, ctx.mul):
+        with pytest.raises(ValueError, match="b must be a numpy uint64 array, got dtype int64"):
+            op(good, good.astype(np.int64))
+        with pytest.raises(ValueError, match="a must be a numpy uint64 array, got list"):
+            op(good.tolist(), good)
+        with pytest.raises(ValueError, match=r"b has shape \(3, 2, 25\), expected \(\.\.\., 2, 24\)"):
+            op(good, np.zeros((3, 2, 25), dtype=np.uint64))
+        with pytest.raises(ValueError, match=r"a has shape \(144,\)"):
+            op(good.reshape(-1), good)
+        with pytest.raises(ValueError, match=r"b has shape \(2, 2, 24\), but the batch is \(3, 2, 24\)"):
+            op(good, good[:2])
+        with pytest.raises(ValueError, match="b must be C-contiguous"):
+            op(good, good[..., ::-1])
+        with pytest.raises(ValueError, match=r"expected \(\.\.\., 1, 24\)"):
+            op(good, good, [0])
+        with pytest.raises(ValueError, match="limb 2 out of range"):
+            op(good, good, [0, 2])
+        bad = good.copy()
+        bad[2, 1, 5] = qs[1]
+        with pytest.raises(ValueError, match=f"a: row 1 of item 2 \\(entry 5\\) is not reduced mod its prime {qs[1]}"):
+            op(bad, one)
+        with pytest.raises(ValueError, match=r"b: row 1 of item 2 \(entry 5\)"):
+            op(one, bad)
+        op(bad, one, [0, 0])  # row 1 is reduced mod qs[0] > qs[1]: each row against its own limb
+        bad1 = one.copy()
+        bad1[0, 7] = np.uint64(2**64 - 1)
+        with pytest.raises(ValueError, match=r"b: row 0 \(entry 7\)"):
+            op(good, bad1)
+    acc = good + np.uint64(1)
+    bad = good.copy()
+    bad[1, 0, 3] = qs[0]
+    with pytest.raises(ValueError, match=r"b: row 0 of item 1 \(entry 3\)"):
+        ctx.mul_acc(acc, good, bad)
+    assert np.array_equal(acc, good + np.uint64(1))  # untouched
+    with pytest.raises(ValueError, match="acc shares memory with b"):
+        ctx.mul_acc(acc, good, acc[1:2])
+    with pytest.raises(ValueError, match=r"acc has shape \(2, 24\), smaller"):
+        ctx.mul_acc(one.copy(), good, one)
+    frozen = acc.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="acc must be a writable array"):
+        ctx.mul_acc(frozen, acc, acc)
+    with pytest.raises(ValueError, match=f"scalars\\[1\\] = {qs[1]} is not reduced mod its prime {qs[1]}"):
+        ctx.mul_scalar(good, [1, qs[1]])
+    with pytest.raises(ValueError, match=r"scalars\[0\] = -1 is not reduced"):
+        ctx.mul_scalar(good, [-1, 1])
+    with pytest.raises(ValueError, match="1 scalars for 2 limbs"):
+        ctx.mul_scalar(good, [1])
+    with pytest.raises(ValueError, match="scalars\\[0\\] must be an integer"):
+        ctx.mul_scalar(good, [1.0, 1])
+    with pytest.raises(ValueError, match="src names limb 0 twice"):
+        ctx.extend(one, [0, 0], [1])
+    with pytest.raises(ValueError, match="src: limbs is empty"):
+        ctx.extend(one[:0], [], [1])
+    with pytest.raises(ValueError, match="dst: limb 5 out of range"):
+        ctx.extend(one, [0, 1], [5])
+    with pytest.raises(ValueError, match=r"residues has shape \(2, 24\), expected \(1, 24\)"):
+        ctx.extend(one, [0], [1])
+    bad = one.copy()
+    bad[1, 4] = qs[1]
+    with pytest.raises(ValueError, match=f"residues: row 1 \\(entry 4\\) is not reduced mod its prime {qs[1]}"):
+        ctx.extend(bad, [0, 1], [0])
+
+
+@needs_native
+def test_native_batched_ops_check_their_own_inputs():
+    """The extension class refuses shapes and unreduced entries itself (for direct callers)."""
+    from shaper import _native
+
+    q = ring(45)[0]
+    raw = _native.CycloContext(45, [q])
+    a = np.zeros((2, 1, 24), dtype=np.uint64)
+    with pytest.raises(ValueError, match="must have shape"):
+        raw.mul(a, np.zeros((1, 25), dtype=np.uint64), [0])
+    with pytest.raises(ValueError, match="operands must have equal shapes"):
+        raw.add(a, np.zeros((3, 1, 24), dtype=np.uint64), [0])
+    with pytest.raises(ValueError, match="limb 1 out of range"):
+        raw.sub(a, a, [1])
+    with pytest.raises(ValueError, match="acc must hold the whole result"):
+        raw.mul_acc(np.zeros((1, 24), dtype=np.uint64), a, a, [0])
+    with pytest.raises(ValueError, match=r"scalars\[0\]"):
+        raw.mul_scalar(a, [q], [0])
+    with pytest.raises(ValueError, match="src names limb 0 twice"):
+        raw.extend(np.zeros((2, 24), dtype=np.uint64), [0, 0], [0])

@@ -1,15 +1,18 @@
 //! Bindings of the double-CRT transform over Z_q[X]/Phi_m (`crate::cyclo`): `CycloContext`.
-//! Arrays are `uint64`, C-contiguous, shape `(len(limbs), phi)` (the contract of
-//! `shaper.kernels.cyclo`); shapes are checked here, reduction and limb indices in the kernels,
-//! and every call releases the GIL (one row on this thread, several on the native pool).
+//! Arrays are `uint64`, C-contiguous, shape `(len(limbs), phi)` for the transforms and
+//! `(..., len(limbs), phi)` for the batched arithmetic (the contract of `shaper.kernels.cyclo`);
+//! shapes are checked here, reduction and limb indices in the kernels, and every call releases
+//! the GIL (small work on this thread, larger on the native pool).
 
-use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn,
+            PyReadwriteArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::boundary::{check_size, contiguous};
-use super::pool::run;
+use super::pool::{run, run_if};
 use crate::cyclo;
+use crate::cyclo::Pointwise;
 
 fn value_err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -33,11 +36,61 @@ impl CycloContext {
         let x = contiguous(&a, what)?;
         check_size(x.len(), "the transform's result")?;
         let ctx = &self.inner;
-        let f = || if inverse { ctx.inverse(x, &limbs) } else { ctx.forward(x, &limbs) };
+        // allocated on this thread, not on the pool: see `cyclo::CycloContext::pointwise_into`
+        let mut out = py.detach(|| vec![0u64; x.len()]);
+        let o = &mut out;
+        let f = || if inverse { ctx.inverse_into(x, &limbs, o) } else { ctx.forward_into(x, &limbs, o) };
         // one row runs on this thread (the kernel does not touch rayon): no pool round trip
-        let out = if limbs.len() > 1 { run(py, f)? } else { py.detach(f) };
-        out.map_err(value_err)?.into_pyarray(py).reshape([limbs.len(), phi])
+        let done = if limbs.len() > 1 { run(py, f)? } else { py.detach(f) };
+        done.map_err(value_err)?;
+        out.into_pyarray(py).reshape([limbs.len(), phi])
     }
+
+    /// `shape` is `(..., len(limbs), phi)`.
+    fn check_batch(&self, shape: &[usize], limbs: &[usize], what: &str) -> PyResult<()> {
+        let (d, phi) = (shape.len(), self.inner.phi);
+        if d < 2 || shape[d - 1] != phi || shape[d - 2] != limbs.len() {
+            return Err(PyValueError::new_err(format!(
+                "{what} must have shape (..., {}, {phi}) for {} limbs, got {shape:?}", limbs.len(), limbs.len())));
+        }
+        Ok(())
+    }
+
+    /// The shape of the result of operands with these shapes: each is `(..., L, phi)`, and they
+    /// are equal or one of them is `(L, phi)` (broadcast over the other's leading axes).
+    fn batch_shape(&self, operands: &[(&str, &[usize])], limbs: &[usize]) -> PyResult<Vec<usize>> {
+        for (what, shape) in operands {
+            self.check_batch(shape, limbs, what)?;
+        }
+        let full = operands.iter().map(|(_, s)| s.to_vec()).max_by_key(|s| s.len()).unwrap_or_default();
+        for (what, shape) in operands {
+            if shape.len() > 2 && *shape != full.as_slice() {
+                return Err(PyValueError::new_err(format!(
+                    "{what} has shape {shape:?}, but the batch is {full:?}: operands must have equal shapes or \
+                     be (len(limbs), phi)")));
+            }
+        }
+        Ok(full)
+    }
+
+    fn binary<'py>(&self, py: Python<'py>, op: Pointwise, a: PyReadonlyArrayDyn<'py, u64>,
+                   b: PyReadonlyArrayDyn<'py, u64>, limbs: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        let shape = self.batch_shape(&[("a", a.shape()), ("b", b.shape())], &limbs)?;
+        let (x, y) = (contiguous(&a, "a")?, contiguous(&b, "b")?);
+        let total: usize = shape.iter().product();
+        check_size(total, "the result")?;
+        let ctx = &self.inner;
+        // allocated here, not on the pool: see `pointwise_into`
+        let mut out = py.detach(|| vec![0u64; total]);
+        run_if(py, cyclo::pooled(total), || ctx.pointwise_into(op, x, y, &limbs, &mut out))?.map_err(value_err)?;
+        out.into_pyarray(py).reshape(shape)
+    }
+}
+
+/// A writable borrow of an array argument: a read-only (or already borrowed) array is a
+/// ValueError naming it, not a panic.
+fn writable<'py>(a: &Bound<'py, PyArrayDyn<u64>>, what: &str) -> PyResult<PyReadwriteArrayDyn<'py, u64>> {
+    a.try_readwrite().map_err(|e| PyValueError::new_err(format!("{what} must be a writable array ({e})")))
 }
 
 #[pymethods]
@@ -87,6 +140,75 @@ impl CycloContext {
     fn inverse<'py>(&self, py: Python<'py>, values: PyReadonlyArray2<'py, u64>, limbs: Vec<usize>)
         -> PyResult<Bound<'py, PyArray2<u64>>> {
         self.transform(py, values, limbs, true)
+    }
+
+    /// a + b mod each row's prime; a, b of shape (..., L, phi), equal or one of them (L, phi).
+    fn add<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, b: PyReadonlyArrayDyn<'py, u64>,
+                limbs: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        self.binary(py, Pointwise::Add, a, b, limbs)
+    }
+
+    /// a - b mod each row's prime (shapes as for `add`).
+    fn sub<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, b: PyReadonlyArrayDyn<'py, u64>,
+                limbs: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        self.binary(py, Pointwise::Sub, a, b, limbs)
+    }
+
+    /// a b mod each row's prime (shapes as for `add`).
+    fn mul<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, b: PyReadonlyArrayDyn<'py, u64>,
+                limbs: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        self.binary(py, Pointwise::Mul, a, b, limbs)
+    }
+
+    /// In place: acc += a b mod each row's prime; acc (..., L, phi), a and b acc's shape or
+    /// (L, phi). acc is unchanged when the call fails.
+    fn mul_acc<'py>(&self, py: Python<'py>, acc: &Bound<'py, PyArrayDyn<u64>>, a: PyReadonlyArrayDyn<'py, u64>,
+                    b: PyReadonlyArrayDyn<'py, u64>, limbs: Vec<usize>) -> PyResult<()> {
+        let mut acc = writable(acc, "acc")?;
+        let shape = self.batch_shape(&[("acc", acc.shape()), ("a", a.shape()), ("b", b.shape())], &limbs)?;
+        if acc.shape() != shape.as_slice() {
+            return Err(PyValueError::new_err(format!(
+                "acc has shape {:?}, but the batch is {shape:?}: acc must hold the whole result", acc.shape())));
+        }
+        let (x, y) = (contiguous(&a, "a")?, contiguous(&b, "b")?);
+        let aligned = (acc.data() as usize).is_multiple_of(std::mem::align_of::<u64>());
+        if !acc.is_c_contiguous() || !aligned {
+            return Err(PyValueError::new_err("acc must be an aligned C-contiguous array"));
+        }
+        let z = acc.as_slice_mut().map_err(|_| PyValueError::new_err("acc must be an aligned C-contiguous array"))?;
+        let ctx = &self.inner;
+        run_if(py, cyclo::pooled(z.len()), || ctx.mul_acc(z, x, y, &limbs))?.map_err(value_err)
+    }
+
+    /// Row l of a (..., L, phi) times scalars[l] (reduced mod primes[limbs[l]]).
+    fn mul_scalar<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, scalars: Vec<u64>,
+                       limbs: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        self.check_batch(a.shape(), &limbs, "a")?;
+        let x = contiguous(&a, "a")?;
+        let ctx = &self.inner;
+        let mut out = py.detach(|| vec![0u64; x.len()]);
+        run_if(py, cyclo::pooled(x.len()), || ctx.mul_scalar_into(x, &scalars, &limbs, &mut out))?
+            .map_err(value_err)?;
+        out.into_pyarray(py).reshape(a.shape().to_vec())
+    }
+
+    /// The centred fast basis extension: residues (len(src), phi) mod the primes of `src`
+    /// (distinct) -> (len(dst), phi) mod the primes of `dst` (the contract's `extend`).
+    fn extend<'py>(&self, py: Python<'py>, residues: PyReadonlyArray2<'py, u64>, src: Vec<usize>, dst: Vec<usize>)
+        -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let phi = self.inner.phi;
+        if residues.shape() != [src.len(), phi] {
+            return Err(PyValueError::new_err(format!(
+                "residues must have shape ({}, {phi}) for {} source limbs, got {:?}", src.len(), src.len(),
+                residues.shape())));
+        }
+        let x = contiguous(&residues, "residues")?;
+        check_size(dst.len() * phi, "the extension")?;
+        let ctx = &self.inner;
+        let words = (src.len() + dst.len()) * phi;
+        let mut out = py.detach(|| vec![0u64; dst.len() * phi]);
+        run_if(py, cyclo::pooled(words), || ctx.extend_into(x, &src, &dst, &mut out))?.map_err(value_err)?;
+        out.into_pyarray(py).reshape([dst.len(), phi])
     }
 }
 

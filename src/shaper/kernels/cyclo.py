@@ -29,6 +29,28 @@ in order); entries must be reduced (ValueError naming the row otherwise), as mus
 and limb indices (ValueError naming the problem). Both directions return new arrays. The native
 kernels release the GIL and transform the rows on the native pool in parallel.
 
+**Batched arithmetic** (one call per ring operation, any number of leading axes): ``add``,
+``sub``, ``mul`` (new arrays), ``mul_acc`` (``acc += a b`` in place) and ``mul_scalar`` (row l
+times ``scalars[l]``) take C-contiguous ``uint64`` arrays of shape ``(..., L, phi)``, row l of
+every item reduced mod ``primes[limbs[l]]``; operands have equal shapes, or one of them is
+``(L, phi)`` and serves every item (broadcast over the leading axes). Every input is checked to
+be reduced (ValueError naming the operand, the row, the item when there are several, and the
+entry); the native kernels check each chunk of a row while it is in cache, which costs about
+nothing beside the memory traffic, and ``mul_acc`` leaves ``acc`` as it was when it refuses.
+
+**extend** (the centred fast basis extension of Halevi, Polyakov and Shoup with the quotient
+estimated in floating point, defined exactly so that both implementations agree bit for bit):
+residues ``(len(src), phi)`` of x mod the distinct primes p_i = ``primes[src[i]]``, D = prod p_i,
+to x' mod each t = ``primes[dst[j]]``, ``(len(dst), phi)``:
+
+* one source: x' is the residue taken as signed (x > p // 2 becomes x - p), reduced mod t;
+* several: y_i = x_i ((D / p_i)^-1 mod p_i) mod p_i; frac = sum_i float64(y_i) / float64(p_i),
+  IEEE doubles added left to right in i (starting from the first quotient); u = floor(frac + 0.5);
+  x' = sum_i y_i (D / p_i) - u D, reduced mod t.
+
+So x' = x (mod D) and |x'| <= D / 2, except within the float's rounding of the boundary D / 2
+(there |x'| <= D / 2 + D).
+
 Method (both implementations): Bluestein over the whole length m (HElib's; with m odd an m-th
 root suffices, i j = h (i^2 + j^2 - (i - j)^2) with h = 2^-1 mod m), and for the inverse a
 reduction mod Phi_m through Psi_m = (X^m - 1) / Phi_m: the quotient is the top of g Psi_m. The
@@ -190,6 +212,107 @@ class CycloContext:
         return index
 
     galois_index = automorphism_index
+
+    # -- batched arithmetic -------------------------------------------------------------------------
+
+    def _batch(self, a: Any, what: str, limbs: list[int]) -> np.ndarray:
+        if not isinstance(a, np.ndarray):
+            raise ValueError(f"{what} must be a numpy uint64 array, got {type(a).__name__}")
+        if a.dtype != np.uint64:
+            raise ValueError(f"{what} must be a numpy uint64 array, got dtype {a.dtype}")
+        if a.ndim < 2 or a.shape[-2:] != (len(limbs), self.phi):
+            raise ValueError(f"{what} has shape {a.shape}, expected (..., {len(limbs)}, {self.phi}) "
+                             f"(..., len(limbs), phi(m)) for m = {self.m}")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{what} must be C-contiguous")
+        return a
+
+    @staticmethod
+    def _batch_shape(operands: list[tuple[str, np.ndarray]]) -> tuple[int, ...]:
+        """The result's shape: the operands' shapes are equal, or some are (L, phi) and broadcast."""
+        full = max((x.shape for _, x in operands), key=len)
+        for what, x in operands:
+            if x.ndim > 2 and x.shape != full:
+                raise ValueError(f"{what} has shape {x.shape}, but the batch is {full}: operands must have equal "
+                                 f"shapes or be (len(limbs), phi)")
+        return full
+
+    def _binary(self, name: str, a: Any, b: Any, limbs: Sequence[int] | None) -> np.ndarray:
+        limbs = self._limbs(limbs)
+        a, b = self._batch(a, "a", limbs), self._batch(b, "b", limbs)
+        self._batch_shape([("a", a), ("b", b)])
+        return getattr(self._impl, name)(a, b, limbs)
+
+    def add(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int] | None = None) -> np.ndarray:
+        """a + b mod each row's prime: ``(..., L, phi)`` operands of equal shapes, or one of them
+        ``(L, phi)`` broadcast over the other's leading axes; a new array of the larger shape."""
+        return self._binary("add", a, b, limbs)
+
+    def sub(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int] | None = None) -> np.ndarray:
+        """a - b mod each row's prime (shapes as for :meth:`add`)."""
+        return self._binary("sub", a, b, limbs)
+
+    def mul(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int] | None = None) -> np.ndarray:
+        """a b mod each row's prime (shapes as for :meth:`add`): the ring product of values."""
+        return self._binary("mul", a, b, limbs)
+
+    def mul_acc(self, acc: np.ndarray, a: np.ndarray, b: np.ndarray, limbs: Sequence[int] | None = None) -> None:
+        """In place: ``acc += a b`` mod each row's prime. acc is ``(..., L, phi)`` and writable; a
+        and b have acc's shape or ``(L, phi)`` and must not overlap acc. acc is left unchanged when
+        the call is refused."""
+        limbs = self._limbs(limbs)
+        acc, a, b = self._batch(acc, "acc", limbs), self._batch(a, "a", limbs), self._batch(b, "b", limbs)
+        if not acc.flags.writeable:
+            raise ValueError("acc must be a writable array")
+        for what, x in (("a", a), ("b", b)):
+            if np.may_share_memory(acc, x):
+                raise ValueError(f"acc shares memory with {what}: pass a copy")
+        if self._batch_shape([("acc", acc), ("a", a), ("b", b)]) != acc.shape:
+            raise ValueError(f"acc has shape {acc.shape}, smaller than a's {a.shape} or b's {b.shape}: "
+                             f"acc must hold the whole result")
+        self._impl.mul_acc(acc, a, b, limbs)
+
+    def mul_scalar(self, a: np.ndarray, scalars: Sequence[int], limbs: Sequence[int] | None = None) -> np.ndarray:
+        """Row l of a ``(..., L, phi)`` times ``scalars[l]``, one integer per limb, reduced mod
+        ``primes[limbs[l]]`` (ValueError naming the scalar otherwise)."""
+        limbs = self._limbs(limbs)
+        a = self._batch(a, "a", limbs)
+        if isinstance(scalars, np.ndarray):
+            scalars = scalars.tolist()
+        values = []
+        for i, s in enumerate(scalars):
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+                raise ValueError(f"scalars[{i}] must be an integer, got {s!r}")
+            if not 0 <= int(s) < self.primes[limbs[min(i, len(limbs) - 1)]]:
+                raise ValueError(f"scalars[{i}] = {s} is not reduced mod its prime "
+                                 f"{self.primes[limbs[min(i, len(limbs) - 1)]]}")
+            values.append(int(s))
+        if len(values) != len(limbs):
+            raise ValueError(f"{len(values)} scalars for {len(limbs)} limbs")
+        return self._impl.mul_scalar(a, values, limbs)
+
+    def extend(self, residues: np.ndarray, src: Sequence[int], dst: Sequence[int]) -> np.ndarray:
+        """The centred fast basis extension (Halevi-Polyakov-Shoup with the quotient estimated in
+        float64), the contract's ``extend``: x given by ``residues`` ``(len(src), phi)`` (row i
+        reduced mod p_i = ``primes[src[i]]``, src distinct; D = prod p_i) -> x' mod each
+        ``primes[dst[j]]``, ``(len(dst), phi)``, with x' = x mod D and |x'| <= D/2 except at the
+        float's edge (then |x'| <= D/2 + D). See the module docstring for the exact arithmetic."""
+        src = self._limb_list(src, "src")
+        dst = self._limb_list(dst, "dst", allow_empty=True)
+        if len(set(src)) != len(src):
+            twice = next(x for i, x in enumerate(src) if x in src[:i])
+            raise ValueError(f"src names limb {twice} twice (the sources' primes must be distinct)")
+        return self._impl.extend(self._array(residues, "residues", src), src, dst)
+
+    def _limb_list(self, limbs: Sequence[int], what: str, allow_empty: bool = False) -> list[int]:
+        if limbs is None or isinstance(limbs, (str, bytes)):
+            raise ValueError(f"{what} must be a list of prime indices, got {limbs!r}")
+        if allow_empty and len(limbs) == 0:
+            return []
+        try:
+            return self._limbs(limbs)
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
 
 
 def context(m: int, primes: Sequence[int], *, native: bool | None = None) -> CycloContext:

@@ -19,6 +19,13 @@ Phi_m and Psi_m are computed over the integers from the Möbius product
 Phi_m = prod_(d | m) (X^d - 1)^mu(m/d). A transform at m = 53261 takes about a second per prime;
 nothing here is constant time (the transform runs on public or encrypted data).
 
+The batched arithmetic (``add``, ``sub``, ``mul``, ``mul_acc``, ``mul_scalar``) is exact: sums in
+uint64 (operands below 2^62), products in Python integers. ``extend`` computes the y_i exactly,
+the rounding term u in float64 exactly as the contract orders it (numpy's IEEE division and
+addition, left to right), and x' = sum_i y_i (D / p_i) - u D as a Python integer, then x' mod
+each destination prime: the same residues as the native kernel's, which reduces that sum per
+destination.
+
 :func:`shaper.kernels.cyclo.context` picks the native class where the extension has it and this
 reference otherwise (``SHAPER_NATIVE=off`` forces the reference).
 """
@@ -262,6 +269,83 @@ class CycloReference:
                 entry = int(np.flatnonzero(a[r] >= np.uint64(q))[0])
                 raise ValueError(f"{what}: row {r} (entry {entry}) is not reduced mod its prime {q}")
 
+    def _batch_rows(self, a: np.ndarray, limbs: Sequence[int], what: str) -> None:
+        """Raises ValueError naming the first unreduced entry of a (..., L, phi) operand: its row
+        (and item, the flat index over the leading axes, when it holds more than one)."""
+        count = len(limbs)
+        q = np.array([self.primes[limb] for limb in limbs], dtype=np.uint64)[:, None]
+        bad = (a >= q).reshape(-1, self.phi)
+        if bad.size and bad.any():
+            r = int(np.flatnonzero(bad.any(axis=1))[0])
+            entry = int(np.flatnonzero(bad[r])[0])
+            item = f" of item {r // count}" if bad.shape[0] > count else ""
+            raise ValueError(f"{what}: row {r % count}{item} (entry {entry}) is not reduced mod its prime "
+                             f"{self.primes[limbs[r % count]]}")
+
+    def _q_column(self, limbs: Sequence[int], dtype=np.uint64) -> np.ndarray:
+        return np.array([self.primes[limb] for limb in limbs], dtype=dtype)[:, None]
+
+    def add(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
+        """a + b mod each row's prime (numpy broadcasting over the leading axes)."""
+        self._batch_rows(a, limbs, "a")
+        self._batch_rows(b, limbs, "b")
+        s = a + b  # < 2^63: no wrap
+        return np.minimum(s, s - self._q_column(limbs))  # s - q wraps to a huge value when s < q
+
+    def sub(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
+        """a - b mod each row's prime."""
+        self._batch_rows(a, limbs, "a")
+        self._batch_rows(b, limbs, "b")
+        d = a - b  # wraps when a < b; adding q brings it back below q
+        return np.minimum(d, d + self._q_column(limbs))
+
+    def mul(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
+        """a b mod each row's prime (Python integers)."""
+        self._batch_rows(a, limbs, "a")
+        self._batch_rows(b, limbs, "b")
+        return (a.astype(object) * b.astype(object) % self._q_column(limbs, object)).astype(np.uint64)
+
+    def mul_acc(self, acc: np.ndarray, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> None:
+        """In place: acc += a b mod each row's prime (acc unchanged when an operand is refused)."""
+        for x, what in ((acc, "acc"), (a, "a"), (b, "b")):
+            self._batch_rows(x, limbs, what)
+        total = acc.astype(object) + a.astype(object) * b.astype(object)
+        acc[...] = (total % self._q_column(limbs, object)).astype(np.uint64)
+
+    def mul_scalar(self, a: np.ndarray, scalars: Sequence[int], limbs: Sequence[int]) -> np.ndarray:
+        """Row l times scalars[l] (reduced mod primes[limbs[l]])."""
+        for i, (s, limb) in enumerate(zip(scalars, limbs, strict=True)):
+            if not 0 <= int(s) < self.primes[limb]:
+                raise ValueError(f"scalars[{i}] = {s} is not reduced mod its prime {self.primes[limb]}")
+        self._batch_rows(a, limbs, "a")
+        column = np.array([int(s) for s in scalars], dtype=object)[:, None]
+        return (a.astype(object) * column % self._q_column(limbs, object)).astype(np.uint64)
+
+    def extend(self, residues: np.ndarray, src: Sequence[int], dst: Sequence[int]) -> np.ndarray:
+        """The centred fast basis extension of :mod:`shaper.kernels.cyclo` (``extend``): residues
+        (len(src), phi) mod the distinct primes p_i of ``src`` -> (len(dst), phi) mod those of
+        ``dst``."""
+        self._batch_rows(residues, src, "residues")
+        ps = [self.primes[i] for i in src]
+        ts = [self.primes[j] for j in dst]
+        out = np.empty((len(ts), self.phi), dtype=np.uint64)
+        if len(ps) == 1:  # one prime: the centred lift is exact
+            x = residues[0].astype(np.int64)
+            x = np.where(x > ps[0] // 2, x - ps[0], x)
+            for j, t in enumerate(ts):
+                out[j] = (x % t).astype(np.uint64)  # int64 % t >= 0
+            return out
+        inv, hats, d = extension_weights(tuple(ps))
+        ys = [(residues[i].astype(object) * inv[i] % p).astype(np.uint64) for i, p in enumerate(ps)]
+        frac = ys[0].astype(np.float64) / float(ps[0])
+        for y, p in zip(ys[1:], ps[1:]):
+            frac = frac + y.astype(np.float64) / float(p)  # left to right, as the contract says
+        u = np.floor(frac + 0.5).astype(np.int64)
+        x = sum(y.astype(object) * h for y, h in zip(ys, hats)) - u.astype(object) * d
+        for j, t in enumerate(ts):
+            out[j] = (x % t).astype(np.uint64)
+        return out
+
     def forward(self, coeffs: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
         """out[l, i] = a_l(zeta^units[i]) mod primes[limbs[l]]."""
         self._rows(coeffs, limbs, "coeffs")
@@ -290,3 +374,11 @@ class CycloReference:
             low = linear_product(quotient, t.phi_poly, t.q)[:phi]
             out[r] = ((g[:phi] - low) % t.q).astype(np.uint64)
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def extension_weights(primes: tuple[int, ...]) -> tuple[list[int], list[int], int]:
+    """For distinct primes p_i with product D: (D/p_i)^-1 mod p_i, D/p_i (Python ints) and D."""
+    d = math.prod(primes)
+    hats = [d // p for p in primes]
+    return [pow(h % p, -1, p) for h, p in zip(hats, primes, strict=True)], hats, d
