@@ -26,9 +26,12 @@ QUICK = {
     "psi.py": ["--sizes", "8", "10", "--ecdh-max", "8", "--no-openmined"],
     # N = 2^12, 2 parties: keygen, joint input, agreed evaluation and flooded decryption (~20 s)
     "threshold_ckks.py": ["--quick", "--no-openfhe"],
+    # AES-128 under BGV on the smallest test ring, one block (~10 s)
+    "bgv.py": ["--quick"],
 }
 NEEDS_NATIVE = {"psi.py": "shaper's okvs and ECDH PSI are native only (the native extension is not built)",
-                "threshold_ckks.py": "the benchmark runs the production engine: OT extension is native only"}
+                "threshold_ckks.py": "the benchmark runs the production engine: OT extension is native only",
+                "bgv.py": "the benchmark pins the native pool's threads"}
 # Machine facts belong to the shared block only: what a script writes must not carry them under
 # keys of its own (the keys the scripts used for them before the shared block).
 MACHINE_WORDS = {"machine", "processor", "cpu", "cpus", "python", "platform", "date", "numpy", "git"}
