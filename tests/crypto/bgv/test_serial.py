@@ -291,7 +291,7 @@ def test_a_residue_not_below_its_prime_is_refused_naming_the_row(params, keys, c
         Z.from_bytes(bad, params)
     cdata = Z.to_bytes(ct)
     bad = _patch(cdata, len(cdata) - 8, struct.pack("<Q", params.primes[-1] + 1))
-    with pytest.raises(SerializationError, match=r"ciphertext parts\[1\]: row 14"):
+    with pytest.raises(SerializationError, match=rf"ciphertext parts\[1\]: row {params.max_level}"):
         Z.from_bytes(bad, params)
 
 
@@ -314,14 +314,14 @@ def test_a_sparse_secret_of_the_wrong_weight_is_refused(params):
         Z.from_bytes(_patch(data, FP + zero, b"\x01"), sparse)
 
 
-@pytest.mark.parametrize("level", [15, 16, 65535])
-def test_a_ciphertext_level_out_of_range_is_refused(params, ct, level):
-    assert params.max_level == 14
-    with pytest.raises(SerializationError, match=rf"level {level} is outside 0..14"):
+@pytest.mark.parametrize("above", [1, 2, 65535 - 24])
+def test_a_ciphertext_level_out_of_range_is_refused(params, ct, above):
+    level = params.max_level + above
+    with pytest.raises(SerializationError, match=rf"level {level} is outside 0..{params.max_level}"):
         Z.from_bytes(_patch(Z.to_bytes(ct), FP + 1, struct.pack("<H", level)), params)
 
 
-@pytest.mark.parametrize("noise", [math.nan, math.inf, -math.inf, -1.0, -5e-324, 1e300, 2.0 ** 600])
+@pytest.mark.parametrize("noise", [math.nan, math.inf, -math.inf, -1.0, -5e-324, 1e300, 2.0 ** 1000])
 def test_an_absurd_noise_estimate_is_refused(params, ct, noise):
     with pytest.raises(SerializationError, match="noise estimate"):
         Z.from_bytes(_patch(Z.to_bytes(ct), FP + 3, struct.pack("<d", noise)), params)
@@ -342,7 +342,7 @@ def test_a_ciphertext_of_other_than_two_or_three_parts_is_refused(params, ct, pa
         Z.from_bytes(_patch(data, FP, bytes([parts])), params)
     # even with the bytes of a fourth part present
     if parts == 4:
-        extra = data + data[FP + 11:FP + 11 + 8 * 15 * params.phi] * 2
+        extra = data + data[FP + 11:FP + 11 + 8 * (params.max_level + 1) * params.phi] * 2
         with pytest.raises(SerializationError, match="a ciphertext of 4 parts"):
             Z.from_bytes(_patch(extra, FP, b"\x04"), params)
 

@@ -19,13 +19,11 @@ or P after key switching) uses δ = 2·[x·2^{-1}]_D: δ ≡ x (mod D) and δ �
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from ...kernels import cyclo
-from ...kernels.modq import matmul_mod, mul_mod
 from .params import Parameters
 
 __all__ = ["Ring"]
@@ -81,34 +79,28 @@ class Ring:
         """Small signed coefficients straight to evaluation form."""
         return self.forward(self.from_signed(coeffs, limbs), limbs)
 
-    # -- pointwise ---------------------------------------------------------------------------------
+    # -- pointwise (the kernel's batched ops: native where built) --------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
-        s = a + b  # both < q < 2^62
-        return np.minimum(s, s - self.qs(limbs))
+        return self.ctx.add(_c(a), _c(b), list(limbs))
 
     def sub(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
-        d = a - b
-        return np.minimum(d, d + self.qs(limbs))
+        return self.ctx.sub(_c(a), _c(b), list(limbs))
 
     def neg(self, a: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
         return np.where(a == 0, a, self.qs(limbs) - a)
 
     def mul(self, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
-        """Pointwise product mod each limb's prime (broadcasting leading axes)."""
-        shape = np.broadcast_shapes(a.shape, b.shape)
-        a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
-        out = np.empty(shape, dtype=np.uint64)
-        for li, limb in enumerate(limbs):
-            x = np.ascontiguousarray(a[..., li, :]).reshape(-1, 1)
-            y = np.ascontiguousarray(b[..., li, :]).reshape(-1, 1)
-            out[..., li, :] = mul_mod(x, y, [int(self.basis[limb])]).reshape(shape[:-2] + (shape[-1],))
-        return out
+        """Pointwise product mod each limb's prime (b may be (L, φ) against a's leading axes)."""
+        return self.ctx.mul(_c(a), _c(b), list(limbs))
+
+    def mul_acc(self, acc: np.ndarray, a: np.ndarray, b: np.ndarray, limbs: Sequence[int]) -> None:
+        """acc += a·b in place."""
+        self.ctx.mul_acc(acc, _c(a), _c(b), list(limbs))
 
     def mul_scalar(self, a: np.ndarray, scalars: Sequence[int], limbs: Sequence[int]) -> np.ndarray:
         """a times one integer per limb (reduced here)."""
-        col = np.asarray([int(s) % self.basis[limb] for s, limb in zip(scalars, limbs, strict=True)],
-                         dtype=np.uint64)
-        return self.mul(a, np.broadcast_to(col[:, None], a.shape[-2:]), limbs)
+        reduced = [int(x) % int(self.basis[limb]) for x, limb in zip(scalars, limbs, strict=True)]
+        return self.ctx.mul_scalar(_c(a), reduced, list(limbs))
 
     def automorphism(self, a: np.ndarray, t: int) -> np.ndarray:
         """a(X) ↦ a(X^t) in evaluation form (t a unit mod m)."""
@@ -119,27 +111,8 @@ class Ring:
         """Fast basis extension in coefficient form, centred: x given by its residues mod the primes
         of ``src`` (shape (len(src), φ)) → x' mod each prime of ``dst``, where x' ≡ x (mod D = ∏ src)
         and |x'| <= D/2 up to a float rounding near ±D/2 (then |x'| <= D/2 + D): Halevi–Polyakov–
-        Shoup's extension with the quotient estimated in floating point."""
-        src, dst = list(src), list(dst)
-        if len(src) == 1:  # one prime: the centred lift is exact
-            q = int(self.basis[src[0]])
-            x = residues[0].astype(np.int64)
-            return self.from_signed(np.where(x > q // 2, x - q, x), dst)
-        primes = tuple(int(self.basis[i]) for i in src)
-        inv, hats, d = _extension_weights(primes)
-        ys = np.empty_like(residues)
-        for i, q in enumerate(primes):  # y_i = [x_i · (D/q_i)^{-1}]_{q_i}
-            ys[i] = mul_mod(residues[i].reshape(-1, 1), np.full((self.phi, 1), inv[i], dtype=np.uint64), [q])[:, 0]
-        frac = sum(ys[i].astype(np.float64) / q for i, q in enumerate(primes))
-        u = np.floor(frac + 0.5).astype(np.uint64)  # x = Σ y_i·D/q_i − u·D
-        out = np.empty((len(dst), self.phi), dtype=np.uint64)
-        for k, limb in enumerate(dst):
-            p = int(self.basis[limb])
-            w = np.asarray([[h % p for h in hats]], dtype=np.uint64)
-            acc = matmul_mod(w, ys % np.uint64(p), p)[0]
-            ud = mul_mod((u % np.uint64(p)).reshape(-1, 1), np.full((self.phi, 1), d % p, dtype=np.uint64), [p])[:, 0]
-            out[k] = np.minimum(acc - ud, acc - ud + np.uint64(p))
-        return out
+        Shoup's extension with the quotient estimated in floating point (the kernel's ``extend``)."""
+        return self.ctx.extend(_c(residues), list(src), list(dst))
 
     def divide_round(self, a: np.ndarray, limbs: Sequence[int], drop: Sequence[int]) -> np.ndarray:
         """(a − δ)/D on ``limbs`` minus ``drop`` (a in evaluation form over ``limbs``; D = ∏ drop),
@@ -186,11 +159,5 @@ class Ring:
         return out
 
 
-@functools.lru_cache(maxsize=64)
-def _extension_weights(primes: tuple[int, ...]) -> tuple[list[int], list[int], int]:
-    """(D/q_i)^{-1} mod q_i per source prime, D/q_i, and D (Python ints)."""
-    d = 1
-    for q in primes:
-        d *= q
-    hats = [d // q for q in primes]
-    return [pow(h % q, -1, q) for h, q in zip(hats, primes, strict=True)], hats, d
+def _c(a: np.ndarray) -> np.ndarray:
+    return a if a.flags.c_contiguous and a.dtype == np.uint64 else np.ascontiguousarray(a, dtype=np.uint64)

@@ -460,7 +460,7 @@ class Evaluator:
         acc0 = np.zeros((len(target), r.phi), dtype=np.uint64)
         acc1 = np.zeros_like(acc0)
         for gi, digit in enumerate(digits):
-            acc0 = r.add(acc0, r.mul(digit, key.b[gi][rows], target), target)
-            acc1 = r.add(acc1, r.mul(digit, key.a[gi][rows], target), target)
+            r.mul_acc(acc0, digit, key.b[gi][rows], target)
+            r.mul_acc(acc1, digit, key.a[gi][rows], target)
         out = r.divide_round(np.stack([acc0, acc1]), target, r.special)
         return out[0], out[1]
