@@ -33,6 +33,8 @@
 //! [0, 2q) where the NTT accepts it); nothing here depends on secret values' timing beyond what
 //! the NTT does. Rows (one per prime) run in parallel with rayon; the caller installs the pool.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use crate::rns::ntt::NttTable;
@@ -345,33 +347,31 @@ impl CycloContext {
     /// Coefficients (len(limbs), phi) -> values: out[l][i] = a_l(zeta^units[i]) mod
     /// primes[limbs[l]].
     pub fn forward(&self, a: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        let mut out = vec![0u64; a.len()];
-        self.forward_into(a, limbs, &mut out)?;
-        Ok(out)
+        // SAFETY: forward_into writes every row in full when it returns Ok
+        unsafe { filled(a.len(), |out| self.forward_into(a, limbs, out)) }
     }
 
     /// Values (len(limbs), phi) -> the coefficients of the polynomial of degree < phi taking
     /// them (the inverse of [`forward`](Self::forward)).
     pub fn inverse(&self, a: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        let mut out = vec![0u64; a.len()];
-        self.inverse_into(a, limbs, &mut out)?;
-        Ok(out)
+        // SAFETY: inverse_into writes every row in full when it returns Ok
+        unsafe { filled(a.len(), |out| self.inverse_into(a, limbs, out)) }
     }
 
-    /// [`forward`](Self::forward) into `out` (a's length): the binding allocates it on the
-    /// calling thread (see [`pointwise_into`](Self::pointwise_into)).
-    pub fn forward_into(&self, a: &[u64], limbs: &[usize], out: &mut [u64]) -> Result<(), String> {
+    /// [`forward`](Self::forward) into `out` (a's length), every entry written when it returns
+    /// Ok: the binding allocates `out` on the calling thread, uninitialised (see [`filled`]).
+    pub fn forward_into(&self, a: &[u64], limbs: &[usize], out: &mut [MaybeUninit<u64>]) -> Result<(), String> {
         self.run(a, limbs, "coeffs", out, |t, row, out| self.forward_row(t, row, out))
     }
 
     /// [`inverse`](Self::inverse) into `out` (a's length).
-    pub fn inverse_into(&self, a: &[u64], limbs: &[usize], out: &mut [u64]) -> Result<(), String> {
+    pub fn inverse_into(&self, a: &[u64], limbs: &[usize], out: &mut [MaybeUninit<u64>]) -> Result<(), String> {
         self.run(a, limbs, "values", out, |t, row, out| self.inverse_row(t, row, out))
     }
 
-    fn run<F>(&self, a: &[u64], limbs: &[usize], what: &str, out: &mut [u64], f: F) -> Result<(), String>
+    fn run<F>(&self, a: &[u64], limbs: &[usize], what: &str, out: &mut [MaybeUninit<u64>], f: F) -> Result<(), String>
     where
-        F: Fn(&CycloPrime, &[u64], &mut [u64]) + Sync,
+        F: Fn(&CycloPrime, &[u64], &mut [MaybeUninit<u64>]) + Sync,
     {
         self.check(a, limbs)?;
         if out.len() != a.len() {
@@ -395,7 +395,8 @@ impl CycloContext {
         )
     }
 
-    fn forward_row(&self, t: &CycloPrime, a: &[u64], out: &mut [u64]) {
+    /// Writes all of `out` (phi values).
+    fn forward_row(&self, t: &CycloPrime, a: &[u64], out: &mut [MaybeUninit<u64>]) {
         let (p, phi) = (t.p, self.phi);
         let mut buf = vec![0u64; self.n];
         for (((x, &ai), &c), &cs) in buf[..phi].iter_mut().zip(a).zip(&t.c).zip(&t.cs) {
@@ -403,11 +404,12 @@ impl CycloContext {
         }
         t.fwd.apply(&t.big, &mut buf);
         for (o, &u) in out.iter_mut().zip(&self.units) {
-            *o = p.mul_shoup(buf[u], t.c[u], t.cs[u]);
+            o.write(p.mul_shoup(buf[u], t.c[u], t.cs[u]));
         }
     }
 
-    fn inverse_row(&self, t: &CycloPrime, v: &[u64], out: &mut [u64]) {
+    /// Writes all of `out` (phi values).
+    fn inverse_row(&self, t: &CycloPrime, v: &[u64], out: &mut [MaybeUninit<u64>]) {
         let (p, m, phi) = (t.p, self.m, self.phi);
         let k = m - phi;
         let mut buf = vec![0u64; self.n];
@@ -428,7 +430,7 @@ impl CycloContext {
         rem[..k].copy_from_slice(&quo[k..2 * k]);
         t.phi.apply(&t.rem_table, &mut rem);
         for ((o, &g), &r) in out.iter_mut().zip(&buf[..phi]).zip(&rem) {
-            *o = p.sub(g, r);
+            o.write(p.sub(g, r));
         }
     }
 }
@@ -438,9 +440,12 @@ impl CycloContext {
 // Arrays are rows of phi words, row r of a batch belonging to limb limbs[r % L] (L = limbs.len()):
 // shape (..., L, phi) flattened. An operand either has the batch's full length or one row per
 // limb, (L, phi), which then serves every item of the batch (broadcast over the leading axes).
-// Inputs must be reduced mod their row's prime: each row is processed in chunks of CHUNK words,
-// checked and then computed while they are in L1, so the check costs no extra pass over memory;
-// an unreduced entry aborts the call with an error naming the operand, the row and the entry
+// Inputs must be reduced mod their row's prime. The out-of-place operations OR a flag per input
+// in the loop that computes the output (a refused call discards it); mul_acc, which writes its
+// input, processes each row in chunks of CHUNK words, checked and then computed while they are in
+// L1. Either way the check costs no extra pass over memory (add runs at the speed of a plain
+// wrapping add, mul about 10% slower than unchecked, within the noise of this machine).
+// An unreduced entry aborts the call with an error naming the operand, the row and the entry
 // (found again by a plain scan, in operand order, so that the message does not depend on the
 // threads), and an in-place accumulation is rolled back exactly first (the chunks it had done
 // held reduced inputs, so acc = (acc + a b) - a b mod q).
@@ -452,6 +457,28 @@ pub const SERIAL_WORDS: usize = 1 << 14;
 const CHUNK: usize = 1024;
 /// Coefficients per task of [`CycloContext::extend`].
 const EXTEND_CHUNK: usize = 256;
+
+/// A vector of `len` words written by `fill` into its uninitialised spare capacity (no zeroing:
+/// a fresh 10 MB output costs about 0.5 ms to clear, a third of an addition's time). The buffer
+/// is allocated on the calling thread: the bindings call this before entering the pool, so the
+/// allocator reuses the buffers the caller frees (one allocated on a pool thread and freed on the
+/// caller's is not reused, and fresh pages cost more than the arithmetic).
+///
+/// # Safety
+/// `fill` must initialise every one of the `len` elements of the slice it is given whenever it
+/// returns `Ok` (the kernels' `*_into` functions do: each writes every output row in full or
+/// fails).
+pub unsafe fn filled<E, F>(len: usize, fill: F) -> Result<Vec<u64>, E>
+where
+    F: FnOnce(&mut [MaybeUninit<u64>]) -> Result<(), E>,
+{
+    let mut v: Vec<u64> = Vec::with_capacity(len);
+    fill(&mut v.spare_capacity_mut()[..len])?;
+    // SAFETY: len <= capacity, and fill returned Ok, so (by this function's contract) it
+    // initialised the first len elements
+    unsafe { v.set_len(len) };
+    Ok(v)
+}
 
 /// Barrett reduction mod t of sums up to 2^63 t (k the bit length of t, 2^(k-1) < t < 2^k):
 /// with mu = floor(2^(63+k) / t) < 2^64 and x1 = floor(x / 2^(k-1)) < 2^64, the quotient
@@ -485,7 +512,7 @@ impl Wide {
 
 /// out[k] = (und[u_k] + sum_i ys[k LS + i] w[i]) mod t, the sum in 128 bits below 2^63 t.
 #[inline(always)]
-fn combine<const LS: usize>(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
+fn combine<const LS: usize>(out: &mut [MaybeUninit<u64>], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
     let w: &[u64; LS] = w.try_into().expect("LS weights");
     for ((o, y), &u) in out.iter_mut().zip(ys.chunks_exact(LS)).zip(us) {
         let y: &[u64; LS] = y.try_into().expect("LS residues");
@@ -493,13 +520,13 @@ fn combine<const LS: usize>(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64]
         for i in 0..LS {
             acc += y[i] as u128 * w[i] as u128;
         }
-        *o = wide.reduce(acc);
+        o.write(wide.reduce(acc));
     }
 }
 
 /// [`combine`] with LS = ys.len() / out.len() as a constant for the common source counts
 /// (unrolled), and a loop otherwise.
-fn combine_dispatch(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
+fn combine_dispatch(out: &mut [MaybeUninit<u64>], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
     match w.len() {
         2 => combine::<2>(out, ys, us, w, und, wide),
         3 => combine::<3>(out, ys, us, w, und, wide),
@@ -511,7 +538,7 @@ fn combine_dispatch(out: &mut [u64], ys: &[u64], us: &[usize], w: &[u64], und: &
         ls => {
             for ((o, y), &u) in out.iter_mut().zip(ys.chunks_exact(ls)).zip(us) {
                 let acc = y.iter().zip(w).fold(und[u] as u128, |acc, (&y, &wi)| acc + y as u128 * wi as u128);
-                *o = wide.reduce(acc);
+                o.write(wide.reduce(acc));
             }
         }
     }
@@ -527,14 +554,20 @@ pub fn pooled(words: usize) -> bool {
 /// so SSE2 vectorises it).
 #[inline]
 fn any_unreduced(x: &[u64], q: u64) -> bool {
-    x.iter().fold(0u64, |acc, &v| acc | v | !v.wrapping_sub(q)) >> 63 != 0
+    x.iter().fold(0u64, |acc, &v| acc | unreduced_bit(v, q)) >> 63 != 0
+}
+
+/// Bit 63 set when v >= q (q < 2^62); see [`any_unreduced`].
+#[inline(always)]
+fn unreduced_bit(v: u64, q: u64) -> u64 {
+    v | !v.wrapping_sub(q)
 }
 
 /// Runs `f(r, row)` over the rows of `out` (phi words each), serially for small arrays and on
 /// the (installed) rayon pool otherwise; returns each row's result in order.
-fn for_rows<F>(out: &mut [u64], phi: usize, f: F) -> Vec<usize>
+fn for_rows<T: Send, F>(out: &mut [T], phi: usize, f: F) -> Vec<usize>
 where
-    F: Fn(usize, &mut [u64]) -> usize + Sync,
+    F: Fn(usize, &mut [T]) -> usize + Sync,
 {
     if !pooled(out.len()) {
         return out.chunks_mut(phi).enumerate().map(|(r, o)| f(r, o)).collect();
@@ -604,7 +637,8 @@ impl CycloContext {
         "an operand is not reduced".into() // unreachable: a chunk check found one
     }
 
-    fn map2<F>(&self, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [u64], f: F) -> Result<(), String>
+    fn map2<F>(&self, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [MaybeUninit<u64>], f: F)
+        -> Result<(), String>
     where
         F: Fn(&Prime, u64, u64) -> u64 + Sync,
     {
@@ -616,15 +650,14 @@ impl CycloContext {
         let done = for_rows(out, phi, |r, o| {
             let p = &self.primes[limbs[r % l]].p;
             let (x, y) = (self.row_of(a, r, l, total), self.row_of(b, r, l, total));
-            for ((o, x), y) in o.chunks_mut(CHUNK).zip(x.chunks(CHUNK)).zip(y.chunks(CHUNK)) {
-                if any_unreduced(x, p.q) || any_unreduced(y, p.q) {
-                    return 0;
-                }
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = f(p, x, y);
-                }
+            // one pass: the output is computed and the inputs' flags OR-ed in the same loop (a
+            // refused call discards the output)
+            let mut flags = 0u64;
+            for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                flags |= unreduced_bit(x, p.q) | unreduced_bit(y, p.q);
+                o.write(f(p, x, y));
             }
-            phi
+            if flags >> 63 != 0 { 0 } else { phi }
         });
         if done.iter().any(|&d| d < phi) {
             return Err(self.first_unreduced(&[("a", a), ("b", b)], limbs));
@@ -635,16 +668,13 @@ impl CycloContext {
     /// Element-wise a + b, a - b or a b mod each row's prime. `a` and `b` are (B, L, phi) or
     /// (L, phi) (broadcast); the result has the batch's length.
     pub fn pointwise(&self, op: Pointwise, a: &[u64], b: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        let mut out = vec![0u64; a.len().max(b.len())];
-        self.pointwise_into(op, a, b, limbs, &mut out)?;
-        Ok(out)
+        // SAFETY: pointwise_into writes every row in full when it returns Ok
+        unsafe { filled(a.len().max(b.len()), |out| self.pointwise_into(op, a, b, limbs, out)) }
     }
 
-    /// [`pointwise`](Self::pointwise) into `out` (the batch's length; its contents are
-    /// unspecified after an error). The binding allocates `out` on the calling thread: a buffer
-    /// allocated on a pool thread and freed on the caller's is not reused by the allocator, and
-    /// fresh pages cost more than the arithmetic.
-    pub fn pointwise_into(&self, op: Pointwise, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [u64])
+    /// [`pointwise`](Self::pointwise) into `out` (the batch's length), every entry written when
+    /// it returns Ok (see [`filled`]).
+    pub fn pointwise_into(&self, op: Pointwise, a: &[u64], b: &[u64], limbs: &[usize], out: &mut [MaybeUninit<u64>])
         -> Result<(), String> {
         match op {
             Pointwise::Add => self.map2(a, b, limbs, out, |p, x, y| p.add(x, y)),
@@ -693,13 +723,13 @@ impl CycloContext {
     /// Each row times its limb's scalar: out[.., l, :] = a[.., l, :] scalars[l] mod
     /// primes[limbs[l]] (scalars reduced; a is (B, L, phi)).
     pub fn mul_scalar(&self, a: &[u64], scalars: &[u64], limbs: &[usize]) -> Result<Vec<u64>, String> {
-        let mut out = vec![0u64; a.len()];
-        self.mul_scalar_into(a, scalars, limbs, &mut out)?;
-        Ok(out)
+        // SAFETY: mul_scalar_into writes every row in full when it returns Ok
+        unsafe { filled(a.len(), |out| self.mul_scalar_into(a, scalars, limbs, out)) }
     }
 
-    /// [`mul_scalar`](Self::mul_scalar) into `out` (a's length).
-    pub fn mul_scalar_into(&self, a: &[u64], scalars: &[u64], limbs: &[usize], out: &mut [u64])
+    /// [`mul_scalar`](Self::mul_scalar) into `out` (a's length), every entry written when it
+    /// returns Ok.
+    pub fn mul_scalar_into(&self, a: &[u64], scalars: &[u64], limbs: &[usize], out: &mut [MaybeUninit<u64>])
         -> Result<(), String> {
         let total = self.batch_len(&[("a", a)], limbs)?;
         if out.len() != total {
@@ -720,15 +750,12 @@ impl CycloContext {
         let done = for_rows(out, phi, |r, o| {
             let p = &self.primes[limbs[r % l]].p;
             let (w, ws) = consts[r % l];
-            for (o, x) in o.chunks_mut(CHUNK).zip(a[r * phi..(r + 1) * phi].chunks(CHUNK)) {
-                if any_unreduced(x, p.q) {
-                    return 0;
-                }
-                for (o, &x) in o.iter_mut().zip(x) {
-                    *o = p.mul_shoup(x, w, ws);
-                }
+            let mut flags = 0u64;
+            for (o, &x) in o.iter_mut().zip(&a[r * phi..(r + 1) * phi]) {
+                flags |= unreduced_bit(x, p.q);
+                o.write(p.mul_shoup(x, w, ws));
             }
-            phi
+            if flags >> 63 != 0 { 0 } else { phi }
         });
         if done.iter().any(|&d| d < phi) {
             return Err(self.first_unreduced(&[("a", a)], limbs));
@@ -745,13 +772,13 @@ impl CycloContext {
     /// taken mod t as one 128-bit sum (u (t - D mod t) plus the products y_i (D/p_i mod t),
     /// folded every 16 terms) reduced once.
     pub fn extend(&self, residues: &[u64], src: &[usize], dst: &[usize]) -> Result<Vec<u64>, String> {
-        let mut out = vec![0u64; dst.len() * self.phi];
-        self.extend_into(residues, src, dst, &mut out)?;
-        Ok(out)
+        // SAFETY: extend_into writes every destination row in full when it returns Ok
+        unsafe { filled(dst.len() * self.phi, |out| self.extend_into(residues, src, dst, out)) }
     }
 
-    /// [`extend`](Self::extend) into `out` (len(dst) x phi).
-    pub fn extend_into(&self, residues: &[u64], src: &[usize], dst: &[usize], out: &mut [u64])
+    /// [`extend`](Self::extend) into `out` (len(dst) x phi), every entry written when it returns
+    /// Ok.
+    pub fn extend_into(&self, residues: &[u64], src: &[usize], dst: &[usize], out: &mut [MaybeUninit<u64>])
         -> Result<(), String> {
         if out.len() != dst.len() * self.phi {
             return Err(format!("out: {} values for {} x {}", out.len(), dst.len(), self.phi));
@@ -797,13 +824,13 @@ impl CycloContext {
         let budget = ((1u64 << 63) / sp.iter().map(|p| p.q).max().unwrap_or(1)) as usize;
 
         let chunks = phi.div_ceil(EXTEND_CHUNK);
-        let mut tasks: Vec<Vec<&mut [u64]>> = (0..chunks).map(|_| Vec::with_capacity(dst.len())).collect();
+        let mut tasks: Vec<Vec<&mut [MaybeUninit<u64>]>> = (0..chunks).map(|_| Vec::with_capacity(dst.len())).collect();
         for row in out.chunks_mut(phi) {
             for (task, piece) in tasks.iter_mut().zip(row.chunks_mut(EXTEND_CHUNK)) {
                 task.push(piece);
             }
         }
-        let work = |(c, mut pieces): (usize, Vec<&mut [u64]>)| -> bool {
+        let work = |(c, mut pieces): (usize, Vec<&mut [MaybeUninit<u64>]>)| -> bool {
             let k0 = c * EXTEND_CHUNK;
             let n = EXTEND_CHUNK.min(phi - k0);
             let rows: Vec<&[u64]> = (0..ls).map(|i| &residues[i * phi + k0..i * phi + k0 + n]).collect();
@@ -816,7 +843,7 @@ impl CycloContext {
                     for (o, &x) in o.iter_mut().zip(rows[0]) {
                         let neg = x > half;
                         let r = t.reduce_u64(if neg { p - x } else { x });
-                        *o = if neg { t.neg(r) } else { r };
+                        o.write(if neg { t.neg(r) } else { r });
                     }
                 }
                 return true;
@@ -850,7 +877,7 @@ impl CycloContext {
                         acc += y as u128 * wi as u128;
                         terms += 1;
                     }
-                    *o = wide.reduce(acc);
+                    o.write(wide.reduce(acc));
                 }
             }
             true
@@ -1175,4 +1202,3 @@ mod tests {
         assert!(ctx.inverse(&a, &[0]).unwrap_err().contains("row 0"));
     }
 }
-

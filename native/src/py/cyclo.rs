@@ -4,6 +4,8 @@
 //! shapes are checked here, reduction and limb indices in the kernels, and every call releases
 //! the GIL (small work on this thread, larger on the native pool).
 
+use std::mem::MaybeUninit;
+
 use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn,
             PyReadwriteArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -36,13 +38,15 @@ impl CycloContext {
         let x = contiguous(&a, what)?;
         check_size(x.len(), "the transform's result")?;
         let ctx = &self.inner;
-        // allocated on this thread, not on the pool: see `cyclo::CycloContext::pointwise_into`
-        let mut out = py.detach(|| vec![0u64; x.len()]);
-        let o = &mut out;
-        let f = || if inverse { ctx.inverse_into(x, &limbs, o) } else { ctx.forward_into(x, &limbs, o) };
-        // one row runs on this thread (the kernel does not touch rayon): no pool round trip
-        let done = if limbs.len() > 1 { run(py, f)? } else { py.detach(f) };
-        done.map_err(value_err)?;
+        // the output is allocated here, on the calling thread, uninitialised (`cyclo::filled`)
+        let fill = |o: &mut [MaybeUninit<u64>]| {
+            let f = || if inverse { ctx.inverse_into(x, &limbs, o) } else { ctx.forward_into(x, &limbs, o) };
+            // one row runs on this thread (the kernel does not touch rayon): no pool round trip
+            let done = if limbs.len() > 1 { run(py, f)? } else { py.detach(f) };
+            done.map_err(value_err)
+        };
+        // SAFETY: forward_into and inverse_into write every row when they return Ok
+        let out = unsafe { cyclo::filled(x.len(), fill) }?;
         out.into_pyarray(py).reshape([limbs.len(), phi])
     }
 
@@ -80,9 +84,11 @@ impl CycloContext {
         let total: usize = shape.iter().product();
         check_size(total, "the result")?;
         let ctx = &self.inner;
-        // allocated here, not on the pool: see `pointwise_into`
-        let mut out = py.detach(|| vec![0u64; total]);
-        run_if(py, cyclo::pooled(total), || ctx.pointwise_into(op, x, y, &limbs, &mut out))?.map_err(value_err)?;
+        let fill = |o: &mut [MaybeUninit<u64>]| {
+            run_if(py, cyclo::pooled(total), || ctx.pointwise_into(op, x, y, &limbs, o))?.map_err(value_err)
+        };
+        // SAFETY: pointwise_into writes every row when it returns Ok
+        let out = unsafe { cyclo::filled(total, fill) }?;
         out.into_pyarray(py).reshape(shape)
     }
 }
@@ -186,9 +192,11 @@ impl CycloContext {
         self.check_batch(a.shape(), &limbs, "a")?;
         let x = contiguous(&a, "a")?;
         let ctx = &self.inner;
-        let mut out = py.detach(|| vec![0u64; x.len()]);
-        run_if(py, cyclo::pooled(x.len()), || ctx.mul_scalar_into(x, &scalars, &limbs, &mut out))?
-            .map_err(value_err)?;
+        let fill = |o: &mut [MaybeUninit<u64>]| {
+            run_if(py, cyclo::pooled(x.len()), || ctx.mul_scalar_into(x, &scalars, &limbs, o))?.map_err(value_err)
+        };
+        // SAFETY: mul_scalar_into writes every row when it returns Ok
+        let out = unsafe { cyclo::filled(x.len(), fill) }?;
         out.into_pyarray(py).reshape(a.shape().to_vec())
     }
 
@@ -206,8 +214,11 @@ impl CycloContext {
         check_size(dst.len() * phi, "the extension")?;
         let ctx = &self.inner;
         let words = (src.len() + dst.len()) * phi;
-        let mut out = py.detach(|| vec![0u64; dst.len() * phi]);
-        run_if(py, cyclo::pooled(words), || ctx.extend_into(x, &src, &dst, &mut out))?.map_err(value_err)?;
+        let fill = |o: &mut [MaybeUninit<u64>]| {
+            run_if(py, cyclo::pooled(words), || ctx.extend_into(x, &src, &dst, o))?.map_err(value_err)
+        };
+        // SAFETY: extend_into writes every destination row when it returns Ok
+        let out = unsafe { cyclo::filled(dst.len() * phi, fill) }?;
         out.into_pyarray(py).reshape([dst.len(), phi])
     }
 }
