@@ -14,8 +14,9 @@ phase carries the plaintext in its low bit and an even error 2e. Operations:
   into ``params.digits`` groups, keys over Q·P, division by P), Frobenius maps and every
   automorphism X ↦ X^u of the Galois group (a key per u);
 * a **noise estimate** every ciphertext carries: the root mean square of its phase's canonical
-  embedding (HElib's method: variances of independent terms add — sums and plaintext sums
-  included —, products multiply, switching divides and adds the rounding floor); its bound is ``TAIL`` = 32 times that. The evaluator
+  embedding (HElib's method: the variances of a fresh encryption's independent terms add;
+  sums add their estimates (terms of one circuit are correlated), products multiply, constant
+  products multiply by the constant's RMS, switching divides and adds the rounding floor); its bound is ``TAIL`` = 32 times that. The evaluator
   refuses an operation whose result could not be decrypted any more
   (:class:`NoiseBudgetExceeded`), and :func:`decrypt` checks the phase itself. It is an
   estimate for choosing levels, not a proof: decryption's own check is what refuses a wrong
@@ -193,9 +194,10 @@ class Ciphertext:
         return math.log2(max(self.noise, 1.0))
 
     def capacity(self) -> float:
-        """Bits left: log2(q_0 / 2) − log2 of the error bound after switching down to q_0."""
+        """Bits left: log2(q_0 / 4) − log2 of the error bound after switching down to q_0 (the
+        margin :func:`decrypt_bits` asks for)."""
         ring = _ring(self.params)
-        return math.log2(self.params.primes[0] / 2) - math.log2(TAIL * _switched(ring, self.noise, self.level, 0))
+        return math.log2(self.params.primes[0] / 4) - math.log2(TAIL * _switched(ring, self.noise, self.level, 0))
 
 
 def canonical_embedding(coeffs: np.ndarray, m: int) -> np.ndarray:
@@ -370,7 +372,7 @@ class Evaluator:
     # linear
     def add(self, x: Ciphertext, y: Ciphertext) -> Ciphertext:
         x, y = self._align(x, y)
-        return Ciphertext(self._pairwise(x, y), x.level, math.hypot(x.noise, y.noise), self.params)
+        return Ciphertext(self._pairwise(x, y), x.level, x.noise + y.noise, self.params)
 
     def _pairwise(self, x: Ciphertext, y: Ciphertext) -> np.ndarray:
         limbs = self.ring.chain(x.level)
@@ -384,7 +386,7 @@ class Evaluator:
         limbs = self.ring.chain(x.level)
         parts = x.parts.copy()
         parts[0] = self.ring.add(parts[0], p.evaluation(self.ring, x.level), limbs)
-        return Ciphertext(parts, x.level, math.hypot(x.noise, p.norm), self.params)
+        return Ciphertext(parts, x.level, x.noise + p.norm, self.params)
 
     def mul_plain(self, x: Ciphertext, p: Plaintext) -> Ciphertext:
         self._count("mul_plain")
