@@ -397,14 +397,20 @@ impl CycloContext {
 
     /// Writes all of `out` (phi values).
     fn forward_row(&self, t: &CycloPrime, a: &[u64], out: &mut [MaybeUninit<u64>]) {
+        self.forward_row_map(t, a, out, |_, v| v)
+    }
+
+    /// Writes all of `out`: out[i] = f(i, value i of the row's transform).
+    #[inline(always)]
+    fn forward_row_map<F: Fn(usize, u64) -> u64>(&self, t: &CycloPrime, a: &[u64], out: &mut [MaybeUninit<u64>], f: F) {
         let (p, phi) = (t.p, self.phi);
         let mut buf = vec![0u64; self.n];
         for (((x, &ai), &c), &cs) in buf[..phi].iter_mut().zip(a).zip(&t.c).zip(&t.cs) {
             *x = p.mul_shoup_lazy(ai, c, cs);
         }
         t.fwd.apply(&t.big, &mut buf);
-        for (o, &u) in out.iter_mut().zip(&self.units) {
-            o.write(p.mul_shoup(buf[u], t.c[u], t.cs[u]));
+        for (i, (o, &u)) in out.iter_mut().zip(&self.units).enumerate() {
+            o.write(f(i, p.mul_shoup(buf[u], t.c[u], t.cs[u])));
         }
     }
 
@@ -512,7 +518,14 @@ impl Wide {
 
 /// out[k] = (und[u_k] + sum_i ys[k LS + i] w[i]) mod t, the sum in 128 bits below 2^63 t.
 #[inline(always)]
-fn combine<const LS: usize>(out: &mut [MaybeUninit<u64>], ys: &[u64], us: &[usize], w: &[u64], und: &[u64], wide: &Wide) {
+fn combine<const LS: usize>(
+    out: &mut [MaybeUninit<u64>],
+    ys: &[u64],
+    us: &[usize],
+    w: &[u64],
+    und: &[u64],
+    wide: &Wide,
+) {
     let w: &[u64; LS] = w.try_into().expect("LS weights");
     for ((o, y), &u) in out.iter_mut().zip(ys.chunks_exact(LS)).zip(us) {
         let y: &[u64; LS] = y.try_into().expect("LS residues");
@@ -760,6 +773,218 @@ impl CycloContext {
         if done.iter().any(|&d| d < phi) {
             return Err(self.first_unreduced(&[("a", a)], limbs));
         }
+        Ok(())
+    }
+
+    /// Limb indices: in range, distinct; `what` names them in errors.
+    fn distinct_limbs(&self, limbs: &[usize], what: &str) -> Result<(), String> {
+        self.check_limbs(limbs, what)?;
+        match (1..limbs.len()).find(|&i| limbs[..i].contains(&limbs[i])) {
+            Some(i) => Err(format!("{what} names limb {} twice", limbs[i])),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that every entry of `a` (B x L x phi over `limbs`) is reduced, on the pool.
+    fn check_reduced(&self, a: &[u64], limbs: &[usize], what: &str) -> Result<(), String> {
+        let (l, phi) = (limbs.len(), self.phi);
+        let bad = |(r, row): (usize, &[u64])| any_unreduced(row, self.primes[limbs[r % l]].p.q);
+        let any = if pooled(a.len()) {
+            a.par_chunks(phi).enumerate().any(bad)
+        } else {
+            a.chunks(phi).enumerate().any(bad)
+        };
+        if any { Err(self.first_unreduced(&[(what, a)], limbs)) } else { Ok(()) }
+    }
+
+    /// ring.py's `Ring.divide_round`, fused: a (B, L, phi) in evaluation form over `limbs`
+    /// (distinct), D = the product of the primes of `drop` (distinct, a subset of limbs), keep =
+    /// limbs without drop in order; returns (B, len(keep), phi): (a - delta) D^-1 on keep with
+    /// delta = 2 extend([a 2^-1]_D) (coefficients of a's dropped rows times 2^-1, lifted by
+    /// [`extend`](Self::extend), in evaluation form), so delta = a mod D and delta = 0 mod 2.
+    /// Per kept row the forward transform of the lift and (a - 2 F) D^-1 run in one pass (2 F is
+    /// the transform of the doubled lift: the transform is linear), the same residues as the
+    /// unfused steps.
+    pub fn divide_round(&self, a: &[u64], limbs: &[usize], drop: &[usize]) -> Result<Vec<u64>, String> {
+        let keep = limbs.iter().filter(|l| !drop.contains(l)).count();
+        let items = if limbs.is_empty() { 0 } else { a.len() / (limbs.len() * self.phi) };
+        // SAFETY: divide_round_into writes every kept row of every item when it returns Ok
+        unsafe { filled(items * keep * self.phi, |out| self.divide_round_into(a, limbs, drop, out)) }
+    }
+
+    /// [`divide_round`](Self::divide_round) into `out` (B x len(keep) x phi), every entry
+    /// written when it returns Ok.
+    pub fn divide_round_into(&self, a: &[u64], limbs: &[usize], drop: &[usize], out: &mut [MaybeUninit<u64>])
+        -> Result<(), String> {
+        if limbs.is_empty() {
+            return Err("limbs is empty".into());
+        }
+        self.distinct_limbs(limbs, "limbs")?;
+        if drop.is_empty() {
+            return Err("drop is empty".into());
+        }
+        self.distinct_limbs(drop, "drop")?;
+        if let Some(&d) = drop.iter().find(|d| !limbs.contains(d)) {
+            return Err(format!("drop names limb {d}, which is not among the limbs"));
+        }
+        let (l, phi) = (limbs.len(), self.phi);
+        if a.is_empty() || !a.len().is_multiple_of(l * phi) {
+            return Err(format!("a: {} values are not items of {l} x {phi}", a.len()));
+        }
+        let items = a.len() / (l * phi);
+        let keep: Vec<usize> = limbs.iter().copied().filter(|x| !drop.contains(x)).collect();
+        if keep.is_empty() {
+            return Err("drop must leave at least one limb".into());
+        }
+        let pos_drop: Vec<usize> = drop.iter().map(|d| limbs.iter().position(|x| x == d).unwrap_or(0)).collect();
+        let pos_keep: Vec<usize> = keep.iter().map(|k| limbs.iter().position(|x| x == k).unwrap_or(0)).collect();
+        let (nd, nk) = (drop.len(), keep.len());
+        if out.len() != items * nk * phi {
+            return Err(format!("out: {} values for {items} x {nk} x {phi}", out.len()));
+        }
+        self.check_reduced(a, limbs, "a")?;
+        // [a 2^-1]_D in coefficients: the dropped rows' inverse transforms times 2^-1
+        let halves: Vec<(u64, u64)> = drop
+            .iter()
+            .map(|&d| {
+                let p = &self.primes[d].p;
+                let h = p.inv(2);
+                (h, p.shoup(h))
+            })
+            .collect();
+        let row = |b: usize, pos: usize| &a[(b * l + pos) * phi..(b * l + pos + 1) * phi];
+        // SAFETY: every row of `tops` (item b, dropped row j) is written in full by inverse_row
+        let tops = unsafe {
+            filled(items * nd * phi, |o| {
+                for_rows(o, phi, |r, o| {
+                    let (b, j) = (r / nd, r % nd);
+                    self.inverse_row(&self.primes[drop[j]], row(b, pos_drop[j]), o);
+                    phi
+                });
+                Ok::<(), String>(())
+            })
+        }?;
+        let mut tops = tops;
+        let _ = for_rows(&mut tops, phi, |r, o| {
+            let (p, (h, hs)) = (&self.primes[drop[r % nd]].p, halves[r % nd]);
+            for x in o.iter_mut() {
+                *x = p.mul_shoup(*x, h, hs);
+            }
+            phi
+        });
+        // the lift to the kept primes, item by item (extend runs its chunks on the pool)
+        let mut lifts = Vec::with_capacity(items);
+        for b in 0..items {
+            lifts.push(self.extend(&tops[b * nd * phi..(b + 1) * nd * phi], drop, &keep)?);
+        }
+        // D^-1 mod each kept prime, and 2 D^-1
+        let consts: Vec<(u64, u64, u64, u64)> = keep
+            .iter()
+            .map(|&k| {
+                let t = &self.primes[k].p;
+                let dmod = drop.iter().fold(1 % t.q, |acc, &d| t.mul(acc, t.reduce_u64(self.primes[d].p.q)));
+                let inv = t.inv(dmod);
+                (inv, t.shoup(inv), t.add(inv, inv), t.shoup(t.add(inv, inv)))
+            })
+            .collect();
+        // out = (a - 2 F(lift)) D^-1 = a D^-1 - F(lift) (2 D^-1), fused into the forward transform
+        let _ = for_rows(out, phi, |r, o| {
+            let (b, j) = (r / nk, r % nk);
+            let cp = &self.primes[keep[j]];
+            let (p, x) = (&cp.p, row(b, pos_keep[j]));
+            let (w, ws, w2, w2s) = consts[j];
+            self.forward_row_map(cp, &lifts[b][j * phi..(j + 1) * phi], o, |i, f| {
+                p.sub(p.mul_shoup(x[i], w, ws), p.mul_shoup(f, w2, w2s))
+            });
+            phi
+        });
+        Ok(())
+    }
+
+    /// ring.py's `Ring.digits`, fused: `a` (len(limbs), phi) in evaluation form over `limbs`
+    /// (distinct); `groups` disjoint non-empty lists of limbs (each among `limbs`); `target`
+    /// distinct limbs containing every group's. Returns (len(groups), len(target), phi): for
+    /// group G, row t of `target` is a's own row where t is in G, and elsewhere the evaluation
+    /// form of [`extend`](Self::extend) of a's coefficients on G to the other target limbs (in
+    /// target order) — [a]_(prod G) lifted, the key-switching digit.
+    pub fn digits(&self, a: &[u64], limbs: &[usize], groups: &[Vec<usize>], target: &[usize])
+        -> Result<Vec<u64>, String> {
+        // SAFETY: digits_into writes every row of every group when it returns Ok
+        unsafe { filled(groups.len() * target.len() * self.phi, |o| self.digits_into(a, limbs, groups, target, o)) }
+    }
+
+    /// [`digits`](Self::digits) into `out` (len(groups) x len(target) x phi), every entry
+    /// written when it returns Ok.
+    pub fn digits_into(&self, a: &[u64], limbs: &[usize], groups: &[Vec<usize>], target: &[usize],
+                       out: &mut [MaybeUninit<u64>]) -> Result<(), String> {
+        if limbs.is_empty() {
+            return Err("limbs is empty".into());
+        }
+        self.distinct_limbs(limbs, "limbs")?;
+        self.distinct_limbs(target, "target")?;
+        let phi = self.phi;
+        if a.len() != limbs.len() * phi {
+            return Err(format!("a: expected {} x {phi} values, got {}", limbs.len(), a.len()));
+        }
+        if groups.is_empty() {
+            return Err("groups is empty".into());
+        }
+        let mut seen: Vec<usize> = vec![];
+        for (gi, g) in groups.iter().enumerate() {
+            if g.is_empty() {
+                return Err(format!("groups[{gi}] is empty"));
+            }
+            for &x in g {
+                if !limbs.contains(&x) {
+                    return Err(format!("groups[{gi}] names limb {x}, which is not among the limbs"));
+                }
+                if !target.contains(&x) {
+                    return Err(format!("groups[{gi}] names limb {x}, which is not among the target limbs"));
+                }
+                if seen.contains(&x) {
+                    return Err(format!("groups[{gi}] names limb {x}, which an earlier group (or this one) has"));
+                }
+                seen.push(x);
+            }
+        }
+        let (nt, ng) = (target.len(), groups.len());
+        if out.len() != ng * nt * phi {
+            return Err(format!("out: {} values for {ng} x {nt} x {phi}", out.len()));
+        }
+        self.check_reduced(a, limbs, "a")?;
+        let pos = |x: usize| limbs.iter().position(|&y| y == x).unwrap_or(0);
+        let row = |x: usize| &a[pos(x) * phi..(pos(x) + 1) * phi];
+        // coefficients of every grouped row (seen, in group order)
+        // SAFETY: inverse_row writes each row of `coeffs` in full
+        let coeffs = unsafe {
+            filled(seen.len() * phi, |o| {
+                for_rows(o, phi, |r, o| {
+                    self.inverse_row(&self.primes[seen[r]], row(seen[r]), o);
+                    phi
+                });
+                Ok::<(), String>(())
+            })
+        }?;
+        let mut lifts = Vec::with_capacity(ng);
+        let mut start = 0;
+        for g in groups {
+            let others: Vec<usize> = target.iter().copied().filter(|t| !g.contains(t)).collect();
+            lifts.push((self.extend(&coeffs[start * phi..(start + g.len()) * phi], g, &others)?, others));
+            start += g.len();
+        }
+        let _ = for_rows(out, phi, |r, o| {
+            let (gi, t) = (r / nt, target[r % nt]);
+            let (lift, others) = &lifts[gi];
+            match others.iter().position(|&x| x == t) {
+                Some(j) => self.forward_row(&self.primes[t], &lift[j * phi..(j + 1) * phi], o),
+                None => {
+                    for (o, &x) in o.iter_mut().zip(row(t)) {
+                        o.write(x);
+                    }
+                }
+            }
+            phi
+        });
         Ok(())
     }
 
@@ -1180,6 +1405,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn divide_round_and_digits_equal_their_unfused_steps() {
+        let m = 105;
+        let qs: Vec<u64> = [primes_for(m, 40, 3), primes_for(m, 60, 2)].concat();
+        let ctx = CycloContext::new(m, &qs).unwrap();
+        let phi = ctx.phi;
+        let mut s = 3;
+        let limbs = [0usize, 3, 1, 4, 2];
+        let a = residues(&mut s, &qs, &limbs, 2, phi);
+        for drop in [vec![4usize], vec![3, 4], vec![2, 0]] {
+            let keep: Vec<usize> = limbs.iter().copied().filter(|x| !drop.contains(x)).collect();
+            let got = ctx.divide_round(&a, &limbs, &drop).unwrap();
+            for b in 0..2 {
+                let item = &a[b * 5 * phi..(b + 1) * 5 * phi];
+                let rows = |ls: &[usize]| -> Vec<u64> {
+                    ls.iter().flat_map(|x| {
+                        let i = limbs.iter().position(|y| y == x).unwrap();
+                        item[i * phi..(i + 1) * phi].to_vec()
+                    }).collect()
+                };
+                let top = ctx.inverse(&rows(&drop), &drop).unwrap();
+                let halves: Vec<u64> = drop.iter().map(|&d| ctx.primes[d].p.inv(2)).collect();
+                let y = ctx.mul_scalar(&top, &halves, &drop).unwrap();
+                let lift = ctx.extend(&y, &drop, &keep).unwrap();
+                let delta = ctx.forward(&ctx.pointwise(Pointwise::Add, &lift, &lift, &keep).unwrap(), &keep).unwrap();
+                let diff = ctx.pointwise(Pointwise::Sub, &rows(&keep), &delta, &keep).unwrap();
+                let d_inv: Vec<u64> = keep
+                    .iter()
+                    .map(|&k| {
+                        let t = &ctx.primes[k].p;
+                        t.inv(drop.iter().fold(1, |acc, &d| t.mul(acc, ctx.primes[d].p.q % t.q)))
+                    })
+                    .collect();
+                let want = ctx.mul_scalar(&diff, &d_inv, &keep).unwrap();
+                assert_eq!(got[b * keep.len() * phi..(b + 1) * keep.len() * phi], want[..], "drop {drop:?}");
+            }
+        }
+        assert!(ctx.divide_round(&a, &limbs, &[0, 1, 2, 3, 4]).unwrap_err().contains("at least one limb"));
+        assert!(ctx.divide_round(&a, &limbs, &[5]).unwrap_err().contains("limb 5 out of range"));
+        // digits: own rows, and the lifted group elsewhere
+        let x = &a[..4 * phi]; // limbs 0, 3, 1, 4
+        let (dl, groups, target) = ([0usize, 3, 1, 4], vec![vec![1usize, 0], vec![3]], [0usize, 1, 2, 3, 4]);
+        let got = ctx.digits(x, &dl, &groups, &target).unwrap();
+        let g0: Vec<u64> = [&x[2 * phi..3 * phi], &x[..phi]].concat(); // rows of limbs 1, 0
+        let coeffs = ctx.inverse(&g0, &[1, 0]).unwrap();
+        let lift = ctx.forward(&ctx.extend(&coeffs, &[1, 0], &[2, 3, 4]).unwrap(), &[2, 3, 4]).unwrap();
+        assert_eq!(got[..phi], x[..phi]);
+        assert_eq!(got[phi..2 * phi], x[2 * phi..3 * phi]);
+        assert_eq!(got[2 * phi..5 * phi], lift[..]);
+        assert_eq!(got[5 * phi + 3 * phi..5 * phi + 4 * phi], x[phi..2 * phi]);
+        assert!(ctx.digits(x, &dl, &[vec![0], vec![0]], &target).unwrap_err().contains("earlier group"));
     }
 
     #[test]

@@ -323,3 +323,10 @@ class CycloContext:
     def extend(self, residues: U64, src: Sequence[int], dst: Sequence[int]) -> U64:
         """The centred fast basis extension (shaper.kernels.cyclo's contract): residues
         (len(src), phi) mod the distinct primes of src -> (len(dst), phi) mod those of dst."""
+    def divide_round(self, a: U64, limbs: Sequence[int], drop: Sequence[int]) -> U64:
+        """(a - delta) D^-1 on limbs without drop, delta = 2 extend([a 2^-1]_D): a (..., L, phi)
+        values over distinct limbs -> (..., len(keep), phi) (ring.py's Ring.divide_round)."""
+    def digits(self, a: U64, limbs: Sequence[int], groups: Sequence[Sequence[int]],
+               target: Sequence[int]) -> U64:
+        """Key-switching digits: a (L, phi) values -> (len(groups), len(target), phi), per group
+        a's own rows and forward(extend(a's coefficients on the group)) elsewhere."""

@@ -633,3 +633,149 @@ def test_native_batched_ops_check_their_own_inputs():
         raw.mul_scalar(a, [q], [0])
     with pytest.raises(ValueError, match="src names limb 0 twice"):
         raw.extend(np.zeros((2, 24), dtype=np.uint64), [0, 0], [0])
+
+
+# -- divide_round and digits (ring.py's, fused) ----------------------------------------------------
+
+
+def coefficient_columns(ctx, values, limbs) -> list[list[int]]:
+    """The coefficients of each row (inverse transform) as Python integers."""
+    return [[int(c) for c in row] for row in ctx.inverse(np.ascontiguousarray(values), limbs)]
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+@pytest.mark.parametrize("m", [257, 4369])
+def test_divide_round_is_exact_division_keeping_the_plaintext_bit(m, native):
+    """Coefficient by coefficient: out = (c - delta) / D with delta = 2 [c 2^-1]_D centred, i.e.
+    delta = c mod D and delta even, on the kept primes."""
+    qs = ring(m, 3) + ring(m, 2, bits=60)
+    ctx = context(m, qs, native=native)
+    rng = np.random.default_rng(m + 3)
+    limbs = [0, 3, 1, 4, 2]
+    for drop in ([4], [3, 4], [2, 0]):
+        keep = [x for x in limbs if x not in drop]
+        a = batch(rng, ctx, limbs, (2,))
+        got = ctx.divide_round(a, limbs, drop)
+        assert got.shape == (2, len(keep), ctx.phi) and got.dtype == np.uint64
+        ps = [qs[x] for x in drop]
+        d = 1
+        for p in ps:
+            d *= p
+        for item in range(2):
+            top = coefficient_columns(ctx, a[item, [limbs.index(x) for x in drop]], drop)
+            x_d = crt_centred(top, ps)  # a mod D, centred (only its class mod D matters)
+            y = [(v * pow(2, -1, d)) % d for v in x_d]
+            delta = [2 * (v - d if v > d // 2 else v) for v in y]
+            rows = coefficient_columns(ctx, got[item], keep)
+            for j, limb in enumerate(keep):
+                q = qs[limb]
+                c = coefficient_columns(ctx, a[item, [limbs.index(limb)]], [limb])[0]
+                assert rows[j] == [(ci - de) * pow(d, -1, q) % q for ci, de in zip(c, delta)], (drop, limb)
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+@pytest.mark.parametrize("m", [257, 4369])
+def test_digits_are_the_centred_group_residues_on_every_target_prime(m, native):
+    qs = ring(m, 4) + ring(m, 2, bits=60)
+    ctx = context(m, qs, native=native)
+    rng = np.random.default_rng(m + 5)
+    limbs, target = [0, 1, 2, 3], [0, 1, 2, 3, 4, 5]
+    groups = [[0, 2], [1], [3]]
+    a = batch(rng, ctx, limbs)
+    got = ctx.digits(a, limbs, groups, target)
+    assert got.shape == (3, 6, ctx.phi) and got.dtype == np.uint64
+    coeffs = coefficient_columns(ctx, a, limbs)
+    for gi, group in enumerate(groups):
+        for x in group:  # the group's own rows: a itself
+            assert np.array_equal(got[gi, target.index(x)], a[limbs.index(x)])
+        digit = crt_centred([coeffs[limbs.index(x)] for x in group], [qs[x] for x in group])
+        rows = coefficient_columns(ctx, got[gi], target)
+        for j, t in enumerate(target):
+            assert rows[j] == [v % qs[t] for v in digit], (group, t)
+
+
+@needs_native
+def test_native_divide_round_and_digits_equal_the_reference():
+    m = 4369
+    qs = ring(m, 4) + ring(m, 2, bits=60)
+    ref, nat = context(m, qs, native=False), context(m, qs, native=True)
+    rng = np.random.default_rng(9)
+    limbs = [0, 1, 2, 3, 4, 5]
+    a = batch(rng, nat, limbs, (2,))
+    for drop in ([4, 5], [3], [5, 0]):
+        assert np.array_equal(nat.divide_round(a, limbs, drop), ref.divide_round(a, limbs, drop)), drop
+    x = np.ascontiguousarray(a[0, :4])
+    for groups, target in (([[0, 1], [2, 3]], [0, 1, 2, 3, 4, 5]), ([[2], [0, 3]], [3, 5, 2, 0, 4])):
+        assert np.array_equal(nat.digits(x, [0, 1, 2, 3], groups, target), ref.digits(x, [0, 1, 2, 3], groups, target))
+
+
+@needs_native
+def test_native_divide_round_and_digits_at_m_53261_equal_their_steps():
+    """On the AES ring the fused kernels equal the unfused native steps (each tested against the
+    reference above), as ring.py composes them; one thread and two alike."""
+    from shaper import _native
+
+    m = 53261
+    qs = tuple(primes(m, 45, 3) + primes(m, 60, 1))
+    ctx = context(m, qs, native=True)
+    rng = np.random.default_rng(2)
+    limbs, drop, keep = [0, 1, 2, 3], [3], [0, 1, 2]
+    a = batch(rng, ctx, limbs, (2,))
+    half = [pow(2, -1, qs[3])]
+    d_inv = [pow(qs[3], -1, qs[x]) for x in keep]
+    want = np.empty((2, 3, ctx.phi), dtype=np.uint64)
+    for i in range(2):
+        lift = ctx.extend(ctx.mul_scalar(ctx.inverse(a[i, 3:], drop), half, drop), drop, keep)
+        delta = ctx.forward(ctx.add(lift, lift, keep), keep)
+        want[i] = ctx.mul_scalar(ctx.sub(np.ascontiguousarray(a[i, :3]), delta, keep), d_inv, keep)
+    x = np.ascontiguousarray(a[0, :3])
+    coeffs = ctx.inverse(x, keep)
+    digit = ctx.forward(ctx.extend(coeffs[[0, 2]], [0, 2], [1, 3]), [1, 3])
+    before = _native.threads()
+    try:
+        for threads in (1, 2):
+            _native.set_threads(threads)
+            assert np.array_equal(ctx.divide_round(a, limbs, drop), want)
+            got = ctx.digits(x, keep, [[0, 2], [1]], [0, 1, 2, 3])
+            assert np.array_equal(got[0, [0, 2]], x[[0, 2]]) and np.array_equal(got[0, [1, 3]], digit)
+    finally:
+        _native.set_threads(before)
+
+
+@pytest.mark.parametrize("native", BACKENDS)
+def test_divide_round_and_digits_refuse_bad_inputs_by_name(native):
+    qs = ring(45, 3)
+    ctx = context(45, qs, native=native)
+    a = np.zeros((2, 3, ctx.phi), dtype=np.uint64)
+    with pytest.raises(ValueError, match="drop names limb 2, which is not among the limbs"):
+        ctx.divide_round(a[:, :2].copy(), [0, 1], [2])
+    with pytest.raises(ValueError, match="drop must leave at least one limb"):
+        ctx.divide_round(a, [0, 1, 2], [2, 0, 1])
+    with pytest.raises(ValueError, match="drop names limb 2 twice"):
+        ctx.divide_round(a, [0, 1, 2], [2, 2])
+    with pytest.raises(ValueError, match="limbs names limb 1 twice"):
+        ctx.divide_round(a, [0, 1, 1], [2])
+    with pytest.raises(ValueError, match="drop: limbs is empty"):
+        ctx.divide_round(a, [0, 1, 2], [])
+    with pytest.raises(ValueError, match=r"a has shape \(2, 3, 24\), expected \(\.\.\., 2, 24\)"):
+        ctx.divide_round(a, [0, 1], [1])
+    bad = a.copy()
+    bad[1, 2, 0] = qs[2]
+    with pytest.raises(ValueError, match=r"a: row 2 of item 1 \(entry 0\)"):
+        ctx.divide_round(bad, [0, 1, 2], [0])
+    x = np.zeros((3, ctx.phi), dtype=np.uint64)
+    with pytest.raises(ValueError, match=r"groups\[1\] names limb 0, which an earlier group"):
+        ctx.digits(x, [0, 1, 2], [[0], [0, 1]], [0, 1, 2])
+    with pytest.raises(ValueError, match=r"groups\[0\] names limb 2, which is not among the target limbs"):
+        ctx.digits(x, [0, 1, 2], [[2]], [0, 1])
+    with pytest.raises(ValueError, match=r"groups\[0\] names limb 2, which is not among the limbs"):
+        ctx.digits(x[:2].copy(), [0, 1], [[2]], [0, 1, 2])
+    with pytest.raises(ValueError, match="groups is empty"):
+        ctx.digits(x, [0, 1, 2], [], [0, 1, 2])
+    with pytest.raises(ValueError, match="target names limb 1 twice"):
+        ctx.digits(x, [0, 1, 2], [[0]], [0, 1, 1])
+    with pytest.raises(ValueError, match=r"a has shape \(3, 24\), expected \(2, 24\)"):
+        ctx.digits(x, [0, 1], [[0]], [0, 1])
+    x[1, 3] = qs[1]
+    with pytest.raises(ValueError, match=r"a: row 1 \(entry 3\)"):
+        ctx.digits(x, [0, 1, 2], [[0]], [0, 1, 2])

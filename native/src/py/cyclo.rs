@@ -200,6 +200,49 @@ impl CycloContext {
         out.into_pyarray(py).reshape(a.shape().to_vec())
     }
 
+    /// ring.py's `Ring.divide_round`, fused: a (..., L, phi) values over `limbs` (distinct) ->
+    /// (..., len(keep), phi), keep = limbs without `drop` (the contract's `divide_round`).
+    fn divide_round<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, limbs: Vec<usize>,
+                         drop: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        self.check_batch(a.shape(), &limbs, "a")?;
+        let x = contiguous(&a, "a")?;
+        let phi = self.inner.phi;
+        let keep = limbs.iter().filter(|l| !drop.contains(l)).count();
+        let items = x.len() / (limbs.len() * phi).max(1);
+        check_size(items * keep * phi, "the result")?;
+        let ctx = &self.inner;
+        let fill =
+            |o: &mut [MaybeUninit<u64>]| run(py, || ctx.divide_round_into(x, &limbs, &drop, o))?.map_err(value_err);
+        // SAFETY: divide_round_into writes every kept row of every item when it returns Ok
+        let out = unsafe { cyclo::filled(items * keep * phi, fill) }?;
+        let mut shape = a.shape().to_vec();
+        let d = shape.len();
+        shape[d - 2] = keep;
+        out.into_pyarray(py).reshape(shape)
+    }
+
+    /// ring.py's `Ring.digits`, fused: a (len(limbs), phi) values -> (len(groups), len(target),
+    /// phi), the key-switching digit of each group over the target limbs (the contract's
+    /// `digits`).
+    fn digits<'py>(&self, py: Python<'py>, a: PyReadonlyArray2<'py, u64>, limbs: Vec<usize>, groups: Vec<Vec<usize>>,
+                   target: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u64>>> {
+        let phi = self.inner.phi;
+        if a.shape() != [limbs.len(), phi] {
+            return Err(PyValueError::new_err(format!(
+                "a must have shape ({}, {phi}) for {} limbs, got {:?}", limbs.len(), limbs.len(), a.shape())));
+        }
+        let x = contiguous(&a, "a")?;
+        let words = groups.len() * target.len() * phi;
+        check_size(words, "the digits")?;
+        let ctx = &self.inner;
+        let fill = |o: &mut [MaybeUninit<u64>]| {
+            run(py, || ctx.digits_into(x, &limbs, &groups, &target, o))?.map_err(value_err)
+        };
+        // SAFETY: digits_into writes every row of every group when it returns Ok
+        let out = unsafe { cyclo::filled(words, fill) }?;
+        out.into_pyarray(py).reshape(vec![groups.len(), target.len(), phi])
+    }
+
     /// The centred fast basis extension: residues (len(src), phi) mod the primes of `src`
     /// (distinct) -> (len(dst), phi) mod the primes of `dst` (the contract's `extend`).
     fn extend<'py>(&self, py: Python<'py>, residues: PyReadonlyArray2<'py, u64>, src: Vec<usize>, dst: Vec<usize>)

@@ -51,6 +51,16 @@ to x' mod each t = ``primes[dst[j]]``, ``(len(dst), phi)``:
 So x' = x (mod D) and |x'| <= D / 2, except within the float's rounding of the boundary D / 2
 (there |x'| <= D / 2 + D).
 
+**divide_round** and **digits** are BGV's two uses of ``extend``, fused (one call each, the same
+residues as :class:`shaper.crypto.bgv.ring.Ring`'s step-by-step versions): ``divide_round(a,
+limbs, drop)`` is (a - delta) D^-1 on the limbs that ``drop`` leaves, with delta = 2 extend([a
+2^-1]_D) in evaluation form (delta = a mod D, delta even: the modulus switch that keeps the
+plaintext mod 2); ``digits(a, limbs, groups, target)`` gives, per group G, a's own rows on G
+and forward(extend(a's coefficients on G)) on the other target limbs (the key-switching digits).
+Every step is exact modular arithmetic but the rounding of ``extend``, so any order of the
+steps gives the same residues; the native kernels transform each kept (or target) row and apply
+the final products in one pass.
+
 Method (both implementations): Bluestein over the whole length m (HElib's; with m odd an m-th
 root suffices, i j = h (i^2 + j^2 - (i - j)^2) with h = 2^-1 mod m), and for the inverse a
 reduction mod Phi_m through Psi_m = (X^m - 1) / Phi_m: the quotient is the top of g Psi_m. The
@@ -304,15 +314,62 @@ class CycloContext:
             raise ValueError(f"src names limb {twice} twice (the sources' primes must be distinct)")
         return self._impl.extend(self._array(residues, "residues", src), src, dst)
 
-    def _limb_list(self, limbs: Sequence[int], what: str, allow_empty: bool = False) -> list[int]:
+    def divide_round(self, a: np.ndarray, limbs: Sequence[int] | None, drop: Sequence[int]) -> np.ndarray:
+        """Exact division by D = the product of ``drop``'s primes with rounding that keeps the
+        plaintext mod 2 (BGV's modulus switch; ``shaper.crypto.bgv.ring.Ring.divide_round``, bit
+        for bit): ``a`` ``(..., L, phi)`` in evaluation form over ``limbs`` (distinct; default
+        every prime) -> ``(..., len(keep), phi)`` over keep = limbs without drop (in order), equal
+        to (a - delta) D^-1 with delta = 2 extend([a 2^-1]_D) in evaluation form (so delta = a
+        mod D, delta = 0 mod 2). ``drop``: distinct limbs among ``limbs``, leaving at least one."""
+        limbs = self._limb_list(self._limbs(limbs), "limbs", distinct=True)
+        drop = self._limb_list(drop, "drop", distinct=True)
+        missing = [x for x in drop if x not in limbs]
+        if missing:
+            raise ValueError(f"drop names limb {missing[0]}, which is not among the limbs")
+        if len(drop) == len(limbs):
+            raise ValueError("drop must leave at least one limb")
+        return self._impl.divide_round(self._batch(a, "a", limbs), limbs, drop)
+
+    def digits(self, a: np.ndarray, limbs: Sequence[int], groups: Sequence[Sequence[int]],
+               target: Sequence[int]) -> np.ndarray:
+        """Key-switching digits (``shaper.crypto.bgv.ring.Ring.digits``, bit for bit): ``a``
+        ``(len(limbs), phi)`` in evaluation form over ``limbs`` (distinct); ``groups``: disjoint
+        non-empty lists of limbs, each among ``limbs`` and ``target`` (distinct limbs) ->
+        ``(len(groups), len(target), phi)``: for group G, target row t is a's own row where t is
+        in G, and elsewhere forward(extend(a's coefficients on G, G, the other target limbs))."""
+        limbs = self._limb_list(limbs, "limbs", distinct=True)
+        target = self._limb_list(target, "target", distinct=True)
+        if isinstance(groups, (str, bytes)) or len(groups) == 0:
+            raise ValueError("groups is empty")
+        checked: list[list[int]] = []
+        seen: set[int] = set()
+        for gi, group in enumerate(groups):
+            group = self._limb_list(group, f"groups[{gi}]")
+            for x in group:
+                if x not in limbs:
+                    raise ValueError(f"groups[{gi}] names limb {x}, which is not among the limbs")
+                if x not in target:
+                    raise ValueError(f"groups[{gi}] names limb {x}, which is not among the target limbs")
+                if x in seen:
+                    raise ValueError(f"groups[{gi}] names limb {x}, which an earlier group (or this one) has")
+                seen.add(x)
+            checked.append(group)
+        return self._impl.digits(self._array(a, "a", limbs), limbs, checked, target)
+
+    def _limb_list(self, limbs: Sequence[int], what: str, allow_empty: bool = False,
+                   distinct: bool = False) -> list[int]:
         if limbs is None or isinstance(limbs, (str, bytes)):
             raise ValueError(f"{what} must be a list of prime indices, got {limbs!r}")
         if allow_empty and len(limbs) == 0:
             return []
         try:
-            return self._limbs(limbs)
+            out = self._limbs(limbs)
         except ValueError as e:
             raise ValueError(f"{what}: {e}") from None
+        if distinct and len(set(out)) != len(out):
+            twice = next(x for i, x in enumerate(out) if x in out[:i])
+            raise ValueError(f"{what} names limb {twice} twice")
+        return out
 
 
 def context(m: int, primes: Sequence[int], *, native: bool | None = None) -> CycloContext:

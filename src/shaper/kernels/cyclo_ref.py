@@ -346,6 +346,41 @@ class CycloReference:
             out[j] = (x % t).astype(np.uint64)
         return out
 
+    def divide_round(self, a: np.ndarray, limbs: Sequence[int], drop: Sequence[int]) -> np.ndarray:
+        """ring.py's ``Ring.divide_round`` step by step: (a - delta) D^-1 on the limbs that
+        ``drop`` leaves, delta = 2 forward(extend(inverse(a's dropped rows) 2^-1))."""
+        self._batch_rows(a, limbs, "a")
+        limbs, drop = list(limbs), list(drop)
+        keep = [x for x in limbs if x not in drop]
+        pos_drop, pos_keep = [limbs.index(x) for x in drop], [limbs.index(x) for x in keep]
+        half = [pow(2, -1, self.primes[x]) for x in drop]
+        d_inv = [pow(math.prod(self.primes[z] for z in drop) % self.primes[x], -1, self.primes[x]) for x in keep]
+        flat = a.reshape((-1,) + a.shape[-2:])
+        out = np.empty((flat.shape[0], len(keep), self.phi), dtype=np.uint64)
+        for i, x in enumerate(flat):
+            top = self.inverse(np.ascontiguousarray(x[pos_drop]), drop)
+            lift = self.extend(self.mul_scalar(top, half, drop), drop, keep)
+            delta = self.forward(self.add(lift, lift, keep), keep)
+            out[i] = self.mul_scalar(self.sub(x[pos_keep], delta, keep), d_inv, keep)
+        return out.reshape(a.shape[:-2] + (len(keep), self.phi))
+
+    def digits(self, a: np.ndarray, limbs: Sequence[int], groups: Sequence[Sequence[int]],
+               target: Sequence[int]) -> np.ndarray:
+        """ring.py's ``Ring.digits``: per group G, a's own rows on G and forward(extend(a's
+        coefficients on G)) on the other target limbs -> (len(groups), len(target), phi)."""
+        self._batch_rows(a, limbs, "a")
+        limbs, target = list(limbs), list(target)
+        out = np.empty((len(groups), len(target), self.phi), dtype=np.uint64)
+        for gi, group in enumerate(groups):
+            group = list(group)
+            rows = np.ascontiguousarray(a[[limbs.index(x) for x in group]])
+            others = [t for t in target if t not in group]
+            out[gi, [target.index(t) for t in group]] = rows
+            if others:
+                lift = self.extend(self.inverse(rows, group), group, others)
+                out[gi, [target.index(t) for t in others]] = self.forward(lift, others)
+        return out
+
     def forward(self, coeffs: np.ndarray, limbs: Sequence[int]) -> np.ndarray:
         """out[l, i] = a_l(zeta^units[i]) mod primes[limbs[l]]."""
         self._rows(coeffs, limbs, "coeffs")
