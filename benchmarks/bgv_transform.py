@@ -13,6 +13,18 @@ Rows (ms per call unless stated; Python call included; inputs uniform residues):
                                fallback where the extension is not built
   cyclo_context_build          ``context(m, primes)`` for the chain, native (uncached), and the RSS
                                growth it caused (MiB): the per-prime tables
+  cyclo_mul / _add / _sub      the batched element-wise kernels over the chain (``limbs`` = all), a
+  / _mul_acc / _mul_scalar     (chain, phi) operand with a (chain, phi) one; beside them numpy_copy
+                               (``a.copy()``) and numpy_add_wrapping (``a + b``): what memory alone
+                               costs for an array of that size
+  cyclo_mul_batch2             (2, chain, phi) times (chain, phi) (a ciphertext times a plaintext)
+  cyclo_extend_S_to_D          the centred fast basis extension from the first S = --extend-src
+                               primes to the other chain - S (and from one prime, S = 1)
+  cyclo_divide_round           a (2, chain, phi) ciphertext divided by its last prime (BGV's modulus
+                               switch: one inverse, one extension, chain - 1 forward transforms)
+  cyclo_digits                 key-switching digits of a (chain, phi) element in groups of
+                               --extend-src primes over the chain (forward transforms of every
+                               group to every other prime)
 
 Ratios printed and written (``ratios``): GMPFHE's 849 ms per NTT over Phi_53261 ([GMP] §6.1.4,
 as read in shared/research/ghs.md §2) over ours per prime (forward, 1 thread); ours over the
@@ -98,6 +110,7 @@ def main() -> int:
     ap.add_argument("--chain", type=int, default=20, help="primes of the whole-chain rows")
     ap.add_argument("--logn", type=int, nargs="+", default=[15, 16], help="log2 N of the power-of-two NTT rows")
     ap.add_argument("--reps", type=int, default=7, help="timing samples per row (median shown)")
+    ap.add_argument("--extend-src", type=int, default=4, help="source primes of the extend and digits rows")
     ap.add_argument("--no-reference", action="store_true", help="skip the numpy reference rows")
     ap.add_argument("--wait-quiet", type=float, default=300,
                     help="seconds to wait for compilers/test runs to finish before timing (0: do not wait)")
@@ -148,6 +161,33 @@ def main() -> int:
             x = np.ascontiguousarray(rows[:count])
             out[f"pow2_2^{logn}_ntt_forward"] = lambda rc=rc, x=x: rc.ntt(x, limbs)
             out[f"pow2_2^{logn}_ntt_inverse"] = lambda rc=rc, x=x: rc.intt(x, limbs)
+        if count < args.chain:
+            return out
+        # the batched arithmetic of the BGV ring layer, over the whole chain
+        b = np.ascontiguousarray(values[::-1][:count]) if count > 1 else values[:1].copy()
+        b = np.stack([row % np.uint64(q) for row, q in zip(b, qs)])  # reduced mod its own row's prime
+        acc = a.copy()
+        scalars = [int(q) // 3 for q in qs[:count]]
+        pair = np.stack([v, b])
+        out.update({
+            "numpy_copy": lambda: v.copy(),
+            "numpy_add_wrapping": lambda: v + b,
+            "cyclo_add": lambda: ctx.add(v, b, limbs),
+            "cyclo_sub": lambda: ctx.sub(v, b, limbs),
+            "cyclo_mul": lambda: ctx.mul(v, b, limbs),
+            "cyclo_mul_batch2": lambda: ctx.mul(pair, b, limbs),
+            "cyclo_mul_acc": lambda: ctx.mul_acc(acc, v, b, limbs),
+            "cyclo_mul_scalar": lambda: ctx.mul_scalar(v, scalars, limbs),
+        })
+        src_n = min(args.extend_src, count - 1)
+        if src_n >= 1:
+            src, dst = limbs[:src_n], limbs[src_n:]
+            res = np.ascontiguousarray(a[:src_n])
+            out[f"cyclo_extend_{src_n}_to_{len(dst)}"] = lambda: ctx.extend(res, src, dst)
+            out[f"cyclo_extend_1_to_{count - 1}"] = lambda: ctx.extend(res[:1], src[:1], limbs[1:])
+            groups = [limbs[i:i + src_n] for i in range(0, count, src_n)]
+            out["cyclo_digits"] = lambda: ctx.digits(v, limbs, groups, limbs)
+        out["cyclo_divide_round"] = lambda: ctx.divide_round(pair, limbs, limbs[-1:])
         return out
 
     still_busy = bench.wait_quiet(args.wait_quiet)
@@ -212,6 +252,13 @@ def main() -> int:
         ratios[f"cyclo_{d}_pool_speedup"] = ratio(chain1, value(f"cyclo_{d}", args.chain, len(cpus)))
         ratios[f"cyclo_{d}_reference_over_native"] = ratio(value(f"cyclo_{d}_reference", 1, 1),
                                                            value(f"cyclo_{d}", 1, 1))
+    chain_ops = ["cyclo_add", "cyclo_mul", "cyclo_mul_acc", "cyclo_divide_round", "cyclo_digits"]
+    chain_ops += sorted({r["operation"] for r in rows if r["operation"].startswith("cyclo_extend_")})
+    for op in chain_ops:
+        ratios[f"{op}_pool_speedup"] = ratio(value(op, args.chain, 1), value(op, args.chain, len(cpus)))
+    for op in ("cyclo_add", "cyclo_mul"):  # how far from memory speed (one thread)
+        ratios[f"{op}_over_numpy_add_wrapping"] = ratio(value(op, args.chain, 1),
+                                                        value("numpy_add_wrapping", args.chain, 1))
     quiet = not busy_seen
     print(f"\nm = {m} (phi = {phi}), {args.bits}-bit primes; {cpu_model()}, {len(cpus)} CPUs; median ms per call")
     print(f"{'operation':30s} {'primes':>6s} {'threads':>7s} {'ms':>10s} {'ms/prime':>10s}")
