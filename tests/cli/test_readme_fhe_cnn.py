@@ -42,7 +42,7 @@ FILLED = {"FILE": "parties.toml", "NAME": "bank", "DIR": "keys/bank", "N": "3", 
 #: lines run with extra options (see the module docstring), unless SHAPER_README_FULL=1
 LIGHTER = {"shaper cnn demo": "shaper cnn demo --method local --mnist-sample 4",
            # 120 blocks at m = 53261 take minutes: the same command on the small test ring
-           "shaper fhe aes --single-key --insecure": "shaper fhe aes --single-key --insecure --params test-257"}
+           "shaper fhe aes --single-key": "shaper fhe aes --single-key --insecure --params test-257"}
 
 
 def readme_commands() -> list[str]:

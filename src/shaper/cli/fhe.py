@@ -129,8 +129,9 @@ def add_parser(subparsers: Any) -> None:
     aes.add_argument("--blocks", type=int, metavar="N", help="blocks to encrypt (default: as many as the slots hold, "
                                                            "120 at m = 53261)")
     aes.add_argument("--params", default="aes-53261", metavar="NAME",
-                     help="parameter set: aes-53261 (default, 128-bit estimate), ghs-53261 (the seed's weight-64 "
-                          "set, comparison only), test-4369 / test-257 (tests; with --insecure)")
+                     help="parameter set: aes-53261 (default: dense secret, 141-bit estimate, 120 blocks), "
+                          "ghs-53261 (the paper's weight-64 set, not rated; with --insecure), test-4369 / test-257 "
+                          "(small test rings; with --insecure)")
     aes.add_argument("--aes-key", metavar="HEX", help="the AES-128 key, 32 hex digits (default: FIPS-197's, or random "
                                                   "with --input)")
     aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks")
