@@ -32,6 +32,13 @@
 //! Arithmetic is [`Prime`]'s (Shoup products by the precomputed chirps and kernels, lazy in
 //! [0, 2q) where the NTT accepts it); nothing here depends on secret values' timing beyond what
 //! the NTT does. Rows (one per prime) run in parallel with rayon; the caller installs the pool.
+//!
+//! **Batched arithmetic and basis extension** (the second half of this file): element-wise
+//! add/sub/mul/mul_acc/mul_scalar over (..., L, phi) batches with per-limb broadcasting, the
+//! centred fast basis extension [`CycloContext::extend`] (float quotient estimate, bit for bit
+//! the numpy reference's), and BGV's two uses of it fused with the transforms:
+//! [`CycloContext::divide_round`] and [`CycloContext::digits`]. Outputs are written into
+//! uninitialised buffers that the caller allocates ([`filled`]).
 
 use std::mem::MaybeUninit;
 
