@@ -116,47 +116,24 @@ class Ring:
 
     def divide_round(self, a: np.ndarray, limbs: Sequence[int], drop: Sequence[int]) -> np.ndarray:
         """(a − δ)/D on ``limbs`` minus ``drop`` (a in evaluation form over ``limbs``; D = ∏ drop),
-        with δ ≡ a (mod D), δ ≡ 0 (mod 2): the plaintext survives, the error shrinks by D."""
-        limbs, drop = list(limbs), list(drop)
-        keep = [x for x in limbs if x not in drop]
-        lead = a.shape[:-2]
-        flat = a.reshape((-1,) + a.shape[-2:])
-        pos_drop = [limbs.index(x) for x in drop]
-        pos_keep = [limbs.index(x) for x in keep]
-        out = np.empty((flat.shape[0], len(keep), self.phi), dtype=np.uint64)
-        half = [pow(2, -1, int(self.basis[x])) for x in drop]
-        d_inv = []
-        for x in keep:
-            prod = 1
-            for z in drop:
-                prod = prod * int(self.basis[z]) % int(self.basis[x])
-            d_inv.append(pow(prod, -1, int(self.basis[x])))
-        for i, x in enumerate(flat):
-            top = self.inverse(x[pos_drop], drop)                       # a mod D, coefficients
-            y = self.mul_scalar(top, half, drop)                        # [a / 2]_D
-            delta = self.extend(y, drop, keep)                          # ≈ [a / 2]_D on the kept primes
-            delta = self.forward(self.add(delta, delta, keep), keep)    # δ = 2·[a / 2]_D
-            out[i] = self.mul_scalar(self.sub(x[pos_keep], delta, keep), d_inv, keep)
-        return out.reshape(lead + (len(keep), self.phi))
+        with δ = 2·[a/2]_D: δ ≡ a (mod D), δ ≡ 0 (mod 2), so the plaintext survives and the error
+        shrinks by D (the kernel's fused ``divide_round``: inverse of the dropped rows, extension,
+        forward, subtraction and D^{-1})."""
+        return self.ctx.divide_round(_c(a), list(limbs), list(drop))
 
     def digits(self, a: np.ndarray, level: int) -> list[tuple[list[int], np.ndarray]]:
         """Key-switching digits of a (evaluation form, limbs 0..level): for each digit group G of
         the chain (restricted to the level), [a]_{∏G} lifted to limbs 0..level and the special
         primes, in evaluation form. Σ_G digit_G · Q̂_G·[Q̂_G^{-1}]_{Q_G} ≡ a (mod Q_level)."""
         chain = self.chain(level)
-        target = chain + self.special
-        coeffs = self.inverse(a, chain)
-        out = []
+        groups = []
         for group in self.params.digit_groups():
             g = [i for i in group if i <= level]
             if not g:
                 break
-            others = [t for t in target if t not in g]
-            full = np.empty((len(target), self.phi), dtype=np.uint64)
-            full[[target.index(t) for t in g]] = a[g]  # the group's own rows: a itself, already in evaluation form
-            full[[target.index(t) for t in others]] = self.forward(self.extend(coeffs[g], g, others), others)
-            out.append((g, full))
-        return out
+            groups.append(g)
+        full = self.ctx.digits(_c(a), chain, groups, chain + self.special)
+        return list(zip(groups, full, strict=True))
 
 
 def _c(a: np.ndarray) -> np.ndarray:
