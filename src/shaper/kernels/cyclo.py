@@ -91,7 +91,7 @@ from .cyclo_ref import (
     smallest_primitive_root,
     units,
 )
-from .modq import is_prime
+from .modq import primes_one_mod
 from .native import mode as native_mode
 
 try:  # the extension is optional: a source checkout without a build runs on the reference
@@ -129,14 +129,7 @@ def primes(m: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[i
     if count < 0:
         raise ValueError(f"count must be non-negative, got {count}")
     step = prime_step(m)
-    skip = {int(e) for e in exclude}
-    q = ((1 << bits) - 1) // step * step + 1  # the largest value = 1 mod step below 2^bits
-    lower = 1 << (bits - 1)
-    out: list[int] = []
-    while len(out) < count and q > lower:
-        if q not in skip and is_prime(q):
-            out.append(q)
-        q -= step
+    out = primes_one_mod(step, bits, count, exclude)
     if len(out) < count:
         raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod 2 N m = {step} "
                          f"(m = {m}, N = {ntt_size(m)}); {count} were asked for "

@@ -41,6 +41,7 @@ import gmpy2
 import numpy as np
 
 from .modq import is_prime
+from .modq import prime_factors as modq_prime_factors
 
 #: the largest m: 2m - 2 = 2^17, the largest NTT length of the RNS kernels (native)
 MAX_M = (1 << 16) + 1
@@ -72,17 +73,8 @@ def prime_step(m: int) -> int:
 
 @functools.cache
 def prime_factors(n: int) -> tuple[int, ...]:
-    """The distinct prime factors of n >= 1, increasing."""
-    out, p = [], 2
-    while p * p <= n:
-        if n % p == 0:
-            out.append(p)
-            while n % p == 0:
-                n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return tuple(out)
+    """The distinct prime factors of n >= 1, increasing (cached :func:`.modq.prime_factors`)."""
+    return modq_prime_factors(n)
 
 
 @functools.cache

@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover - exercised where the extension is absen
     _native = None
 
 __all__ = ["Ring", "add_mod", "basis", "bit_reverse", "galois_permutation", "is_prime", "lift_public", "matmul_mod", "moduli_array", "mul_mod",
-           "neg_mod", "ntt_primes", "pack_bits", "smallest_root", "sub_mod", "unpack_bits"]
+           "neg_mod", "ntt_primes", "pack_bits", "prime_factors", "primes_one_mod", "smallest_root", "sub_mod",
+           "unpack_bits"]
 
 def basis(moduli: int | Sequence[int]) -> tuple[int, ...]:
     """A checked basis: odd moduli 3 <= q < 2^62, distinct."""
@@ -197,17 +198,38 @@ def ntt_primes(n: int, bits: int, count: int, exclude: Sequence[int] = ()) -> li
     if count < 0:
         raise ValueError(f"count must be non-negative, got {count}")
     step = 2 * n
+    out = primes_one_mod(step, bits, count, exclude)
+    if len(out) < count:
+        raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod {step} (asked for {count})")
+    return out
+
+
+def primes_one_mod(step: int, bits: int, count: int, exclude: Sequence[int] = ()) -> list[int]:
+    """Up to ``count`` of the largest primes q = 1 (mod step) with 2^(bits-1) < q < 2^bits, largest
+    first, skipping ``exclude`` (fewer when fewer exist: the callers name the shortfall)."""
     skip = {int(e) for e in exclude}
-    q = ((1 << bits) - 1) // step * step + 1  # the largest value = 1 mod 2n below 2^bits
+    q = ((1 << bits) - 1) // step * step + 1  # the largest value = 1 mod step below 2^bits
     lower = 1 << (bits - 1)
     out: list[int] = []
     while len(out) < count and q > lower:
         if q not in skip and is_prime(q):
             out.append(q)
         q -= step
-    if len(out) < count:
-        raise ValueError(f"only {len(out)} primes of {bits} bits are 1 mod {step} (asked for {count})")
     return out
+
+
+def prime_factors(n: int) -> tuple[int, ...]:
+    """The distinct prime factors of n >= 1, increasing (trial division: n is small here)."""
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return tuple(out)
 
 
 def smallest_root(q: int, n: int) -> int:

@@ -24,6 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...kernels.modq import prime_factors
+
 __all__ = [
     "Field",
     "field",
@@ -80,19 +82,6 @@ def poly_gcd(a: int, b: int) -> int:
     return a
 
 
-def prime_factors(n: int) -> list[int]:
-    """The distinct prime factors of n >= 1, ascending (trial division; n is small here)."""
-    out = []
-    q = 2
-    while q * q <= n:
-        if n % q == 0:
-            out.append(q)
-            while n % q == 0:
-                n //= q
-        q += 1
-    if n > 1:
-        out.append(n)
-    return out
 
 
 def _x_pow_2k_mod(k: int, p: int) -> int:
