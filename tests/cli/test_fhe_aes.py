@@ -52,3 +52,15 @@ def test_fhe_aes_refuses_input_that_is_not_whole_blocks(tmp_path, capsys):
     assert main(["fhe", "aes", "--single-key", "--params", "test-257", "--insecure", "--input",
                  str(tmp_path / "in.bin")]) == 2
     assert "not a positive multiple of 16" in capsys.readouterr().err
+
+
+@NATIVE
+def test_the_bgv_example_runs_and_checks_its_blocks():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "bgv_aes.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "all 16 blocks equal AES-128" in out.stdout
