@@ -48,7 +48,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -56,7 +55,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from meta import cpu_model, write_json
+from meta import cpu_model, load_sibling, write_json
 
 #: GMPFHE's per-NTT times over Phi_m ([GMP] §6.1.4, via shared/research/ghs.md §2), and its 2^14 NTT
 PAPER = {"forward_ms": {53261: 849.0, 28679: 430.0}, "pow2_14_ms": 5.81,
@@ -65,15 +64,6 @@ MIN_SAMPLE_S = 0.1
 SEED = 2025
 
 
-def _load_ckks_bench() -> Any:
-    """benchmarks/ckks.py (pinning, quiet-machine checks), loaded by path: its bare name ``ckks``
-    would read as shaper's CKKS."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckks.py")
-    spec = importlib.util.spec_from_file_location("benchmarks_ckks", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def rss_mib() -> float | None:
@@ -128,7 +118,7 @@ def main() -> int:
         return 1
     import shaper._native as nat
 
-    bench = _load_ckks_bench()
+    bench = load_sibling("ckks")
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     threads_before = nat.threads()
     m, rng = args.m, np.random.default_rng(SEED)

@@ -56,7 +56,6 @@ threshold run failed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -65,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from meta import cpu_model, write_json
+from meta import cpu_model, load_sibling, write_json
 from shaper.crypto import ckks
 from shaper.jobs import cnn as jobs
 from shaper.jobs.fhe import engine_for
@@ -78,18 +77,9 @@ from shaper.net import NetConfig, launch
 from shaper.protocols import threshold_ckks as tc
 
 
-def _load_ckks_bench() -> Any:
-    """benchmarks/ckks.py (pinning, quiet-machine checks, machine metadata, SEAL helpers), loaded
-    by path: its bare name ``ckks`` would read as shaper's CKKS."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckks.py")
-    spec = importlib.util.spec_from_file_location("benchmarks_ckks", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-bench = _load_ckks_bench()
+bench = load_sibling("ckks")
 
 #: GMPFHE (Zhu, Ding, Huang), the CNN benchmark: per-image evaluation, encryption (ms), and the
 #: 2-party LAN decryption (s)

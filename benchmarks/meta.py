@@ -186,3 +186,18 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def load_sibling(name: str, as_name: str | None = None) -> Any:
+    """Another benchmark script of this directory as a module, loaded by path (``ckks.py`` would
+    otherwise read as shaper's CKKS): e.g. ``load_sibling("ckks")`` for its pinning and
+    quiet-machine helpers."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(as_name or f"benchmarks_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
