@@ -14,6 +14,8 @@ The pieces, in dependency order:
 * :mod:`.ring` — double-CRT arithmetic over the general-m transform of
   :mod:`shaper.kernels.cyclo` (native Rust where built), rounding that keeps the plaintext,
   key-switching digits;
+* :mod:`.multiparty` — the key material as local steps on one party's shares (what threshold
+  GHS will open; single-key key generation is the one-party case);
 * :mod:`.scheme` — keys, encryption, decryption, the evaluator (products, relinearisation,
   modulus and key switching, Frobenius maps and automorphisms) and its noise estimate;
 * :mod:`.aes` — AES-128 in GHS's packed layout on any evaluator.

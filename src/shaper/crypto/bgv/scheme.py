@@ -39,6 +39,7 @@ import numpy as np
 
 from ..ckks.keys import sample_gaussian, sample_ternary
 from ..prg import Prg, default_prg
+from . import multiparty
 from .algebra import Algebra, algebra
 from .params import Parameters
 from .ring import Ring
@@ -116,7 +117,8 @@ def sample_secret(params: Parameters, prg: Prg | None = None) -> np.ndarray:
 
 def keygen(params: Parameters, galois: Iterable[int] = (), *, prg: Prg | None = None,
            secret: np.ndarray | None = None) -> KeySet:
-    """Secret, public, relinearisation and Galois keys (one per automorphism exponent u)."""
+    """Secret, public, relinearisation and Galois keys (one per automorphism exponent u): the
+    local steps of :mod:`.multiparty` with one party holding the whole secret and every error."""
     prg = prg or default_prg()
     ring = _ring(params)
     coeffs = sample_secret(params, prg) if secret is None else np.asarray(secret, dtype=np.int8)
@@ -126,8 +128,7 @@ def keygen(params: Parameters, galois: Iterable[int] = (), *, prg: Prg | None = 
     s = sk.evaluation(ring)
     chain = ring.chain(params.max_level)
     a = _uniform(ring, chain, prg)
-    e = ring.encode_signed(2 * sample_gaussian(params.phi, params.sigma, prg), chain)
-    pk = PublicKey(params, ring.sub(e, ring.mul(a, s[chain], chain), chain), a)
+    pk = PublicKey(params, multiparty.public_key_share(ring, s[chain], a, _errors(ring, chain, prg)), a)
     s2 = ring.mul(s, s, list(range(len(ring.basis))))
     keys = {}
     for u in sorted({int(u) % params.m for u in galois}):
@@ -139,25 +140,16 @@ def keygen(params: Parameters, galois: Iterable[int] = (), *, prg: Prg | None = 
 
 def switching_key(ring: Ring, s: np.ndarray, s_from: np.ndarray, prg: Prg) -> SwitchingKey:
     """A key that switches from ``s_from`` to ``s`` (both evaluation form over the whole basis)."""
-    params = ring.params
     full = list(range(len(ring.basis)))
-    chain_len = len(params.primes)
-    p_mod = [1] * len(full)
-    for sp in params.special:
-        p_mod = [x * sp % q for x, q in zip(p_mod, ring.basis, strict=True)]
-    bs, as_ = [], []
-    big_q = math.prod(params.primes)
-    for group in params.digit_groups():
-        q_g = math.prod(params.primes[i] for i in group)
-        hat = big_q // q_g
-        factor = hat * pow(hat % q_g, -1, q_g)
-        scal = [factor * p_mod[i] % ring.basis[i] if i < chain_len else 0 for i in full]
-        a = _uniform(ring, full, prg)
-        e = ring.encode_signed(2 * sample_gaussian(params.phi, params.sigma, prg), full)
-        b = ring.add(ring.sub(e, ring.mul(a, s, full), full), ring.mul_scalar(s_from, scal, full), full)
-        bs.append(b)
-        as_.append(a)
-    return SwitchingKey(params, np.stack(bs), np.stack(as_))
+    digits = ring.params.digits
+    a = np.stack([_uniform(ring, full, prg) for _ in range(digits)])
+    e2 = np.stack([_errors(ring, full, prg) for _ in range(digits)])
+    return SwitchingKey(ring.params, multiparty.switching_key_share(ring, s, s_from, a, e2), a)
+
+
+def _errors(ring: Ring, limbs: Sequence[int], prg: Prg) -> np.ndarray:
+    """2e for a fresh Gaussian e of width σ, in evaluation form on ``limbs``."""
+    return ring.encode_signed(2 * sample_gaussian(ring.phi, ring.params.sigma, prg), limbs)
 
 
 def _uniform(ring: Ring, limbs: Sequence[int], prg: Prg) -> np.ndarray:

@@ -1,0 +1,78 @@
+"""BGV's key material as local steps on one party's share of the secret (no I/O): what threshold
+GHS (GMPFHE §5.2) has each party compute between two exchanges, and what single-key
+:func:`~.scheme.keygen` computes with one "party" holding everything.
+
+Everything here is linear in the party's shares: summed over the parties, each step's output is
+the single-key value under s = s_0 + ... + s_(n-1) and e = e_0 + ... + e_(n-1). Shares are
+evaluation-form rows over limbs of :attr:`Parameters.basis` (``ring.ctx`` computes on them); the
+errors are shares of 2·e (plaintext modulus 2), already in evaluation form.
+
+* :func:`public_key_share` — b_i = 2e_i − a·s_i over the chain;
+* :func:`switching_key_share` — per digit group G, b_{G,i} = 2e_{G,i} − a_G·s_i + P·Q̂_G·[Q̂_G^{-1}]_{Q_G}·t_i
+  over the chain and the special primes (t: the share of s² for relinearisation, of s(X^u) for an
+  automorphism — a permutation of s_i's evaluation points, :meth:`.ring.Ring.automorphism`);
+* :func:`square_share` — s² from an opened d = s − α and a square pair (α, α²): s² = d² + 2dα + α²,
+  per evaluation point and limb (the public d² added by one party);
+* :func:`digit_factors` — the constants P·Q̂_G·[Q̂_G^{-1}]_{Q_G} per limb.
+
+What the protocol opens (the b's, d) and who learns what is the protocol's business; these steps
+only say that the opened sums are the single-key keys.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .params import Parameters
+from .ring import Ring
+
+__all__ = ["digit_factors", "public_key_share", "square_share", "switching_key_share"]
+
+
+def public_key_share(ring: Ring, s: np.ndarray, a: np.ndarray, e2: np.ndarray) -> np.ndarray:
+    """This party's share of the public key's b: 2e_i − a·s_i on the chain's limbs (s, a, e2 on
+    those limbs, evaluation form; e2 is the share of 2e)."""
+    chain = ring.chain(ring.params.max_level)
+    return ring.sub(e2, ring.mul(a, s, chain), chain)
+
+
+def digit_factors(params: Parameters) -> list[list[int]]:
+    """Per digit group G, the integer P·Q̂_G·[Q̂_G^{-1}]_{Q_G} reduced mod each prime of the basis
+    (0 on the special primes, where P vanishes)."""
+    chain = len(params.primes)
+    p = math.prod(params.special)
+    big_q = math.prod(params.primes)
+    out = []
+    for group in params.digit_groups():
+        q_g = math.prod(params.primes[i] for i in group)
+        hat = big_q // q_g
+        factor = p * hat * pow(hat % q_g, -1, q_g)
+        out.append([factor % q if i < chain else 0 for i, q in enumerate(params.basis)])
+    return out
+
+
+def switching_key_share(ring: Ring, s: np.ndarray, target: np.ndarray, a: np.ndarray,
+                        e2: np.ndarray) -> np.ndarray:
+    """This party's share of a switching key's b from t to s: for each digit group G,
+    b_{G,i} = 2e_{G,i} − a_G·s_i + P·Q̂_G·[Q̂_G^{-1}]_{Q_G}·t_i over every limb of the basis.
+    ``s``, ``target``: (limbs, φ); ``a``, ``e2``: (digits, limbs, φ); returns (digits, limbs, φ)."""
+    full = list(range(len(ring.basis)))
+    factors = digit_factors(ring.params)
+    if a.shape[0] != len(factors) or e2.shape != a.shape:
+        raise ValueError(f"a switching key has {len(factors)} digits: a and e2 must be ({len(factors)}, "
+                         f"{len(full)}, {ring.phi}), got {a.shape} and {e2.shape}")
+    out = np.empty_like(a)
+    for g, factor in enumerate(factors):
+        b = ring.sub(np.ascontiguousarray(e2[g]), ring.mul(np.ascontiguousarray(a[g]), s, full), full)
+        out[g] = ring.add(b, ring.mul_scalar(target, factor, full), full)
+    return out
+
+
+def square_share(ring: Ring, d: np.ndarray, alpha: np.ndarray, alpha2: np.ndarray, first: bool) -> np.ndarray:
+    """This party's share of s² from the opened d = s − α and its shares of a square pair
+    (α, α²), per evaluation point and limb of the basis: 2dα_i + α²_i, plus d² at the ``first`` party."""
+    full = list(range(len(ring.basis)))
+    s2 = ring.add(ring.mul(ring.add(d, d, full), alpha, full), alpha2, full)
+    return ring.add(s2, ring.mul(d, d, full), full) if first else s2
