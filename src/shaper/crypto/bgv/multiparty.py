@@ -13,7 +13,12 @@ errors are shares of 2·e (plaintext modulus 2), already in evaluation form.
   automorphism — a permutation of s_i's evaluation points, :meth:`.ring.Ring.automorphism`);
 * :func:`square_share` — s² from an opened d = s − α and a square pair (α, α²): s² = d² + 2dα + α²,
   per evaluation point and limb (the public d² added by one party);
-* :func:`digit_factors` — the constants P·Q̂_G·[Q̂_G^{-1}]_{Q_G} per limb.
+* :func:`digit_factors` — the constants P·Q̂_G·[Q̂_G^{-1}]_{Q_G} per limb;
+* :func:`decryption_share` — c_1·s_i (+ c_0 at one party) on q_0 in coefficient form: the
+  parties' sum is the phase μ + 2e mod q_0, whose centred value's parity is the plaintext. What
+  may be decrypted and who learns it is the protocol's business: opening these shares would
+  reveal the noise, so the protocol converts their sum to bits inside the MPC
+  (:func:`shaper.protocols.threshold_bgv.decrypt_bits`).
 
 What the protocol opens (the b's, d) and who learns what is the protocol's business; these steps
 only say that the opened sums are the single-key keys.
@@ -28,7 +33,7 @@ import numpy as np
 from .params import Parameters
 from .ring import Ring
 
-__all__ = ["digit_factors", "public_key_share", "square_share", "switching_key_share"]
+__all__ = ["decryption_share", "digit_factors", "public_key_share", "square_share", "switching_key_share"]
 
 
 def public_key_share(ring: Ring, s: np.ndarray, a: np.ndarray, e2: np.ndarray) -> np.ndarray:
@@ -76,3 +81,18 @@ def square_share(ring: Ring, d: np.ndarray, alpha: np.ndarray, alpha2: np.ndarra
     full = list(range(len(ring.basis)))
     s2 = ring.add(ring.mul(ring.add(d, d, full), alpha, full), alpha2, full)
     return ring.add(s2, ring.mul(d, d, full), full) if first else s2
+
+
+def decryption_share(ring: Ring, s_q0: np.ndarray, parts: np.ndarray, first: bool) -> np.ndarray:
+    """This party's share of a level-0 ciphertext's phase, as coefficients mod q_0 (uint64 (φ,)):
+    c_1·s_i (+ c_2·(s²)_i is not supported: relinearise first), plus c_0 at the ``first`` party.
+    ``s_q0``: the party's secret share on limb 0 (evaluation form, (1, φ)); ``parts``: the
+    ciphertext's (2, 1, φ) evaluation rows at level 0 (switch it down publicly first)."""
+    parts = np.asarray(parts)
+    if parts.shape != (2, 1, ring.phi):
+        raise ValueError(f"a decryption share needs a relinearised ciphertext at level 0: (2, 1, {ring.phi}) "
+                         f"rows, got {parts.shape}")
+    v = ring.mul(np.ascontiguousarray(parts[1]), s_q0, [0])
+    if first:
+        v = ring.add(v, np.ascontiguousarray(parts[0]), [0])
+    return ring.inverse(v, [0])[0]
