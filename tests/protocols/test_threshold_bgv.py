@@ -10,6 +10,7 @@ import pytest
 from shaper.crypto.bgv import params as P
 from shaper.crypto.bgv import scheme as S
 from shaper.crypto.prg import Prg
+from shaper.kernels import cyclo
 from shaper.net import run_in_memory
 from shaper.protocols.threshold_bgv import decrypt_bits
 from tests.protocols.dealer_engine import engine_for_tests
@@ -62,3 +63,72 @@ def test_joint_decryption_opens_exactly_the_plaintext_bits(n):
     want = np.asarray([int(c) & 1 for c in centred], dtype=np.uint8)
     for r in res:  # to=None: every party, the parity of the centred phase, edges included
         assert np.array_equal(r["crafted"], want)
+
+
+def _keygen_job(session, params, galois):
+    from shaper.protocols.threshold_bgv import keygen
+
+    engine = engine_for_tests(session)
+    keys = keygen(engine, params, galois)
+    # test only: open the joint secret's coefficients to check its distribution
+    ring = S._ring(params)
+    coeffs = ring.inverse(keys.share, list(range(len(params.basis))))[:1]
+    total = engine.reveal_mod(S_mod(engine, coeffs, params.basis[:1]))
+    return {"keys": keys, "s": total}
+
+
+def S_mod(engine, rows, primes):
+    from shaper.protocols.api import ModShares
+
+    return ModShares(engine, np.ascontiguousarray(rows.T), primes)
+
+
+@pytest.mark.parametrize("n, weight", [(2, None), (3, 17)])
+def test_keys_made_in_the_mpc_work_and_the_secret_has_its_distribution(n, weight):
+    params = PARAMS if weight is None else P.Parameters.from_primes(257, PARAMS.primes, PARAMS.special,
+                                                                   hamming_weight=weight, name="w", insecure=True)
+    alg = S.algebra(params.m)
+    galois = [u for u, _ in alg.rotation(0, 1)] + [2]
+    res = run_in_memory(n, _keygen_job, params, galois, timeout=600)
+    keys = [r["keys"] for r in res]
+    for k in keys[1:]:  # every party holds the same opened keys
+        assert np.array_equal(k.public.b, keys[0].public.b) and np.array_equal(k.relin.b, keys[0].relin.b)
+    q0 = params.primes[0]
+    s = np.asarray([int(v) - q0 if v > q0 // 2 else int(v) for v in res[0]["s"].ravel()])
+    assert set(np.unique(s)) <= {-1, 0, 1}
+    if weight is not None:
+        assert int(np.count_nonzero(s)) == weight
+    else:
+        assert 0.5 < np.count_nonzero(s) / len(s) < 0.85  # uniform ternary: 2/3 nonzero
+    sk = S.SecretKey(params, s.astype(np.int8))
+    ev = keys[0].evaluator()
+    x = np.random.default_rng(5).integers(0, 2**alg.d, alg.nslots, dtype=np.uint64)
+    ct = S.encrypt(keys[0].public, ev.encode(x))
+    assert np.array_equal(S.decrypt(sk, ct), x)  # the opened public key is a key under the joint secret
+    assert [r["keys"].phases[-1].name for r in res][0].startswith("check")
+
+
+def _aes_job(session):
+    from shaper.crypto.bgv import aes
+    from shaper.crypto.bgv.slots import SlotEvaluator
+    from shaper.protocols.threshold_bgv import keygen
+
+    engine = engine_for_tests(session)
+    alg = S.algebra(PARAMS.m)
+    keys = keygen(engine, PARAMS, aes.AesCircuit(SlotEvaluator(alg)).plan()["automorphisms"])
+    ev = keys.evaluator()
+    # the same public encryptions at every party (a shared seed stands in for the input parties)
+    prg = Prg(b"\x09" * 32)
+    block = np.frombuffer(bytes.fromhex("00112233445566778899aabbccddeeff"), dtype=np.uint8).reshape(1, 16)
+    state = S.encrypt(keys.public, ev.encode(aes.pack_blocks(block, alg)), prg=prg)
+    round_keys = [S.encrypt(keys.public, ev.encode(v), prg=prg) for v in aes.pack_round_keys(bytes(range(16)), alg)]
+    out = aes.encrypt_blocks(ev, state, round_keys)  # every party evaluates: byte-identical outputs
+    bits = decrypt_bits(engine, keys.share, out, to=0)
+    return None if bits is None else aes.unpack_blocks(alg.decode(bits), alg, 1)
+
+
+@pytest.mark.skipif(not cyclo.native_selected(), reason="AES on the reference transform takes minutes; the "
+                    "composition is the same on every kernel (each piece is tested on each)")
+def test_aes_under_keys_made_in_the_mpc_decrypts_jointly_to_fips_197():
+    res = run_in_memory(2, _aes_job, timeout=600)
+    assert bytes(res[0][0]).hex() == "69c4e0d86a7b0430d8cdb78070b4c55a" and res[1] is None
