@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 
 from .algebra import Algebra
+from .gf2 import clmul, poly_mod
 
 __all__ = [
     "AFFINE_CONSTANT",
@@ -110,15 +111,7 @@ LAST_ROUND_STEPS: Steps = ((0, 8), (0, 12))
 # ----------------------------------------------------------------------------------------------
 
 def _gf256_mul_scalar(a: int, b: int) -> int:
-    result = 0
-    while b:
-        if b & 1:
-            result ^= a
-        a <<= 1
-        if a & 0x100:
-            a ^= AES_MODULUS
-        b >>= 1
-    return result
+    return poly_mod(clmul(a, b), AES_MODULUS)
 
 
 def _gf256_table() -> np.ndarray:

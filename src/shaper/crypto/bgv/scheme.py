@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...kernels.cyclo import units
 from ..ckks.keys import sample_gaussian, sample_ternary
 from ..prg import Prg, default_prg
 from . import multiparty
@@ -197,7 +198,7 @@ def canonical_embedding(coeffs: np.ndarray, m: int) -> np.ndarray:
     c = np.zeros(m)
     c[:len(coeffs)] = coeffs
     vals = np.fft.fft(c)
-    return np.abs(vals[np.asarray([u for u in range(1, m) if math.gcd(u, m) == 1])])
+    return np.abs(vals[units(m)])
 
 
 def canonical_norm(coeffs: np.ndarray, m: int) -> float:
