@@ -72,7 +72,7 @@ def _keygen_job(session, params, galois):
     keys = keygen(engine, params, galois)
     # test only: open the joint secret's coefficients to check its distribution
     ring = S._ring(params)
-    coeffs = ring.inverse(keys.share, list(range(len(params.basis))))[:1]
+    coeffs = ring.inverse(keys.share.rows, list(range(len(params.basis))))[:1]
     total = engine.reveal_mod(S_mod(engine, coeffs, params.basis[:1]))
     return {"keys": keys, "s": total}
 

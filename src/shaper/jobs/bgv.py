@@ -1,10 +1,17 @@
 """The jobs of ``shaper fhe aes``: AES-128 evaluated homomorphically under BGV (GHS's packed
-layout, docs/bgv.md), single key: one process generates the keys, encrypts the blocks and the
-expanded key, evaluates the circuit, decrypts and checks every block against the clear AES
-(``cryptography``'s AES-128-ECB, an implementation independent of ours).
+layout, docs/bgv.md), checked against the clear AES (``cryptography``'s AES-128-ECB, an
+implementation independent of ours).
 
-:func:`aes_single_key` returns a report: per phase seconds, the parameter set and its security
-estimate, the circuit's counts, the output's level and noise, and the check.
+* :func:`aes_single_key` — one process generates the keys, encrypts the blocks and the expanded
+  key, evaluates the circuit and decrypts.
+* :func:`aes_party` — one party of threshold GHS (:mod:`shaper.protocols.threshold_bgv`): the
+  parties generate the BGV keys inside the MPC (or load their key directories), the key owner's
+  11 round keys and the data owner's blocks are encrypted jointly, every party evaluates AES
+  itself, and the output is decrypted jointly to bits for the recipient only.
+  :func:`aes_local` runs every party here and checks every block.
+
+Each returns a report: per phase seconds (and bytes this party sent), the parameter set and its
+security estimate, the circuit's counts, the output's level and noise room, and the check.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ..crypto.ckks.multiparty import DEFAULT_BUDGET
 from ..errors import ConfigError
 
-__all__ = ["FIPS_197_KEY", "FIPS_197_PLAINTEXT", "aes_command", "aes_single_key", "clear_aes"]
+__all__ = ["FIPS_197_KEY", "FIPS_197_PLAINTEXT", "aes_command", "aes_local", "aes_party", "aes_single_key",
+           "clear_aes", "default_data", "resolve_params"]
 
 # FIPS-197 Appendix C.1: the first block of a run without --key is this vector
 FIPS_197_KEY = bytes(range(16))
@@ -35,16 +44,9 @@ def clear_aes(blocks: np.ndarray, key: bytes) -> np.ndarray:
     return np.frombuffer(out, dtype=np.uint8).reshape(-1, 16)
 
 
-def aes_single_key(blocks: int | None = None, params: str = "aes-53261", key: bytes | None = None,
-                   data: np.ndarray | None = None, insecure: bool = False,
-                   progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-    """AES-128 of ``blocks`` blocks under one BGV key. ``data``: (n, 16) uint8 blocks (default:
-    FIPS-197 C.1's plaintext first, then random blocks); ``key``: 16 bytes (default: FIPS-197's
-    key when ``data`` is not given, else random). ``progress(phase, seconds)`` is called after
-    each phase. Raises ConfigError naming the problem for a bad block count, key or data."""
-    from ..crypto.bgv import aes, scheme
+def resolve_params(params: str, insecure: bool = False) -> Any:
+    """The named BGV parameter set; an insecure one only with ``insecure`` (ConfigError otherwise)."""
     from ..crypto.bgv import params as bgv_params
-    from ..crypto.bgv.slots import SlotEvaluator
 
     try:
         p = bgv_params.named(params)
@@ -53,6 +55,27 @@ def aes_single_key(blocks: int | None = None, params: str = "aes-53261", key: by
     if p.insecure and not insecure:
         raise ConfigError(f"parameter set {params!r} is an insecure test or comparison set "
                           f"({p.security or 'not rated'}); pass --insecure to run it")
+    return p
+
+
+def default_data(blocks: int) -> np.ndarray:
+    """FIPS-197 C.1's plaintext, then random blocks (os.urandom): (blocks, 16) uint8."""
+    data = np.frombuffer(os.urandom(16 * blocks), dtype=np.uint8).reshape(blocks, 16).copy()
+    data[0] = np.frombuffer(FIPS_197_PLAINTEXT, dtype=np.uint8)
+    return data
+
+
+def aes_single_key(blocks: int | None = None, params: str = "aes-53261", key: bytes | None = None,
+                   data: np.ndarray | None = None, insecure: bool = False,
+                   progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """AES-128 of ``blocks`` blocks under one BGV key. ``data``: (n, 16) uint8 blocks (default:
+    FIPS-197 C.1's plaintext first, then random blocks); ``key``: 16 bytes (default: FIPS-197's
+    key when ``data`` is not given, else random). ``progress(phase, seconds)`` is called after
+    each phase. Raises ConfigError naming the problem for a bad block count, key or data."""
+    from ..crypto.bgv import aes, scheme
+    from ..crypto.bgv.slots import SlotEvaluator
+
+    p = resolve_params(params, insecure)
     alg = scheme.algebra(p.m)
     layout = aes.aes_layout(alg)
     capacity = layout.nblocks
@@ -72,9 +95,7 @@ def aes_single_key(blocks: int | None = None, params: str = "aes-53261", key: by
     if len(key) != 16:
         raise ConfigError(f"an AES-128 key is 16 bytes, got {len(key)}")
     if data is None:
-        rng = np.frombuffer(os.urandom(16 * blocks), dtype=np.uint8).reshape(blocks, 16).copy()
-        rng[0] = np.frombuffer(FIPS_197_PLAINTEXT, dtype=np.uint8)
-        data = rng
+        data = default_data(blocks)
 
     phases: list[dict[str, Any]] = []
 
@@ -114,6 +135,163 @@ def aes_single_key(blocks: int | None = None, params: str = "aes-53261", key: by
         "phases": phases, "wrong_blocks": wrong, "correct": wrong == 0, "fips_197_c1": fips,
         "output": got, "expected": want,
     }
+
+
+# -- threshold GHS: keys in MPC, joint inputs, every party evaluates, joint decryption to bits ----------
+
+def _role(session: Any, who: int | str | None, default: int, what: str) -> int:
+    if who is None:
+        return default
+    if isinstance(who, str):
+        if who not in session.parties:
+            raise ConfigError(f"{what} {who!r} is not a party of this job ({', '.join(session.parties)})")
+        return session.parties.index(who)
+    if not 0 <= int(who) < session.n:
+        raise ConfigError(f"{what} {who!r} is not a party index 0..{session.n - 1}")
+    return int(who)
+
+
+def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str | None = None,
+              data_owner: int | str | None = None, recipient: int | str | None = None,
+              aes_key: bytes | None = None, data: np.ndarray | None = None, keys_dir: str | os.PathLike | None = None,
+              insecure: bool = False, budget: int = DEFAULT_BUDGET, progress: Any = None,
+              engine: Any = None) -> dict[str, Any]:
+    """One party's side of threshold AES (module docstring). Roles are party names or indices:
+    ``key_owner`` (default the first party) passes ``aes_key`` (16 bytes; default FIPS-197's),
+    ``data_owner`` (default the last) passes ``data`` ((n, 16) uint8; default FIPS-197 C.1's
+    plaintext then random blocks, as many as the slots hold), ``recipient`` (default the data
+    owner) learns the result. ``keys_dir``: this party's key directory, loaded when it exists
+    (every party must have one then) and written after key generation when it does not.
+    Returns the phases (seconds, bytes sent), the figures, and at the recipient the blocks."""
+    from pathlib import Path
+
+    from ..crypto.bgv import aes, scheme
+    from ..crypto.bgv.slots import SlotEvaluator
+    from ..net.phases import Phases
+    from ..protocols import threshold_bgv as tb
+    from .fhe import engine_for
+
+    p = resolve_params(params, insecure)
+    alg = scheme.algebra(p.m)
+    capacity = aes.aes_layout(alg).nblocks
+    me, n = session.index, session.n
+    key_owner = _role(session, key_owner, 0, "the AES key owner")
+    data_owner = _role(session, data_owner, n - 1, "the data owner")
+    recipient = _role(session, recipient, data_owner, "the recipient")
+    have = keys_dir is not None and Path(keys_dir).exists()
+    mine: dict[str, Any] = {"params": p.fingerprint().hex(), "roles": [key_owner, data_owner, recipient],
+                            "have_keys": have}
+    if me == key_owner:
+        aes_key = FIPS_197_KEY if aes_key is None else bytes(aes_key)
+        if len(aes_key) != 16:
+            raise ConfigError(f"an AES-128 key is 16 bytes, got {len(aes_key)}")
+        mine["fips_key"] = aes_key == FIPS_197_KEY
+    if me == data_owner:
+        data = default_data(capacity) if data is None else np.asarray(data, dtype=np.uint8)
+        if data.ndim != 2 or data.shape[1] != 16 or not 1 <= len(data) <= capacity:
+            raise ConfigError(f"the data must be 1..{capacity} blocks of 16 bytes, got shape {data.shape}")
+        mine["blocks"] = len(data)
+        mine["fips_block"] = bytes(data[0]) == FIPS_197_PLAINTEXT
+    session.broadcast(mine, "bgv-aes-setup")
+    setup = {session.name: mine, **session.gather("bgv-aes-setup")}
+    for name, theirs in setup.items():
+        agreed = ("params", "roles", "have_keys")
+        if not isinstance(theirs, dict) or any(theirs.get(k) != mine[k] for k in agreed):
+            raise ConfigError(f"party {name!r} runs a different AES job ({ {k: theirs.get(k) for k in agreed} }; "
+                              f"ours { {k: mine[k] for k in agreed} }): same parameters, roles and key directories "
+                              "(all new or all existing) at every party")
+    blocks = setup[session.parties[data_owner]].get("blocks")
+    if not (isinstance(blocks, int) and 1 <= blocks <= capacity):
+        raise ConfigError(f"the data owner announced {blocks!r} blocks; 1..{capacity} fit")
+    fips = bool(setup[session.parties[key_owner]].get("fips_key")) and bool(
+        setup[session.parties[data_owner]].get("fips_block"))
+
+    engine = engine if engine is not None else engine_for(session)
+    phases = Phases(engine, progress)
+    start, sent0 = time.perf_counter(), session.stats.bytes_sent
+    plan = aes.AesCircuit(SlotEvaluator(alg)).plan()
+    if have:
+        keys = phases.run("load the key directory", lambda: tb.JointKeys.load(keys_dir, insecure=insecure))
+        if keys.params != p or keys.share.parties != n or keys.share.index != me:
+            raise ConfigError(f"{keys_dir} holds party {keys.share.index} of {keys.share.parties}'s key for "
+                              f"{keys.params.name!r}; this job is party {me} of {n} with {p.name!r}")
+        missing = sorted(set(int(u) % p.m for u in plan["automorphisms"]) - {1} - set(keys.galois))
+        if missing:
+            raise ConfigError(f"{keys_dir} lacks the automorphism keys AES needs (u = {missing[:4]}...)")
+        keygen_phases: list = []
+    else:
+        keys = phases.run("key generation in MPC", lambda: tb.keygen(engine, p, plan["automorphisms"], budget=budget,
+                                                                     progress=progress))
+        keygen_phases = keys.phases
+        if keys_dir is not None:
+            keys.save(keys_dir)
+    state = phases.run("joint encryption of the blocks", lambda: tb.encrypt_jointly(
+        engine, keys, aes.pack_blocks(data, alg) if me == data_owner else None, owner=data_owner, tag="aes-blocks"))
+    round_keys = phases.run("joint encryption of the round keys", lambda: tb.encrypt_jointly(
+        engine, keys, np.stack(aes.pack_round_keys(aes_key, alg)) if me == key_owner else None, owner=key_owner,
+        tag="aes-round-keys"))
+    (out,) = phases.run("evaluate AES-128 (every party)", lambda: tb.evaluate(keys, tb.aes128(), state + round_keys))
+    room = tb.plan(keys, [out])["room_bits"][0]
+    bits = phases.run("joint decryption to bits", lambda: tb.decrypt_many(engine, keys, [out], to=recipient))
+    got = None if bits is None else aes.unpack_blocks(alg.decode(bits[0]), alg, blocks)
+    rows = [{"name": ph.name, "seconds": round(ph.seconds, 3), "bytes_sent": ph.bytes_sent} for ph in phases.done]
+    return {
+        "party": session.name, "parties": n, "params": p.name, "m": p.m, "phi": p.phi, "slots": alg.nslots,
+        "security": p.security, "log_qp": round(p.log_qp, 1),
+        "secret": "ternary" if p.hamming_weight is None else f"weight {p.hamming_weight}",
+        "roles": {"key_owner": session.parties[key_owner], "data_owner": session.parties[data_owner],
+                  "recipient": session.parties[recipient]},
+        "blocks": blocks, "plan": {k: plan[k] for k in ("multiplications", "constant_multiplications", "key_switches",
+                                                        "depth", "key_switching_keys")},
+        "phases": rows, "keygen_phases": [{"name": ph.name, "seconds": round(ph.seconds, 3),
+                                           "bytes_sent": ph.bytes_sent} for ph in keygen_phases],
+        "seconds": round(time.perf_counter() - start, 3), "bytes_sent": session.stats.bytes_sent - sent0,
+        "sizes": keys.sizes(), "levels_used": p.max_level - out.level, "capacity_bits": round(room, 1),
+        "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining, "fips_197_defaults": fips,
+        "fips_197_c1": bool(got is not None and fips and bytes(got[0]) == FIPS_197_CIPHERTEXT),
+        "keys_dir": None if keys_dir is None else str(keys_dir), "output": got,
+    }
+
+
+def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = None, aes_key: bytes | None = None,
+              data: np.ndarray | None = None, keys_root: str | os.PathLike | None = None, insecure: bool = False,
+              budget: int = DEFAULT_BUDGET, progress: Any = None, config: Any = None) -> list[dict[str, Any]]:
+    """Every party of :func:`aes_party` here (processes over loopback TLS; ``config`` a
+    :class:`~shaper.net.NetConfig`, e.g. shaped), party 0 owning the key and the last party the
+    blocks and the result; ``keys_root``/party<i> are the key directories. Checks every block the
+    recipient got against the clear AES and adds ``correct`` / ``wrong_blocks`` to its report."""
+    from ..crypto.bgv import aes, scheme
+    from ..net import launch
+
+    p = resolve_params(params, insecure)
+    capacity = aes.aes_layout(scheme.algebra(p.m)).nblocks
+    if data is None:
+        count = capacity if blocks is None else int(blocks)
+        if not 1 <= count <= capacity:
+            raise ConfigError(f"--blocks takes 1..{capacity} for parameter set {params!r}")
+        data = default_data(count)
+    key = FIPS_197_KEY if aes_key is None else aes_key
+    results = launch(parties, _aes_local_party, params, key, data, None if keys_root is None else str(keys_root),
+                     insecure, budget, progress, config=config, timeout=None)
+    want = clear_aes(data, key)
+    for r in results:
+        if r["output"] is not None:
+            r["wrong_blocks"] = int(np.count_nonzero(np.any(r["output"] != want, axis=1)))
+            r["correct"] = r["wrong_blocks"] == 0
+            r["fips_197_c1"] = bool(key == FIPS_197_KEY and bytes(data[0]) == FIPS_197_PLAINTEXT
+                                    and bytes(r["output"][0]) == FIPS_197_CIPHERTEXT)
+    return results
+
+
+def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, keys_root: str | None, insecure: bool,
+                     budget: int, progress: Any) -> dict[str, Any]:
+    """aes_party for launch (module level: launch may spawn): only the owners use key and data."""
+    from pathlib import Path
+
+    me, last = session.index, session.n - 1
+    return aes_party(session, params, aes_key=key if me == 0 else None, data=data if me == last else None,
+                     keys_dir=None if keys_root is None else Path(keys_root) / session.name, insecure=insecure,
+                     budget=budget, progress=progress if me == 0 else None)
 
 
 def aes_command(args: Any) -> int:

@@ -14,6 +14,10 @@ errors are shares of 2·e (plaintext modulus 2), already in evaluation form.
 * :func:`square_share` — s² from an opened d = s − α and a square pair (α, α²): s² = d² + 2dα + α²,
   per evaluation point and limb (the public d² added by one party);
 * :func:`digit_factors` — the constants P·Q̂_G·[Q̂_G^{-1}]_{Q_G} per limb;
+* :func:`joint_input_share` — 2e_i − a·s_i (+ the owner's encoded message) on the chain: the
+  parties' sum with c_1 = a is an encryption of phase μ + 2·Σe_i, whose error no party chose
+  (:func:`joint_input_noise` is its estimate);
+* :class:`SecretKeyShare` — one party's share s_i as it is stored (evaluation form, every limb);
 * :func:`decryption_share` — c_1·s_i (+ c_0 at one party) on q_0 in coefficient form: the
   parties' sum is the phase μ + 2e mod q_0, whose centred value's parity is the plaintext. What
   may be decrypted and who learns it is the protocol's business: opening these shares would
@@ -27,13 +31,39 @@ only say that the opened sums are the single-key keys.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import ConfigError
 from .params import Parameters
 from .ring import Ring
 
-__all__ = ["decryption_share", "digit_factors", "public_key_share", "square_share", "switching_key_share"]
+__all__ = ["SecretKeyShare", "decryption_share", "digit_factors", "joint_input_noise", "joint_input_share",
+           "public_key_share", "square_share", "switching_key_share"]
+
+
+@dataclass(eq=False)
+class SecretKeyShare:
+    """One party's additive share s_i of a BGV secret held by ``parties`` parties jointly
+    (s = s_0 + ... + s_(n-1) at every evaluation point of every limb): evaluation form, shape
+    (limbs of the basis, φ). Uniform on its own; as secret as a key (files 0600)."""
+
+    params: Parameters
+    rows: np.ndarray = field(repr=False)
+    index: int
+    parties: int
+
+    def __post_init__(self) -> None:
+        shape = (len(self.params.basis), self.params.phi)
+        if self.rows.shape != shape or self.rows.dtype != np.uint64:
+            raise ConfigError(f"a BGV secret-key share is a uint64 array of shape {shape}, got {self.rows.shape} "
+                              f"{self.rows.dtype}")
+        if not 2 <= self.parties < 1 << 16 or not 0 <= self.index < self.parties:  # u16 on the wire
+            raise ConfigError(f"party index {self.index} of {self.parties} parties is out of range")
+
+    def __repr__(self) -> str:
+        return f"bgv.SecretKeyShare(m={self.params.m}, party {self.index} of {self.parties})"
 
 
 def public_key_share(ring: Ring, s: np.ndarray, a: np.ndarray, e2: np.ndarray) -> np.ndarray:
@@ -81,6 +111,25 @@ def square_share(ring: Ring, d: np.ndarray, alpha: np.ndarray, alpha2: np.ndarra
     full = list(range(len(ring.basis)))
     s2 = ring.add(ring.mul(ring.add(d, d, full), alpha, full), alpha2, full)
     return ring.add(s2, ring.mul(d, d, full), full) if first else s2
+
+
+def joint_input_share(ring: Ring, s: np.ndarray, a: np.ndarray, e2: np.ndarray,
+                      message: np.ndarray | None = None) -> np.ndarray:
+    """This party's share of joint inputs' c_0 on the chain: 2e_i − a_k·s_i, plus the encoded
+    message (evaluation rows) at the owner. ``s``: the chain's limbs (L + 1, φ); ``a``, ``e2``
+    and ``message``: (count, L + 1, φ). Returns (count, L + 1, φ)."""
+    chain = ring.chain(ring.params.max_level)
+    out = np.empty_like(a)
+    for k in range(a.shape[0]):
+        b = ring.sub(np.ascontiguousarray(e2[k]), ring.mul(np.ascontiguousarray(a[k]), s, chain), chain)
+        out[k] = b if message is None else ring.add(b, np.ascontiguousarray(message[k]), chain)
+    return out
+
+
+def joint_input_noise(params: Parameters, message_norm: float, parties: int) -> float:
+    """The RMS estimate of a joint input's phase μ + 2·Σ_i e_i (n Gaussians of width σ, no
+    u·e or e·s terms: c_1 is the uniform a itself), in the units of :func:`.scheme.fresh_noise`."""
+    return message_norm + 2 * math.sqrt(parties * params.phi * params.sigma ** 2)
 
 
 def decryption_share(ring: Ring, s_q0: np.ndarray, parts: np.ndarray, first: bool) -> np.ndarray:

@@ -19,6 +19,8 @@ kind              body
                   b: digits x (L + 1 + k) rows, a: digits x (L + 1 + k) rows (chain and special)
 7 ciphertext      fingerprint, u8 parts (2 or 3), u16 level ℓ, f64 noise estimate,
                   parts x (ℓ + 1) rows (the chain up to q_ℓ)
+8 key share       fingerprint, u16 party index, u16 parties, (L + 1 + k) rows (the party's additive share
+                  of s in evaluation form over the whole basis; written 0600)
 9 key bundle      fingerprint, public key (b, a as in kind 1), u16 count,
                   count x (u32 exponent u, b, a as in kind 6); the exponents strictly increase and
                   the first is 0 (the relinearisation key), the others are the Galois keys
@@ -43,6 +45,7 @@ the CSPRNG directly, not from per-key seeds (a seeded form, as CKKS has, would h
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import struct
@@ -55,10 +58,11 @@ import numpy as np
 from ...errors import SerializationError
 from ...files import check_private_file, write_atomic
 from .. import wire
+from .multiparty import SecretKeyShare
 from .params import Parameters
 from .scheme import Ciphertext, Evaluator, KeySet, PublicKey, SecretKey, SwitchingKey
 
-__all__ = ["KeyBundle", "SwitchingKeyFor", "from_bytes", "load", "save", "to_bytes"]
+__all__ = ["KeyBundle", "SwitchingKeyFor", "ciphertext_digest", "from_bytes", "load", "save", "to_bytes"]
 
 FINGERPRINT_BYTES = 16
 MAX_M = 1 << 24            # odd m below this (φ(m) rows of u64 are what keys are made of)
@@ -150,6 +154,11 @@ def to_bytes(obj: Any) -> bytes:
         u = _check_exponent(params, obj.exponent, "switching key")
         return (wire.header(wire.KIND_SWITCH_KEY, scheme) + params.fingerprint() + struct.pack("<I", u)
                 + _key_rows(params, obj.key, "switching key"))
+    if isinstance(obj, SecretKeyShare):
+        params = obj.params
+        return (wire.header(wire.KIND_KEY_SHARE, scheme) + params.fingerprint()
+                + struct.pack("<HH", obj.index, obj.parties)
+                + _rows(obj.rows, (len(params.basis), params.phi), "secret-key share"))
     if not isinstance(obj, (SecretKey, PublicKey, KeyBundle, Ciphertext)):
         raise TypeError(f"cannot serialise {type(obj).__name__} as BGV data")
     params = obj.params
@@ -246,7 +255,7 @@ def from_bytes(data: bytes, params: Parameters | None = None, *, insecure: bool 
         r.done()
         return out
     if kind not in (wire.KIND_PRIVATE, wire.KIND_PUBLIC, wire.KIND_SWITCH_KEY, wire.KIND_CIPHERTEXT,
-                    wire.KIND_KEY_BUNDLE):
+                    wire.KIND_KEY_BUNDLE, wire.KIND_KEY_SHARE):
         raise SerializationError(f"unknown BGV object kind {kind}")
     what = wire.KIND_NAMES[kind]
     if params is None:
@@ -268,6 +277,12 @@ def from_bytes(data: bytes, params: Parameters | None = None, *, insecure: bool 
             raise SerializationError(f"secret key has {int(np.count_nonzero(coeffs))} nonzero coefficients; the "
                                      f"parameters fix exactly {params.hamming_weight}")
         out = SecretKey(params, coeffs.astype(np.int8))
+    elif kind == wire.KIND_KEY_SHARE:
+        index, parties = r.unpack("HH", "secret-key share header")
+        if not 2 <= parties or not index < parties:
+            raise SerializationError(f"secret-key share of party {index} of {parties} (2 or more parties, index "
+                                     "below their count)")
+        out = SecretKeyShare(params, _read_rows(r, params, len(params.basis), (), "secret-key share"), index, parties)
     elif kind == wire.KIND_PUBLIC:
         out = _read_public(r, params)
     elif kind == wire.KIND_SWITCH_KEY:
@@ -352,7 +367,7 @@ def save(obj: Any, path: str | os.PathLike) -> Path:
     leaves the previous file, or none); a secret key gets mode 0600 before its first byte."""
     path = Path(path)
     data = to_bytes(obj)
-    write_atomic(path, data, private=isinstance(obj, SecretKey))
+    write_atomic(path, data, private=isinstance(obj, (SecretKey, SecretKeyShare)))
     return path
 
 
@@ -360,6 +375,14 @@ def load(path: str | os.PathLike, params: Parameters | None = None, *, insecure:
     """:func:`from_bytes` of a file. A secret key in a file that the group or other users may
     access (mode wider than 0600) is refused (:func:`shaper.files.check_private_file`)."""
     out = from_bytes(Path(path).read_bytes(), params, insecure=insecure)
-    if isinstance(out, SecretKey):
+    if isinstance(out, (SecretKey, SecretKeyShare)):
         check_private_file(path, "BGV secret-key file")
     return out
+
+
+def ciphertext_digest(ct: Ciphertext) -> str:
+    """SHA-256 (hex) of what a ciphertext *is*: its parameters' fingerprint, level and parts, not
+    its noise estimate (a float each party computes itself), so parties that ran the same
+    evaluation name its output alike. What a joint decryption request names."""
+    return hashlib.sha256(b"shaper-bgv-ciphertext/1" + to_bytes(Ciphertext(ct.parts, ct.level, 0.0, ct.params))
+                          ).hexdigest()

@@ -4,45 +4,185 @@ bits inside the MPC, and only the plaintext bit of each coefficient, the parity 
 value, LSB(v) ⊕ [v > (q_0 − 1)/2], is opened to the recipient(s). Nobody learns v, so the
 noise is never revealed and no flooding is needed.
 
-Security model (the engine's): passive MPC, dishonest majority. What the recipient learns is the
-plaintext polynomial's coefficients mod 2, hence the slots. This function decrypts what it is
-given: the consent and provenance rules that stop a recipient from asking for crafted
-ciphertexts (whose bits near q_0/2 would depend on s) belong to the protocol that calls it, as in
-:mod:`shaper.protocols.threshold_ckks.decrypt`, and are not built yet.
+:func:`decrypt_many` is the protocol a party runs (threshold CKKS's rules,
+:mod:`shaper.protocols.threshold_ckks.decrypt`, with bits for a flood):
+
+1. **Accounting.** Each party looks every ciphertext up in its own ledger: a joint input
+   (:func:`~.inputs.encrypt_jointly`) or the output of an agreed evaluation it ran itself
+   (:func:`~.evaluation.evaluate`). Its *own* noise estimate of that ciphertext (not the one a
+   file carries) must leave the phase below q_0/4 after the switch to q_0.
+2. **Consent.** Each party sends the request it would answer (the 64-hex digests, the
+   recipient, the key's budget) and whether it consents; unless every request is the same and
+   every party consents, every party raises :class:`~shaper.errors.DecryptionRefused` naming who
+   refused and why, having sent nothing but the requests.
+3. **Budget.** Each party charges the decryptions to its ledger, on disk, before opening.
+4. **Range check, then bits.** Inside the MPC: v's bits, [q_0/4 ≤ v ≤ q_0 − q_0/4] per
+   coefficient (a phase that may have wrapped), OR-ed over every coefficient and opened as one
+   bit to every party. If it is set every party raises
+   :class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded` (as a single-key decryption does) and
+   nothing else is opened; otherwise the plaintext bits go to the recipient(s).
+
+Why the accounting matters even though only bits are opened: a ciphertext with small phase
+reveals nothing of s beyond its plaintext, but its *plaintext* can depend on s. (0, 1) is a
+valid encryption, with phase s, of s mod 2 (the support of the secret); c_0 = (q_0 − 1)/2,
+c_1 = 1 puts the phase at the wrap point so that its bits show the sign of every coefficient.
+Anyone can form these from public values. A party therefore decrypts only ciphertexts whose
+provenance it knows: joint inputs (c_1 from a joint seed, the error no party chose) and the
+outputs of evaluations it ran itself on them. The range check makes the second crafted kind fail
+with one bit opened, even if the accounting were bypassed.
+
+Security model (the engine's): passive MPC, dishonest majority; any n − 1 parties may collude.
+The recipient(s) learn the plaintext polynomial's coefficients mod 2, hence every slot, and
+every party learns the range check's bit. Decryption to every party opens the bits without a
+commitment: a party that sends last could flip them (it could make them wrong inside the passive
+engine anyway), not learn more.
 
 Cost: one Z_q → Z_2 conversion of φ coefficients of log2 q_0 bits ((n − 1) ripple-carry modular
-adders, :func:`shaper.protocols.additive.convert.mod_to_bits`) and one more adder for the
-comparison with (q_0 − 1)/2; the public switch to q_0 first keeps the circuit at q_0's 40 bits
+adders, :func:`shaper.protocols.additive.convert.mod_to_bits`), three comparisons with public
+constants, and an OR tree; the public switch to q_0 first keeps the circuit at q_0's 40 bits
 instead of the whole chain's (the recommendation of our research notes, ghs.md §5).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...crypto.bgv import scheme
-from ...crypto.bgv.multiparty import decryption_share
-from ..additive.convert import add_public
+from ...crypto.bgv.multiparty import SecretKeyShare, decryption_share
+from ...errors import ConfigError, DecryptionRefused
+from ..additive.convert import const_bits
 from ..api import ModShares, XorShares
+from ..threshold_ckks.decrypt import agree
+from ..threshold_ckks.ledger import digest_of
 
-__all__ = ["decrypt_bits"]
+__all__ = ["decrypt_bits", "decrypt_many", "plan"]
+
+#: the most ciphertexts one joint decryption takes (bounds what a request can make a party compute)
+MAX_CIPHERTEXTS = 1 << 12
 
 
-def decrypt_bits(engine: Any, s_share: np.ndarray, ct: scheme.Ciphertext, to: int | None = None) -> np.ndarray | None:
-    """The plaintext polynomial's coefficients (uint8 (φ,)) at ``to`` (None: every party), from
-    this party's secret share ``s_share`` (evaluation form over the parameters' whole basis, or
-    at least limb 0). Every party calls it with the same ciphertext (switched publicly to level 0
-    here). Decode the slots with ``scheme.algebra(m).decode``."""
-    params = ct.params
+def _phase_bits(engine: Any, s_share: Any, cts: Sequence[scheme.Ciphertext]) -> tuple[XorShares, int]:
+    """XOR shares of the level-0 phases' bits, (w, W) over len(cts)·φ coefficients, and q_0."""
+    params = cts[0].params
     ring = scheme._ring(params)
-    low = scheme.switch_to(ct, 0)
+    rows = s_share.rows if isinstance(s_share, SecretKeyShare) else s_share
+    s0 = np.ascontiguousarray(rows[:1])
     q0 = int(params.primes[0])
-    v = decryption_share(ring, np.ascontiguousarray(s_share[:1]), low.parts, engine.me == 0)
-    bits = engine.mod_to_bits(ModShares(engine, v[:, None], (q0,)))   # (w, W): v's bits, v in [0, q0)
+    v = np.concatenate([decryption_share(ring, s0, scheme.switch_to(ct, 0).parts, engine.me == 0) for ct in cts])
+    return engine.mod_to_bits(ModShares(engine, v[:, None], (q0,))), q0
+
+
+def _at_least(engine: Any, bits: XorShares, q0: int, bounds: Sequence[int]) -> list[XorShares]:
+    """[v ≥ b] for each public b in 1..q0 − 1, as the carries of v + 2^w − b (w = bitlen(q0)):
+    one ripple of w AND layers for all bounds together (each layer batched)."""
     w = q0.bit_length()
-    _, above = add_public(engine, bits, (1 << w) - (q0 + 1) // 2)     # carry: v + 2^w − (q0+1)/2 ≥ 2^w
-    plain = XorShares(engine, bits.words[0] ^ above.words, bits.bits)  # LSB(v) XOR [v > (q0 − 1)/2]
-    opened = engine.reveal_bits(plain, to=to)
+    consts = [(1 << w) - b for b in bounds]
+    words = bits.words.shape[1]
+    carry = np.zeros((len(consts), words), np.uint64)  # shares of 0
+    for j in range(w):
+        ones = np.asarray([(c >> j) & 1 for c in consts], dtype=bool)[:, None]
+        s = np.broadcast_to(bits.words[j], carry.shape)
+        x, y = XorShares(engine, s, bits.bits), XorShares(engine, carry, bits.bits)
+        flip = np.where(ones, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0)) if engine.me == 0 else np.uint64(0)
+        both = XorShares(engine, x.words ^ flip, bits.bits) & XorShares(engine, y.words ^ flip, bits.bits)
+        carry = both.words ^ flip  # t = 1: s OR c = NOT(NOT s AND NOT c); t = 0: s AND c
+    return [XorShares(engine, carry[k], bits.bits) for k in range(len(consts))]
+
+
+def _plain(engine: Any, bits: XorShares, above: XorShares) -> XorShares:
+    """LSB(v) XOR [v > (q0 − 1)/2]: the parity of the centred phase."""
+    return XorShares(engine, bits.words[0] ^ above.words, bits.bits)
+
+
+def _any(engine: Any, bad: XorShares) -> XorShares:
+    """One shared bit (bit 0 of one word): the OR of ``bad``'s lanes (its padding ignored)."""
+    count = bad.bits
+    valid = np.full(bad.words.shape, np.uint64(0xFFFFFFFFFFFFFFFF))
+    if count % 64:
+        valid[-1] = np.uint64((1 << (count % 64)) - 1)
+    fill = np.uint64(0) if engine.me else ~valid  # padding lanes count as "in range"
+    words = ((~bad).words & valid) ^ fill           # shares of NOT bad
+    while words.size > 1:  # AND of all words by halves; an odd word out meets an all-ones word
+        if words.size % 2:
+            words = np.concatenate([words, const_bits(engine, 1, 1, 64).words])
+        half = words.size // 2
+        words = (XorShares(engine, words[:half], 64) & XorShares(engine, words[half:], 64)).words
+    for shift in (32, 16, 8, 4, 2, 1):  # AND of the 64 lanes into lane 0
+        words = (XorShares(engine, words, 64) & XorShares(engine, words >> np.uint64(shift), 64)).words
+    return ~XorShares(engine, words, 1)
+
+
+def decrypt_bits(engine: Any, s_share: Any, ct: scheme.Ciphertext, to: int | None = None) -> np.ndarray | None:
+    """The protocol's core, without accounting, consent or range check: the plaintext
+    polynomial's coefficients (uint8 (φ,)) at ``to`` (None: every party), from this party's
+    share (a :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare`, or its evaluation rows).
+    Every party calls it with the same ciphertext. It decrypts whatever it is given: call
+    :func:`decrypt_many` on anything a party did not make itself (module docstring)."""
+    bits, q0 = _phase_bits(engine, s_share, [ct])
+    (above,) = _at_least(engine, bits, q0, [(q0 + 1) // 2])
+    opened = engine.reveal_bits(_plain(engine, bits, above), to=to)
     return None if opened is None else np.asarray(opened, dtype=np.uint8)
+
+
+def plan(keys: Any, cts: Sequence[scheme.Ciphertext]) -> dict[str, Any]:
+    """What this party would answer for ``cts``: the request (digests, budget) and each
+    ciphertext's noise room in bits by its own estimate. Raises
+    :class:`~shaper.errors.DecryptionRefused` for a ciphertext it cannot account for or whose
+    phase could reach q_0/4."""
+    entries = keys.ledger.accounted(cts)
+    room = []
+    for k, (ct, e) in enumerate(zip(cts, entries, strict=True)):
+        bits = scheme.Ciphertext(ct.parts, ct.level, e.error, ct.params).capacity()
+        if not bits > 0:
+            raise DecryptionRefused(f"ciphertext {k} ({e.digest[:16]}...): by this party's own noise estimate its "
+                                    f"phase could reach q_0/4 ({-bits:.1f} bits short); it cannot be decrypted "
+                                    "reliably")
+        room.append(bits)
+    return {"digests": [e.digest for e in entries], "budget": keys.ledger.budget, "room_bits": room}
+
+
+def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to: int | None = None,
+                 approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
+    """Joint decryption of accounted ciphertexts in one consent round: the plaintext bits
+    (uint8 (len(cts), φ)) at party ``to`` (every party when None), None elsewhere; decode
+    slots with ``scheme.algebra(m).decode``. ``keys`` is this party's
+    :class:`~.keystore.JointKeys` (share and ledger); ``approve`` sees the request and may
+    refuse it. Raises :class:`~shaper.errors.DecryptionRefused` at every party unless every
+    party accounts for every ciphertext, has budget left, agrees on the request and consents,
+    and :class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded` at every party if a phase may have
+    wrapped (module docstring)."""
+    params = keys.params
+    cts = list(cts)
+    if not 1 <= len(cts) <= MAX_CIPHERTEXTS:
+        raise ConfigError(f"a joint decryption takes 1..{MAX_CIPHERTEXTS} ciphertexts, got {len(cts)}")
+    for k, ct in enumerate(cts):
+        if not isinstance(ct, scheme.Ciphertext) or ct.params != params:
+            raise ConfigError(f"ciphertext {k} is not a BGV ciphertext of this key's parameters")
+        if len(ct.parts) != 2:
+            raise ConfigError(f"ciphertext {k} has {len(ct.parts)} parts: relinearise before decrypting")
+    session = engine.session
+    if to is not None and not (isinstance(to, int) and 0 <= to < session.n):
+        raise ConfigError(f"decryption recipient {to!r} is not a party index 0..{session.n - 1}")
+    request: dict[str, Any] = {"digests": [digest_of(ct) for ct in cts], "to": to}
+    reason = ""
+    try:
+        request["budget"] = plan(keys, cts)["budget"]
+        keys.ledger.check_budget(len(cts))
+        if approve is not None and not approve(dict(request)):
+            reason = "not approved"
+    except (DecryptionRefused, ConfigError) as exc:
+        reason = str(exc)
+    agree(session, request, reason, tag="tbgv-decrypt")
+    keys.ledger.spend(len(cts))
+    bits, q0 = _phase_bits(engine, keys.share, cts)
+    above, low, high = _at_least(engine, bits, q0, [(q0 + 1) // 2, q0 // 4, q0 - q0 // 4 + 1])
+    if engine.reveal_bits(_any(engine, low & ~high))[0]:  # some q0/4 <= v <= q0 - q0/4
+        raise scheme.NoiseBudgetExceeded("a jointly decrypted phase reached q_0/4 (checked inside the MPC): the "
+                                         "ciphertext cannot be decrypted reliably; only that one bit was opened")
+    opened = engine.reveal_bits(_plain(engine, bits, above), to=to)
+    if opened is None:
+        return None
+    return np.asarray(opened, dtype=np.uint8).reshape(len(cts), params.phi)

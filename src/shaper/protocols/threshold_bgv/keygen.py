@@ -15,52 +15,43 @@ seeded slot vector is encrypted, multiplied and moved by every automorphism key,
 bits jointly and compared with the plaintext slot simulator.
 
 Security model: the engine's (passive, dishonest majority); the commitments stop a party that
-sends last from choosing a key. Not yet here: the key store on disk, the decryption budget and
-the consent rules of threshold CKKS (the joint decryption opens only bits, see :mod:`.decrypt`).
+sends last from choosing a key. The keys come back as a :class:`~.keystore.JointKeys` with this
+party's :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare` and a fresh ledger (the key's
+decryption budget); ``keys.save(dir)`` writes the key directory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...crypto.bgv import multiparty, scheme
+from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
 from ...crypto.bgv.slots import SlotEvaluator
+from ...crypto.ckks.multiparty import DEFAULT_BUDGET
 from ...crypto.prg import Prg
 from ...errors import KeyValidationError
 from ...net.phases import Phases, Progress
 from ..additive.sampling import gaussian_tail, hamming_weight
 from ..threshold_ckks.commit import committed_open_rows
+from ..threshold_ckks.ledger import Ledger
 from ..threshold_ckks.polys import joint_seed, share_rows
 from .decrypt import decrypt_bits
+from .keystore import JointKeys
 
-__all__ = ["JointKeys", "keygen"]
-
-
-@dataclass(eq=False)
-class JointKeys:
-    """The opened BGV keys and this party's share of s (evaluation form over the whole basis)."""
-
-    params: Parameters
-    public: scheme.PublicKey
-    relin: scheme.SwitchingKey
-    galois: dict[int, scheme.SwitchingKey]
-    share: np.ndarray
-    phases: list = field(default_factory=list)
-
-    def evaluator(self) -> scheme.Evaluator:
-        return scheme.Evaluator(self.params, self.relin, self.galois)
+__all__ = ["keygen"]
 
 
 def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check: bool = True,
-           progress: Progress | None = None) -> JointKeys:
+           budget: int = DEFAULT_BUDGET, progress: Progress | None = None) -> JointKeys:
     """BGV keys made inside the MPC; every party calls this with its engine and the same
     arguments. ``galois``: the automorphism exponents u to make keys for (e.g. an AES plan's
-    ``automorphisms``). Returns this party's :class:`JointKeys`."""
+    ``automorphisms``); ``budget``: the decryptions the key allows (its ledger). Returns this
+    party's :class:`~.keystore.JointKeys`."""
+    ledger = Ledger(budget=budget, scheme="bgv")  # a bad budget fails here, before any MPC work
     gaussian_tail(float(params.sigma))  # a width the MPC sampler builds, or a ConfigError first
     ring = scheme._ring(params)
     basis = params.basis
@@ -113,7 +104,8 @@ def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check
     for u in sorted({int(u) % params.m for u in galois} - {1}):
         keys[u] = phases.run(f"automorphism key u={u}", lambda u=u: switching(ring.automorphism(s, u), f"bgv-u{u}"),
                              phi * params.digits)
-    joint = JointKeys(params, public, relin, keys, s, phases.done)
+    share = SecretKeyShare(params, s, me, engine.session.n)
+    joint = JointKeys(params, public, relin, keys, share, phases.done, ledger)
     if check:
         phases.run("check (joint test decryption to bits)", lambda: check_joint_keys(engine, joint))
     return joint

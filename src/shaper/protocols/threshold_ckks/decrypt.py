@@ -55,7 +55,7 @@ from ...errors import ConfigError, DecryptionRefused
 from .commit import committed_open_rows
 from .polys import open_rows
 
-__all__ = ["Flood", "FloodPolicy", "decrypt", "decrypt_many", "plan_flood"]
+__all__ = ["Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "plan_flood"]
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: 
         reason = str(exc)
     if request is None:
         request = {"digests": digests, "to": to}
-    _agree(session, request, reason)
+    agree(session, request, reason)
     keys.ledger.spend(len(cts))
     f = sample_flood((len(cts), params.n), flood.sigma)
     shares = decryption_share(keys.share, cts, f)
@@ -155,11 +155,12 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: 
     return None if opened is None else decode_opened(params, opened, cts)
 
 
-def _agree(session: Any, request: dict, reason: str) -> None:
-    """The consent round: every party's request, consent and reason to every other; raises
-    :class:`~shaper.errors.DecryptionRefused` at every party unless all agree and consent."""
-    session.broadcast({"request": request, "consent": not reason, "reason": reason[:500]}, tag="tckks-decrypt")
-    answers = session.gather(tag="tckks-decrypt")
+def agree(session: Any, request: dict, reason: str, tag: str = "tckks-decrypt") -> None:
+    """The consent round (threshold CKKS's and BGV's): every party's request, consent and reason
+    to every other; raises :class:`~shaper.errors.DecryptionRefused` at every party unless all
+    agree and consent. ``reason``: why this party refuses ("" when it consents)."""
+    session.broadcast({"request": request, "consent": not reason, "reason": reason[:500]}, tag=tag)
+    answers = session.gather(tag=tag)
     refused = [(session.name, reason)] if reason else []
     for name, a in answers.items():
         if not isinstance(a, dict):

@@ -1,4 +1,6 @@
-"""The key directory of threshold CKKS: what key generation leaves with a party, on disk.
+"""The key directory of a threshold key (CKKS here; BGV, :mod:`shaper.protocols.threshold_bgv`,
+through the same :func:`write_key_directory` / :func:`open_key_directory` /
+:func:`load_galois_keys`): what key generation leaves with a party, on disk.
 
 A key directory holds ``params.shpr``, ``public.shpr``, ``relin.shpr``, one ``galois-<g>.shpr``
 per rotation key (g its Galois element) and, in a party's own directory, its secret-key share
@@ -13,8 +15,10 @@ of that directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...crypto import ckks
 from ...errors import ConfigError, KeyValidationError
@@ -22,9 +26,53 @@ from ...files import atomic_directory, remove_stale
 from ...net.phases import Phase
 from .ledger import LEDGER_FILE, Ledger
 
-__all__ = ["SHARE_FILE", "JointKeys", "PublicKeys"]
+__all__ = ["SHARE_FILE", "JointKeys", "PublicKeys", "load_galois_keys", "open_key_directory", "write_key_directory"]
 
 SHARE_FILE = "secret-share.shpr"
+
+
+def write_key_directory(directory: str | os.PathLike, files: Iterable[tuple[str, Any]], save: Callable[[Any, Path], Any],
+                        share: Any = None, ledger: Ledger | None = None) -> Path:
+    """Writes ``files`` (name, object) with ``save(object, path)``, a party's ``share`` (as
+    :data:`SHARE_FILE`) and ``ledger`` (both mode 0600) as a new directory, atomically (module
+    docstring). Refuses to overwrite an existing directory; the ledger stays attached to it."""
+    target = Path(directory)
+    remove_stale(target.parent, target.name)  # a killed save's temporary (it holds a share)
+    if target.exists():
+        raise ConfigError(f"{target} exists already; key directories are never overwritten")
+    with atomic_directory(target) as tmp:
+        for name, obj in files:
+            save(obj, tmp / name)
+        if share is not None:
+            save(share, tmp / SHARE_FILE)
+        if ledger is not None:
+            ledger.attach(tmp)  # mode 0600, inside the directory renamed into place
+    if ledger is not None:
+        ledger.path = target / LEDGER_FILE
+    return target
+
+
+def open_key_directory(directory: str | os.PathLike, what: str) -> Path:
+    """A key directory to read: the temporary of a killed save removed, ``params.shpr`` present
+    (else a :class:`~shaper.errors.ConfigError` saying it is not a ``what`` key directory)."""
+    d = Path(directory)
+    remove_stale(d.parent, d.name)
+    if not (d / "params.shpr").is_file():
+        raise ConfigError(f"{d} is not a {what} key directory (no params.shpr)")
+    return d
+
+
+def load_galois_keys(d: Path, load: Callable[[Path], Any], exponent: Callable[[Any], int | None]) -> dict[int, Any]:
+    """Every ``galois-<e>.shpr`` of a key directory by ``load``; ``exponent(obj)`` is the
+    exponent a loaded key is for (None: not a rotation key), which must be the file's ``e``."""
+    galois = {}
+    for f in sorted(d.glob("galois-*.shpr")):
+        key = load(f)
+        e = exponent(key)
+        if e is None or f.name != f"galois-{e}.shpr":
+            raise KeyValidationError(f"{f} does not hold the rotation key its name says")
+        galois[e] = key
+    return galois
 
 
 @dataclass(eq=False)
@@ -53,39 +101,18 @@ class PublicKeys:
         complete, so a failure leaves nothing behind. Refuses to overwrite an existing directory.
         The ledger stays attached to the new directory (every later entry and decryption is
         written there)."""
-        target = Path(directory)
-        remove_stale(target.parent, target.name)  # a killed save's temporary (it holds a share)
-        if target.exists():
-            raise ConfigError(f"{target} exists already; key directories are never overwritten")
-        with atomic_directory(target) as tmp:
-            ckks.save(self.params, tmp / "params.shpr")
-            ckks.save(self.public, tmp / "public.shpr")
-            ckks.save(self.relin, tmp / "relin.shpr")
-            for g, key in sorted(self.galois.items()):
-                ckks.save(key, tmp / f"galois-{g}.shpr")
-            if share is not None:
-                ckks.save(share, tmp / SHARE_FILE)
-            if ledger is not None:
-                ledger.attach(tmp)  # mode 0600, inside the directory renamed into place
-        if ledger is not None:
-            ledger.path = target / LEDGER_FILE
-        return target
+        files = [("params.shpr", self.params), ("public.shpr", self.public), ("relin.shpr", self.relin)]
+        files += [(f"galois-{g}.shpr", key) for g, key in sorted(self.galois.items())]
+        return write_key_directory(directory, files, ckks.save, share, ledger)
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> PublicKeys:
         """The public material of a key directory (never reads the share). ``insecure``: accept
         a test parameter set (:func:`shaper.crypto.ckks.load`)."""
-        d = Path(directory)
-        remove_stale(d.parent, d.name)
-        if not (d / "params.shpr").is_file():
-            raise ConfigError(f"{d} is not a threshold-CKKS key directory (no params.shpr)")
+        d = open_key_directory(directory, "threshold-CKKS")
         params = ckks.load(d / "params.shpr", insecure=insecure)
-        galois = {}
-        for f in sorted(d.glob("galois-*.shpr")):
-            key = ckks.load(f, params)
-            if not isinstance(key, ckks.SwitchingKey) or f.name != f"galois-{key.galois}.shpr":
-                raise KeyValidationError(f"{f} does not hold the rotation key its name says")
-            galois[key.galois] = key
+        galois = load_galois_keys(d, lambda f: ckks.load(f, params),
+                                  lambda k: k.galois if isinstance(k, ckks.SwitchingKey) else None)
         public, relin = ckks.load(d / "public.shpr", params), ckks.load(d / "relin.shpr", params)
         if not isinstance(public, ckks.PublicKey) or not isinstance(relin, ckks.SwitchingKey) or relin.galois != 0:
             raise KeyValidationError(f"{d}: public.shpr / relin.shpr do not hold a public and a relinearisation key")

@@ -1,5 +1,6 @@
-"""What a party can account for under its threshold CKKS key: the joint inputs it helped
-encrypt, the outputs of the evaluations it ran itself, and the decryptions it has served.
+"""What a party can account for under its threshold key (CKKS, or BGV for
+:mod:`shaper.protocols.threshold_bgv`): the joint inputs it helped encrypt, the outputs of the
+evaluations it ran itself, and the decryptions it has served.
 
 A party consents to a joint decryption only of ciphertexts in its own ledger, and only while the
 key's decryption budget Q lasts. Each entry keeps what the flooding needs: the ciphertext's
@@ -26,15 +27,25 @@ from pathlib import Path
 from typing import Any
 
 from ...crypto import ckks
+from ...crypto.bgv import serial as bgv_serial
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET, ciphertext_digest
 from ...errors import ConfigError, DecryptionRefused
 from ...files import remove_stale, write_atomic
 
-__all__ = ["LEDGER_FILE", "Entry", "Ledger"]
+__all__ = ["LEDGER_FILE", "SCHEMES", "Entry", "Ledger", "digest_of"]
 
 LEDGER_FILE = "ledger.json"
 #: entries kept per ledger (a bound on the file a long-lived key can grow)
 MAX_ENTRIES = 1 << 20
+#: the schemes a ledger accounts for
+SCHEMES = ("ckks", "bgv")
+
+
+def digest_of(ct: Any) -> str:
+    """The 64-hex digest a decryption request names: CKKS's or BGV's, by the ciphertext's type."""
+    if isinstance(ct, ckks.Ciphertext):
+        return ciphertext_digest(ct)
+    return bgv_serial.ciphertext_digest(ct)
 
 
 @dataclass(frozen=True)
@@ -64,10 +75,14 @@ class Ledger:
     path: Path | None = None
     #: how the key was generated ("exact" or "local"): its error bounds depend on it
     key_method: str = "exact"
+    #: the scheme of the key ("ckks" or "bgv")
+    scheme: str = "ckks"
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"a decryption budget is a positive integer, got {self.budget!r}")
+        if self.scheme not in SCHEMES:
+            raise ConfigError(f"a ledger's scheme is one of {', '.join(SCHEMES)}, got {self.scheme!r}")
 
     @property
     def remaining(self) -> int:
@@ -83,16 +98,26 @@ class Ledger:
             raise ValueError(f"{len(cts)} ciphertexts but {len(bounds)} bounds")
         if len(self.entries) + len(cts) > MAX_ENTRIES:
             raise ConfigError(f"the ledger holds {len(self.entries)} ciphertexts already; re-key")
-        digests = []
-        new: dict[str, Entry] = {}
+        new = []
         for ct, b in zip(cts, bounds, strict=True):
             b = b.bound()  # a per-slot bound as its largest slot
             if b.level != ct.level or abs(b.scale / ct.scale - 1.0) > 2.0 ** -30:
                 raise ValueError(f"bound at level {b.level}, scale {b.scale:.4g} does not describe a ciphertext at "
                                  f"level {ct.level}, scale {ct.scale:.4g}")
             d = ciphertext_digest(ct)
-            new[d] = Entry(d, kind, source, float(b.error), float(b.message), ct.level, float(ct.scale))
-            digests.append(d)
+            new.append(Entry(d, kind, source, float(b.error), float(b.message), ct.level, float(ct.scale)))
+        return self.record_entries(new)
+
+    def record_entries(self, entries: Sequence[Entry]) -> list[str]:
+        """Accounts for ready-made entries (what :meth:`record` builds for CKKS, and
+        :mod:`shaper.protocols.threshold_bgv` for BGV), durably; returns their digests."""
+        if len(self.entries) + len(entries) > MAX_ENTRIES:
+            raise ConfigError(f"the ledger holds {len(self.entries)} ciphertexts already; re-key")
+        for e in entries:
+            if e.kind not in ("input", "output"):
+                raise ValueError(f"kind is 'input' or 'output', got {e.kind!r}")
+        new = {e.digest: e for e in entries}
+        digests = [e.digest for e in entries]
         before = dict(self.entries)
         self.entries.update(new)
         try:
@@ -103,15 +128,15 @@ class Ledger:
         return digests
 
     # -- looking up ----------------------------------------------------------------------------
-    def find(self, ct: ckks.Ciphertext, digest: str | None = None) -> Entry | None:
-        return self.entries.get(digest or ciphertext_digest(ct))
+    def find(self, ct: Any, digest: str | None = None) -> Entry | None:
+        return self.entries.get(digest or digest_of(ct))
 
-    def accounted(self, cts: Iterable[ckks.Ciphertext]) -> list[Entry]:
+    def accounted(self, cts: Iterable[Any]) -> list[Entry]:
         """The entries of ``cts``; raises :class:`~shaper.errors.DecryptionRefused` for the first
         one this party cannot account for."""
         out = []
         for k, ct in enumerate(cts):
-            d = ciphertext_digest(ct)
+            d = digest_of(ct)
             entry = self.entries.get(d)
             if entry is None:
                 raise DecryptionRefused(
@@ -141,7 +166,7 @@ class Ledger:
     # -- disk ----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"format": "shaper-threshold-ckks-ledger/1", "budget": self.budget, "spent": self.spent,
-                "key_method": self.key_method,
+                "key_method": self.key_method, "scheme": self.scheme,
                 "entries": {d: e.as_dict() for d, e in self.entries.items()}}
 
     def attach(self, directory: str | os.PathLike) -> Ledger:
@@ -155,13 +180,13 @@ class Ledger:
             write_atomic(self.path, json.dumps(self.to_json(), separators=(",", ":")).encode())
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, *, default_budget: int = DEFAULT_BUDGET) -> Ledger:
+    def load(cls, directory: str | os.PathLike, *, default_budget: int = DEFAULT_BUDGET, scheme: str = "ckks") -> Ledger:
         """The ledger of a key directory; a directory without one (keys made before ledgers)
-        starts one with ``default_budget``."""
+        starts one with ``default_budget``. Refuses a ledger kept for another ``scheme``."""
         path = Path(directory) / LEDGER_FILE
         remove_stale(directory, LEDGER_FILE)  # a temporary of a write that was killed
         if not path.exists():
-            return cls(budget=default_budget).attach(directory)
+            return cls(budget=default_budget, scheme=scheme).attach(directory)
         try:
             data = json.loads(path.read_bytes())
             if data.get("format") != "shaper-threshold-ckks-ledger/1":
@@ -173,9 +198,11 @@ class Ledger:
                 entries[d] = Entry(d, str(e["kind"]), str(e["source"]), float(e["error"]), float(e["message"]),
                                    int(e["level"]), float(e["scale"]))
             ledger = cls(budget=int(data["budget"]), spent=int(data["spent"]), entries=entries,
-                         key_method=str(data.get("key_method", "exact")))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                         key_method=str(data.get("key_method", "exact")), scheme=str(data.get("scheme", "ckks")))
+        except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
             raise ConfigError(f"{path} is not a readable ledger ({exc}); refusing to decrypt with an unknown budget") \
                 from None
+        if ledger.scheme != scheme:
+            raise ConfigError(f"{path} is the ledger of a {ledger.scheme.upper()} key, not of a {scheme.upper()} key")
         ledger.path = path
         return ledger
