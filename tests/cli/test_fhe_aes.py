@@ -35,7 +35,9 @@ def test_fhe_aes_encrypts_fips_197_and_the_given_blocks(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, problem", [
-    ([], "pass --single-key"),
+    ([], "give --local N"),
+    (["--local", "2", "--params", "test-257"], "pass --insecure"),
+    (["--single-key", "--local", "2"], "--single-key runs one process"),
     (["--single-key", "--params", "test-257"], "pass --insecure"),
     (["--single-key", "--params", "nope"], "unknown BGV parameter set"),
     (["--single-key", "--params", "test-257", "--insecure", "--blocks", "2"], "--blocks takes 1..1"),

@@ -122,10 +122,22 @@ def add_parser(subparsers: Any) -> None:
                   "Generates a BGV key over Z[X]/Phi_m (odd m; the slots GF(2^d) hold one byte each), encrypts the "
                   "blocks and the expanded AES-128 key, evaluates the 10 rounds homomorphically (SubBytes by "
                   "inversion and Frobenius maps, ShiftRows/MixColumns by automorphisms and constant masks), "
-                  "decrypts and checks every block against a clear AES. Prints the time of each phase. Without "
-                  "--input the first block is FIPS-197 C.1's plaintext under its key (docs/bgv.md).")
-    aes.add_argument("--single-key", action="store_true",
-                     help="one process holds the key (required: the threshold variant comes with joint BGV keys)")
+                  "decrypts and checks the blocks against a clear AES. Prints the time (and, with parties, the "
+                  "bytes) of each phase. --single-key: one process holds the key. --local N / --parties FILE "
+                  "--me NAME: threshold GHS: the parties generate the key inside the MPC (the secret stays "
+                  "shared), the key owner's round keys and the data owner's blocks are encrypted jointly, every "
+                  "party evaluates AES itself, and only the recipient learns the blocks, by a joint decryption "
+                  "to bits. Without --input the first block is FIPS-197 C.1's plaintext under its key "
+                  "(docs/bgv.md).")
+    aes.add_argument("--single-key", action="store_true", help="one process holds the key")
+    party_options(aes)
+    aes.add_argument("--key-owner", metavar="NAME", help="the party whose AES key is used (default: the first)")
+    aes.add_argument("--data-owner", metavar="NAME", help="the party whose blocks are encrypted (default: the last)")
+    aes.add_argument("--to", metavar="NAME", help="the party that learns the AES output (default: the data owner)")
+    aes.add_argument("--keys", metavar="DIR", help="this party's BGV key directory (with --local N: DIR/party0 ..): "
+                                                 "loaded when it exists, written after key generation when not")
+    aes.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="Q",
+                     help=f"decryptions a new joint key serves before its parties refuse (default {DEFAULT_BUDGET})")
     aes.add_argument("--blocks", type=int, metavar="N", help="blocks to encrypt (default: as many as the slots hold, "
                                                            "120 at m = 53261)")
     aes.add_argument("--params", default="aes-53261", metavar="NAME",
@@ -133,9 +145,10 @@ def add_parser(subparsers: Any) -> None:
                           "ghs-53261 (the paper's weight-64 set, not rated; with --insecure), test-4369 / test-257 "
                           "(small test rings; with --insecure)")
     aes.add_argument("--aes-key", metavar="HEX", help="the AES-128 key, 32 hex digits (default: FIPS-197's, or random "
-                                                  "with --input)")
-    aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks")
-    out_option(aes, "write the decrypted blocks (binary)", metavar="FILE")
+                                                  "with --input); with parties, the key owner's")
+    aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks; with "
+                                                   "parties, the data owner's")
+    out_option(aes, "write the decrypted blocks (binary; with parties, at the recipient)", metavar="FILE")
     aes.add_argument("--insecure", action="store_true", help="allow a test or comparison parameter set")
     json_option(aes)
 
@@ -226,4 +239,8 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_aes(args: argparse.Namespace) -> int:
     from ..jobs import bgv
 
-    return bgv.aes_command(args)
+    if args.single_key:
+        if local_count(args) is not None or args.parties or args.me:
+            raise ConfigError("--single-key runs one process: leave out --local / --parties / --me")
+        return bgv.aes_command(args, None)
+    return bgv.aes_command(args, where(args))

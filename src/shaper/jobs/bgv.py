@@ -237,7 +237,8 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
     rows = [{"name": ph.name, "seconds": round(ph.seconds, 3), "bytes_sent": ph.bytes_sent} for ph in phases.done]
     return {
         "party": session.name, "parties": n, "params": p.name, "m": p.m, "phi": p.phi, "slots": alg.nslots,
-        "security": p.security, "log_qp": round(p.log_qp, 1),
+        "d": alg.d, "security": p.security, "log_qp": round(p.log_qp, 1), "chain_primes": len(p.primes),
+        "special_primes": len(p.special),
         "secret": "ternary" if p.hamming_weight is None else f"weight {p.hamming_weight}",
         "roles": {"key_owner": session.parties[key_owner], "data_owner": session.parties[data_owner],
                   "recipient": session.parties[recipient]},
@@ -255,11 +256,13 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
 
 def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = None, aes_key: bytes | None = None,
               data: np.ndarray | None = None, keys_root: str | os.PathLike | None = None, insecure: bool = False,
-              budget: int = DEFAULT_BUDGET, progress: Any = None, config: Any = None) -> list[dict[str, Any]]:
+              budget: int = DEFAULT_BUDGET, roles: tuple = (None, None, None), progress: Any = None,
+              config: Any = None) -> list[dict[str, Any]]:
     """Every party of :func:`aes_party` here (processes over loopback TLS; ``config`` a
-    :class:`~shaper.net.NetConfig`, e.g. shaped), party 0 owning the key and the last party the
-    blocks and the result; ``keys_root``/party<i> are the key directories. Checks every block the
-    recipient got against the clear AES and adds ``correct`` / ``wrong_blocks`` to its report."""
+    :class:`~shaper.net.NetConfig`, e.g. shaped); ``roles``: (key owner, data owner, recipient)
+    as party names (party0 ..) or None for the defaults; ``keys_root``/party<i> are the key
+    directories. Checks every block the recipient got against the clear AES and adds
+    ``correct`` / ``wrong_blocks`` to its report."""
     from ..crypto.bgv import aes, scheme
     from ..net import launch
 
@@ -272,7 +275,7 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
         data = default_data(count)
     key = FIPS_197_KEY if aes_key is None else aes_key
     results = launch(parties, _aes_local_party, params, key, data, None if keys_root is None else str(keys_root),
-                     insecure, budget, progress, config=config, timeout=None)
+                     insecure, budget, tuple(roles), progress, config=config, timeout=None)
     want = clear_aes(data, key)
     for r in results:
         if r["output"] is not None:
@@ -284,32 +287,31 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
 
 
 def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, keys_root: str | None, insecure: bool,
-                     budget: int, progress: Any) -> dict[str, Any]:
+                     budget: int, roles: tuple, progress: Any) -> dict[str, Any]:
     """aes_party for launch (module level: launch may spawn): only the owners use key and data."""
     from pathlib import Path
 
-    me, last = session.index, session.n - 1
-    return aes_party(session, params, aes_key=key if me == 0 else None, data=data if me == last else None,
+    me = session.index
+    key_owner = _role(session, roles[0], 0, "the AES key owner")
+    data_owner = _role(session, roles[1], session.n - 1, "the data owner")
+    return aes_party(session, params, key_owner=key_owner, data_owner=data_owner, recipient=roles[2],
+                     aes_key=key if me == key_owner else None, data=data if me == data_owner else None,
                      keys_dir=None if keys_root is None else Path(keys_root) / session.name, insecure=insecure,
                      budget=budget, progress=progress if me == 0 else None)
 
 
-def aes_command(args: Any) -> int:
-    """``shaper fhe aes``: parse the options, run :func:`aes_single_key`, print the phases and the
-    check; exit 0 when every block is right, 1 when one is not."""
+def _read_inputs(args: Any) -> tuple[bytes | None, np.ndarray | None]:
+    """--aes-key and --input, checked."""
     from pathlib import Path
 
-    from .report import write_json
-
-    if not args.single_key:
-        raise ConfigError("shaper fhe aes runs under a single BGV key for now: pass --single-key (joint BGV keys "
-                          "made in MPC are the next step, docs/bgv.md)")
     key = None
     if args.aes_key is not None:
         try:
             key = bytes.fromhex(args.aes_key)
         except ValueError:
             raise ConfigError(f"--aes-key {args.aes_key!r}: expected 32 hex digits") from None
+        if len(key) != 16:
+            raise ConfigError(f"--aes-key: an AES-128 key is 32 hex digits (16 bytes), got {len(key)} bytes")
     data = None
     if args.input is not None:
         raw = Path(args.input).read_bytes() if Path(args.input).is_file() else None
@@ -318,24 +320,15 @@ def aes_command(args: Any) -> int:
         if not raw or len(raw) % 16:
             raise ConfigError(f"--input {args.input}: {len(raw)} bytes is not a positive multiple of 16 (AES blocks)")
         data = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 16)
-    print(f"AES-128 under BGV, parameter set {args.params}", flush=True)
-    report = aes_single_key(args.blocks, args.params, key, data, args.insecure,
-                            progress=lambda name, s: print(f"  {name:44s} {s:9.2f} s", flush=True))
-    sec = f"{report['security']}-bit estimate" if report["security"] else "not rated (comparison or test set)"
-    print(f"ring m = {report['m']}, phi = {report['phi']}, {report['slots']} slots of GF(2^{report['d']}); "
-          f"{report['chain_primes']} chain primes + {report['special_primes']} special, log2 QP = "
-          f"{report['log_qp']:.0f}, {report['secret']} secret, {sec}")
-    print(f"circuit: {report['plan']['multiplications']} products (depth {report['plan']['depth']}), "
-          f"{report['plan']['constant_multiplications']} constant products, {report['plan']['key_switches']} key "
-          f"switches; {report['levels_used']} levels used, {report['capacity_bits']:.0f} bits of noise room left")
-    evaluate = next(ph["seconds"] for ph in report["phases"] if ph["name"].startswith("evaluate"))
-    print(f"evaluation: {evaluate:.1f} s for {report['blocks']} blocks ({evaluate / report['blocks'] * 1e3:.0f} ms "
-          f"per block)")
-    ok = report["blocks"] - report["wrong_blocks"]
-    print(f"check against a clear AES-128: {ok}/{report['blocks']} blocks right"
-          + ("; block 0 is FIPS-197 C.1's ciphertext 69c4e0d8 6a7b0430 d8cdb780 70b4c55a" if report["fips_197_c1"]
-             else ""))
-    if args.out:
+        if args.blocks is not None and args.blocks != len(data):
+            raise ConfigError(f"--blocks {args.blocks} but --input holds {len(data)} blocks")
+    return key, data
+
+
+def _write_outputs(args: Any, report: dict[str, Any]) -> None:
+    from .report import write_json
+
+    if args.out and report.get("output") is not None:
         from ..files import write_atomic
 
         write_atomic(args.out, report["output"].tobytes(), private=False)
@@ -343,4 +336,92 @@ def aes_command(args: Any) -> int:
     if args.json:
         figures = {k: v for k, v in report.items() if k not in ("output", "expected")}
         print(f"figures written to {write_json(args.json, figures)}")
+
+
+def _print_setting(report: dict[str, Any]) -> None:
+    sec = f"{report['security']}-bit estimate" if report["security"] else "not rated (comparison or test set)"
+    print(f"ring m = {report['m']}, phi = {report['phi']}, {report['slots']} slots of GF(2^{report['d']}); "
+          f"{report['chain_primes']} chain primes + {report['special_primes']} special, log2 QP = "
+          f"{report['log_qp']:.0f}, {report['secret']} secret, {sec}")
+    print(f"circuit: {report['plan']['multiplications']} products (depth {report['plan']['depth']}), "
+          f"{report['plan']['constant_multiplications']} constant products, {report['plan']['key_switches']} key "
+          f"switches, {report['plan']['key_switching_keys']} key-switching keys; {report['levels_used']} levels used, "
+          f"{report['capacity_bits']:.0f} bits of noise room left")
+
+
+def aes_command(args: Any, local: int | None = None) -> int:
+    """``shaper fhe aes``: parse the options; ``--single-key`` runs :func:`aes_single_key`, else
+    ``local`` parties here (:func:`aes_local`) or this party of a parties file (:func:`aes_party`).
+    Prints the phases and the check; exit 0 when every checked block is right, 1 when one is not."""
+    key, data = _read_inputs(args)
+    if args.single_key:
+        return _single_key_command(args, key, data)
+    if args.budget is not None and args.budget < 1:
+        raise ConfigError(f"--budget must be a positive number of decryptions, got {args.budget}")
+    roles = (args.key_owner, args.data_owner, args.to)
+
+    def show(event: dict) -> None:
+        if event["status"] == "done":
+            print(f"  {event['phase']:<44s} {event['seconds']:9.2f} s {event['bytes'] / 1e6:10.1f} MB sent", flush=True)
+
+    if local is not None:
+        print(f"threshold AES-128 under BGV ({args.params}): {local} parties as local processes over TLS generate "
+              "the key in MPC, encrypt the key and the blocks jointly, each evaluate AES, and decrypt jointly to bits "
+              "for the recipient", flush=True)
+        results = aes_local(local, args.params, blocks=args.blocks, aes_key=key, data=data, keys_root=args.keys,
+                            insecure=args.insecure, budget=args.budget, roles=roles, progress=show)
+        report = next(r for r in results if r["output"] is not None)
+        busiest = max(r["bytes_sent"] for r in results)
+        where_ = "by the busiest party"
+    else:
+        from ..net import Session
+
+        with Session.from_config(args.parties, me=args.me, key=args.key) as session:
+            print(f"threshold AES-128 under BGV ({args.params}), {session.n} parties: key in MPC, joint inputs, every "
+                  "party evaluates, joint decryption to bits", flush=True)
+            report = aes_party(session, args.params, key_owner=args.key_owner, data_owner=args.data_owner,
+                               recipient=args.to, aes_key=key, data=data, keys_dir=args.keys,
+                               insecure=args.insecure, budget=args.budget, progress=show)
+            print(session.stats.table(f"traffic of {args.me}"))
+        busiest, where_ = report["bytes_sent"], f"by {args.me}"
+    print(f"{'phase':<44s} {'seconds':>9s} {'MB sent':>12s}")
+    for ph in report["phases"]:
+        print(f"{ph['name']:<44s} {ph['seconds']:9.2f} {ph['bytes_sent'] / 1e6:12.1f}")
+    print(f"{'whole job':<44s} {report['seconds']:9.2f} {busiest / 1e6:12.1f} ({where_})")
+    _print_setting(report)
+    roles_ = report["roles"]
+    print(f"key owner {roles_['key_owner']}, data owner {roles_['data_owner']}, recipient {roles_['recipient']}; "
+          f"{report['budget_left']} of {report['budget']} decryptions left on the key"
+          + (f"; keys in {report['keys_dir']}" if report["keys_dir"] else ""))
+    ok = True
+    if report.get("output") is None:
+        print(f"the AES output went to {roles_['recipient']}; nothing learnt here")
+    elif "wrong_blocks" in report:
+        ok = report["correct"]
+        print(f"check against a clear AES-128: {report['blocks'] - report['wrong_blocks']}/{report['blocks']} blocks "
+              "right" + ("; block 0 is FIPS-197 C.1's ciphertext 69c4e0d8 6a7b0430 d8cdb780 70b4c55a"
+                         if report["fips_197_c1"] else ""))
+    elif report["fips_197_defaults"]:
+        ok = report["fips_197_c1"]
+        print("block 0 " + ("is" if ok else "is NOT") + " FIPS-197 C.1's ciphertext 69c4e0d8 6a7b0430 d8cdb780 "
+              f"70b4c55a (the owners used FIPS-197's key and plaintext); {report['blocks']} blocks decrypted here")
+    else:
+        print(f"{report['blocks']} blocks decrypted here (the key owner's key is not known here to check them)")
+    _write_outputs(args, report)
+    return 0 if ok else 1
+
+
+def _single_key_command(args: Any, key: bytes | None, data: np.ndarray | None) -> int:
+    print(f"AES-128 under BGV, parameter set {args.params}", flush=True)
+    report = aes_single_key(args.blocks, args.params, key, data, args.insecure,
+                            progress=lambda name, s: print(f"  {name:44s} {s:9.2f} s", flush=True))
+    _print_setting(report)
+    evaluate = next(ph["seconds"] for ph in report["phases"] if ph["name"].startswith("evaluate"))
+    print(f"evaluation: {evaluate:.1f} s for {report['blocks']} blocks ({evaluate / report['blocks'] * 1e3:.0f} ms "
+          f"per block)")
+    ok = report["blocks"] - report["wrong_blocks"]
+    print(f"check against a clear AES-128: {ok}/{report['blocks']} blocks right"
+          + ("; block 0 is FIPS-197 C.1's ciphertext 69c4e0d8 6a7b0430 d8cdb780 70b4c55a" if report["fips_197_c1"]
+             else ""))
+    _write_outputs(args, report)
     return 0 if report["correct"] else 1
