@@ -30,10 +30,13 @@ def pytest_collection_modifyitems(config, items):
 # Whole test files and directories whose subject never touches a kernel (the party runtime, file
 # and state handling; OT-based PSI, native-only, which SHAPER_NATIVE=off leaves as it is and
 # which skips without the extension; BGV's plaintext algebra, slot simulator, AES circuit and its
-# serialisation, which numpy alone computes): ``once`` as a group.
+# serialisation, which numpy alone computes; threshold GHS's protocols, whose ring arithmetic is the
+# cyclotomic kernels that tests/kernels/test_cyclo.py and tests/crypto/bgv/test_scheme.py check on
+# every kernel): ``once`` as a group.
 ONCE_PATHS = ("tests/net/", "tests/test_crash_safety.py", "tests/test_files.py", "tests/test_private_files.py",
               "tests/protocols/test_psi_okvs.py", "tests/crypto/bgv/test_algebra.py", "tests/crypto/bgv/test_slots.py",
-              "tests/crypto/bgv/test_aes.py", "tests/crypto/bgv/test_serial.py")
+              "tests/crypto/bgv/test_aes.py", "tests/crypto/bgv/test_serial.py", "tests/protocols/test_threshold_bgv.py",
+              "tests/protocols/test_threshold_bgv_trust.py")
 
 
 @pytest.fixture(scope="session")

@@ -267,6 +267,10 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
     from ..net import launch
 
     p = resolve_params(params, insecure)
+    names = [f"party{i}" for i in range(parties)]
+    for who, what in zip(roles, ("the AES key owner", "the data owner", "the recipient"), strict=True):
+        if who is not None and who not in names:
+            raise ConfigError(f"{what} {who!r} is not a party of this job ({', '.join(names)})")
     capacity = aes.aes_layout(scheme.algebra(p.m)).nblocks
     if data is None:
         count = capacity if blocks is None else int(blocks)
