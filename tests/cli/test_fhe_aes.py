@@ -123,3 +123,14 @@ def test_threshold_aes_on_two_hosts_only_the_recipient_learns_the_blocks(tmp_pat
 def test_threshold_aes_refuses_bad_options_in_one_line(capsys, extra, problem):
     assert main(["fhe", "aes", *extra]) == 2
     assert problem in capsys.readouterr().err
+
+
+@NATIVE
+def test_the_threshold_aes_example_runs():
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "threshold_aes.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "unknown provenance" in out.stdout or "refused" in out.stdout
+    assert "the shop holds AES-128 of its 1 blocks" in out.stdout
