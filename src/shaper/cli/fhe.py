@@ -1,4 +1,5 @@
-"""``shaper fhe``: threshold CKKS with keys generated inside the n-party MPC (docs/threshold-ckks.md).
+"""``shaper fhe``: threshold CKKS with keys generated inside the n-party MPC (docs/threshold-ckks.md),
+and AES-128 under BGV with one key or a joint key made in MPC (docs/bgv.md).
 
     shaper fhe keygen --local 3 --out keys/              three local parties, keys/party0..2
     shaper fhe keygen --parties p.toml --me bank --out keys/bank --rotations 1,2,4
@@ -7,6 +8,9 @@
     shaper fhe decrypt --parties p.toml --me bank --keys keys/bank --ciphertext y.ct --to bank
     shaper fhe decrypt --local 3 --keys keys/ --ciphertext y.ct --out y.csv
     shaper fhe demo --local 3                            (or --parties p.toml --me bank on each host)
+    shaper fhe aes --single-key                          (one BGV key; 120 AES blocks)
+    shaper fhe aes --local 2                             (threshold GHS: key in MPC, decryption to bits)
+    shaper fhe aes --parties p.toml --me bank --key-owner bank --data-owner shop --to shop --keys keys/bank
 
 The options are parsed here; the jobs are :mod:`shaper.jobs.fhe`.
 """
@@ -35,10 +39,11 @@ DEMO_PARTIES = 3
 
 
 def add_parser(subparsers: Any) -> None:
-    sub = group(subparsers, "fhe", "threshold CKKS: joint key generation in MPC, joint decryption",
+    sub = group(subparsers, "fhe", "threshold CKKS and BGV: joint key generation in MPC, joint decryption",
                 "n parties generate one CKKS key inside the MPC (the secret key stays "
                 "shared), anyone computes with the opened keys, the parties decrypt "
-                "jointly (docs/threshold-ckks.md).")
+                "jointly (docs/threshold-ckks.md); 'aes' runs AES-128 under BGV with one "
+                "key or a joint one (docs/bgv.md).")
 
     kg = command(sub, "keygen", run_keygen, "generate a joint CKKS key in MPC",
                  "Every party runs this (or --local N runs N parties here). The secret key is sampled "

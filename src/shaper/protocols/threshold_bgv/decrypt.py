@@ -115,16 +115,21 @@ def _any(engine: Any, bad: XorShares) -> XorShares:
     return ~XorShares(engine, words, 1)
 
 
-def decrypt_bits(engine: Any, s_share: Any, ct: scheme.Ciphertext, to: int | None = None) -> np.ndarray | None:
+def decrypt_bits(engine: Any, s_share: Any, ct: Any, to: int | None = None) -> np.ndarray | None:
     """The protocol's core, without accounting, consent or range check: the plaintext
-    polynomial's coefficients (uint8 (φ,)) at ``to`` (None: every party), from this party's
-    share (a :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare`, or its evaluation rows).
-    Every party calls it with the same ciphertext. It decrypts whatever it is given: call
+    polynomial's coefficients (uint8 (φ,), or (len(ct), φ) for a list of ciphertexts, converted
+    in one batch) at ``to`` (None: every party), from this party's share (a
+    :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare`, or its evaluation rows). Every party
+    calls it with the same ciphertexts. It decrypts whatever it is given: call
     :func:`decrypt_many` on anything a party did not make itself (module docstring)."""
-    bits, q0 = _phase_bits(engine, s_share, [ct])
+    cts = list(ct) if isinstance(ct, (list, tuple)) else [ct]
+    bits, q0 = _phase_bits(engine, s_share, cts)
     (above,) = _at_least(engine, bits, q0, [(q0 + 1) // 2])
     opened = engine.reveal_bits(_plain(engine, bits, above), to=to)
-    return None if opened is None else np.asarray(opened, dtype=np.uint8)
+    if opened is None:
+        return None
+    out = np.asarray(opened, dtype=np.uint8).reshape(len(cts), cts[0].params.phi)
+    return out if isinstance(ct, (list, tuple)) else out[0]
 
 
 def plan(keys: Any, cts: Sequence[scheme.Ciphertext]) -> dict[str, Any]:
