@@ -36,6 +36,7 @@ from ...crypto.ckks.keys import sample_gaussian
 from ...crypto.prg import Prg, default_prg
 from ...errors import ConfigError
 from ..threshold_ckks.commit import committed_open_rows
+from ..threshold_ckks.inputs import announce
 from ..threshold_ckks.ledger import Entry
 from ..threshold_ckks.polys import joint_seed
 
@@ -64,20 +65,7 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, owner: int | 
         values = _check_values(values, alg.nslots, alg.d)
         count = len(values)
     header = {"tag": tag, "count": count, "fingerprint": params.fingerprint().hex()}
-    session.broadcast(header, "tbgv-input")
-    headers = {session.name: header, **session.gather("tbgv-input")}
-    for name, h in headers.items():
-        if not isinstance(h, dict) or (h.get("tag"), h.get("fingerprint")) != (tag, header["fingerprint"]):
-            raise ConfigError(f"party {name!r} encrypts a different joint input ({h!r}; ours {header!r})")
-    owners = [session.parties.index(name) for name, h in headers.items() if h.get("count") is not None]
-    if len(owners) != 1 or (owner is not None and owners != [owner]):
-        raise ConfigError(f"exactly one party brings the values of a joint input (expected "
-                          f"{'any' if owner is None else session.parties[owner]}; got "
-                          f"{', '.join(session.parties[i] for i in owners) or 'none'})")
-    owner = owners[0]
-    count = headers[session.parties[owner]]["count"]
-    if not (isinstance(count, int) and 1 <= count <= MAX_VECTORS):
-        raise ConfigError(f"the owner announced {count!r} vectors; a joint encryption takes 1..{MAX_VECTORS}")
+    owner, count = announce(session, header, ("tag", "fingerprint"), owner, "tbgv-input", MAX_VECTORS)
     ring = scheme._ring(params)
     chain = ring.chain(params.max_level)
     seed = joint_seed(engine, f"bgv-input/{tag}")

@@ -15,12 +15,12 @@ from pathlib import Path
 from ...crypto.bgv import scheme, serial
 from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
-from ...errors import ConfigError, KeyValidationError
+from ...errors import KeyValidationError
 from ...net.phases import Phase
 from ..threshold_ckks.keystore import (
-    SHARE_FILE,
     load_galois_keys,
     open_key_directory,
+    read_share,
     write_key_directory,
 )
 from ..threshold_ckks.ledger import Ledger
@@ -94,11 +94,6 @@ class JointKeys(PublicKeys):
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
         """A party's BGV key directory: the public material, its share and its ledger."""
         pub = PublicKeys.load(directory, insecure=insecure)
-        path = Path(directory) / SHARE_FILE
-        if not path.is_file():
-            raise ConfigError(f"{directory} holds no secret-key share ({SHARE_FILE}): it is public material only")
-        share = serial.load(path, pub.params)
-        if not isinstance(share, SecretKeyShare):
-            raise KeyValidationError(f"{path} is not a BGV secret-key share")
+        share = read_share(directory, lambda f: serial.load(f, pub.params), SecretKeyShare, "a BGV secret-key share")
         return cls(pub.params, pub.public, pub.relin, pub.galois, share,
                    ledger=Ledger.load(directory, scheme="bgv"))

@@ -42,7 +42,7 @@ from ...errors import ConfigError
 from .commit import committed_open_rows
 from .polys import joint_seed
 
-__all__ = ["encrypt_jointly", "noise_model"]
+__all__ = ["announce", "encrypt_jointly", "noise_model"]
 
 #: the most vectors one call encrypts (bounds the memory a peer's count can cause)
 MAX_VECTORS = 1 << 14
@@ -77,22 +77,8 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
             raise ConfigError(f"only the owner (party {owner}) passes values to a joint encryption")
         values = _check_values(values, params.slots, value_bound)
         count = len(values)
-    agreed = ("level", "scale", "bound", "tag")
     header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count}
-    session.broadcast(header, "tckks-input")
-    headers = {session.name: header, **session.gather("tckks-input")}
-    for name, h in headers.items():
-        if not isinstance(h, dict) or {k: h.get(k) for k in agreed} != {k: header[k] for k in agreed}:
-            raise ConfigError(f"party {name!r} encrypts a different joint input ({h!r}; ours {header!r})")
-    owners = [session.parties.index(name) for name, h in headers.items() if h.get("count") is not None]
-    if len(owners) != 1 or (owner is not None and owners != [owner]):
-        raise ConfigError(f"exactly one party brings the values of a joint input (expected "
-                          f"{'any' if owner is None else session.parties[owner]}; got "
-                          f"{', '.join(session.parties[i] for i in owners) or 'none'})")
-    owner = owners[0]
-    count = headers[session.parties[owner]]["count"]
-    if not (isinstance(count, int) and 1 <= count <= MAX_VECTORS):
-        raise ConfigError(f"the owner announced {count!r} vectors; a joint encryption takes 1..{MAX_VECTORS}")
+    owner, count = announce(session, header, ("level", "scale", "bound", "tag"), owner, "tckks-input", MAX_VECTORS)
     seed = joint_seed(engine, f"input/{tag}")
     rows = params.mods(level)
     seeds = [hashlib.sha256(seed + k.to_bytes(4, "big")).digest() for k in range(count)]
@@ -107,6 +93,29 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
     bound = noise_model(keys).joint_input(level, scale, value_bound)
     keys.ledger.record(cts, [bound] * count, kind="input", source=f"joint input {tag!r} of party {owner}")
     return cts
+
+
+def announce(session: Any, header: dict, agreed: tuple[str, ...], owner: int | None, tag: str,
+             most: int) -> tuple[int, int]:
+    """The round before a joint encryption (threshold CKKS's and BGV's): every party's ``header``
+    (``count`` set by the owner alone, None elsewhere) to every other; the ``agreed`` fields must
+    match, exactly one party may own the values (``owner`` when given) and announce 1..``most``
+    vectors. Returns (owner index, count); raises :class:`~shaper.errors.ConfigError` naming the
+    party that differs."""
+    session.broadcast(header, tag)
+    headers = {session.name: header, **session.gather(tag)}
+    for name, h in headers.items():
+        if not isinstance(h, dict) or {k: h.get(k) for k in agreed} != {k: header[k] for k in agreed}:
+            raise ConfigError(f"party {name!r} encrypts a different joint input ({h!r}; ours {header!r})")
+    owners = [session.parties.index(name) for name, h in headers.items() if h.get("count") is not None]
+    if len(owners) != 1 or (owner is not None and owners != [owner]):
+        raise ConfigError(f"exactly one party brings the values of a joint input (expected "
+                          f"{'any' if owner is None else session.parties[owner]}; got "
+                          f"{', '.join(session.parties[i] for i in owners) or 'none'})")
+    count = headers[session.parties[owners[0]]]["count"]
+    if not (isinstance(count, int) and 1 <= count <= most):
+        raise ConfigError(f"the owner announced {count!r} vectors; a joint encryption takes 1..{most}")
+    return owners[0], count
 
 
 def _check_values(values: Any, slots: int, bound: float) -> np.ndarray:

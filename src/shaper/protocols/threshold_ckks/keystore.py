@@ -26,7 +26,8 @@ from ...files import atomic_directory, remove_stale
 from ...net.phases import Phase
 from .ledger import LEDGER_FILE, Ledger
 
-__all__ = ["SHARE_FILE", "JointKeys", "PublicKeys", "load_galois_keys", "open_key_directory", "write_key_directory"]
+__all__ = ["SHARE_FILE", "JointKeys", "PublicKeys", "load_galois_keys", "open_key_directory", "read_share",
+           "write_key_directory"]
 
 SHARE_FILE = "secret-share.shpr"
 
@@ -60,6 +61,18 @@ def open_key_directory(directory: str | os.PathLike, what: str) -> Path:
     if not (d / "params.shpr").is_file():
         raise ConfigError(f"{d} is not a {what} key directory (no params.shpr)")
     return d
+
+
+def read_share(directory: str | os.PathLike, load: Callable[[Path], Any], kind: type, what: str) -> Any:
+    """A party's share (:data:`SHARE_FILE`) by ``load``, which must give a ``kind``; a
+    directory of public material only is a :class:`~shaper.errors.ConfigError`."""
+    path = Path(directory) / SHARE_FILE
+    if not path.is_file():
+        raise ConfigError(f"{directory} holds no secret-key share ({SHARE_FILE}): it is public material only")
+    share = load(path)
+    if not isinstance(share, kind):
+        raise KeyValidationError(f"{path} is not {what}")
+    return share
 
 
 def load_galois_keys(d: Path, load: Callable[[Path], Any], exponent: Callable[[Any], int | None]) -> dict[int, Any]:
@@ -137,10 +150,5 @@ class JointKeys(PublicKeys):
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
         """A party's key directory: the public material and its share."""
         pub = PublicKeys.load(directory, insecure=insecure)
-        path = Path(directory) / SHARE_FILE
-        if not path.is_file():
-            raise ConfigError(f"{directory} holds no secret-key share ({SHARE_FILE}): it is public material only")
-        share = ckks.load(path, pub.params)
-        if not isinstance(share, ckks.SecretKeyShare):
-            raise KeyValidationError(f"{path} is not a secret-key share")
+        share = read_share(directory, lambda f: ckks.load(f, pub.params), ckks.SecretKeyShare, "a secret-key share")
         return cls(pub.params, pub.public, pub.relin, pub.galois, share, ledger=Ledger.load(directory))
