@@ -9,8 +9,8 @@ default chain (its result ciphertext, 1.5 MB, went as hex inside a JSON message 
 metadata limit): the unit tests ran it only with small insecure parameters.
 
 Every line runs exactly as written except ``shaper fhe aes`` (on the small test ring: at
-m = 53261 it takes minutes; ``tests/cli/test_fhe_aes.py`` and ``benchmarks/bgv.py`` cover the
-rest) and ``shaper cnn demo``: as written it generates the key
+m = 53261 it takes minutes, with one key or two parties; ``tests/cli/test_fhe_aes.py``,
+``benchmarks/bgv.py`` and ``benchmarks/threshold_bgv.py`` cover the rest) and ``shaper cnn demo``: as written it generates the key
 with the exact method and the plan's 28 rotation keys (about 1 minute on 2 idle cores, but 5 and
 more on the shared 2-core machine this project is tested on), so the test runs it with
 ``--method local --mnist-sample 4``: the same command and code path after key generation, the
@@ -42,7 +42,9 @@ FILLED = {"FILE": "parties.toml", "NAME": "bank", "DIR": "keys/bank", "N": "3", 
 #: lines run with extra options (see the module docstring), unless SHAPER_README_FULL=1
 LIGHTER = {"shaper cnn demo": "shaper cnn demo --method local --mnist-sample 4",
            # 120 blocks at m = 53261 take minutes: the same command on the small test ring
-           "shaper fhe aes --single-key": "shaper fhe aes --single-key --insecure --params test-257"}
+           "shaper fhe aes --single-key": "shaper fhe aes --single-key --insecure --params test-257",
+           # two parties making the keys for AES at m = 53261 take minutes (benchmarks/threshold_bgv.py)
+           "shaper fhe aes --local 2": "shaper fhe aes --local 2 --insecure --params test-257"}
 
 
 def readme_commands() -> list[str]:
