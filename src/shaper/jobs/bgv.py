@@ -232,6 +232,7 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
         tag="aes-round-keys"))
     (out,) = phases.run("evaluate AES-128 (every party)", lambda: tb.evaluate(keys, tb.aes128(), state + round_keys))
     room = tb.plan(keys, [out])["room_bits"][0]
+    phases.run("wait for every party's evaluation", lambda: session.barrier("bgv-aes-evaluated"))
     bits = phases.run("joint decryption to bits", lambda: tb.decrypt_many(engine, keys, [out], to=recipient))
     got = None if bits is None else aes.unpack_blocks(alg.decode(bits[0]), alg, blocks)
     rows = [{"name": ph.name, "seconds": round(ph.seconds, 3), "bytes_sent": ph.bytes_sent} for ph in phases.done]
