@@ -315,3 +315,15 @@ def test_the_range_checks_or_sees_every_lane_and_ignores_padding():
             want.append(True)
     res = run_in_memory(2, _any_job, cases, timeout=120)
     assert res[0] == res[1] == want
+
+
+def _misplaced_job(session):
+    from shaper.jobs.bgv import aes_party
+
+    return aes_party(session, "test-257", insecure=True, aes_key=bytes(16) if session.index == 1 else None,
+                     engine=engine_for_tests(session))
+
+
+def test_only_the_owners_give_a_key_or_blocks():
+    with pytest.raises(PartyError, match="the key owner's .party0. to give, not party1's"):
+        run_in_memory(2, _misplaced_job, timeout=60)

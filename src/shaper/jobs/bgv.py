@@ -153,14 +153,14 @@ def _role(session: Any, who: int | str | None, default: int, what: str) -> int:
 
 def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str | None = None,
               data_owner: int | str | None = None, recipient: int | str | None = None,
-              aes_key: bytes | None = None, data: np.ndarray | None = None, keys_dir: str | os.PathLike | None = None,
-              insecure: bool = False, budget: int = DEFAULT_BUDGET, progress: Any = None,
-              engine: Any = None) -> dict[str, Any]:
+              aes_key: bytes | None = None, data: np.ndarray | None = None, blocks: int | None = None,
+              keys_dir: str | os.PathLike | None = None, insecure: bool = False, budget: int = DEFAULT_BUDGET,
+              progress: Any = None, engine: Any = None) -> dict[str, Any]:
     """One party's side of threshold AES (module docstring). Roles are party names or indices:
     ``key_owner`` (default the first party) passes ``aes_key`` (16 bytes; default FIPS-197's),
     ``data_owner`` (default the last) passes ``data`` ((n, 16) uint8; default FIPS-197 C.1's
-    plaintext then random blocks, as many as the slots hold), ``recipient`` (default the data
-    owner) learns the result. ``keys_dir``: this party's key directory, loaded when it exists
+    plaintext then random blocks, ``blocks`` of them or as many as the slots hold), ``recipient``
+    (default the data owner) learns the result. ``keys_dir``: this party's key directory, loaded when it exists
     (every party must have one then) and written after key generation when it does not.
     Returns the phases (seconds, bytes sent), the figures, and at the recipient the blocks."""
     from pathlib import Path
@@ -181,13 +181,21 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
     have = keys_dir is not None and Path(keys_dir).exists()
     mine: dict[str, Any] = {"params": p.fingerprint().hex(), "roles": [key_owner, data_owner, recipient],
                             "have_keys": have}
+    if aes_key is not None and me != key_owner:
+        raise ConfigError(f"an AES key is the key owner's ({session.parties[key_owner]}) to give, not "
+                          f"{session.name}'s")
+    if (data is not None or blocks is not None) and me != data_owner:
+        raise ConfigError(f"the blocks are the data owner's ({session.parties[data_owner]}) to give, not "
+                          f"{session.name}'s")
     if me == key_owner:
         aes_key = FIPS_197_KEY if aes_key is None else bytes(aes_key)
         if len(aes_key) != 16:
             raise ConfigError(f"an AES-128 key is 16 bytes, got {len(aes_key)}")
         mine["fips_key"] = aes_key == FIPS_197_KEY
     if me == data_owner:
-        data = default_data(capacity) if data is None else np.asarray(data, dtype=np.uint8)
+        if blocks is not None and not 1 <= int(blocks) <= capacity:
+            raise ConfigError(f"--blocks takes 1..{capacity} for parameter set {params!r}")
+        data = default_data(capacity if blocks is None else int(blocks)) if data is None else np.asarray(data, np.uint8)
         if data.ndim != 2 or data.shape[1] != 16 or not 1 <= len(data) <= capacity:
             raise ConfigError(f"the data must be 1..{capacity} blocks of 16 bytes, got shape {data.shape}")
         mine["blocks"] = len(data)
@@ -385,7 +393,7 @@ def aes_command(args: Any, local: int | None = None) -> int:
             print(f"threshold AES-128 under BGV ({args.params}), {session.n} parties: key in MPC, joint inputs, every "
                   "party evaluates, joint decryption to bits", flush=True)
             report = aes_party(session, args.params, key_owner=args.key_owner, data_owner=args.data_owner,
-                               recipient=args.to, aes_key=key, data=data, keys_dir=args.keys,
+                               recipient=args.to, aes_key=key, data=data, blocks=args.blocks, keys_dir=args.keys,
                                insecure=args.insecure, budget=args.budget, progress=show)
             print(session.stats.table(f"traffic of {args.me}"))
         busiest, where_ = report["bytes_sent"], f"by {args.me}"
