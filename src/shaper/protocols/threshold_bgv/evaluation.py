@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...crypto.bgv import scheme
-from ...crypto.bgv.serial import ciphertext_digest
 from ...errors import ConfigError, DecryptionRefused
-from ..threshold_ckks.ledger import Entry
+from .inputs import entry
 
 __all__ = ["Circuit", "aes128", "evaluate"]
 
@@ -49,8 +48,7 @@ def evaluate(keys: Any, circuit: Circuit, inputs: Sequence[scheme.Ciphertext]) -
                                 "of evaluations this party ran") from None
     own = [scheme.Ciphertext(ct.parts, ct.level, e.error, ct.params) for ct, e in zip(inputs, entries, strict=True)]
     outputs = circuit.run(keys.evaluator(), own)
-    keys.ledger.record_entries([Entry(ciphertext_digest(ct), "output", circuit.name, float(ct.noise), 1.0, ct.level,
-                                      1.0) for ct in outputs])
+    keys.ledger.record_entries([entry(ct, "output", circuit.name) for ct in outputs])
     return outputs
 
 

@@ -40,7 +40,7 @@ from ..threshold_ckks.inputs import announce
 from ..threshold_ckks.ledger import Entry
 from ..threshold_ckks.polys import joint_seed
 
-__all__ = ["encrypt_jointly"]
+__all__ = ["encrypt_jointly", "entry"]
 
 #: the most vectors one call encrypts (bounds the memory a peer's count can cause)
 MAX_VECTORS = 256
@@ -82,10 +82,14 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, owner: int | 
     c0 = committed_open_rows(engine, b, params.primes, what=f"bgv-input-{tag}", error=ConfigError)
     noise = joint_input_noise(params, float(params.phi), session.n)  # worst-case message: the same at every party
     cts = [scheme.Ciphertext(np.stack([c0[k], a[k]]), params.max_level, noise, params) for k in range(count)]
-    source = f"joint input {tag!r} of party {owner}"
-    keys.ledger.record_entries([Entry(ciphertext_digest(ct), "input", source, noise, 1.0, ct.level, 1.0)
-                                for ct in cts])
+    keys.ledger.record_entries([entry(ct, "input", f"joint input {tag!r} of party {owner}") for ct in cts])
     return cts
+
+
+def entry(ct: scheme.Ciphertext, kind: str, source: str) -> Entry:
+    """The ledger entry of a BGV ciphertext: its digest and this party's noise estimate (the
+    entry's error; message and scale 1: a BGV plaintext is bits)."""
+    return Entry(ciphertext_digest(ct), kind, source, float(ct.noise), 1.0, ct.level, 1.0)
 
 
 def _check_values(values: Any, nslots: int, d: int) -> np.ndarray:
