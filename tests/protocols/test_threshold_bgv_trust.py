@@ -327,3 +327,43 @@ def _misplaced_job(session):
 def test_only_the_owners_give_a_key_or_blocks():
     with pytest.raises(PartyError, match="the key owner's .party0. to give, not party1's"):
         run_in_memory(2, _misplaced_job, timeout=60)
+
+
+def _deviating_owner_job(session):
+    engine = engine_for_tests(session)
+    keys = tb.keygen(engine, PARAMS, (), check=False)
+    (x,) = tb.encrypt_jointly(engine, keys, X if session.index == 0 else None, tag="x")
+    return tb.decrypt_many(engine, keys, [x], to=1)
+
+
+def test_a_deviating_owner_moves_only_the_plaintext_by_a_term_it_chose(monkeypatch):
+    """Party 0 owns X and opens b_0 + t instead of b_0 in the joint encryption (c_1 it cannot
+    touch: the joint seed fixes it). The decryption is X's plaintext plus t: nothing of s."""
+    from shaper.protocols.threshold_bgv import inputs
+
+    t = np.random.default_rng(4).integers(0, 2, PARAMS.phi).astype(np.int64)  # the deviation (a public test value)
+    real, ring = inputs.committed_open_rows, S._ring(PARAMS)
+    chain = ring.chain(PARAMS.max_level)
+
+    def deviating(engine, rows, primes, **kw):
+        if engine.session.index == 0:  # the deviating party only
+            rows = ring.add(rows[0], ring.encode_signed(t, chain), chain)[None]
+        return real(engine, rows, primes, **kw)
+
+    monkeypatch.setattr(inputs, "committed_open_rows", deviating)
+    res = run_in_memory(2, _deviating_owner_job, timeout=120)
+    want = S.Evaluator(PARAMS).encode(X).bits ^ t.astype(np.uint8)
+    assert np.array_equal(res[1][0], want) and res[0] is None
+
+
+def _setup_job(session, roles):
+    from shaper.jobs.bgv import aes_party
+
+    key_owner, data_owner = roles[session.index]
+    return aes_party(session, "test-257", insecure=True, key_owner=key_owner, data_owner=data_owner,
+                     engine=engine_for_tests(session))
+
+
+def test_parties_that_disagree_on_the_job_stop_before_any_key_is_made():
+    with pytest.raises(PartyError, match="runs a different AES job"):
+        run_in_memory(2, _setup_job, [(0, 1), (1, 1)], timeout=60)

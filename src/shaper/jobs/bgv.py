@@ -12,6 +12,14 @@ implementation independent of ours).
 
 Each returns a report: per phase seconds (and bytes this party sent), the parameter set and its
 security estimate, the circuit's counts, the output's level and noise room, and the check.
+
+What the threshold job's setup round shows every party: the parameters' fingerprint, the roles,
+whether each party has key directories, the number of blocks (the recipient learns it anyway) and
+two flags, whether the key owner's key and the data owner's first block are FIPS-197's (so the
+recipient can check block 0 when they are). A party that announces something else stops every
+party with a ConfigError naming it; a false flag only makes the recipient's FIPS check fail.
+The protocol's own rules (joint inputs, consent, decryption to bits) are
+:mod:`shaper.protocols.threshold_bgv`'s.
 """
 
 from __future__ import annotations
