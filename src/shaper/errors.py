@@ -75,6 +75,13 @@ class HandshakeError(NetError):
     protocol version or session id."""
 
 
+class DeviationError(NetError):
+    """The active engine caught a deviation: a MAC check, a sacrifice, a range check or a
+    comparison of the parties' views failed. The message names the phase (and the party where
+    one can be named), never a secret; every honest party stops, and nothing computed after the
+    last passed check is output."""
+
+
 class PartyError(ShaperError, RuntimeError):
     """A party run by the launcher failed; carries the party's name and traceback."""
 

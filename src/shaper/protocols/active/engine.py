@@ -1,0 +1,308 @@
+"""The active engine: n-party arithmetic over odd prime moduli (one field or an RNS basis) secure
+against any n - 1 parties that deviate arbitrarily, with abort (SPDZ's online phase on MASCOT's
+preprocessing; the GMPFHE paper's "malicious upgrade").
+
+Shares are :class:`~.shares.AuthShares` (a share and K MAC shares per modulus). The operations:
+
+==================  ===========================================================================
+input (owner o)     an authenticated random r known to o (:func:`~.preprocessing.input_masks`);
+                    o broadcasts x - r, every party adds it to [r]. A party that broadcasts
+                    different values to different peers is caught by the view comparison.
+add, sub, public    local (a public c: party 0 adds c to its share, every party alpha_i c to
+constants, scalar   its MAC shares)
+multiplication
+mul                 Beaver with an authenticated triple (checked by sacrifice): x - a and y - b
+                    are opened *partially* and go to the MAC check
+reveal to all       a partial opening, then the MAC check over everything opened since the last
+                    one: the value is returned only if it passes
+reveal to one (o)   [x] - [r] opened to all for an input mask r of o's, checked, and o adds r:
+                    only o learns x, and o knows its MAC was checked
+==================  ===========================================================================
+
+**What each party learns**: the partial openings (uniform: masked by single-use triples,
+masks and random combinations), the MAC check's differences (uniform given that they sum to
+zero), and the outputs revealed to it. **What a deviating coalition of up to n - 1 parties can
+do**: choose its own inputs; abort at any point (every honest party then raises, naming the
+phase); anything else (a wrong share, MAC share, product, correction, opening, or different
+messages to different peers) makes every honest party raise
+:class:`~shaper.errors.DeviationError` at the next check, before any output that depends on
+it, except with probability 2^-SOUNDNESS per check (:mod:`.shares`). The OT extension under the
+preprocessing checks its receivers (KOS/Roy); the preprocessing's selective failures are
+handled by MASCOT's combining and sacrifice (:mod:`.preprocessing`).
+
+The engine holds only the prime-field domain (``domains = {"mod"}``); fixed point over Z_2^64
+and bits stay with the passive :class:`~shaper.protocols.additive.AdditiveEngine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError, DeviationError, FrameError
+from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, sub_mod
+from ..api import Engine, ModShares, Shared
+from ..ot import links_for
+from . import preprocessing
+from .check import Openings
+from .shares import SOUNDNESS, AuthShares, check_soundness, soundness_bits
+
+__all__ = ["ActiveEngine"]
+
+
+class ActiveEngine(Engine):
+    """One party's side of the active n-party engine (see the module notes).
+
+    ``links``: the correlated-OT links of the preprocessing (default: the session's OT extension,
+    :func:`~shaper.protocols.ot.links_for`; :class:`~shaper.protocols.ot.InsecureLinks` runs
+    the same protocol in the clear for tests where the native extension is not built).
+    ``soundness``: every MAC check passes a deviation with probability at most 2^-soundness."""
+
+    conversions: ClassVar[frozenset[str]] = frozenset()
+    domains: ClassVar[frozenset[str]] = frozenset({"mod"})
+    security = "active"
+
+    def __init__(self, session: Any, *, links: Any = None, soundness: int = SOUNDNESS, frac_bits: int = 16) -> None:
+        if session.n < 2:
+            raise ConfigError(f"{type(self).__name__} needs at least two parties, the session has {session.n}")
+        if not 40 <= soundness <= 128:
+            raise ConfigError(f"the MAC checks' soundness must be 40..128 bits, got {soundness}")
+        self.session = session
+        self.me = session.index
+        self.parties = session.n
+        self.frac_bits = frac_bits
+        self.soundness = soundness
+        self.prg = session.prg
+        self.links = links
+        self.openings = Openings()
+        self._alpha: dict[int, np.ndarray] = {}
+        self._step = 0
+        self._failed: str | None = None
+        self.triples_made = 0
+
+    # -- plumbing -----------------------------------------------------------------------------------
+    def _tag(self, what: str) -> str:
+        self._step += 1
+        return f"act-{what}-{self._step}"
+
+    def ot_links(self) -> Any:
+        if self.links is None:
+            self.links = links_for(self.session)
+        return self.links
+
+    def alpha(self, q: int) -> np.ndarray:
+        """This party's MAC keys for modulus q (uint64, one per key), drawn once from its CSPRNG."""
+        keys = self._alpha.get(q)
+        if keys is None:
+            keys = self._alpha[q] = self.prg.below(q, 4)
+        return keys
+
+    def keys(self, moduli: Sequence[int]) -> int:
+        """MAC keys per value over this basis."""
+        return check_soundness(moduli, self.soundness)
+
+    def soundness_of(self, moduli: Sequence[int]) -> float:
+        """-log2 of the chance that a check over this basis passes a deviation."""
+        return soundness_bits(moduli, self.keys(moduli))
+
+    def uniform_mod(self, shape: int | tuple[int, ...], mods: Sequence[int]) -> np.ndarray:
+        """This party's uniform residues (..., L), each limb by rejection sampling."""
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        count = int(np.prod(shape))
+        return np.stack([self.prg.below(q, count) for q in mods], axis=-1).reshape(shape + (len(mods),))
+
+    def _basis(self, moduli: Any) -> tuple[int, ...]:
+        mods = basis(moduli)
+        self.keys(mods)  # refuses moduli too small to authenticate
+        return mods
+
+    def _alive(self) -> None:
+        if self._failed:
+            raise DeviationError(f"this engine stopped after a failed check: {self._failed}")
+
+    # -- openings and the check -------------------------------------------------------------------------
+    def open_partial(self, x: AuthShares, phase: str) -> np.ndarray:
+        """Every party's share summed at every party, *not yet checked*: recorded for the next
+        :meth:`check`, so use it only to compute, never to output or to decide what to send."""
+        self._alive()
+        tag = self._tag("open")
+        share = np.ascontiguousarray(x.share)
+        self.session.broadcast(share, tag)
+        qs = moduli_array(x.moduli)
+        total = share.copy()
+        for peer in self.session.peers:
+            got = self.session.recv_array(peer, tag, dtype=np.uint64, shape=share.shape)
+            if np.any(got >= qs):
+                raise FrameError(f"party {peer!r} sent residues out of range in an opening ({phase})")
+            total = add_mod(total, got, qs)
+        self.openings.record(total, x.mac, x.moduli, phase)
+        return total
+
+    def check(self, phase: str = "output") -> None:
+        """Verify every partial opening since the last check (:mod:`.check`); a failure stops
+        this engine for good."""
+        self._alive()
+        try:
+            self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
+        except DeviationError as exc:
+            self._failed = str(exc)
+            raise
+
+    # -- public constants -----------------------------------------------------------------------------
+    def mul_public_shares(self, x: AuthShares, residues: np.ndarray) -> AuthShares:
+        """x times public residues (..., L) already reduced into every modulus."""
+        r = np.asarray(residues, dtype=np.uint64)
+        return AuthShares(self, mul_mod(x.share, r, x.moduli), mul_mod(x.mac, r, x.moduli), x.moduli)
+
+    def add_public_residues(self, x: AuthShares, residues: np.ndarray) -> AuthShares:
+        """x + c for public residues c (..., L): party 0's share, every party's MAC shares."""
+        c = np.asarray(residues, dtype=np.uint64)
+        qs = moduli_array(x.moduli)
+        shape = np.broadcast_shapes(x.share.shape, c.shape)
+        share = np.broadcast_to(x.share, shape)
+        share = add_mod(share, np.broadcast_to(c, shape), qs) if self.me == 0 else share.copy()
+        alpha = np.stack([self.alpha(q)[:x.keys] for q in x.moduli], axis=-1)  # (K, L)
+        alpha = alpha.reshape((x.keys,) + (1,) * (len(shape) - 1) + (len(x.moduli),))
+        mac = add_mod(np.broadcast_to(x.mac, (x.keys,) + shape), mul_mod(np.broadcast_to(c, (x.keys,) + shape),
+                                                                           np.broadcast_to(alpha, (x.keys,) + shape),
+                                                                           x.moduli), qs)
+        return AuthShares(self, share, mac, x.moduli)
+
+    def add_public_mod(self, x: ModShares, values: Any) -> AuthShares:
+        assert isinstance(x, AuthShares)
+        return self.add_public_residues(x, lift_public(values, x.moduli))
+
+    # -- preprocessing ------------------------------------------------------------------------------
+    def triples(self, count: int, moduli: Any) -> tuple[AuthShares, AuthShares, AuthShares]:
+        """``count`` authenticated triples over the basis, checked (:func:`~.preprocessing.triples`)."""
+        self._alive()
+        mods = self._basis(moduli)
+        out = preprocessing.triples(self, int(count), mods, self.keys(mods))
+        self.triples_made += int(count)
+        return out
+
+    def random_mod(self, shape: int | tuple[int, ...], moduli: Any) -> AuthShares:
+        """Authenticated uniform values no party knows (every party's share uniform)."""
+        self._alive()
+        mods = self._basis(moduli)
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        count = int(np.prod(shape))
+        r = preprocessing.authenticate(self, self.uniform_mod((count,), mods), mods, self.keys(mods),
+                                       phase="random values")
+        return r.reshape(shape)
+
+    # -- the prime-field domain ---------------------------------------------------------------------
+    def share_mod(self, values: Any, *, owner: int, moduli: Any) -> AuthShares:
+        """The owner's integers (any sign) as authenticated shares: a mask of the owner's, and the
+        owner's broadcast of value minus mask (checked with the rest at the next check)."""
+        self._alive()
+        mods = self._basis(moduli)
+        if not 0 <= owner < self.parties:
+            raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
+        tag = self._tag("input")
+        if self.me == owner:
+            v = lift_public(values, mods)
+            shape = v.shape[:-1]
+            self.session.broadcast(list(shape), tag + "/shape")
+        else:
+            shape = self.session.recv_meta(owner, tag + "/shape")
+            if not (isinstance(shape, list) and len(shape) <= 8 and all(isinstance(d, int) and 0 <= d for d in shape)
+                    and int(np.prod(shape)) <= 1 << 26):
+                raise FrameError(f"party {self.session.parties[owner]!r} announced an input of shape {shape!r}")
+            shape = tuple(shape)
+        count = int(np.prod(shape))
+        mask, r = preprocessing.input_masks(self, owner, count, mods, self.keys(mods))
+        qs = moduli_array(mods)
+        if self.me == owner:
+            d = sub_mod(v.reshape(count, len(mods)), r, qs)
+            self.session.broadcast(d, tag)
+        else:
+            d = self.session.recv_array(owner, tag, dtype=np.uint64, shape=(count, len(mods)))
+            if np.any(d >= qs):
+                raise FrameError(f"party {self.session.parties[owner]!r} sent an input out of range")
+        # the broadcast value joins the view every party compares at the next check
+        self.openings.witness(d, "input")
+        return self.add_public_residues(mask, d).reshape(shape)
+
+    def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
+        """Open to every party (``to`` None) or to ``to`` alone, after the MAC check."""
+        assert isinstance(x, AuthShares)
+        self._alive()
+        if to is None:
+            opened = self.open_partial(x, "output")
+            self.check("output")
+            return opened
+        if not 0 <= to < self.parties:
+            raise ConfigError(f"output recipient {to} is not a party (0..{self.parties - 1})")
+        flat = x.reshape(x.size)
+        mask, r = preprocessing.input_masks(self, to, x.size, x.moduli, x.keys)
+        masked = self.open_partial(flat - mask, "private output")
+        self.check("private output")
+        if self.me != to:
+            return None
+        return add_mod(masked, r, moduli_array(x.moduli)).reshape(x.share.shape)
+
+    def mul_mod(self, x: ModShares, y: ModShares) -> AuthShares:
+        """Element-wise product with checked triples: one round of partial openings."""
+        assert isinstance(x, AuthShares) and isinstance(y, AuthShares)
+        x._same(y)
+        mods = x.moduli
+        shape = np.broadcast_shapes(x.share.shape, y.share.shape)[:-1]
+        count = int(np.prod(shape))
+        xs = _broadcast(x, shape).reshape(count)
+        ys = _broadcast(y, shape).reshape(count)
+        a, b, c = self.triples(count, mods)
+        keys = min(xs.keys, ys.keys, a.keys)
+        xs, ys, a, b, c = (_trim(v, keys) for v in (xs, ys, a, b, c))
+        opened = self.open_partial(_stack([xs - a, ys - b]), "multiplication")
+        e, f = opened[:count], opened[count:]
+        z = c + self.mul_public_shares(b, e) + self.mul_public_shares(a, f)
+        z = self.add_public_residues(z, mul_mod(e, f, mods))
+        return z.reshape(shape)
+
+    def matmul_mod(self, x: ModShares, y: ModShares) -> AuthShares:
+        """(m, k) @ (k, n) over one modulus, as m k n element-wise products summed."""
+        assert isinstance(x, AuthShares) and isinstance(y, AuthShares)
+        if len(x.moduli) != 1 or len(x.shape) != 2 or len(y.shape) != 2 or x.shape[1] != y.shape[0]:
+            raise ValueError(f"matmul_mod needs (m, k) @ (k, n) over one modulus, got {x.shape} @ {y.shape} "
+                             f"over {len(x.moduli)} moduli")
+        (m, k), n = x.shape, y.shape[1]
+        left = _broadcast(x.reshape(m, k, 1), (m, k, n))
+        right = _broadcast(y.reshape(1, k, n), (m, k, n))
+        return self.mul_mod(left, right).sum(axis=1)
+
+    # -- Z_2^64 fixed point is not held here ------------------------------------------------------------
+    def share(self, values: Any, *, owner: int, frac_bits: int | None = None) -> Shared:
+        raise self._no_domain("ring")
+
+    def reveal_ring(self, x: Shared, to: int | None = None, **options: Any) -> np.ndarray | None:
+        raise self._no_domain("ring")
+
+    def mul(self, x: Shared, y: Shared, *, truncate: bool = True) -> Shared:
+        raise self._no_domain("ring")
+
+    def matmul(self, x: Shared, y: Shared, *, truncate: bool = True) -> Shared:
+        raise self._no_domain("ring")
+
+    def truncate(self, x: Shared, bits: int) -> Shared:
+        raise self._no_domain("ring")
+
+    def add_public(self, x: Shared, ring_values: np.ndarray) -> Shared:
+        raise self._no_domain("ring")
+
+
+def _broadcast(x: AuthShares, shape: tuple[int, ...]) -> AuthShares:
+    full = tuple(shape) + (len(x.moduli),)
+    return AuthShares(x.engine, np.broadcast_to(x.share, full).copy(),
+                      np.broadcast_to(x.mac, (x.keys,) + full).copy(), x.moduli)
+
+
+def _trim(x: AuthShares, keys: int) -> AuthShares:
+    return x if x.keys == keys else AuthShares(x.engine, x.share, x.mac[:keys], x.moduli)
+
+
+def _stack(parts: list[AuthShares]) -> AuthShares:
+    first = parts[0]
+    return AuthShares(first.engine, np.concatenate([p.share for p in parts]),
+                      np.concatenate([p.mac for p in parts], axis=1), first.moduli)

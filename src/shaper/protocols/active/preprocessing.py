@@ -1,0 +1,174 @@
+"""Authenticated preprocessing from oblivious transfer (MASCOT: Keller, Orsini, Scholl, CCS 2016),
+over odd prime moduli, on the OT extension of :mod:`shaper.protocols.ot` (SoftSpoken with the
+KOS/Roy consistency check).
+
+**Authentication** (:func:`authenticate`, MASCOT's COPE and Pi_[[.]]). To give shared values
+x = sum_j x_j MAC shares under alpha^(k) = sum_i alpha_i^(k), every ordered pair (i, j) runs a
+correlated OT in which i is the *receiver* with its fixed key alpha_i^(k) as choice value and j
+the *sender* with its shares x_j as offsets (one choice value carries up to 256 offsets, so a
+batch costs bitlen(q) OTs per 256 values and key, and bitlen(q) x 8 bytes of corrections per
+value and key): the outputs are additive shares of alpha_i^(k) x_j; with the local products
+alpha_i^(k) x_i they sum to alpha^(k) x. A sender that uses different x_j in different OTs
+shifts the MAC by terms in the bits of alpha_i: the batch also authenticates one random value
+per modulus, and a random combination of the batch plus that value is opened and goes to the
+MAC check, which then fails unless the sender guessed the bits its deviation touches (each
+guess halves its chance of passing, MASCOT Lemma 4). A receiver that varies its choice bits
+only corrupts its own MAC shares (the check fails).
+
+**Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3). Each party draws b_j and three
+a_j^(1..3); every ordered pair (j receiver with the bits of a_j^(m) as choices, i sender with
+offset b_i) runs Gilboa's product, so c^(m) = a^(m) b. A sender that sends a wrong correction
+for one bit makes c^(m) wrong exactly when that bit of a_j^(m) is 1: a selective failure that
+would leak that bit once the triple is checked. So the three are *combined* with coefficients
+no party chose before the products were fixed: a = sum_m r_m a^(m), c = sum_m r_m c^(m), and a
+second triple (a^, b, c^) with other coefficients r^. By the leftover hash lemma the s <= 40
+bits a deviating party can learn (at a 2^-s chance of not being caught) leave a uniform to
+within 2^-40 when 3 w >= w + 3 s, i.e. 2 w >= 3 s (w = bitlen(q) >= 61 for s = 40; for smaller
+moduli the guarantee shrinks to (2 w / 3) bits, stated by :func:`combining_security`). Then
+a, b, c, a^, c^ are authenticated and the second triple is *sacrificed* to check the first:
+with t from a joint coin, rho = t a - a^ is opened and t c - c^ - rho b must open to zero; an
+additive error e in c passes only if t e equals the error in c^, probability 1/q. Both
+openings go to the MAC check, run before a triple is handed out.
+
+**Input masks** (:func:`input_masks`): a random r known to its owner o (o's share is r, the
+others' are zero), authenticated with o as the only sender. An input x is then o's broadcast of
+x - r (uniform) added to [r]; an output to o is the opening of [x] - [r] to every party.
+
+Cost per triple and ordered pair (w = bitlen(q), K keys, SoftSpoken k = 4): 3 w OTs for the
+products (4 + 8 bytes each) and 5 K w x 8 bytes of MAC corrections: 9.7x the passive triple's
+12 w bytes at K = 2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import DeviationError
+from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
+from .shares import AuthShares
+
+__all__ = ["COMBINE", "MAX_OFFSETS", "authenticate", "combining_security", "input_masks", "triples"]
+
+COMBINE = 3          # raw triples combined into one (MASCOT's tau)
+MAX_OFFSETS = 256    # offsets per choice value in one correlated OT (the hash tweak's column byte)
+
+
+def combining_security(q: int, tau: int = COMBINE) -> float:
+    """Bits s such that a combined triple's a is 2^-s close to uniform against a party that
+    probed s bits (the leftover hash lemma: tau w - s >= w + 2 s)."""
+    w = int(q).bit_length()
+    return (tau - 1) * w / 3
+
+
+def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:
+    """Shares of sum over ordered pairs (i receiver, j sender in ``senders``) of alpha_i^(k) x_j
+    for this party's residues ``values`` (N,) mod q: uint64 (keys, N)."""
+    n = len(values)
+    out = np.zeros((keys, n), np.uint64)
+    if n == 0:
+        return out
+    cols = min(MAX_OFFSETS, n)
+    chunks = -(-n // cols)
+    bits = int(q).bit_length()
+    alpha = engine.alpha(q)[:keys]
+    me = engine.me
+    receive = {j: np.repeat(alpha, chunks) for j in senders if j != me}          # row (k, chunk)
+    send = {}
+    if me in senders:
+        padded = np.zeros(chunks * cols, np.uint64)
+        padded[:n] = values
+        rows = np.tile(padded.reshape(chunks, cols), (keys, 1))                      # row (k, chunk)
+        send = {i: rows for i in range(engine.parties) if i != me}
+    if not receive and not send:
+        return out
+    as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * cols, bits)
+    qs = np.uint64(q)
+    for part in list(as_receiver.values()) + list(as_sender.values()):
+        out = add_mod(out, part.reshape(keys, chunks * cols)[:, :n], qs)
+    return out
+
+
+def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: int, *,
+                 senders: Sequence[int] | None = None, phase: str = "authenticate") -> AuthShares:
+    """MAC shares for shared residues (N, L) (module notes): every ordered pair's correlated OTs
+    per modulus, the local products, and the batch's random combination recorded for the MAC
+    check. ``senders``: the parties whose shares may be nonzero (default every party; an
+    owner's input mask has only the owner)."""
+    share = np.asarray(share, dtype=np.uint64)
+    n, L = share.shape
+    senders = list(range(engine.parties)) if senders is None else list(senders)
+    # one random extra value per modulus, from the senders only, so that the opened combination
+    # is uniform (it hides the batch)
+    extra = engine.uniform_mod((1,), moduli) if engine.me in senders else np.zeros((1, L), np.uint64)
+    batch = np.concatenate([share, extra])
+    mac = np.empty((keys, n + 1, L), np.uint64)
+    for c, q in enumerate(moduli):
+        alpha = engine.alpha(q)[:keys]
+        local = mul_mod(batch[:, c][None, :, None], alpha[:, None, None], (q,))[..., 0]
+        mac[:, :, c] = add_mod(local, _cope(engine, batch[:, c], q, keys, senders), np.uint64(q))
+    full = AuthShares(engine, batch, mac, moduli)
+    coins = engine.session.shared_prg(range(engine.parties), engine._tag("auth-coins"))
+    chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)  # (n, L)
+    combined = engine.mul_public_shares(full[:n], chi).sum(axis=0) + full[n]
+    engine.open_partial(combined, phase)
+    return full[:n]
+
+
+def input_masks(engine: Any, owner: int, count: int, moduli: tuple[int, ...], keys: int) -> tuple[AuthShares, np.ndarray | None]:
+    """``count`` authenticated random values known to ``owner``: (the shares, the values at
+    the owner / None elsewhere)."""
+    L = len(moduli)
+    if engine.me == owner:
+        r = engine.uniform_mod((count,), moduli)
+        shares = r
+    else:
+        r, shares = None, np.zeros((count, L), np.uint64)
+    return authenticate(engine, shares, moduli, keys, senders=[owner], phase="input masks"), r
+
+
+def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tuple[AuthShares, AuthShares, AuthShares]:
+    """``count`` authenticated triples (a, b, c = a b) over the basis, checked by sacrifice and
+    by the MAC check before they are returned (module notes)."""
+    L = len(moduli)
+    tau = COMBINE
+    a_raw = engine.uniform_mod((tau, count), moduli)                                # (tau, N, L)
+    b = engine.uniform_mod((count,), moduli)                                        # (N, L)
+    c_raw = np.empty_like(a_raw)
+    links = engine.ot_links()
+    peers = [p for p in range(engine.parties) if p != engine.me]
+    for col, q in enumerate(moduli):
+        qs = np.uint64(q)
+        choices = np.ascontiguousarray(a_raw[:, :, col]).ravel()                    # row (m, i)
+        offsets = np.tile(b[:, col], tau)[:, None]
+        recv, sent = links.cot({p: choices for p in peers}, {p: offsets for p in peers}, [q], q.bit_length())
+        acc = mul_mod(choices[:, None], offsets, (q,))
+        for part in list(recv.values()) + list(sent.values()):
+            acc = add_mod(acc, part, qs)
+        c_raw[:, :, col] = acc[:, 0].reshape(tau, count)
+    # combine with coefficients fixed after the products (joint coins)
+    coins = engine.session.shared_prg(range(engine.parties), engine._tag("triple-coins"))
+    r = np.stack([coins.below(q, 2 * tau * count) for q in moduli], axis=-1).reshape(2, tau, count, L)
+    qs = moduli_array(moduli)
+
+    def combine(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        acc = mul_mod(x[0], w[0], moduli)
+        for m in range(1, tau):
+            acc = add_mod(acc, mul_mod(x[m], w[m], moduli), qs)
+        return acc
+
+    a, c = combine(a_raw, r[0]), combine(c_raw, r[0])
+    a_hat, c_hat = combine(a_raw, r[1]), combine(c_raw, r[1])
+    auth = authenticate(engine, np.concatenate([a, b, c, a_hat, c_hat]), moduli, keys, phase="triples")
+    A, B, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(5))
+    # sacrifice (a^, b, c^) to check (a, b, c)
+    coins = engine.session.shared_prg(range(engine.parties), engine._tag("sacrifice-coins"))
+    t = np.stack([coins.below(q, count) for q in moduli], axis=-1)
+    rho = engine.open_partial(engine.mul_public_shares(A, t) - A_hat, "triples: sacrifice")
+    zero = engine.mul_public_shares(C, t) - C_hat - engine.mul_public_shares(B, rho)
+    if np.any(engine.open_partial(zero, "triples: sacrifice")):
+        raise DeviationError("the triples' sacrifice failed (a party sent wrong products); no triple was used")
+    engine.check("triples")
+    return A, B, C
