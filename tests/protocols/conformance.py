@@ -15,12 +15,18 @@ import numpy as np
 
 from shaper.net import run_in_memory
 from shaper.protocols import Hybrid2PC, InsecureDealer, OtTriples, Reference, Replicated3PC
+from shaper.protocols.active import ActiveEngine
 from shaper.protocols.additive import AdditiveEngine
+from shaper.protocols.ot import InsecureLinks
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None  # OT extension is native only
 KEY_BITS = 640  # Paillier keys of the hybrid engine: insecure test size
-ENGINES = ("reference", "hybrid", "replicated", "additive-2", "additive-3", "additive-5")
-PARTIES = {"reference": 1, "hybrid": 2, "replicated": 3, "additive-2": 2, "additive-3": 3, "additive-5": 5}
+ENGINES = ("reference", "hybrid", "replicated", "additive-2", "additive-3", "additive-5", "active-2", "active-3",
+           "active-5")
+PARTIES = {"reference": 1, "hybrid": 2, "replicated": 3, "additive-2": 2, "additive-3": 3, "additive-5": 5,
+           "active-2": 2, "active-3": 3, "active-5": 5}
+#: the engines that hold fixed point over Z_2^64 (the active engine holds prime fields only)
+RING_ENGINES = tuple(k for k in ENGINES if not k.startswith("active-"))
 
 
 def make_engine(kind, session=None, frac_bits=16):
@@ -36,6 +42,9 @@ def make_engine(kind, session=None, frac_bits=16):
             return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=frac_bits)
         warnings.simplefilter("ignore")  # dealer triples warn on purpose
         return AdditiveEngine(session, triple_source=InsecureDealer(), frac_bits=frac_bits)
+    if kind.startswith("active-"):
+        # without the extension the same protocol runs on correlated OTs computed in the clear
+        return ActiveEngine(session, links=None if NATIVE else InsecureLinks(session), frac_bits=frac_bits)
     raise ValueError(kind)
 
 
@@ -125,6 +134,8 @@ def prog_conversions(engine):
 P61 = (1 << 61) - 1
 P50 = 1125899906842597  # the largest prime below 2^50
 BASIS = (P61, P50, 3)  # an RNS basis; its columns are three prime fields
+P31 = 2147483647
+WIDE_BASIS = (P61, P50, P31)  # the active engine authenticates moduli of 31 bits and more
 
 
 def _refusal(fn):
@@ -138,13 +149,13 @@ def _refusal(fn):
     return {"refused": None}
 
 
-def prog_mod(engine, xs, ys, mx, my):
+def prog_mod(engine, xs, ys, mx, my, basis=BASIS):
     """Z_q and RNS shares: inputs from both ends, linear operations, public constants, Beaver
     products, a matrix product over one prime, openings to all and to one party."""
     if "mod" not in engine.domains:
-        return _refusal(lambda: engine.share_mod(xs, owner=0, moduli=BASIS))
-    x = engine.share_mod(xs, owner=0, moduli=BASIS)
-    y = engine.share_mod(ys, owner=last(engine), moduli=BASIS)
+        return _refusal(lambda: engine.share_mod(xs, owner=0, moduli=basis))
+    x = engine.share_mod(xs, owner=0, moduli=basis)
+    y = engine.share_mod(ys, owner=last(engine), moduli=basis)
     a = engine.share_mod(mx, owner=last(engine), moduli=P61)
     b = engine.share_mod(my, owner=0, moduli=P61)
     return {"sum": (x + y).reveal(), "diff": (x - y - 7).reveal(), "pub": (x * -3 + 5).reveal(),

@@ -16,8 +16,15 @@ Y = rng.integers(-4000, 4000, (3, 4)) / 32
 Q = lambda v: np.round(np.asarray(v) * 2**F) / 2**F  # noqa: E731 - values as encoded at scale 2^16
 
 
-@pytest.fixture(params=C.ENGINES)
+@pytest.fixture(params=C.RING_ENGINES)
 def kind(request):
+    """An engine with the Z_2^64 fixed-point domain."""
+    return request.param
+
+
+@pytest.fixture(params=C.ENGINES)
+def any_kind(request):
+    """Any engine: the domain tests below check what it declares."""
     return request.param
 
 
@@ -123,7 +130,8 @@ MX, MY = rng.integers(-(1 << 62), 1 << 62, (3, 4)), rng.integers(-(1 << 62), 1 <
 XB, YB = rng.integers(0, 2, (3, 130)).astype(bool), rng.integers(0, 2, (3, 130)).astype(bool)
 DOMAIN_ENGINES = {"reference": {"ring", "mod", "bits"}, "hybrid": {"ring", "mod", "bits"}, "replicated": {"ring"},
                   "additive-2": {"ring", "mod", "bits"}, "additive-3": {"ring", "mod", "bits"},
-                  "additive-5": {"ring", "mod", "bits"}}
+                  "additive-5": {"ring", "mod", "bits"}, "active-2": {"mod"}, "active-3": {"mod"},
+                  "active-5": {"mod"}}
 
 
 def test_every_engine_declares_its_domains():
@@ -132,12 +140,20 @@ def test_every_engine_declares_its_domains():
         assert set(C.run(kind, lambda e: set(e.domains))[0]) == DOMAIN_ENGINES[kind]
 
 
-def test_odd_moduli_and_rns_match_python_integers(kind):
-    res = C.run(kind, C.prog_mod, XS, YS, MX, MY)
+def test_engines_without_fixed_point_refuse_it_by_name():
+    for kind in set(C.ENGINES) - set(C.RING_ENGINES):
+        res = C.run(kind, lambda e: C._refusal(lambda: e.share([1.0], owner=0)))
+        assert all("no 'ring' share domain" in r["refused"] for r in res)
+
+
+def test_odd_moduli_and_rns_match_python_integers(any_kind):
+    kind = any_kind
+    basis = C.WIDE_BASIS if kind.startswith("active-") else C.BASIS
+    res = C.run(kind, C.prog_mod, XS, YS, MX, MY, basis)
     if "mod" not in DOMAIN_ENGINES[kind]:
         assert all("no 'mod' share domain" in r["refused"] for r in res)
         return
-    for c, q in enumerate(C.BASIS):
+    for c, q in enumerate(basis):
         want = {"sum": [(int(a) + int(b)) % q for a, b in zip(XS, YS)],
                 "diff": [(int(a) - int(b) - 7) % q for a, b in zip(XS, YS)],
                 "pub": [(-3 * int(a) + 5) % q for a in XS],
@@ -149,12 +165,13 @@ def test_odd_moduli_and_rns_match_python_integers(kind):
     mm = [[sum(int(MX[i, t]) * int(MY[t, j]) for t in range(4)) % C.P61 for j in range(2)] for i in range(3)]
     assert all(r["mm"][..., 0].tolist() == mm for r in res)
     assert all(r["to0"] is None for r in res[1:])  # only party 0 learns it
-    ref = C.run("reference", C.prog_mod, XS, YS, MX, MY)[0]
+    ref = C.run("reference", C.prog_mod, XS, YS, MX, MY, basis)[0]
     for key in ("sum", "diff", "pub", "prod", "mm", "to0"):
         np.testing.assert_array_equal(res[0][key], ref[key])
 
 
-def test_bits_match_numpy(kind):
+def test_bits_match_numpy(any_kind):
+    kind = any_kind
     res = C.run(kind, C.prog_bits, XB, YB)
     if "bits" not in DOMAIN_ENGINES[kind]:
         assert all("no 'bits' share domain" in r["refused"] for r in res)

@@ -13,10 +13,10 @@ batched check (:mod:`.check`) catches it except with probability (2/q)^K per mod
 
 **How many keys.** One key gives a check that passes a deviation with probability at most 2/q
 (the adversary guesses alpha, or the random combination cancels its error). The engine takes
-K = ceil(SOUNDNESS / (floor(log2 q) - 1)) independent keys per modulus, with their own random
+K = ceil(SOUNDNESS / (bitlen(q) - 2)) independent keys per modulus, with their own random
 combinations, so every check is sound except with probability at most 2^-SOUNDNESS: 2 keys for
 the 50..61-bit primes of RNS-CKKS (2^-120 at 61 bits, 2^-98 at 50), 3 for 31..33-bit moduli.
-Moduli below 2^31 (Z_3 among them) are refused: their MACs would need too many keys.
+Moduli below 2^30 (Z_3 among them) are refused: their MACs would need too many keys.
 
 :class:`AuthShares` subclasses :class:`~shaper.protocols.api.ModShares`, so every program
 written against the engine interface's prime-field domain runs on it unchanged.
@@ -43,11 +43,11 @@ MIN_MODULUS_BITS = 31
 
 def keys_for(q: int, soundness: int = SOUNDNESS) -> int:
     """MAC keys per modulus q for a check sound except with probability 2^-soundness."""
-    bits = int(q).bit_length() - 1  # floor(log2 q)
+    bits = int(q).bit_length()
     if bits < MIN_MODULUS_BITS:
         raise ConfigError(f"the active engine authenticates moduli of at least {MIN_MODULUS_BITS} bits; {q} has "
-                          f"{bits + 1} (for Z_3 or Z_2 use the conversions into a large prime)")
-    return math.ceil(soundness / (bits - 1))
+                          f"{bits} (for Z_3 or Z_2 use the conversions into a large prime)")
+    return math.ceil(soundness / (bits - 2))  # a key's check fails to catch with probability 2/q < 2^-(bits - 2)
 
 
 def soundness_bits(moduli: Sequence[int], keys: int) -> float:

@@ -1,0 +1,155 @@
+"""The deviating-party harness: one party of a real run (in-memory channels, threads) deviates
+at a chosen step, and the test sees what every party ended with.
+
+A :class:`Deviation` names the messages it touches (a regular expression on the message tag and
+which of the matching messages: the first, the k-th, or every one) and what it does to them:
+
+* ``offset``: add ``delta`` to one entry of a uint64 array (mod the entry's modulus where the
+  deviation is given the basis, so the message stays well-formed: the *share* is wrong, not
+  the frame);
+* ``equivocate``: the same, towards one peer only (different values to different peers);
+* ``drop``: send nothing (the peers time out: skipping a step, a check, or stalling);
+* ``flip``: flip one byte of a bytes payload (a commitment or its opening);
+* ``rush``: in a commit-then-open round, read every peer's opening before sending its own, then
+  open a forged value chosen to cancel the honest ones (not the one it committed to).
+
+:class:`DeviatingSession` wraps a real :class:`~shaper.net.Session` and applies the deviations
+to what this party sends; everything else passes through. :func:`run` executes a program on
+every party with one deviating and returns each party's outcome, ``("ok", result)`` or
+``("error", exception class name, message)``, so a test asserts that every honest party
+stopped (and how) or that the output is right.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from shaper.net import NetConfig, run_in_memory
+from shaper.net.session import Session
+
+DROP = object()
+
+
+@dataclass
+class Deviation:
+    tag: str                       # regular expression matched against the whole tag
+    action: str                    # offset | equivocate | drop | flip | rush
+    nth: int | None = 0            # which matching message (by distinct tag): 0 = the first, None = every
+    delta: int = 1
+    index: int = 0                 # flat entry (array) or byte (bytes) to change
+    moduli: tuple[int, ...] = ()   # for offsets that keep residues in range
+    seen: list[str] = field(default_factory=list)
+    fired: int = 0
+
+    def _selected(self, tag: str) -> bool:
+        if not re.fullmatch(self.tag, tag):
+            return False
+        if tag not in self.seen:
+            self.seen.append(tag)
+        return self.nth is None or self.seen.index(tag) == self.nth
+
+    def apply(self, value: Any, peer: str, peers: list[str]) -> Any:
+        if self.action == "drop":
+            self.fired += 1
+            return DROP
+        if self.action == "equivocate" and peer != peers[0]:
+            return value
+        if self.action in ("offset", "equivocate"):
+            self.fired += 1
+            return _offset(value, self.delta, self.index, self.moduli)
+        if self.action == "flip":
+            self.fired += 1
+            data = bytearray(value)
+            data[self.index % len(data)] ^= 0x01
+            return bytes(data)
+        raise ValueError(self.action)
+
+
+def _offset(value: Any, delta: int, index: int, moduli: tuple[int, ...]) -> Any:
+    if isinstance(value, bytes):
+        data = bytearray(value)
+        data[index % len(data)] = (data[index % len(data)] + delta) % 256
+        return bytes(data)
+    arr = np.array(value, dtype=np.uint64, copy=True)
+    flat = arr.reshape(-1)
+    i = index % flat.size
+    if moduli:
+        q = moduli[i % len(moduli)] if arr.ndim and arr.shape[-1] == len(moduli) else moduli[0]
+        flat[i] = np.uint64((int(flat[i]) + delta) % q)
+    else:
+        flat[i] = np.uint64((int(flat[i]) + delta) % (1 << 64))
+    return arr
+
+
+class DeviatingSession:
+    """A session whose sends go through the deviations (see the module notes)."""
+
+    def __init__(self, session: Session, deviations: list[Deviation], rush: Callable | None = None) -> None:
+        self._session = session
+        self._deviations = deviations
+        self._rush = rush
+        self._stash: dict[tuple[str, str], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def send(self, peer: Any, value: Any, tag: str = "") -> int:
+        name = self._session.peer_name(peer)
+        for d in self._deviations:
+            if d._selected(tag):
+                if d.action == "rush":
+                    value = self._rushed(d, tag, value)
+                    continue
+                value = d.apply(value, name, self._session.peers)
+                if value is DROP:
+                    return 0
+        return self._session.send(peer, value, tag)
+
+    def _rushed(self, d: Deviation, tag: str, mine: bytes) -> bytes:
+        """Read every peer's opening under ``tag`` first (stashed for the later receives), then
+        send the forged opening ``rush`` computes from them."""
+        for p in self._session.peers:
+            if (p, tag) not in self._stash:
+                self._stash[(p, tag)] = self._session.recv_bytes(p, tag)
+        d.fired += 1
+        return self._rush(mine, [self._stash[(p, tag)] for p in self._session.peers])
+
+    def recv_bytes(self, peer: Any, tag: str = "", **kw: Any) -> bytes:
+        key = (self._session.peer_name(peer), tag)
+        if key in self._stash:
+            return self._stash.pop(key)
+        return self._session.recv_bytes(peer, tag, **kw)
+
+    def broadcast(self, value: Any, tag: str = "") -> None:
+        for peer in self._session.peers:
+            self.send(peer, value, tag)
+
+    def shared_prg(self, group: Any, tag: str = "shared-prg") -> Any:
+        return Session.shared_prg(self, group, tag)  # its messages go through this wrapper too
+
+    def barrier(self, tag: str = "barrier") -> None:
+        return Session.barrier(self, tag)
+
+
+def _job(session: Session, program: Callable, deviant: int, deviations: list[Deviation], rush: Callable | None,
+         args: tuple) -> tuple:
+    ses = DeviatingSession(session, deviations, rush) if session.index == deviant else session
+    try:
+        return ("ok", program(ses, *args))
+    except Exception as exc:  # noqa: BLE001 - the outcome is what the test inspects
+        session.abort(exc)
+        return ("error", type(exc).__name__, str(exc))
+
+
+def run(parties: int, program: Callable, *args: Any, deviant: int = -1, deviations: list[Deviation] = (),
+        rush: Callable | None = None, timeout: float = 4.0) -> list[tuple]:
+    """``program(session, *args)`` at every party, party ``deviant`` (default: none) deviating;
+    every party's outcome in party order. ``timeout``: each receive's limit (a dropped message
+    surfaces as a timeout within it)."""
+    config = NetConfig(timeout=timeout)
+    return run_in_memory(parties, _job, program, deviant, list(deviations), rush, args, config=config,
+                         timeout=120 + 10 * timeout)
