@@ -40,7 +40,7 @@ class Deviation:
     action: str                    # offset | equivocate | drop | flip | rush
     nth: int | None = 0            # which matching message (by distinct tag): 0 = the first, None = every
     delta: int = 1
-    index: int = 0                 # flat entry (array) or byte (bytes) to change
+    index: int | None = 0          # flat entry (array) or byte (bytes) to change; None: every entry
     moduli: tuple[int, ...] = ()   # for offsets that keep residues in range
     seen: list[str] = field(default_factory=list)
     fired: int = 0
@@ -76,6 +76,9 @@ def _offset(value: Any, delta: int, index: int, moduli: tuple[int, ...]) -> Any:
         return bytes(data)
     arr = np.array(value, dtype=np.uint64, copy=True)
     flat = arr.reshape(-1)
+    if index is None:
+        flat += np.uint64(delta % (1 << 64))
+        return arr
     i = index % flat.size
     if moduli:
         q = moduli[i % len(moduli)] if arr.ndim and arr.shape[-1] == len(moduli) else moduli[0]
@@ -135,9 +138,10 @@ class DeviatingSession:
         return Session.barrier(self, tag)
 
 
-def _job(session: Session, program: Callable, deviant: int, deviations: list[Deviation], rush: Callable | None,
-         args: tuple) -> tuple:
-    ses = DeviatingSession(session, deviations, rush) if session.index == deviant else session
+def _job(session: Session, program: Callable, deviant: int | None, deviations: list[Deviation],
+         rush: Callable | None, args: tuple) -> tuple:
+    deviating = deviant is not None and session.index == deviant % session.n
+    ses = DeviatingSession(session, deviations, rush) if deviating else session
     try:
         return ("ok", program(ses, *args))
     except Exception as exc:  # noqa: BLE001 - the outcome is what the test inspects
@@ -145,7 +149,7 @@ def _job(session: Session, program: Callable, deviant: int, deviations: list[Dev
         return ("error", type(exc).__name__, str(exc))
 
 
-def run(parties: int, program: Callable, *args: Any, deviant: int = -1, deviations: list[Deviation] = (),
+def run(parties: int, program: Callable, *args: Any, deviant: int | None = None, deviations: list[Deviation] = (),
         rush: Callable | None = None, timeout: float = 4.0) -> list[tuple]:
     """``program(session, *args)`` at every party, party ``deviant`` (default: none) deviating;
     every party's outcome in party order. ``timeout``: each receive's limit (a dropped message

@@ -118,12 +118,15 @@ class Openings:
                 if int(theirs[j]) >= q:
                     raise FrameError(f"party {name!r} opened a MAC difference out of range in the MAC check")
                 totals[j] = (totals[j] + int(theirs[j])) % q
-        if views_differ:
-            raise DeviationError(f"the parties saw different opened values ({phases}): party "
-                                 f"{', '.join(repr(v) for v in views_differ)} disagrees with this party; a party "
-                                 "sent different shares to different peers. Nothing was output")
-        if any(totals):
-            raise DeviationError(f"MAC check failed ({phases}): a party changed a share or a MAC share. Nothing "
-                                 "opened since the last check was output")
+        failed = any(totals)
+        if failed or views_differ:
+            parts = []
+            if failed:
+                parts.append(f"MAC check failed ({phases}): a party changed a share or a MAC share")
+            if views_differ:
+                parts.append(f"{'and ' if failed else ''}the parties saw different opened values ({phases}): party "
+                             f"{', '.join(repr(v) for v in views_differ)} disagrees with this party (a party sent "
+                             "different values to different peers, or lied about what it saw)")
+            raise DeviationError("; ".join(parts) + ". Nothing opened since the last check was output")
         self.checked += count
         self.checks += 1

@@ -1,0 +1,267 @@
+"""The active engine against deviating parties: at 2, 3 and 5 parties one party deviates at a
+chosen step (the harness in ``deviating.py``) and every honest party must stop before any
+output, or the output must be what an honest run on the deviating party's chosen input gives.
+
+What each deviation is and why it is caught:
+
+=====================  ===============================================  =========================
+deviation              where                                            caught by
+=====================  ===============================================  =========================
+share offset           any partial opening (authentication's            MAC check (its MAC share
+                       combination, sacrifice, Beaver, output,          does not move by
+                       private output), or every one                    alpha x offset)
+equivocation           a Beaver opening, to one peer only               the views differ / MAC
+wrong OT correction    the Gilboa products and the COPE corrections     sacrifice or MAC check
+extension matrix       an OT extension message (receiver)               KOS/Roy consistency check
+out-of-range residue   an opening                                       range check on receipt
+MAC share offset       this party's MAC shares of an opening            MAC check
+flipped opening        the MAC check's committed opening                commitment
+rushing                read the honest MAC differences first, then      commitment
+                       open one that cancels them
+biased coin            a coin toss's commitment                         commitment
+skipped check          the MAC check not run (nothing sent)             receive timeout
+input shifted or      the deviating party's own input broadcast,       the views differ (and
+equivocated            shifted (claiming the unshifted) or to one peer  the MAC check at n = 2)
+selective failure      one bit's correction in a product or a MAC       caught when the bit is 1,
+                                                                        no effect when it is 0
+=====================  ===============================================  =========================
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from shaper.errors import ConfigError, DeviationError
+from shaper.net import run_in_memory
+from shaper.protocols.active import ActiveEngine
+from shaper.protocols.active.shares import keys_for, soundness_bits
+from shaper.protocols.ot import InsecureLinks
+
+from .deviating import Deviation, run
+
+NATIVE = importlib.util.find_spec("shaper._native") is not None
+P = (1 << 61) - 1
+Q50 = 1125899906842597
+XS, YS = [3, -5, 7], [2, 2, -9]
+
+
+def _engine(session, cls=ActiveEngine):
+    return cls(session, links=None if NATIVE else InsecureLinks(session))
+
+
+def program(session, cls=ActiveEngine):
+    """Inputs from both ends, a product opened to all, a product opened to party 0 only."""
+    e = _engine(session, cls)
+    x = e.share_mod(XS, owner=0, moduli=(P,))
+    y = e.share_mod(YS, owner=session.n - 1, moduli=(P,))
+    return (x * y + x).reveal(), (x * y).reveal(to=0)
+
+
+def want(ys=YS):
+    return ([(a * b + a) % P for a, b in zip(XS, ys)], [a * b % P for a, b in zip(XS, ys)])
+
+
+def honest(results, deviant):
+    return [r for i, r in enumerate(results) if i != deviant % len(results)]
+
+
+def assert_all_stopped(results, deviant, kinds=("DeviationError",), words=""):
+    """Every honest party stopped: with the expected error, or told by another honest party
+    that stopped first (PeerError); at least one with the expected error and words."""
+    mine = honest(results, deviant)
+    for r in mine:
+        assert r[0] == "error", f"an honest party finished despite the deviation: {r}"
+        assert r[1] in kinds + ("PeerError",), r
+    assert any(r[1] in kinds and words in r[2] for r in mine), mine
+
+
+def assert_stopped_or_right(results, deviant):
+    """A selective failure: the deviation touches a bit that may be zero. Either every honest
+    party stopped, or every one finished with the right outputs (the deviation changed nothing)."""
+    mine = honest(results, deviant)
+    if all(r[0] == "ok" for r in mine):
+        everyone, to0 = want()
+        for i, r in enumerate(results):
+            if i != deviant % len(results):
+                assert r[1][0][:, 0].tolist() == everyone
+                if i == 0:
+                    assert r[1][1][:, 0].tolist() == to0
+    else:
+        assert_all_stopped(results, deviant)
+
+
+CAUGHT = {
+    # (deviation, what every honest party raises, words in its message)
+    "offset-first-opening": (Deviation(r"act-open-\d+", "offset", nth=0, moduli=(P,)), ("DeviationError",),
+                             "MAC check failed"),
+    "offset-sacrifice": (Deviation(r"act-open-\d+", "offset", nth=3, moduli=(P,)), ("DeviationError",), ""),
+    "offset-beaver": (Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,)), ("DeviationError",),
+                      "MAC check failed (multiplication, output)"),
+    "offset-output": (Deviation(r"act-open-\d+", "offset", nth=6, moduli=(P,)), ("DeviationError",), ""),
+    "offset-private-output": (Deviation(r"act-open-\d+", "offset", nth=12, moduli=(P,)), ("DeviationError",),
+                              "private output"),
+    "offset-every-opening": (Deviation(r"act-open-\d+", "offset", nth=None, moduli=(P,)), ("DeviationError",), ""),
+    "equivocate-beaver": (Deviation(r"act-open-\d+", "equivocate", nth=5, moduli=(P,)), ("DeviationError",), ""),
+    # every correction of every correlated OT off by one in its first entry (bit 0 of the first
+    # choice value, so its effect appears only where that bit is 1: run over every message, some
+    # choice bit is 1)
+    "every-ot-correction": (Deviation(r"ot-cot-\d+c", "offset", nth=None), ("DeviationError",), ""),
+    # every correction entry of one message off (whatever the choice bits, the output moves)
+    "wrong-correlation-message": (Deviation(r"ot-cot-\d+c", "offset", nth=1, index=None), ("DeviationError",), ""),
+    "out-of-range-share": (Deviation(r"act-open-\d+", "offset", nth=5, delta=P, moduli=()), ("FrameError",),
+                           "out of range"),
+    "flipped-check-opening": (Deviation(r"act-check-.*/open", "flip", nth=0, index=40), ("DeviationError",),
+                              "does not match its commitment"),
+    "biased-coin": (Deviation(r"act-.*coins.*/commit", "flip", nth=0), ("FrameError",), "commitment"),
+    # shifting its own input broadcast while claiming to have seen the unshifted one
+    "shifted-own-input": (Deviation(r"act-input-\d+", "offset", moduli=(P,)), ("DeviationError",),
+                          "saw different opened values"),
+    "equivocated-own-input": (Deviation(r"act-input-\d+", "equivocate", moduli=(P,)), ("DeviationError",), ""),
+}
+# A deviation whose effect depends on a secret bit (MASCOT's selective failure): caught when the
+# bit is 1, no effect when it is 0; either way no honest party outputs anything wrong. The
+# combining of triples and the key count of the MAC check bound what the pass/fail bit leaks.
+SELECTIVE = {
+    "product-correction-bit": Deviation(r"ot-cot-\d+c", "offset", nth=1),   # a triple's Gilboa product
+    "cope-correction-bit": Deviation(r"ot-cot-\d+c", "offset", nth=0),      # an input mask's MAC
+}
+if NATIVE:  # the consistency check belongs to the real OT extension
+    CAUGHT["bad-extension-matrix"] = (Deviation(r"ot-cot-\d+u", "offset", nth=0, index=5), ("FrameError",),
+                                      "consistency check")
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_the_honest_run_is_right(parties):
+    res = run(parties, program)
+    assert all(r[0] == "ok" for r in res), res
+    everyone, to0 = want()
+    for i, (_, (opened, private)) in enumerate(res):
+        assert opened[:, 0].tolist() == everyone
+        assert (private[:, 0].tolist() == to0) if i == 0 else private is None
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+@pytest.mark.parametrize("name", sorted(CAUGHT))
+def test_every_deviation_stops_every_honest_party(parties, name):
+    dev, kinds, words = CAUGHT[name]
+    dev = Deviation(dev.tag, dev.action, nth=dev.nth, delta=dev.delta, index=dev.index, moduli=dev.moduli)
+    res = run(parties, program, deviant=-1, deviations=[dev])
+    assert dev.fired, f"{name}: the deviation never happened (its step was not reached)"
+    assert_all_stopped(res, -1, kinds, words)
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+@pytest.mark.parametrize("name", sorted(SELECTIVE))
+def test_a_selective_failure_is_caught_or_changes_nothing(parties, name):
+    d = SELECTIVE[name]
+    dev = Deviation(d.tag, d.action, nth=d.nth)
+    for _ in range(3):
+        res = run(parties, program, deviant=-1, deviations=[dev])
+        assert dev.fired
+        assert_stopped_or_right(res, -1)
+        dev.seen.clear()
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_deviating_first_party_is_caught_too(parties):
+    """Party 0 adds the public constants: the same offsets from it are caught as well."""
+    dev = Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,))
+    assert_all_stopped(run(parties, program, deviant=0, deviations=[dev]), 0)
+
+
+class MacOffset(ActiveEngine):
+    """Adds one to its MAC share of every value it opens."""
+
+    def open_partial(self, x, phase):
+        bad = x._like(x.share, x.mac.copy())
+        bad.mac[(0,) * bad.mac.ndim] = (int(bad.mac[(0,) * bad.mac.ndim]) + 1) % x.moduli[0]
+        return super().open_partial(bad, phase)
+
+
+class SkipsChecks(ActiveEngine):
+    """Never takes part in a MAC check."""
+
+    def check(self, phase="output"):
+        return None
+
+
+def _deviant_engine(cls):
+    def prog(session):
+        return program(session, cls if session.index == session.n - 1 else ActiveEngine)
+    return prog
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_a_wrong_mac_share_is_caught(parties):
+    assert_all_stopped(run(parties, _deviant_engine(MacOffset), deviant=-1), -1, words="MAC check failed")
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_party_that_skips_the_check_stalls_everyone_and_nothing_is_output(parties):
+    res = run(parties, _deviant_engine(SkipsChecks), deviant=-1, timeout=1.5)
+    for r in honest(res, -1):
+        assert r[0] == "error" and r[1] in ("PeerTimeout", "PeerError", "DeviationError"), r
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_a_rushing_party_cannot_cancel_the_honest_mac_differences(parties):
+    """The deviating party shifts an opening, waits for every honest party's MAC differences and
+    opens one that makes the sum zero: the commitment it sent before stops it."""
+    digest = 32 + 32  # nonce, view digest
+
+    def forge(mine, theirs):
+        honest_sum = 0
+        for blob in theirs:
+            honest_sum += int.from_bytes(blob[digest:digest + 8], "little")
+        forged = (-honest_sum) % P
+        return mine[:digest] + forged.to_bytes(8, "little") + mine[digest + 8:]
+
+    devs = [Deviation(r"act-open-\d+", "offset", nth=0, moduli=(P,)), Deviation(r"act-check-.*/open", "rush", nth=0)]
+    res = run(parties, program, deviant=-1, deviations=devs, rush=forge)
+    assert devs[1].fired
+    assert_all_stopped(res, -1, words="does not match its commitment")
+
+
+def test_an_engine_that_failed_a_check_refuses_to_go_on():
+    def prog(session):
+        e = _engine(session, MacOffset if session.index == 1 else ActiveEngine)
+        x = e.share_mod([1, 2], owner=0, moduli=(P,))
+        try:
+            x.reveal()
+        except DeviationError:
+            pass
+        try:
+            e.share_mod([1], owner=0, moduli=(P,))
+        except DeviationError as exc:
+            return str(exc)
+        return "went on"
+
+    res = run_in_memory(2, prog)
+    assert "stopped after a failed check" in res[0]
+
+
+def test_mac_keys_give_the_stated_soundness():
+    assert keys_for(P) == 2 and keys_for(Q50) == 2 and keys_for(2147483647) == 3
+    for q in (P, Q50, 2147483647, 1152921504606748673):
+        assert soundness_bits([q], keys_for(q)) >= 64
+    with pytest.raises(ConfigError, match="at least 31 bits"):
+        keys_for(3)
+    with pytest.raises(Exception, match="at least 31 bits"):
+        run_in_memory(2, lambda s: _engine(s).share_mod([1], owner=0, moduli=(P, 3)))
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_triples_are_right_and_checked(parties):
+    def prog(session):
+        e = _engine(session)
+        a, b, c = e.triples(300, (P, Q50))
+        checks = e.openings.checks
+        return a.reveal(), b.reveal(), c.reveal(), checks, a.keys
+
+    res = run_in_memory(parties, prog)
+    a, b, c, checks, keys = res[0]
+    assert checks >= 1 and keys == 2
+    for col, q in enumerate((P, Q50)):
+        assert [int(x) * int(y) % q for x, y in zip(a[:, col], b[:, col])] == [int(z) for z in c[:, col]]
+    assert len(set(a[:, 0].tolist())) == 300  # uniform values, not a pattern
