@@ -15,12 +15,16 @@ import numpy as np
 
 from ..net.phases import Meter
 
-__all__ = ["CKKS_14", "OPS", "P61", "mpc_job"]
+__all__ = ["ACTIVE_OPS", "CKKS_14", "OPS", "P61", "SECURITY", "mpc_job"]
 
 CKKS_14 = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 35184370155521,
            35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
 P61 = (1 << 61) - 1
 OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b")
+#: what the active engine runs (prime fields only): MAC'd triples checked by sacrifice, and
+#: multiplications of authenticated inputs opened after the MAC check
+ACTIVE_OPS = ("triples-61", "mul-61")
+SECURITY = ("passive", "active")
 
 
 def _timed(session: Any, fn: Callable[[], Any], items: int) -> dict:
@@ -62,18 +66,57 @@ def _random_ots(engine: Any, count: int) -> int:
 
 
 def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli: Sequence[int] = CKKS_14,
-            check: bool = True, repeat: int = 1) -> dict:
+            check: bool = True, repeat: int = 1, security: str = "passive") -> dict:
     """Every party's side of the job: {op: timing} (see the module notes); with ``repeat`` > 1
     each operation runs that many times and the run of median time is kept (``runs``: every
-    run's rate), since one short run on a shared machine varies by +-15 %."""
+    run's rate), since one short run on a shared machine varies by +-15 %. ``security``:
+    "passive" (the additive engine) or "active" (the active engine: :data:`ACTIVE_OPS` only)."""
+    if security not in SECURITY:
+        raise ValueError(f"security must be one of {', '.join(SECURITY)}, got {security!r}")
+    if security == "active":
+        bad = [op for op in ops if op not in ACTIVE_OPS]
+        if bad:
+            raise ValueError(f"the active engine does not run {', '.join(bad)} yet; it runs {', '.join(ACTIVE_OPS)}")
+    job = _active_job if security == "active" else _job
     if repeat > 1:
-        runs = [_job(session, ops, count, moduli, check) for _ in range(repeat)]
+        runs = [job(session, ops, count, moduli, check) for _ in range(repeat)]
         out = {}
         for op in ops:
             rows = sorted((r[op] for r in runs), key=lambda r: r["seconds"])
             out[op] = dict(rows[len(rows) // 2], runs=[r["rate"] for r in (run[op] for run in runs)])
         return out
-    return _job(session, ops, count, moduli, check)
+    return job(session, ops, count, moduli, check)
+
+
+def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
+    from ..protocols.active import ActiveEngine
+    from ..protocols.ot import links_for
+
+    engine = ActiveEngine(session)
+    links_for(session).ensure([p for p in range(session.n) if p != session.index])  # base OTs outside timings
+    out: dict[str, dict] = {}
+    for op in ops:
+        if op == "triples-61":
+            res = _timed(session, lambda: engine.triples(count // 4, (P61,)), count // 4)
+            if check:
+                a, b, c = res["result"]
+                rows = slice(0, 64)
+                av, bv, cv = (v[rows].reveal()[:, 0] for v in (a, b, c))
+                if any(int(x) * int(y) % P61 != int(z) for x, y, z in zip(av, bv, cv)):
+                    raise AssertionError("an active triple is wrong")
+        elif op == "mul-61":
+            n = count // 4
+            x = engine.share_mod(np.arange(n) if session.index == 0 else None, owner=0, moduli=(P61,))
+            y = engine.share_mod(np.arange(n) if session.index == session.n - 1 else None, owner=session.n - 1,
+                                 moduli=(P61,))
+            res = _timed(session, lambda: (x * y).reveal(), n)
+            if check and any(int(v) != i * i % P61 for i, v in enumerate(res["result"][:64, 0])):
+                raise AssertionError("an active product is wrong")
+        else:
+            raise ValueError(f"unknown operation {op!r}; the active engine runs {', '.join(ACTIVE_OPS)}")
+        res.pop("result", None)
+        out[op] = res
+    return out
 
 
 def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
