@@ -265,3 +265,89 @@ def test_triples_are_right_and_checked(parties):
     for col, q in enumerate((P, Q50)):
         assert [int(x) * int(y) % q for x, y in zip(a[:, col], b[:, col])] == [int(z) for z in c[:, col]]
     assert len(set(a[:, 0].tolist())) == 300  # uniform values, not a pattern
+
+
+# -- range-checked inputs --------------------------------------------------------------------------
+from shaper.protocols.active import ranges  # noqa: E402
+
+B40 = 1 << 40
+
+
+def range_program(session, values, lo, hi, owner=0):
+    e = _engine(session)
+    x = e.share_mod_in_range(values if session.index == owner else None, owner=owner, modulus=P, lo=lo, hi=hi)
+    return [int(v) for v in x.reveal()[..., 0].ravel()]
+
+
+def _centred(values):
+    return [v - P if v > P // 2 else v for v in values]
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_a_range_checked_input_accepts_its_bounds(parties):
+    vals = [-B40, B40, 0, 1, -1, 12345678901]
+    res = run(parties, range_program, vals, -B40, B40)
+    assert all(r[0] == "ok" and _centred(r[1]) == vals for r in res), res
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 15), (0, 16), (-7, 9), (3, 3), (-(1 << 20), (1 << 20) - 1)])
+def test_ranges_of_every_shape_accept_their_ends(lo, hi):
+    """Spans of exactly 2^k - 1 (no upper decomposition), one more than that, offsets, a point."""
+    res = run(2, range_program, [lo, hi, (lo + hi) // 2], lo, hi)
+    assert all(r[0] == "ok" and _centred(r[1]) == [lo, hi, (lo + hi) // 2] for r in res), res
+
+
+def test_the_owner_refuses_its_own_entry_outside_the_range():
+    res = run(2, range_program, [0, B40 + 1], -B40, B40)
+    assert res[0][0] == "error" and res[0][1] == "ValueError" and "outside the agreed range" in res[0][2]
+    assert res[1][0] == "error"  # the other party learns the owner stopped, and nothing else
+
+
+@pytest.fixture
+def owner_skips_its_check(monkeypatch):
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+@pytest.mark.parametrize("outside", ["one-above", "one-below"])
+def test_a_deviating_owner_cannot_input_one_past_the_bound(parties, outside, owner_skips_its_check):
+    """The owner skips its own refusal and proves as well as it can: the digits of an entry
+    one past either end do not add up (the linear check catches it at every verifier)."""
+    vals = [0, B40 + 1] if outside == "one-above" else [-B40 - 1, 0]
+    res = run(parties, range_program, vals, -B40, B40)
+    assert_all_stopped(res, 0, words="party 'party0''s range proof failed")
+
+
+def test_a_digit_outside_its_set_is_caught(monkeypatch, owner_skips_its_check):
+    """The owner makes the digits add up by putting the overflow into the top digit (2^w, out of
+    its set [0, 2^w)): the polynomial check catches it."""
+    real = ranges._digits
+
+    def overflowing(values, widths):
+        out = real(values, widths)
+        shift = sum(widths[:-1])
+        out[:, -1] = np.array([int(v) >> shift for v in values], dtype=np.uint64)
+        return out
+
+    monkeypatch.setattr(ranges, "_digits", overflowing)
+    res = run(2, range_program, [0, 16], 0, 15)
+    assert_all_stopped(res, 0, words="range proof failed")
+    # the same owner with entries in range still passes (the digits are then unchanged)
+    res = run(2, range_program, [0, 15], 0, 15)
+    assert all(r[0] == "ok" for r in res)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("tag, nth", [(r"act-range-\d+/proof", 0), (r"ot-cot-\d+c", 0)])
+def test_a_tampered_range_proof_or_commitment_is_caught(parties, tag, nth):
+    dev = Deviation(tag, "offset", nth=nth, index=None, moduli=(P,) if "proof" in tag else ())
+    res = run(parties, range_program, [5, -5], -B40, B40, deviant=0, deviations=[dev])
+    assert dev.fired
+    assert_all_stopped(res, 0, kinds=("DeviationError",), words="range proof failed")
+
+
+def test_range_arguments_are_checked():
+    with pytest.raises(Exception, match="empty range"):
+        run_in_memory(2, range_program, [1], 5, 4)
+    with pytest.raises(Exception, match="2\\^\\(k\\+1\\) < q"):
+        run_in_memory(2, range_program, [1], 0, 1 << 60)

@@ -44,7 +44,7 @@ from ...errors import ConfigError, DeviationError, FrameError
 from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, sub_mod
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
-from . import preprocessing
+from . import preprocessing, ranges
 from .check import Openings
 from .shares import SOUNDNESS, AuthShares, check_soundness, soundness_bits
 
@@ -224,6 +224,17 @@ class ActiveEngine(Engine):
         # the broadcast value joins the view every party compares at the next check
         self.openings.witness(d, "input")
         return self.add_public_residues(mask, d).reshape(shape)
+
+    def share_mod_in_range(self, values: Any, *, owner: int, modulus: int, lo: int, hi: int) -> AuthShares:
+        """The owner's integers authenticated mod one prime, every entry proven to lie in
+        [lo, hi] before this returns (:func:`~.ranges.input_in_range`): an honest party raises
+        :class:`~shaper.errors.DeviationError` naming the owner when the proof fails, and the
+        owner itself refuses an entry outside the range before sending anything."""
+        self._alive()
+        (q,) = self._basis(modulus)
+        if not 0 <= owner < self.parties:
+            raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
+        return ranges.input_in_range(self, values, owner=owner, q=q, lo=lo, hi=hi)
 
     def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
         """Open to every party (``to`` None) or to ``to`` alone, after the MAC check."""

@@ -50,7 +50,7 @@ from ...errors import DeviationError
 from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
 from .shares import AuthShares
 
-__all__ = ["COMBINE", "MAX_OFFSETS", "authenticate", "combining_security", "input_masks", "triples"]
+__all__ = ["COMBINE", "MAX_OFFSETS", "authenticate", "combining_security", "cope", "input_masks", "triples"]
 
 COMBINE = 3          # raw triples combined into one (MASCOT's tau)
 MAX_OFFSETS = 256    # offsets per choice value in one correlated OT (the hash tweak's column byte)
@@ -63,13 +63,14 @@ def combining_security(q: int, tau: int = COMBINE) -> float:
     return (tau - 1) * w / 3
 
 
-def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:
-    """Shares of sum over ordered pairs (i receiver, j sender in ``senders``) of alpha_i^(k) x_j
-    for this party's residues ``values`` (N,) mod q: uint64 (keys, N)."""
+def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> dict[int, np.ndarray]:
+    """This party's shares, per peer, of alpha_i^(k) x_j for every ordered pair (i receiver,
+    j sender in ``senders``) this party is in, for its residues ``values`` (N,) mod q: {peer:
+    uint64 (keys, N)}. For a pair, the receiver's and the sender's outputs add up to
+    alpha_receiver^(k) x_sender mod q (a pairwise VOLE with the receiver's key as Delta)."""
     n = len(values)
-    out = np.zeros((keys, n), np.uint64)
     if n == 0:
-        return out
+        return {}
     cols = min(MAX_OFFSETS, n)
     chunks = -(-n // cols)
     bits = int(q).bit_length()
@@ -83,11 +84,22 @@ def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[
         rows = np.tile(padded.reshape(chunks, cols), (keys, 1))                      # row (k, chunk)
         send = {i: rows for i in range(engine.parties) if i != me}
     if not receive and not send:
-        return out
+        return {}
     as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * cols, bits)
     qs = np.uint64(q)
-    for part in list(as_receiver.values()) + list(as_sender.values()):
-        out = add_mod(out, part.reshape(keys, chunks * cols)[:, :n], qs)
+    out: dict[int, np.ndarray] = {}
+    for parts in (as_receiver, as_sender):
+        for peer, part in parts.items():
+            part = part.reshape(keys, chunks * cols)[:, :n]
+            out[peer] = add_mod(out[peer], part, qs) if peer in out else part
+    return out
+
+
+def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:
+    """The sum over this party's pairs of :func:`cope`: uint64 (keys, N)."""
+    out = np.zeros((keys, len(values)), np.uint64)
+    for part in cope(engine, values, q, keys, senders).values():
+        out = add_mod(out, part, np.uint64(q))
     return out
 
 

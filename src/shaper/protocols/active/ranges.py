@@ -1,0 +1,265 @@
+"""Range-checked inputs: a party inputs a vector and proves, to every other party, that every
+entry lies in an agreed interval [lo, hi] before anything depends on it. Nothing about the
+entries is revealed beyond that.
+
+**How** (an owner's proof over the authenticated values, QuickSilver's polynomial check run
+pairwise; Yang, Sarkar, Weng, Wang, CCS 2021). The owner o commits, with the correlated OTs of
+MASCOT's authentication (:func:`~.preprocessing.cope`, o the only sender), its entries x, the
+base-2^d digits (d = :data:`DIGIT_BITS`) of u = x - lo and of v = hi - x (v is skipped when
+hi - lo = 2^k - 1), and a few random values for masks. For every other party i and each of its
+MAC keys Delta = alpha_i^(k) the pair then holds a VOLE: i has K_y = M_y + Delta y for every
+committed y, o has y and M_y. With coefficients chi from a joint coin toss (drawn after the
+commitments), o proves to i:
+
+* **linear**: x - lo - sum_t 2^(d t) u_t = 0 and hi - x - sum_t 2^(d t) v_t = 0 for every entry:
+  o sends U = sum_j chi_j M_(z_j) for the combined relation z; i checks sum_j chi_j K_(z_j) = U
+  (i could compute U itself when z = 0, so it learns nothing);
+* **digits**: every digit y of width w satisfies P(y) = prod_(t < 2^w) (y - t) = 0: i computes
+  prod_t (K_y - t Delta), a polynomial of degree 2^w in Delta whose top coefficient is P(y);
+  o sends the lower 2^w coefficients of sum_j chi_j prod_t (M_(y_j) + Delta (y_j - t)), masked by
+  a random polynomial made of 2^w - 1 committed random values (so they are uniform), and i
+  checks the two sides agree at its Delta.
+
+A digit outside [0, 2^w), or a relation that does not hold, leaves a nonzero polynomial of
+degree <= 2^w in Delta, which vanishes at i's secret Delta with probability <= 2^w / q; the
+coin leaves a nonzero combination except with probability 1/q; each of i's K keys checks
+independently: the proof passes a false statement with probability <= ((2^w + 1) / q)^K
+(2^-112 at d = 4, q = 2^61 - 1, K = 2). Then, as integers, u, v in [0, 2^k) with u + v = hi - lo
+and 2^(k+1) < q, so lo <= x <= hi exactly: an entry one above the bound is refused, the bound
+itself accepted. A failed proof makes i raise :class:`~shaper.errors.DeviationError` naming the
+owner; the others stop when i does.
+
+The batch also authenticates one random value, and a random combination of the batch plus it
+is opened into the engine's MAC check (MASCOT's check that the owner's correlated OTs used one
+value each). Cost per entry and other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi -
+lo)), each bitlen(q) x 8 bytes per MAC key; the owner's polynomial work is 2^(2d-1) products
+per digit. One modulus at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, DeviationError, FrameError
+from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
+from .check import dot_mod
+from .preprocessing import cope
+from .shares import AuthShares
+
+__all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "refuse_outside"]
+
+DIGIT_BITS = 4
+MAX_ENTRIES = 1 << 24
+
+
+def digit_widths(span: int, digit_bits: int = DIGIT_BITS) -> list[int]:
+    """The digit widths (low to high) that cover [0, 2^k), k = bitlen(span)."""
+    k = max(1, int(span).bit_length())
+    return [digit_bits] * (k // digit_bits) + ([k % digit_bits] if k % digit_bits else [])
+
+
+def _digits(values: np.ndarray, widths: list[int]) -> np.ndarray:
+    """(N, D) digits of nonnegative integers (object or uint64 arrays)."""
+    out = np.empty((len(values), len(widths)), np.uint64)
+    shift = 0
+    for t, w in enumerate(widths):
+        out[:, t] = [(int(v) >> shift) & ((1 << w) - 1) for v in values] if values.dtype == object else \
+            (values >> np.uint64(shift)) & np.uint64((1 << w) - 1)
+        shift += w
+    return out
+
+
+def _poly_mul_linear(coeffs: list[np.ndarray], m: np.ndarray, c: np.ndarray, q: int) -> list[np.ndarray]:
+    """coeffs(X) * (m + c X) mod q, coefficients as vectors (low to high)."""
+    mods = (q,)
+    qs = np.uint64(q)
+    out = [mul_mod(coeffs[0][:, None], m[:, None], mods)[:, 0]]
+    for e in range(1, len(coeffs)):
+        out.append(add_mod(mul_mod(coeffs[e][:, None], m[:, None], mods)[:, 0],
+                           mul_mod(coeffs[e - 1][:, None], c[:, None], mods)[:, 0], qs))
+    out.append(mul_mod(coeffs[-1][:, None], c[:, None], mods)[:, 0])
+    return out
+
+
+def _horner(coeffs: list[int], delta: int, q: int) -> int:
+    acc = 0
+    for c in reversed(coeffs):
+        acc = (acc * delta + c) % q
+    return acc
+
+
+def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi: int) -> AuthShares:
+    """The owner's integers, authenticated mod q, each proven to lie in [lo, hi] (module notes).
+    Every party passes the same owner, q, lo and hi; ``values`` matters at the owner only, which
+    refuses (ValueError, nothing sent) an entry outside the interval."""
+    lo, hi, q = int(lo), int(hi), int(q)
+    if hi < lo:
+        raise ConfigError(f"an empty range [{lo}, {hi}]")
+    widths = digit_widths(hi - lo)
+    k = sum(widths)
+    if 1 << (k + 1) >= q:
+        raise ConfigError(f"the range [{lo}, {hi}] spans {k} bits; a range check mod q needs 2^(k+1) < q "
+                          f"({q.bit_length()}-bit q)")
+    ses, me = engine.session, engine.me
+    keys = engine.keys((q,))
+    tag = engine._tag("range")
+    # -- the owner checks its own entries and announces their count ----------------------------------
+    if me == owner:
+        x = np.asarray(values)
+        if x.dtype.kind not in "iuO":
+            raise TypeError(f"range-checked inputs are integers, got dtype {x.dtype}")
+        flat = [int(v) for v in x.ravel()]
+        refuse_outside(flat, lo, hi)
+        shape = list(x.shape)
+        ses.broadcast(shape, tag + "/shape")
+    else:
+        shape = ses.recv_meta(owner, tag + "/shape")
+        if not (isinstance(shape, list) and len(shape) <= 8 and all(isinstance(d, int) and d >= 0 for d in shape)
+                and int(np.prod(shape)) <= MAX_ENTRIES):
+            raise FrameError(f"party {ses.parties[owner]!r} announced a range-checked input of shape {shape!r}")
+    n = int(np.prod(shape))
+    with_v = (hi - lo) != (1 << k) - 1
+    D = len(widths)
+    classes = sorted(set(widths))
+    # layout of the committed batch: x (n) | u digits (n D) | v digits (n D, optional) |
+    # masks: per width class and key, 2^w - 1 values | one random value for the consistency check
+    mask_count = sum(((1 << w) - 1) * keys for w in classes)
+    total = n + n * D * (2 if with_v else 1) + mask_count + 1
+    if me == owner:
+        u = np.array([v - lo for v in flat], dtype=object)
+        batch = [np.array([v % q for v in flat], dtype=np.uint64), _digits(u, widths).ravel()]
+        if with_v:
+            batch.append(_digits(np.array([hi - v for v in flat], dtype=object), widths).ravel())
+        batch.append(engine.prg.below(q, mask_count + 1))
+        committed = np.concatenate(batch)
+    else:
+        committed = np.zeros(total, np.uint64)
+    parts = cope(engine, committed, q, keys, [owner])  # owner: {i: S_i}; i: {owner: K_i}
+    qs = np.uint64(q)
+    alpha = engine.alpha(q)[:keys]
+    # the authenticated entries and the consistency check's random combination
+    if me == owner:
+        mac = mul_mod(committed[None, :, None], alpha[:, None, None], (q,))[..., 0]
+        for part in parts.values():
+            mac = add_mod(mac, part, qs)
+    else:
+        mac = parts[owner]
+    batch_shares = AuthShares(engine, committed[:, None], mac[:, :, None], (q,))
+    coins = ses.shared_prg(range(engine.parties), tag + "/coins")
+    chi_batch = coins.below(q, total - 1)
+    combined = engine.mul_public_shares(batch_shares[:total - 1], chi_batch[:, None]).sum(axis=0) + \
+        batch_shares[total - 1]
+    engine.open_partial(combined, "range-checked input")
+    chi_lin = coins.below(q, n * (2 if with_v else 1))
+    chi_dig = coins.below(q, n * D * (2 if with_v else 1))
+    # -- views: for each key, the pairwise M (owner, per verifier) or K (verifier) of every value -----
+    weights = np.array([(1 << sum(widths[:t])) % q for t in range(D)], dtype=np.uint64)
+    off_u = n
+    off_v = n + n * D
+    off_mask = n + n * D * (2 if with_v else 1)
+    digit_width = np.tile(np.array(widths), n * (2 if with_v else 1))  # width of every digit in order
+
+    def linear(vals: np.ndarray, key: int, verifier: bool) -> int:
+        """sum chi (z) over the linear relations, for pairwise values ``vals`` (M or K) of one key;
+        public constants count on the verifier's side only (K_c = Delta c)."""
+        xs_ = vals[:n]
+        du = vals[off_u:off_u + n * D].reshape(n, D)
+        zu = sub_mod(xs_, _weighted(du, weights, q), qs)
+        if verifier:
+            zu = sub_mod(zu, np.full(n, mul_int(int(alpha[key]), lo, q), np.uint64), qs)
+        z = [zu]
+        if with_v:
+            dv = vals[off_v:off_v + n * D].reshape(n, D)
+            zv = neg_mod(add_mod(xs_, _weighted(dv, weights, q), qs), qs)
+            if verifier:
+                zv = add_mod(zv, np.full(n, mul_int(int(alpha[key]), hi, q), np.uint64), qs)
+            z.append(zv)
+        return dot_mod(chi_lin, np.concatenate(z), q)
+
+    mask_at = {}
+    pos = off_mask
+    for w in classes:
+        for key in range(keys):
+            mask_at[(w, key)] = pos
+            pos += (1 << w) - 1
+    digits_all = committed[off_u:off_mask] if me == owner else None
+    if me == owner:
+        for peer, s_part in sorted(parts.items()):
+            msg = []
+            for key in range(keys):
+                m_vals = neg_mod(s_part[key], qs)  # M = -S: K_i = M + Delta y
+                msg.append(linear(m_vals, key, False))
+                m_dig = m_vals[off_u:off_mask]
+                for w in classes:
+                    sel = digit_width == w
+                    coeffs = [np.ones(int(sel.sum()), np.uint64)]
+                    y = digits_all[sel]
+                    m_y = m_dig[sel]
+                    for t in range(1 << w):
+                        coeffs = _poly_mul_linear(coeffs, m_y, sub_mod(y, np.uint64(t), qs), q)
+                    # the top coefficient is prod (y - t) = 0 for a digit in range: not sent
+                    chi = chi_dig[sel]
+                    sums = [dot_mod(chi, c, q) for c in coeffs[:1 << w]]
+                    start = mask_at[(w, key)]
+                    r = committed[start:start + (1 << w) - 1]
+                    m_r = m_vals[start:start + (1 << w) - 1]
+                    mask = [int(m_r[0])] + [(int(r[e - 1]) + int(m_r[e])) % q for e in range(1, (1 << w) - 1)] + \
+                        [int(r[-1])]
+                    msg.extend((s + mk) % q for s, mk in zip(sums, mask))
+            ses.send(peer, np.array(msg, dtype=np.uint64), tag + "/proof")
+        return batch_shares[:n].reshape(tuple(shape))
+    # -- a verifier checks the owner's proof with each of its keys --------------------------------------
+    expect = keys * (1 + sum(1 << w for w in classes))
+    proof = ses.recv_array(owner, tag + "/proof", dtype=np.uint64, shape=(expect,))
+    if np.any(proof >= qs):
+        raise FrameError(f"party {ses.parties[owner]!r} sent a range proof out of range")
+    k_all = parts[owner]
+    ok = True
+    at = 0
+    for key in range(keys):
+        delta = int(alpha[key])
+        k_vals = k_all[key]
+        ok &= linear(k_vals, key, True) == int(proof[at])
+        at += 1
+        k_dig = k_vals[off_u:off_mask]
+        for w in classes:
+            sel = digit_width == w
+            kd = k_dig[sel]
+            prod = np.ones(int(sel.sum()), np.uint64)
+            for t in range(1 << w):
+                prod = mul_mod(prod[:, None], sub_mod(kd, np.uint64(mul_int(delta, t, q)), qs)[:, None], (q,))[:, 0]
+            lhs = dot_mod(chi_dig[sel], prod, q)
+            start = mask_at[(w, key)]
+            k_r = k_vals[start:start + (1 << w) - 1]
+            lhs = (lhs + _horner([int(v) for v in k_r], delta, q)) % q
+            coeffs = [int(v) for v in proof[at:at + (1 << w)]]
+            at += 1 << w
+            ok &= lhs == _horner(coeffs, delta, q)
+    if not ok:
+        raise DeviationError(f"party {ses.parties[owner]!r}'s range proof failed: an entry outside [{lo}, {hi}] or "
+                             "a proof that does not match its commitments; nothing depends on the input")
+    return batch_shares[:n].reshape(tuple(shape))
+
+
+def refuse_outside(flat: list[int], lo: int, hi: int) -> None:
+    """The owner's own refusal of an entry outside [lo, hi] (ValueError, before anything is sent)."""
+    bad = [(i, v) for i, v in enumerate(flat) if not lo <= v <= hi]
+    if bad:
+        i, v = bad[0]
+        raise ValueError(f"entry {i} of the input is {v}, outside the agreed range [{lo}, {hi}] "
+                         f"({len(bad)} entries outside); nothing was sent")
+
+
+def mul_int(a: int, b: int, q: int) -> int:
+    return (a * b) % q
+
+
+def _weighted(digits: np.ndarray, weights: np.ndarray, q: int) -> np.ndarray:
+    """sum_t weights_t digits[:, t] mod q (digits (N, D) residues)."""
+    qs = np.uint64(q)
+    acc = np.zeros(len(digits), np.uint64)
+    for t in range(digits.shape[1]):
+        acc = add_mod(acc, mul_mod(digits[:, t:t + 1], np.full((len(digits), 1), weights[t], np.uint64), (q,))[:, 0], qs)
+    return acc
