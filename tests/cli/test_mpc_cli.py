@@ -54,3 +54,39 @@ def test_input_errors_are_named(capsys):
     assert "modulus 12 must be odd" in capsys.readouterr().err
     assert main(["mpc", "run"]) == 2
     assert "--parties FILE and --me NAME" in capsys.readouterr().err
+
+
+@NEEDS_NATIVE
+def test_local_run_on_the_active_engine(capsys):
+    code = main(["mpc", "run", "--local", "2", "--security", "active", "--count", "1024"])
+    out = capsys.readouterr().out
+    assert code == 0 and "active engine" in out
+    for op in ("triples-61", "mul-61", "range-40"):
+        assert re.search(rf"party0: {op}\s+[0-9,]+ /s", out), op
+
+
+def _mpc(session, security):
+    from shaper.jobs.mpc import mpc_job
+
+    return mpc_job(session, ["triples-61"], 256, security=security[session.index])
+
+
+def test_parties_that_choose_different_engines_stop_before_any_preprocessing():
+    with pytest.raises(PartyError, match=r"runs the '(active|passive)' engine, this party the '(passive|active)' one"):
+        launch(2, _mpc, ["passive", "active"], timeout=60)
+
+
+def test_security_comes_from_the_flag_or_the_parties_file(tmp_path, capsys):
+    parties = tmp_path / "parties.toml"
+    pins = ["sha256:" + "ab" * 32, "sha256:" + "cd" * 32]
+    body = ('session_id = "s"\nsecurity = "{}"\n[[party]]\nname = "a"\nhost = "127.0.0.1"\nport = 7000\n'
+            f'fingerprint = "{pins[0]}"\n[[party]]\nname = "b"\nhost = "127.0.0.1"\nport = 7001\n'
+            f'fingerprint = "{pins[1]}"\n')
+    parties.write_text(body.format("active"))
+    assert main(["mpc", "run", "--parties", str(parties), "--me", "a", "--security", "passive"]) == 2
+    assert "contradicts the parties file's security = 'active'" in capsys.readouterr().err
+    assert main(["mpc", "run", "--parties", str(parties), "--me", "a", "--ops", "ot"]) == 2
+    assert "unknown operation(s) ot for the active engine" in capsys.readouterr().err
+    parties.write_text(body.format("paranoid"))
+    assert main(["mpc", "run", "--parties", str(parties), "--me", "a"]) == 2
+    assert "security must be one of 'active', 'passive'" in capsys.readouterr().err

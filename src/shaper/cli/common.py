@@ -87,6 +87,27 @@ def party_options(p: argparse.ArgumentParser, *, local: bool = True, required: b
     p.add_argument("--key", metavar="FILE", help="TLS private key (overrides the parties file)")
 
 
+def security_option(p: argparse.ArgumentParser, default: str) -> None:
+    """``--security active|passive``: the MPC engine (overrides the parties file's ``security``)."""
+    p.add_argument("--security", choices=("active", "passive"), default=None,
+                   help=f"the MPC engine: active (MACs and checks; any deviation aborts) or passive (faster, safe only "
+                        f"while every party follows the protocol); default: the parties file's, else {default}")
+
+
+def security_of(args: argparse.Namespace, default: str) -> str:
+    """The engine a command runs: --security, else the parties file's ``security``, else ``default``;
+    a flag that contradicts the parties file is refused."""
+    chosen = getattr(args, "security", None)
+    from_file = None
+    if getattr(args, "parties", None):
+        from ..net.config import load_parties
+
+        from_file = load_parties(args.parties).security
+    if chosen and from_file and chosen != from_file:
+        raise ConfigError(f"--security {chosen} contradicts the parties file's security = {from_file!r}; change one")
+    return chosen or from_file or default
+
+
 def out_option(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH", required: bool = False,
                default: str | None = None, old: str | None = None) -> None:
     """``--out PATH``: what the command writes. ``old`` names a retired spelling kept as an alias."""

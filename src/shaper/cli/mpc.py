@@ -8,11 +8,11 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from .common import command, group, party_options
+from .common import command, group, party_options, security_of, security_option
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..jobs.mpc import OPS
+    from ..jobs.mpc import ACTIVE_OPS, OPS
 
     sub = group(subparsers, "mpc", "n-party MPC with OT preprocessing: triples, sampling, conversions",
                 "n-party additive secret sharing with OT-based preprocessing (docs/mpc.md).")
@@ -21,21 +21,25 @@ def add_parser(subparsers: Any) -> None:
                   "values over an RNS key basis and converts between share domains; prints items per second "
                   "and bytes sent per item for each operation.")
     party_options(run)
-    run.add_argument("--ops", default=",".join(OPS), help=f"comma-separated operations among: {', '.join(OPS)}")
+    security_option(run, "passive")
+    run.add_argument("--ops", help=f"comma-separated operations among: {', '.join(OPS)} (default: all; with "
+                                   f"--security active: {', '.join(ACTIVE_OPS)})")
     run.add_argument("--count", type=int, default=100_000,
                      help="items per operation (triples and conversions to Z_2: a quarter of it; OT: 16 times in each role)")
     run.add_argument("--moduli", metavar="Q,...",
                      help="basis of odd moduli < 2^62 (default: nine primes of a degree-2^14 CKKS key, 435 bits)")
 
 
-def _args(args: argparse.Namespace) -> tuple[list[str], tuple[int, ...]]:
+def _args(args: argparse.Namespace, security: str) -> tuple[list[str], tuple[int, ...]]:
     from ..kernels.modq import basis
-    from ..jobs.mpc import CKKS_14, OPS
+    from ..jobs.mpc import ACTIVE_OPS, CKKS_14, OPS
 
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    bad = [o for o in ops if o not in OPS]
+    known = ACTIVE_OPS if security == "active" else OPS
+    ops = [o.strip() for o in (args.ops or ",".join(known)).split(",") if o.strip()]
+    bad = [o for o in ops if o not in known]
     if bad or not ops:
-        raise ConfigError(f"unknown operation(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(OPS)}")
+        raise ConfigError(f"unknown operation(s) {', '.join(bad) or '(none given)'} for the {security} engine; choose "
+                          f"from {', '.join(known)}")
     if args.count < 64:
         raise ConfigError(f"--count must be at least 64, got {args.count}")
     try:
@@ -55,15 +59,16 @@ def _print(name: str, results: dict) -> None:
 def run_mpc(args: argparse.Namespace) -> int:
     from ..jobs.mpc import mpc_job
 
-    ops, mods = _args(args)
+    security = security_of(args, "passive")
+    ops, mods = _args(args, security)
     if args.local is not None:
         from ..net import launch
 
         if not 2 <= args.local <= 16:
             raise ConfigError(f"--local takes 2..16 parties, got {args.local}")
-        print(f"{args.local} parties as local processes over TLS; basis of {len(mods)} moduli "
+        print(f"{args.local} parties as local processes over TLS, {security} engine; basis of {len(mods)} moduli "
               f"({sum(q.bit_length() for q in mods)} bits)", flush=True)
-        results = launch(args.local, mpc_job, ops, args.count, mods)
+        results = launch(args.local, mpc_job, ops, args.count, mods, security=security)
         _print("party0", results[0])
         return 0
     if not args.parties or not args.me:
@@ -71,6 +76,6 @@ def run_mpc(args: argparse.Namespace) -> int:
     from ..net import Session
 
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-        _print(args.me, mpc_job(session, ops, args.count, mods))
+        _print(args.me, mpc_job(session, ops, args.count, mods, security=security))
         print(session.stats.table(f"traffic of {args.me}"))
     return 0

@@ -23,7 +23,7 @@ P61 = (1 << 61) - 1
 OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b")
 #: what the active engine runs (prime fields only): MAC'd triples checked by sacrifice, and
 #: multiplications of authenticated inputs opened after the MAC check
-ACTIVE_OPS = ("triples-61", "mul-61")
+ACTIVE_OPS = ("triples-61", "mul-61", "range-40")
 SECURITY = ("passive", "active")
 
 
@@ -77,6 +77,7 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
         bad = [op for op in ops if op not in ACTIVE_OPS]
         if bad:
             raise ValueError(f"the active engine does not run {', '.join(bad)} yet; it runs {', '.join(ACTIVE_OPS)}")
+    agree_on_security(session, security)
     job = _active_job if security == "active" else _job
     if repeat > 1:
         runs = [job(session, ops, count, moduli, check) for _ in range(repeat)]
@@ -86,6 +87,18 @@ def mpc_job(session: Any, ops: Sequence[str] = OPS, count: int = 100_000, moduli
             out[op] = dict(rows[len(rows) // 2], runs=[r["rate"] for r in (run[op] for run in runs)])
         return out
     return job(session, ops, count, moduli, check)
+
+
+def agree_on_security(session: Any, security: str) -> None:
+    """Every party announces the engine it runs; a party that runs another stops the job at once,
+    by name, before any preprocessing (a mismatch would otherwise surface as garbled messages)."""
+    from ..errors import ConfigError
+
+    session.broadcast(security, "mpc-security")
+    for peer, theirs in session.gather("mpc-security").items():
+        if theirs != security:
+            raise ConfigError(f"party {peer!r} runs the {theirs!r} engine, this party the {security!r} one; every party "
+                              "must choose the same --security (or the same security in the parties file)")
 
 
 def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
@@ -112,6 +125,17 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
             res = _timed(session, lambda: (x * y).reveal(), n)
             if check and any(int(v) != i * i % P61 for i, v in enumerate(res["result"][:64, 0])):
                 raise AssertionError("an active product is wrong")
+        elif op == "range-40":
+            # entries of 40 bits and a sign, each proven to lie in [-2^40, 2^40] before it is used
+            n = count // 8
+            bound = 1 << 40
+            values = (engine.prg.below(2 * bound + 1, n).astype(np.int64) - bound) if session.index == 0 else None
+            res = _timed(session, lambda: engine.share_mod_in_range(values, owner=0, modulus=P61, lo=-bound, hi=bound),
+                         n)
+            if check:
+                opened = _centered(res["result"][:64].reveal()[:, 0], P61)
+                if session.index == 0 and not np.array_equal(opened, values[:64]):
+                    raise AssertionError("a range-checked input came out wrong")
         else:
             raise ValueError(f"unknown operation {op!r}; the active engine runs {', '.join(ACTIVE_OPS)}")
         res.pop("result", None)

@@ -5,6 +5,8 @@ hosts each party pins every party's certificate fingerprint (``shaper identity n
 party's key and certificate on its own machine and prints the fingerprint; ``docs/net.md``)::
 
     session_id = "fraud-model-2026"        # both sides must agree; guards against cross-talk
+    security = "active"                    # the MPC engine: "active" (default for jobs holding a
+                                           # joint key) or "passive"; every party must agree
 
     [network]                              # all optional
     timeout = "300s"                       # every receive gives up after this
@@ -48,6 +50,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+
+#: the MPC engines a job can run on: the active one (MACs, checks, abort on any deviation) and the
+#: passive one (what the seed papers measure, faster, safe only while every party follows it)
+SECURITY_MODES = ("active", "passive")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -230,6 +236,8 @@ class PartiesFile:
     config: NetConfig
     ca: Path | None = None
     path: Path | None = field(default=None, compare=False)
+    #: the MPC engine the file asks for ("active" or "passive"); None: the job's default
+    security: str | None = None
 
     @property
     def pinned(self) -> bool:
@@ -266,7 +274,7 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
         p = Path(value)
         return p if p.is_absolute() else root / p
 
-    unknown = set(raw) - {"session_id", "network", "tls", "party"}
+    unknown = set(raw) - {"session_id", "security", "network", "tls", "party"}
     if unknown:
         raise ConfigError(f"parties file {path}: unknown top-level keys {', '.join(sorted(unknown))}")
     config = NetConfig.from_mapping(raw.get("network", {}), base)
@@ -317,4 +325,8 @@ def load_parties(path: str | Path, base: NetConfig | None = None) -> PartiesFile
         for p in parties:
             if p.cert is None and p.fingerprint is None:
                 raise ConfigError(f"parties file {path}: party {p.name!r} has no cert")
-    return PartiesFile(tuple(parties), config, ca, path)
+    security = raw.get("security")
+    if security is not None and security not in SECURITY_MODES:
+        raise ConfigError(f"parties file {path}: security must be one of {', '.join(map(repr, SECURITY_MODES))}, "
+                          f"got {security!r}")
+    return PartiesFile(tuple(parties), config, ca, path, security)
