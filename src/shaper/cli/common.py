@@ -31,7 +31,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from ..errors import ShaperError
+from ..errors import ConfigError, ShaperError
 
 # Failures a user can act on from the message alone: bad input or configuration, a missing or
 # unreadable file, a missing optional dependency, a peer that failed or cannot be reached.
