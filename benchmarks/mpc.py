@@ -14,8 +14,17 @@ side by side in one run (``--ot-check both``, the default): two parties hold a c
 unchecked link set on one session and run random OTs on them alternately, ``--repeat`` times
 each; the rows ``ot-checked`` and ``ot-unchecked`` give the median rates and the check's cost.
 
+Passive against active security, side by side in one run (``--security both``; ``--only-security``
+runs nothing else): two parties make 61-bit Beaver triples on the passive engine and on the active
+one (MAC'd triples checked by sacrifice) alternately, ``--repeat`` times each, and report per engine
+the median rate, the bytes and bits sent per triple per party, the party process's CPU seconds per
+triple (``time.process_time``, every thread of it) and the active/passive ratios; then the active
+engine's range-checked inputs (``range-40``: 2^14 entries in [-2^40, 2^40]) and its multiplications
+of authenticated inputs, opened after the MAC check (``mul-61``).
+
     python benchmarks/mpc.py --json benchmarks/results/mpc.json --docs docs/mpc.md
     python benchmarks/mpc.py --quick
+    python benchmarks/mpc.py --only-security --repeat 3 --json benchmarks/results/mpc_active.json
 
 Published, next to ours: GMPFHE (Zhu, Ding, Huang), Table 2 (Gaussian sample: 1.62 ms for 2
 parties, 2.45 ms for 4, LAN 2 Gbit/s, one 2.7 GHz core per party) and Table 4 (per 64-bit
@@ -124,6 +133,88 @@ def run_ot_check(count: int, repeat: int, variants: tuple[bool, ...]) -> dict:
     return out
 
 
+def _pin(session: Any) -> None:
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[session.index % len(cpus)]})
+
+
+def _cpu_timed(session: Any, op: str, count: int, security: str, check: bool) -> dict:
+    """One operation of mpc_job on one engine, with the CPU seconds of this party's process
+    (every thread of it: the native OT code's too) spent in the call."""
+    c0 = time.process_time()
+    row = mpc_job(session, [op], count, CKKS_14, check=check, security=security)[op]
+    row["cpu_seconds"] = time.process_time() - c0
+    return row
+
+
+def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...], range_count: int,
+                 mul_count: int) -> dict:
+    """Passive against active triples on one core, the engines alternating run by run so that
+    both see the same machine; then the active engine's range-checked inputs and products."""
+    _pin(session)
+    for security in engines:  # warm-up, checked: base OTs, imports, buffers; outside the timings
+        mpc_job(session, ["triples-61"], 1 << 14, CKKS_14, check=True, security=security)
+    out: dict[str, Any] = {f"triples-61/{security}": [] for security in engines}
+    for _ in range(repeat):
+        for security in engines:
+            out[f"triples-61/{security}"].append(_cpu_timed(session, "triples-61", count, security, check=False))
+    if "active" in engines:
+        out["range-40/active"] = [_cpu_timed(session, "range-40", range_count, "active", check=True)]
+        out["mul-61/active"] = [_cpu_timed(session, "mul-61", mul_count, "active", check=True)]
+    return out
+
+
+def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...], range_entries: int,
+                 mul_products: int) -> dict:
+    """Loopback TLS, one core per party: per engine and operation the median over runs of the
+    slowest party's time, bytes sent per item per party (mean over parties) and CPU seconds per
+    item per party (each party's median, then the mean over parties)."""
+    results = launch(parties, security_job, 4 * count, repeat, engines, 8 * range_entries, 4 * mul_products,
+                     config=NetConfig(timeout=3600), workers_per_party=1, timeout=7200)
+    out: dict[str, Any] = {}
+    for key in results[0]:
+        runs = [r[key] for r in results]  # [party][run]
+        items = runs[0][0]["items"]
+        seconds = [max(p[i]["seconds"] for p in runs) for i in range(len(runs[0]))]
+        wall = float(np.median(seconds))
+        bpi = float(np.mean([p[i]["bytes_per_item"] for p in runs for i in range(len(p))]))
+        cpu = [float(np.median([run["cpu_seconds"] for run in p])) / items for p in runs]
+        out[key] = {"items": items, "seconds": round(wall, 4), "rate": round(items / wall, 1),
+                    "runs": [round(items / x, 1) for x in seconds],
+                    "bytes_per_item_per_party": round(bpi, 1), "bits_per_item_per_party": round(8 * bpi, 1),
+                    "cpu_us_per_item_per_party": round(1e6 * float(np.mean(cpu)), 3),
+                    "cpu_us_per_item_by_party": [round(1e6 * c, 3) for c in cpu]}
+    if len(engines) == 2:
+        p, a = out["triples-61/passive"], out["triples-61/active"]
+        out["active_over_passive"] = {
+            "time": round(p["rate"] / a["rate"], 2),
+            "bytes": round(a["bytes_per_item_per_party"] / p["bytes_per_item_per_party"], 2),
+            "cpu": round(a["cpu_us_per_item_per_party"] / p["cpu_us_per_item_per_party"], 2)}
+    return out
+
+
+SECURITY_LABELS = {"triples-61/passive": "triples mod 2^61-1, passive", "triples-61/active": "triples mod 2^61-1, active",
+                   "range-40/active": "range-checked inputs (40 bits), active",
+                   "mul-61/active": "products of inputs, opened, active"}
+
+
+def print_security(n: int, res: dict) -> None:
+    print(f"\npassive vs active security, {n} parties, one core per party, loopback TLS "
+          "(rate: the slowest party, median of runs; bytes, bits and CPU: per item per party)")
+    print(f"{'operation':40s} {'items':>8s} {'s':>8s} {'items/s':>10s} {'B/item':>10s} {'bit/item':>10s} "
+          f"{'CPU us/item':>12s}  runs /s")
+    for key, r in res.items():
+        if key == "active_over_passive":
+            continue
+        print(f"{SECURITY_LABELS.get(key, key):40s} {r['items']:8,d} {r['seconds']:8.3f} {r['rate']:10,.0f} "
+              f"{r['bytes_per_item_per_party']:10,.1f} {r['bits_per_item_per_party']:10,.0f} "
+              f"{r['cpu_us_per_item_per_party']:12,.2f}  {', '.join(f'{x:,.0f}' for x in r['runs'])}")
+    if "active_over_passive" in res:
+        x = res["active_over_passive"]
+        print(f"active / passive per triple: time x{x['time']}, bytes x{x['bytes']}, CPU x{x['cpu']}")
+
+
 def run(parties: int, ops: list[str], count: int, config: NetConfig, repeat: int = 1) -> dict:
     results = launch(parties, pinned_job, ops, count, repeat, config=config, workers_per_party=1, timeout=7200)
     out = {}
@@ -195,15 +286,42 @@ def main() -> int:
                          "(both), one of them, or neither")
     ap.add_argument("--ot-count", type=int, default=1 << 23, help="random OTs per role per run for --ot-check")
     ap.add_argument("--only-ot-check", action="store_true", help="measure the consistency check's cost only")
+    ap.add_argument("--security", choices=("passive", "active", "both"), default=None,
+                    help="passive (default): the passive engine's table only; both: also the passive-vs-active "
+                         "comparison (triples on both engines alternately, then the active range-40 and mul-61); "
+                         "active: also the active engine's rows of it alone (default with --only-security: both)")
+    ap.add_argument("--only-security", action="store_true", help="run the passive-vs-active comparison only")
+    ap.add_argument("--security-parties", default="2", help="party counts of the comparison (e.g. 2,4)")
+    ap.add_argument("--range-entries", type=int, default=1 << 14, help="range-checked inputs (range-40) per run")
     ap.add_argument("--quick", action="store_true", help="small counts, a smoke test")
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--docs", metavar="PATH", help="rewrite the bench table of this markdown file (docs/mpc.md)")
     args = ap.parse_args()
     if args.quick:
         args.count, args.shaped_count, args.repeat, args.ot_count = 20_000, 4_000, 1, 1 << 18
+        args.range_entries = 1 << 10
+    if args.security is None:
+        args.security = "both" if args.only_security else "passive"
     ops = list(OPS)
     rows: dict[str, Any] = {}
     check_rows: dict[str, Any] = {}
+    security_rows: dict[str, Any] = {}
+    if args.security != "passive":
+        engines = ("passive", "active") if args.security == "both" else ("active",)
+        for n in (int(p) for p in args.security_parties.split(",")):
+            print(f"-- {n} parties, passive vs active security ...", file=sys.stderr, flush=True)
+            security_rows[f"{n} parties"] = res = run_security(n, args.count // 4, args.repeat, engines,
+                                                                args.range_entries, args.count // 4)
+            print_security(n, res)
+    if args.only_security:
+        if args.json:
+            write_json(args.json, {"meta": {"transport": "loopback TLS 1.3", "cores_per_party": 1,
+                                            "triples_per_run": args.count // 4, "repeat": args.repeat,
+                                            "range_entries": args.range_entries, "products": args.count // 4,
+                                            "cpu_measure": "time.process_time() of each party process around the operation"},
+                                   "security": security_rows})
+            print(f"written to {args.json}", file=sys.stderr)
+        return 0
     if args.ot_check != "skip":
         variants = {"both": (True, False), "on": (True,), "off": (False,)}[args.ot_check]
         print("-- 2 parties, OT with and without the consistency check ...", file=sys.stderr, flush=True)
@@ -244,7 +362,10 @@ def main() -> int:
     if args.json:
         meta = {"cores_per_party": 1, "transport": "loopback TLS 1.3", "count": args.count,
                 "basis_bits": [q.bit_length() for q in CKKS_14], "paper": PAPER, "targets": TARGET}
-        write_json(args.json, {"meta": meta, "results": rows})
+        payload = {"meta": meta, "results": rows}
+        if security_rows:
+            payload["security"] = security_rows
+        write_json(args.json, payload)
         print(f"written to {args.json}", file=sys.stderr)
     if args.docs:
         write_docs(args.docs, docs_table(rows, args.count))
