@@ -42,6 +42,7 @@ class Deviation:
     delta: int = 1
     index: int | None = 0          # flat entry (array) or byte (bytes) to change; None: every entry
     moduli: tuple[int, ...] = ()   # for offsets that keep residues in range
+    peers: tuple[str, ...] = ()    # only towards these peers (default: every peer)
     seen: list[str] = field(default_factory=list)
     fired: int = 0
 
@@ -53,6 +54,8 @@ class Deviation:
         return self.nth is None or self.seen.index(tag) == self.nth
 
     def apply(self, value: Any, peer: str, peers: list[str]) -> Any:
+        if self.peers and peer not in self.peers:
+            return value
         if self.action == "drop":
             self.fired += 1
             return DROP
@@ -138,10 +141,9 @@ class DeviatingSession:
         return Session.barrier(self, tag)
 
 
-def _job(session: Session, program: Callable, deviant: int | None, deviations: list[Deviation],
-         rush: Callable | None, args: tuple) -> tuple:
-    deviating = deviant is not None and session.index == deviant % session.n
-    ses = DeviatingSession(session, deviations, rush) if deviating else session
+def _job(session: Session, program: Callable, plan: dict, rush: Callable | None, args: tuple) -> tuple:
+    mine = plan.get(session.index)
+    ses = DeviatingSession(session, mine, rush) if mine is not None else session
     try:
         return ("ok", program(ses, *args))
     except Exception as exc:  # noqa: BLE001 - the outcome is what the test inspects
@@ -149,11 +151,20 @@ def _job(session: Session, program: Callable, deviant: int | None, deviations: l
         return ("error", type(exc).__name__, str(exc))
 
 
-def run(parties: int, program: Callable, *args: Any, deviant: int | None = None, deviations: list[Deviation] = (),
+def run(parties: int, program: Callable, *args: Any, deviant: Any = None, deviations: Any = (),
         rush: Callable | None = None, timeout: float = 4.0) -> list[tuple]:
-    """``program(session, *args)`` at every party, party ``deviant`` (default: none) deviating;
+    """``program(session, *args)`` at every party, party ``deviant`` (default: none; a list of
+    parties: a coalition, every member applying ``deviations``, or each its own list when
+    ``deviations`` maps a party to one) deviating;
     every party's outcome in party order. ``timeout``: each receive's limit (a dropped message
     surfaces as a timeout within it)."""
+    if deviant is None:
+        plan: dict = {}
+    else:
+        coalition = [deviant] if isinstance(deviant, int) else list(deviant)
+        if isinstance(deviations, dict):
+            plan = {i % parties: list(deviations.get(i, ())) for i in coalition}
+        else:
+            plan = {i % parties: list(deviations) for i in coalition}
     config = NetConfig(timeout=timeout)
-    return run_in_memory(parties, _job, program, deviant, list(deviations), rush, args, config=config,
-                         timeout=120 + 10 * timeout)
+    return run_in_memory(parties, _job, program, plan, rush, args, config=config, timeout=120 + 10 * timeout)

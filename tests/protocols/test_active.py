@@ -11,7 +11,7 @@ share offset           any partial opening (authentication's            MAC chec
                        combination, sacrifice, Beaver, output,          does not move by
                        private output), or every one                    alpha x offset)
 equivocation           a Beaver opening, to one peer only               the views differ / MAC
-wrong OT correction    the Gilboa products and the COPE corrections     sacrifice or MAC check
+wrong OT corrections   every entry of a Gilboa or COPE message          sacrifice or MAC check
 extension matrix       an OT extension message (receiver)               KOS/Roy consistency check
 out-of-range residue   an opening                                       range check on receipt
 MAC share offset       this party's MAC shares of an opening            MAC check
@@ -63,7 +63,8 @@ def want(ys=YS):
 
 
 def honest(results, deviant):
-    return [r for i, r in enumerate(results) if i != deviant % len(results)]
+    bad = {d % len(results) for d in ([deviant] if isinstance(deviant, int) else deviant)}
+    return [r for i, r in enumerate(results) if i not in bad]
 
 
 def assert_all_stopped(results, deviant, kinds=("DeviationError",), words=""):
@@ -83,7 +84,7 @@ def assert_stopped_or_right(results, deviant):
     if all(r[0] == "ok" for r in mine):
         everyone, to0 = want()
         for i, r in enumerate(results):
-            if i != deviant % len(results):
+            if r[0] == "ok" and i != deviant % len(results):
                 assert r[1][0][:, 0].tolist() == everyone
                 if i == 0:
                     assert r[1][1][:, 0].tolist() == to0
@@ -103,10 +104,6 @@ CAUGHT = {
                               "private output"),
     "offset-every-opening": (Deviation(r"act-open-\d+", "offset", nth=None, moduli=(P,)), ("DeviationError",), ""),
     "equivocate-beaver": (Deviation(r"act-open-\d+", "equivocate", nth=5, moduli=(P,)), ("DeviationError",), ""),
-    # every correction of every correlated OT off by one in its first entry (bit 0 of the first
-    # choice value, so its effect appears only where that bit is 1: run over every message, some
-    # choice bit is 1)
-    "every-ot-correction": (Deviation(r"ot-cot-\d+c", "offset", nth=None), ("DeviationError",), ""),
     # every correction entry of one message off (whatever the choice bits, the output moves)
     "wrong-correlation-message": (Deviation(r"ot-cot-\d+c", "offset", nth=1, index=None), ("DeviationError",), ""),
     "out-of-range-share": (Deviation(r"act-open-\d+", "offset", nth=5, delta=P, moduli=()), ("FrameError",),
@@ -125,6 +122,8 @@ CAUGHT = {
 SELECTIVE = {
     "product-correction-bit": Deviation(r"ot-cot-\d+c", "offset", nth=1),   # a triple's Gilboa product
     "cope-correction-bit": Deviation(r"ot-cot-\d+c", "offset", nth=0),      # an input mask's MAC
+    # the first entry of every correction message (bit 0 of each message's first choice value)
+    "every-correction-bit": Deviation(r"ot-cot-\d+c", "offset", nth=None),
 }
 if NATIVE:  # the consistency check belongs to the real OT extension
     CAUGHT["bad-extension-matrix"] = (Deviation(r"ot-cot-\d+u", "offset", nth=0, index=5), ("FrameError",),
@@ -168,6 +167,28 @@ def test_a_deviating_first_party_is_caught_too(parties):
     """Party 0 adds the public constants: the same offsets from it are caught as well."""
     dev = Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,))
     assert_all_stopped(run(parties, program, deviant=0, deviations=[dev]), 0)
+
+
+@pytest.mark.parametrize("coalition", [[1, 2, 3, 4], [3, 4]])
+def test_a_coalition_of_deviating_parties_is_caught(coalition):
+    """Several parties deviate together (up to n - 1 of 5): every member shifts a Beaver opening,
+    or two members shift it by +1 and -1 so that the opened sum is unchanged while each member's
+    own view is off; the one or more honest parties stop either way."""
+    if len(coalition) == 4:
+        devs = [Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,))]
+    else:
+        devs = {3: [Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,), delta=1)],
+                4: [Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,), delta=-1)]}
+    res = run(5, program, deviant=coalition, deviations=devs)
+    assert_all_stopped(res, coalition)
+
+
+def test_a_coalition_that_equivocates_towards_different_honest_parties_is_caught():
+    """Two deviating parties each send one honest party a shifted Beaver share: the honest
+    parties' views differ from each other, so both stop."""
+    devs = {3: [Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,), peers=("party0",))],
+            4: [Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,), peers=("party1",))]}
+    assert_all_stopped(run(5, program, deviant=[3, 4], deviations=devs), [3, 4])
 
 
 class MacOffset(ActiveEngine):
@@ -338,12 +359,15 @@ def test_a_digit_outside_its_set_is_caught(monkeypatch, owner_skips_its_check):
 
 
 @pytest.mark.parametrize("parties", [2, 3])
-@pytest.mark.parametrize("tag, nth", [(r"act-range-\d+/proof", 0), (r"ot-cot-\d+c", 0)])
-def test_a_tampered_range_proof_or_commitment_is_caught(parties, tag, nth):
-    dev = Deviation(tag, "offset", nth=nth, index=None, moduli=(P,) if "proof" in tag else ())
+@pytest.mark.parametrize("tag, words", [(r"act-range-\d+/proof", "range proof failed"),
+                                        (r"ot-cot-\d+c", "MAC check failed (range-checked input")])
+def test_a_tampered_range_proof_or_commitment_is_caught(parties, tag, words):
+    """A wrong proof fails the proof; wrong commitments fail the MAC check that runs before the
+    owner sends its proof."""
+    dev = Deviation(tag, "offset", nth=0, index=None, moduli=(P,) if "proof" in tag else ())
     res = run(parties, range_program, [5, -5], -B40, B40, deviant=0, deviations=[dev])
     assert dev.fired
-    assert_all_stopped(res, 0, kinds=("DeviationError",), words="range proof failed")
+    assert_all_stopped(res, 0, kinds=("DeviationError",), words=words)
 
 
 def test_range_arguments_are_checked():
@@ -351,3 +375,156 @@ def test_range_arguments_are_checked():
         run_in_memory(2, range_program, [1], 5, 4)
     with pytest.raises(Exception, match="2\\^\\(k\\+1\\) < q"):
         run_in_memory(2, range_program, [1], 0, 1 << 60)
+
+
+# -- privacy of the range proof against verifiers that deviate or pool what they saw -------------
+class _Recorder:
+    """A session that records (never changes) the arrays a party receives and the joint seeds."""
+
+    def __init__(self, session, view):
+        self._s, self.view = session, view
+
+    def __getattr__(self, name):
+        return getattr(self._s, name)
+
+    def recv_array(self, peer, tag="", **kw):
+        a = self._s.recv_array(peer, tag, **kw)
+        self.view.setdefault("arrays", {})[tag] = a.copy()
+        return a
+
+    def shared_prg(self, group, tag="shared-prg"):
+        from shaper.net.session import Session
+
+        prg = Session.shared_prg(self, group, tag)
+        self.view.setdefault("seeds", {})[tag] = prg._fixed_seed
+        return prg
+
+    def send(self, peer, value, tag=""):
+        return self._s.send(peer, value, tag)
+
+    def broadcast(self, value, tag=""):
+        for p in self._s.peers:
+            self.send(p, value, tag)
+
+
+def test_two_verifiers_that_pool_their_views_learn_nothing_of_the_entry(monkeypatch):
+    """Each verifier's proof is masked by values of its own: the difference of two verifiers'
+    top coefficients (which cancelled a shared mask and gave the entry away) is now uniform."""
+    from shaper.crypto.prg import Prg
+
+    secret, lo, hi = 48879, 0, (1 << 16) - 1
+    views = {}
+    real = ranges.cope
+
+    def recording(engine, values, q, keys, senders):
+        out = real(engine, values, q, keys, senders)
+        views.setdefault(engine.me, {})["parts"] = {k: v.copy() for k, v in out.items()}
+        return out
+
+    monkeypatch.setattr(ranges, "cope", recording)
+
+    def prog(session):
+        view = views.setdefault(session.index, {})
+        e = _engine(_Recorder(session, view))
+        e.share_mod_in_range([secret] if session.index == 0 else None, owner=0, modulus=P, lo=lo, hi=hi)
+        view["alpha"] = [int(a) for a in e.alpha(P)]
+        return "ok"
+
+    assert run_in_memory(3, prog) == ["ok"] * 3
+    keys, w, widths = 2, ranges.DIGIT_BITS, ranges.digit_widths(hi - lo)
+    D = len(widths)
+    total = 1 + D + 2 * ((1 << w) - 1) * keys + 1
+    seed = [s for t, s in views[1]["seeds"].items() if "range-coins" in t][0]
+    coins = Prg(seed=seed)
+    coins.random_bytes(32)
+    coins.below(P, total - 1)
+    coins.below(P, 1)
+    chi = [int(c) for c in coins.below(P, D)]
+    proof = {i: [int(v) for v in [a for t, a in views[i]["arrays"].items() if t.endswith("/proof")][0]] for i in (1, 2)}
+    K = {i: views[i]["parts"][0] for i in (1, 2)}
+    A = {i: views[i]["alpha"] for i in (1, 2)}
+
+    def others(y):  # prod over t != y of (y - t)
+        out = 1
+        for t in range(1 << w):
+            if t != y:
+                out = out * (y - t) % P
+        return out
+
+    found = None
+    for k in range(keys):
+        top = k * (1 + (1 << w)) + (1 << w)
+        observed = (proof[1][top] - proof[2][top]) % P
+        table = [[chi[j] * ((int(K[1][k][1 + j]) - int(K[2][k][1 + j]) - (A[1][k] - A[2][k]) * d) % P) * others(d) % P
+                  for d in range(16)] for j in range(D)]
+        hits = {x for x in range(lo, hi + 1)
+                if sum(table[j][(x >> (4 * j)) & 15] for j in range(D)) % P == observed}
+        found = hits if found is None else found & hits
+    assert secret not in found  # with one mask for both verifiers this was exactly {secret}
+
+
+def test_a_verifier_that_varies_its_key_gets_no_proof():
+    """A verifier that takes a different MAC key for one chunk of the commitments (so that the
+    owner's proof would reveal entries) fails the MAC check that runs before the proof: the
+    owner stops and never sends it."""
+    from shaper.protocols.ot import links_for
+
+    class ChunkLinks:
+        def __init__(self, links):
+            self.links, self.done = links, False
+
+        def __getattr__(self, name):
+            return getattr(self.links, name)
+
+        def cot(self, receive, send, moduli, bits):
+            if not self.done and receive:
+                self.done = True
+                receive = {p: v.copy() for p, v in receive.items()}
+                for v in receive.values():
+                    v[0] = v[0] + 1  # key 0, chunk 0 only
+            return self.links.cot(receive, send, moduli, bits)
+
+    class ChunkVerifier(ActiveEngine):
+        def ot_links(self):
+            if self.links is None:
+                self.links = ChunkLinks(links_for(self.session))
+            return self.links
+
+    views = {}
+
+    def prog(session):
+        if session.index == 0:
+            e = ActiveEngine(session)
+            e.share_mod_in_range(list(range(16)) * 9, owner=0, modulus=P, lo=0, hi=15)
+            return "ok"
+        view = views.setdefault(session.index, {})
+        e = ChunkVerifier(_Recorder(session, view))
+        e.share_mod_in_range(None, owner=0, modulus=P, lo=0, hi=15)
+        return "ok"
+
+    if not NATIVE:
+        pytest.skip("the key-varying verifier rides on the native OT links")
+    res = run(2, prog)
+    assert res[0][0] == "error" and "MAC check failed (range-checked input" in res[0][2]
+    assert not any(t.endswith("/proof") for t in views[1].get("arrays", {}))
+
+
+def test_an_engine_stops_after_any_failed_step_so_a_retry_cannot_run_past_a_deviation():
+    """The deviating party shifts a Beaver opening and then sends a malformed check commitment:
+    the honest party's FrameError stops its engine, and a retried reveal refuses instead of
+    running a fresh check that no longer covers the shifted opening."""
+    def prog(session):
+        e = _engine(session)
+        x = e.share_mod([3, 4], owner=0, moduli=(P,))
+        y = e.share_mod([5, 6], owner=1, moduli=(P,))
+        z = x * y
+        for _ in range(2):
+            try:
+                return z.reveal()
+            except Exception as exc:  # noqa: BLE001 - an application that retries
+                last = exc
+        raise last
+
+    devs = [Deviation(r"act-check-output-\d+/commit", "drop", nth=0)]
+    res = run(2, prog, deviant=1, deviations=devs, timeout=1.5)
+    assert res[0][0] == "error" and "stopped after a failed check or step" in res[0][2]

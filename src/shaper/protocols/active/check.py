@@ -19,13 +19,14 @@ knowing alpha^(k): for each key the check passes with probability at most 1/q (t
 1/q (the combination cancels a nonzero error), independently for the K keys, so at most
 (2/q)^K <= 2^-SOUNDNESS (:mod:`.shares`). It cannot adapt its sigma to the honest ones (they
 are committed), nor feed two honest parties different openings (their views differ: both
-stop). On failure every honest party raises :class:`~shaper.errors.DeviationError` naming the
+stop). On failure an honest party raises :class:`~shaper.errors.DeviationError` naming the
 phases of the unchecked openings, and nothing opened since the last check is returned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -34,9 +35,11 @@ from ...errors import DeviationError, FrameError
 from ...kernels.modq import mul_mod
 from ..commit import open_committed
 
-__all__ = ["Openings", "dot_mod"]
+__all__ = ["MAX_INPUT", "Openings", "dot_mod", "read_shape"]
 
 DIGEST = 32
+#: the most entries one announced input may have
+MAX_INPUT = 1 << 26
 
 
 def dot_mod(r: np.ndarray, y: np.ndarray, q: int) -> int:
@@ -81,7 +84,8 @@ class Openings:
 
     def check(self, session: Any, alpha: Callable[[int], np.ndarray], tag: str) -> None:
         """Verify every recorded opening (module notes); empties the ledger. Raises
-        :class:`~shaper.errors.DeviationError` at every honest party when a party deviated."""
+        :class:`~shaper.errors.DeviationError` when a party deviated (at every honest party whose
+        check sees it; one whose check passed has the right values: non-unanimous abort)."""
         if not self._values and not self._phases:
             return
         phases = ", ".join(self._phases)
@@ -99,11 +103,7 @@ class Openings:
                 r = coins.below(q, len(y))
                 sigma = (dot_mod(r, macs[k], q) - int(a[k]) * dot_mod(r, y, q)) % q
                 sigmas.append((q, sigma))
-        payload = view.digest() + np.asarray([s for _, s in sigmas], dtype="<u8").tobytes()
-        self._values.clear()
-        self._macs.clear()
-        self._phases = []
-        self._view = hashlib.sha256(b"shaper/active/view/v1")
+        payload = view.copy().digest() + np.asarray([s for _, s in sigmas], dtype="<u8").tobytes()
         opened = open_committed(session, payload, tag, error=DeviationError)
         views_differ = []
         totals = [0] * len(sigmas)
@@ -128,5 +128,23 @@ class Openings:
                              f"{', '.join(repr(v) for v in views_differ)} disagrees with this party (a party sent "
                              "different values to different peers, or lied about what it saw)")
             raise DeviationError("; ".join(parts) + ". Nothing opened since the last check was output")
+        # only a check that passed empties the ledger (a failed or interrupted one leaves it, and the
+        # engine refuses to go on)
+        self._values.clear()
+        self._macs.clear()
+        self._phases = []
+        self._view = hashlib.sha256(b"shaper/active/view/v1")
         self.checked += count
         self.checks += 1
+
+
+def read_shape(session: Any, owner: int, tag: str, limit: int = MAX_INPUT) -> tuple[int, ...]:
+    """An input's shape as its owner announced it, checked before anything is allocated: at most
+    8 axes, each a nonnegative int, at most ``limit`` entries (Python integers: no overflow)."""
+    shape = session.recv_meta(owner, tag)
+    ok = isinstance(shape, list) and len(shape) <= 8 and all(
+        isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= limit for d in shape)
+    if not ok or math.prod(shape) > limit:
+        raise FrameError(f"party {session.parties[owner]!r} announced an input of shape {shape!r} (at most 8 axes "
+                         f"and {limit} entries)")
+    return tuple(shape)

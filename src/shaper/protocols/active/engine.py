@@ -22,9 +22,9 @@ reveal to one (o)   [x] - [r] opened to all for an input mask r of o's, checked,
 **What each party learns**: the partial openings (uniform: masked by single-use triples,
 masks and random combinations), the MAC check's differences (uniform given that they sum to
 zero), and the outputs revealed to it. **What a deviating coalition of up to n - 1 parties can
-do**: choose its own inputs; abort at any point (every honest party then raises, naming the
-phase); anything else (a wrong share, MAC share, product, correction, opening, or different
-messages to different peers) makes every honest party raise
+do**: choose its own inputs; abort at any point (an honest party then raises, naming the
+phase; the abort may be uneven: an honest party whose checks passed has the right output); anything else (a wrong share, MAC share, product, correction, opening, or different
+messages to different peers) makes the honest parties raise
 :class:`~shaper.errors.DeviationError` at the next check, before any output that depends on
 it, except with probability 2^-SOUNDNESS per check (:mod:`.shares`). The OT extension under the
 preprocessing checks its receivers (KOS/Roy); the preprocessing's selective failures are
@@ -36,7 +36,9 @@ and bits stay with the passive :class:`~shaper.protocols.additive.AdditiveEngine
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+import functools
+import math
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 import numpy as np
 
@@ -45,10 +47,30 @@ from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, 
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
 from . import preprocessing, ranges
-from .check import Openings
-from .shares import SOUNDNESS, AuthShares, check_soundness, soundness_bits
+from .check import MAX_INPUT, Openings, read_shape
+from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, soundness_bits
 
 __all__ = ["ActiveEngine"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(method: F) -> F:
+    """An interactive step: any exception in it (a failed check, a malformed or missing message,
+    a peer that stopped) stops the engine for good, since its ledger of unchecked openings and
+    its peers' states can no longer be trusted; a retry would otherwise run on past a deviation."""
+
+    @functools.wraps(method)
+    def run(self: "ActiveEngine", *args: Any, **kwargs: Any) -> Any:
+        self._alive()
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as exc:
+            if self._failed is None:
+                self._failed = f"{type(exc).__name__}: {exc}"
+            raise
+
+    return run  # type: ignore[return-value]
 
 
 class ActiveEngine(Engine):
@@ -94,8 +116,8 @@ class ActiveEngine(Engine):
     def alpha(self, q: int) -> np.ndarray:
         """This party's MAC keys for modulus q (uint64, one per key), drawn once from its CSPRNG."""
         keys = self._alpha.get(q)
-        if keys is None:
-            keys = self._alpha[q] = self.prg.below(q, 4)
+        if keys is None:  # as many as the weakest modulus the engine accepts needs at this soundness
+            keys = self._alpha[q] = self.prg.below(q, math.ceil(self.soundness / (MIN_MODULUS_BITS - 2)))
         return keys
 
     def keys(self, moduli: Sequence[int]) -> int:
@@ -119,13 +141,22 @@ class ActiveEngine(Engine):
 
     def _alive(self) -> None:
         if self._failed:
-            raise DeviationError(f"this engine stopped after a failed check: {self._failed}")
+            raise DeviationError(f"this engine stopped after a failed check or step ({self._failed}); start a new job")
+
+    def joint_coins(self, what: str) -> Any:
+        """A generator every party shares, from a seed no party chose (contributions committed
+        before they are opened: :meth:`~shaper.net.Session.shared_prg`). Its first 32 bytes join
+        this party's view, so a party that opened different contributions to different peers is
+        caught by the next check's comparison of views, and no one is blamed for it wrongly."""
+        coins = self.session.shared_prg(range(self.parties), self._tag(what))
+        self.openings.witness(np.frombuffer(coins.random_bytes(32), dtype=np.uint64), "coins")
+        return coins
 
     # -- openings and the check -------------------------------------------------------------------------
+    @guarded
     def open_partial(self, x: AuthShares, phase: str) -> np.ndarray:
         """Every party's share summed at every party, *not yet checked*: recorded for the next
         :meth:`check`, so use it only to compute, never to output or to decide what to send."""
-        self._alive()
         tag = self._tag("open")
         share = np.ascontiguousarray(x.share)
         self.session.broadcast(share, tag)
@@ -139,15 +170,11 @@ class ActiveEngine(Engine):
         self.openings.record(total, x.mac, x.moduli, phase)
         return total
 
+    @guarded
     def check(self, phase: str = "output") -> None:
-        """Verify every partial opening since the last check (:mod:`.check`); a failure stops
-        this engine for good."""
-        self._alive()
-        try:
-            self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
-        except DeviationError as exc:
-            self._failed = str(exc)
-            raise
+        """Verify every partial opening since the last check (:mod:`.check`); a failure (or any
+        error on the way) stops this engine for good."""
+        self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
 
     # -- public constants -----------------------------------------------------------------------------
     def mul_public_shares(self, x: AuthShares, residues: np.ndarray) -> AuthShares:
@@ -174,17 +201,17 @@ class ActiveEngine(Engine):
         return self.add_public_residues(x, lift_public(values, x.moduli))
 
     # -- preprocessing ------------------------------------------------------------------------------
+    @guarded
     def triples(self, count: int, moduli: Any) -> tuple[AuthShares, AuthShares, AuthShares]:
         """``count`` authenticated triples over the basis, checked (:func:`~.preprocessing.triples`)."""
-        self._alive()
         mods = self._basis(moduli)
         out = preprocessing.triples(self, int(count), mods, self.keys(mods))
         self.triples_made += int(count)
         return out
 
+    @guarded
     def random_mod(self, shape: int | tuple[int, ...], moduli: Any) -> AuthShares:
         """Authenticated uniform values no party knows (every party's share uniform)."""
-        self._alive()
         mods = self._basis(moduli)
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         count = int(np.prod(shape))
@@ -193,10 +220,10 @@ class ActiveEngine(Engine):
         return r.reshape(shape)
 
     # -- the prime-field domain ---------------------------------------------------------------------
+    @guarded
     def share_mod(self, values: Any, *, owner: int, moduli: Any) -> AuthShares:
         """The owner's integers (any sign) as authenticated shares: a mask of the owner's, and the
         owner's broadcast of value minus mask (checked with the rest at the next check)."""
-        self._alive()
         mods = self._basis(moduli)
         if not 0 <= owner < self.parties:
             raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
@@ -204,14 +231,13 @@ class ActiveEngine(Engine):
         if self.me == owner:
             v = lift_public(values, mods)
             shape = v.shape[:-1]
+            if math.prod(shape) > MAX_INPUT:
+                raise ValueError(f"an input of {math.prod(shape)} entries; at most {MAX_INPUT} at once")
             self.session.broadcast(list(shape), tag + "/shape")
         else:
-            shape = self.session.recv_meta(owner, tag + "/shape")
-            if not (isinstance(shape, list) and len(shape) <= 8 and all(isinstance(d, int) and 0 <= d for d in shape)
-                    and int(np.prod(shape)) <= 1 << 26):
-                raise FrameError(f"party {self.session.parties[owner]!r} announced an input of shape {shape!r}")
-            shape = tuple(shape)
-        count = int(np.prod(shape))
+            shape = read_shape(self.session, owner, tag + "/shape")
+        self.openings.witness(np.asarray(shape, dtype=np.uint64), "input")
+        count = math.prod(shape)
         mask, r = preprocessing.input_masks(self, owner, count, mods, self.keys(mods))
         qs = moduli_array(mods)
         if self.me == owner:
@@ -225,21 +251,21 @@ class ActiveEngine(Engine):
         self.openings.witness(d, "input")
         return self.add_public_residues(mask, d).reshape(shape)
 
+    @guarded
     def share_mod_in_range(self, values: Any, *, owner: int, modulus: int, lo: int, hi: int) -> AuthShares:
         """The owner's integers authenticated mod one prime, every entry proven to lie in
         [lo, hi] before this returns (:func:`~.ranges.input_in_range`): an honest party raises
         :class:`~shaper.errors.DeviationError` naming the owner when the proof fails, and the
         owner itself refuses an entry outside the range before sending anything."""
-        self._alive()
         (q,) = self._basis(modulus)
         if not 0 <= owner < self.parties:
             raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
         return ranges.input_in_range(self, values, owner=owner, q=q, lo=lo, hi=hi)
 
+    @guarded
     def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
         """Open to every party (``to`` None) or to ``to`` alone, after the MAC check."""
         assert isinstance(x, AuthShares)
-        self._alive()
         if to is None:
             opened = self.open_partial(x, "output")
             self.check("output")
@@ -254,6 +280,7 @@ class ActiveEngine(Engine):
             return None
         return add_mod(masked, r, moduli_array(x.moduli)).reshape(x.share.shape)
 
+    @guarded
     def mul_mod(self, x: ModShares, y: ModShares) -> AuthShares:
         """Element-wise product with checked triples: one round of partial openings."""
         assert isinstance(x, AuthShares) and isinstance(y, AuthShares)

@@ -15,7 +15,7 @@ MAC check, which then fails unless the sender guessed the bits its deviation tou
 guess halves its chance of passing, MASCOT Lemma 4). A receiver that varies its choice bits
 only corrupts its own MAC shares (the check fails).
 
-**Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3). Each party draws b_j and three
+**Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3 at 61 bits; :func:`combining_for`). Each party draws b_j and three
 a_j^(1..3); every ordered pair (j receiver with the bits of a_j^(m) as choices, i sender with
 offset b_i) runs Gilboa's product, so c^(m) = a^(m) b. A sender that sends a wrong correction
 for one bit makes c^(m) wrong exactly when that bit of a_j^(m) is 1: a selective failure that
@@ -23,8 +23,8 @@ would leak that bit once the triple is checked. So the three are *combined* with
 no party chose before the products were fixed: a = sum_m r_m a^(m), c = sum_m r_m c^(m), and a
 second triple (a^, b, c^) with other coefficients r^. By the leftover hash lemma the s <= 40
 bits a deviating party can learn (at a 2^-s chance of not being caught) leave a uniform to
-within 2^-40 when 3 w >= w + 3 s, i.e. 2 w >= 3 s (w = bitlen(q) >= 61 for s = 40; for smaller
-moduli the guarantee shrinks to (2 w / 3) bits, stated by :func:`combining_security`). Then
+within 2^-40 when 3 w >= w + 3 s, i.e. 2 w >= 3 s (w = bitlen(q) >= 61 for s = 40); narrower
+moduli combine more (tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). Then
 a, b, c, a^, c^ are authenticated and the second triple is *sacrificed* to check the first:
 with t from a joint coin, rho = t a - a^ is opened and t c - c^ - rho b must open to zero; an
 additive error e in c passes only if t e equals the error in c^, probability 1/q. Both
@@ -50,9 +50,11 @@ from ...errors import DeviationError
 from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
 from .shares import AuthShares
 
-__all__ = ["COMBINE", "MAX_OFFSETS", "authenticate", "combining_security", "cope", "input_masks", "triples"]
+__all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
+           "input_masks", "triples"]
 
-COMBINE = 3          # raw triples combined into one (MASCOT's tau)
+COMBINE = 3          # raw triples combined into one (MASCOT's tau), at least
+COMBINE_SECURITY = 40  # bits: a combined triple's a stays 2^-40 close to uniform after a selective failure
 MAX_OFFSETS = 256    # offsets per choice value in one correlated OT (the hash tweak's column byte)
 
 
@@ -61,6 +63,13 @@ def combining_security(q: int, tau: int = COMBINE) -> float:
     probed s bits (the leftover hash lemma: tau w - s >= w + 2 s)."""
     w = int(q).bit_length()
     return (tau - 1) * w / 3
+
+
+def combining_for(moduli: Sequence[int], security: int = COMBINE_SECURITY) -> int:
+    """The raw triples combined into one over this basis: the least tau (at least 3) with
+    (tau - 1) w / 3 >= ``security`` for the narrowest modulus (3 at 61 bits, 4 at 50, 5 at 31)."""
+    w = min(int(q).bit_length() for q in moduli)
+    return max(COMBINE, math.ceil(1 + 3 * security / w))
 
 
 def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> dict[int, np.ndarray]:
@@ -122,7 +131,7 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
         local = mul_mod(batch[:, c][None, :, None], alpha[:, None, None], (q,))[..., 0]
         mac[:, :, c] = add_mod(local, _cope(engine, batch[:, c], q, keys, senders), np.uint64(q))
     full = AuthShares(engine, batch, mac, moduli)
-    coins = engine.session.shared_prg(range(engine.parties), engine._tag("auth-coins"))
+    coins = engine.joint_coins("auth-coins")
     chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)  # (n, L)
     combined = engine.mul_public_shares(full[:n], chi).sum(axis=0) + full[n]
     engine.open_partial(combined, phase)
@@ -145,7 +154,7 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
     """``count`` authenticated triples (a, b, c = a b) over the basis, checked by sacrifice and
     by the MAC check before they are returned (module notes)."""
     L = len(moduli)
-    tau = COMBINE
+    tau = combining_for(moduli)
     a_raw = engine.uniform_mod((tau, count), moduli)                                # (tau, N, L)
     b = engine.uniform_mod((count,), moduli)                                        # (N, L)
     c_raw = np.empty_like(a_raw)
@@ -161,7 +170,7 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
             acc = add_mod(acc, part, qs)
         c_raw[:, :, col] = acc[:, 0].reshape(tau, count)
     # combine with coefficients fixed after the products (joint coins)
-    coins = engine.session.shared_prg(range(engine.parties), engine._tag("triple-coins"))
+    coins = engine.joint_coins("triple-coins")
     r = np.stack([coins.below(q, 2 * tau * count) for q in moduli], axis=-1).reshape(2, tau, count, L)
     qs = moduli_array(moduli)
 
@@ -176,7 +185,7 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
     auth = authenticate(engine, np.concatenate([a, b, c, a_hat, c_hat]), moduli, keys, phase="triples")
     A, B, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(5))
     # sacrifice (a^, b, c^) to check (a, b, c)
-    coins = engine.session.shared_prg(range(engine.parties), engine._tag("sacrifice-coins"))
+    coins = engine.joint_coins("sacrifice-coins")
     t = np.stack([coins.below(q, count) for q in moduli], axis=-1)
     rho = engine.open_partial(engine.mul_public_shares(A, t) - A_hat, "triples: sacrifice")
     zero = engine.mul_public_shares(C, t) - C_hat - engine.mul_public_shares(B, rho)

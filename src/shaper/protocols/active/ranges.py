@@ -38,13 +38,14 @@ per digit. One modulus at a time.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, DeviationError, FrameError
 from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
-from .check import dot_mod
+from .check import dot_mod, read_shape
 from .preprocessing import cope
 from .shares import AuthShares
 
@@ -113,19 +114,22 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         flat = [int(v) for v in x.ravel()]
         refuse_outside(flat, lo, hi)
         shape = list(x.shape)
+        if len(flat) > MAX_ENTRIES:
+            raise ValueError(f"a range-checked input of {len(flat)} entries; at most {MAX_ENTRIES} at once")
         ses.broadcast(shape, tag + "/shape")
     else:
-        shape = ses.recv_meta(owner, tag + "/shape")
-        if not (isinstance(shape, list) and len(shape) <= 8 and all(isinstance(d, int) and d >= 0 for d in shape)
-                and int(np.prod(shape)) <= MAX_ENTRIES):
-            raise FrameError(f"party {ses.parties[owner]!r} announced a range-checked input of shape {shape!r}")
-    n = int(np.prod(shape))
+        shape = list(read_shape(ses, owner, tag + "/shape", MAX_ENTRIES))
+    engine.openings.witness(np.asarray(shape, dtype=np.uint64), "range-checked input")
+    n = math.prod(shape)
     with_v = (hi - lo) != (1 << k) - 1
     D = len(widths)
     classes = sorted(set(widths))
     # layout of the committed batch: x (n) | u digits (n D) | v digits (n D, optional) |
-    # masks: per width class and key, 2^w - 1 values | one random value for the consistency check
-    mask_count = sum(((1 << w) - 1) * keys for w in classes)
+    # masks: per verifier, width class and key, 2^w - 1 values (each verifier its own: two
+    # verifiers that pooled shared masks would cancel them) | one random value for the
+    # consistency check
+    verifiers = [i for i in range(engine.parties) if i != owner]
+    mask_count = len(verifiers) * sum(((1 << w) - 1) * keys for w in classes)
     total = n + n * D * (2 if with_v else 1) + mask_count + 1
     if me == owner:
         u = np.array([v - lo for v in flat], dtype=object)
@@ -147,11 +151,16 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
     else:
         mac = parts[owner]
     batch_shares = AuthShares(engine, committed[:, None], mac[:, :, None], (q,))
-    coins = ses.shared_prg(range(engine.parties), tag + "/coins")
+    coins = engine.joint_coins("range-coins")
     chi_batch = coins.below(q, total - 1)
     combined = engine.mul_public_shares(batch_shares[:total - 1], chi_batch[:, None]).sum(axis=0) + \
         batch_shares[total - 1]
     engine.open_partial(combined, "range-checked input")
+    # the MAC check before any proof is sent: every party's key was one value throughout the
+    # commitments (a verifier that varied its key between chunks to read the proof fails here,
+    # before the owner sends anything that depends on the entries), and every party drew the
+    # same coins (the views are compared)
+    engine.check("range-checked input")
     chi_lin = coins.below(q, n * (2 if with_v else 1))
     chi_dig = coins.below(q, n * D * (2 if with_v else 1))
     # -- views: for each key, the pairwise M (owner, per verifier) or K (verifier) of every value -----
@@ -180,10 +189,11 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
 
     mask_at = {}
     pos = off_mask
-    for w in classes:
-        for key in range(keys):
-            mask_at[(w, key)] = pos
-            pos += (1 << w) - 1
+    for verifier in verifiers:
+        for w in classes:
+            for key in range(keys):
+                mask_at[(verifier, w, key)] = pos
+                pos += (1 << w) - 1
     digits_all = committed[off_u:off_mask] if me == owner else None
     if me == owner:
         for peer, s_part in sorted(parts.items()):
@@ -202,7 +212,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
                     # the top coefficient is prod (y - t) = 0 for a digit in range: not sent
                     chi = chi_dig[sel]
                     sums = [dot_mod(chi, c, q) for c in coeffs[:1 << w]]
-                    start = mask_at[(w, key)]
+                    start = mask_at[(peer, w, key)]
                     r = committed[start:start + (1 << w) - 1]
                     m_r = m_vals[start:start + (1 << w) - 1]
                     mask = [int(m_r[0])] + [(int(r[e - 1]) + int(m_r[e])) % q for e in range(1, (1 << w) - 1)] + \
@@ -231,7 +241,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
             for t in range(1 << w):
                 prod = mul_mod(prod[:, None], sub_mod(kd, np.uint64(mul_int(delta, t, q)), qs)[:, None], (q,))[:, 0]
             lhs = dot_mod(chi_dig[sel], prod, q)
-            start = mask_at[(w, key)]
+            start = mask_at[(me, w, key)]
             k_r = k_vals[start:start + (1 << w) - 1]
             lhs = (lhs + _horner([int(v) for v in k_r], delta, q)) % q
             coeffs = [int(v) for v in proof[at:at + (1 << w)]]
