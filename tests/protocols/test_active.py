@@ -528,3 +528,34 @@ def test_an_engine_stops_after_any_failed_step_so_a_retry_cannot_run_past_a_devi
     devs = [Deviation(r"act-check-output-\d+/commit", "drop", nth=0)]
     res = run(2, prog, deviant=1, deviations=devs, timeout=1.5)
     assert res[0][0] == "error" and "stopped after a failed check or step" in res[0][2]
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_power_tuples_and_square_pairs_are_right(parties):
+    def prog(session):
+        e = _engine(session)
+        powers = e.powers(40, (P, Q50), 5)
+        a, a2 = e.square_pairs(10, (P,))
+        return [p.reveal() for p in powers], a.reveal(), a2.reveal()
+
+    res = run_in_memory(parties, prog)
+    powers, a, a2 = res[0]
+    for col, q in enumerate((P, Q50)):
+        base = [int(v) for v in powers[0][:, col]]
+        for e, p in enumerate(powers, start=1):
+            assert [int(v) for v in p[:, col]] == [pow(b, e, q) for b in base]
+    assert [int(v) for v in a2[:, 0]] == [int(v) * int(v) % P for v in a[:, 0]]
+    assert len(set(a[:, 0].tolist())) == 10
+
+
+def test_a_wrong_square_is_caught():
+    """The powers are Beaver products: a shifted opening inside them fails the MAC check."""
+    def prog(session):
+        e = _engine(session)
+        _, a2 = e.square_pairs(8, (P,))
+        return a2.reveal()
+
+    dev = Deviation(r"act-open-\d+", "offset", nth=4, moduli=(P,))
+    res = run(3, prog, deviant=-1, deviations=[dev])
+    assert dev.fired
+    assert_all_stopped(res, -1)

@@ -23,8 +23,9 @@ reveal to one (o)   [x] - [r] opened to all for an input mask r of o's, checked,
 masks and random combinations), the MAC check's differences (uniform given that they sum to
 zero), and the outputs revealed to it. **What a deviating coalition of up to n - 1 parties can
 do**: choose its own inputs; abort at any point (an honest party then raises, naming the
-phase; the abort may be uneven: an honest party whose checks passed has the right output); anything else (a wrong share, MAC share, product, correction, opening, or different
-messages to different peers) makes the honest parties raise
+phase; the abort may be uneven: an honest party whose checks passed has the right output);
+anything else (a wrong share, MAC share, product, correction, opening, or different messages
+to different peers) makes the honest parties raise
 :class:`~shaper.errors.DeviationError` at the next check, before any output that depends on
 it, except with probability 2^-SOUNDNESS per check (:mod:`.shares`). The OT extension under the
 preprocessing checks its receivers (KOS/Roy); the preprocessing's selective failures are
@@ -218,6 +219,26 @@ class ActiveEngine(Engine):
         r = preprocessing.authenticate(self, self.uniform_mod((count,), mods), mods, self.keys(mods),
                                        phase="random values")
         return r.reshape(shape)
+
+    def powers(self, count: int, moduli: Any, degree: int = 4) -> list[AuthShares]:
+        """Authenticated power tuples [a], [a^2], ..., [a^degree] for uniform a no party knows:
+        a random [a] and degree - 1 Beaver products (each from a checked triple), so every
+        power carries MACs and every opening goes to the next MAC check. (The passive engine's
+        OT chain makes them in fewer OTs; here the triples' checks are what make them right.)"""
+        if not 2 <= degree <= 64:
+            raise ValueError(f"power tuples need a degree of 2..64, got {degree}")
+        a = self.random_mod((count,), moduli)
+        out = [a]
+        while len(out) < degree:  # a^(2e) as (a^e)^2, a^(2e+1) as a^(2e) a: one round per power
+            e = len(out) + 1
+            half = out[e // 2 - 1]
+            out.append(half * half if e % 2 == 0 else out[e - 2] * a)
+        return out
+
+    def square_pairs(self, count: int, moduli: Any) -> tuple[AuthShares, AuthShares]:
+        """Authenticated (a, a^2) for uniform a (one checked triple each)."""
+        a, a2 = self.powers(count, moduli, 2)
+        return a, a2
 
     # -- the prime-field domain ---------------------------------------------------------------------
     @guarded
