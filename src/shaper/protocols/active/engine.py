@@ -49,7 +49,7 @@ from ..api import Engine, ModShares, Shared
 from ..ot import links_for
 from . import preprocessing, ranges
 from .check import MAX_INPUT, Openings, read_shape
-from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, soundness_bits
+from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
 
 __all__ = ["ActiveEngine"]
 
@@ -118,7 +118,7 @@ class ActiveEngine(Engine):
         """This party's MAC keys for modulus q (uint64, one per key), drawn once from its CSPRNG."""
         keys = self._alpha.get(q)
         if keys is None:  # as many as the weakest modulus the engine accepts needs at this soundness
-            keys = self._alpha[q] = self.prg.below(q, math.ceil(self.soundness / (MIN_MODULUS_BITS - 2)))
+            keys = self._alpha[q] = self.prg.below(key_range(q), math.ceil(self.soundness / (MIN_MODULUS_BITS - 2)))
         return keys
 
     def keys(self, moduli: Sequence[int]) -> int:

@@ -6,8 +6,8 @@ KOS/Roy consistency check).
 x = sum_j x_j MAC shares under alpha^(k) = sum_i alpha_i^(k), every ordered pair (i, j) runs a
 correlated OT in which i is the *receiver* with its fixed key alpha_i^(k) as choice value and j
 the *sender* with its shares x_j as offsets (one choice value carries up to 256 offsets, so a
-batch costs bitlen(q) OTs per 256 values and key, and bitlen(q) x 8 bytes of corrections per
-value and key): the outputs are additive shares of alpha_i^(k) x_j; with the local products
+batch costs s OTs per 256 values and key, and s x 8 bytes of corrections per value and key,
+s = the key's bits: 40 for wide moduli, :mod:`.shares`): the outputs are additive shares of alpha_i^(k) x_j; with the local products
 alpha_i^(k) x_i they sum to alpha^(k) x. A sender that uses different x_j in different OTs
 shifts the MAC by terms in the bits of alpha_i: the batch also authenticates one random value
 per modulus, and a random combination of the batch plus that value is opened and goes to the
@@ -34,9 +34,9 @@ openings go to the MAC check, run before a triple is handed out.
 others' are zero), authenticated with o as the only sender. An input x is then o's broadcast of
 x - r (uniform) added to [r]; an output to o is the opening of [x] - [r] to every party.
 
-Cost per triple and ordered pair (w = bitlen(q), K keys, SoftSpoken k = 4): 3 w OTs for the
-products (4 + 8 bytes each) and 5 K w x 8 bytes of MAC corrections: 9.7x the passive triple's
-12 w bytes at K = 2.
+Cost per triple and ordered pair (w = bitlen(q), K keys of s = min(w, 40) bits, SoftSpoken
+k = 4): 3 w OTs for the products (4 + 8 bytes each) and 5 K s x 8 bytes of MAC corrections
+(plus s OTs per 256 values and key): 7.4x the passive triple's 12 w bytes at w = 61, K = 2.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import numpy as np
 
 from ...errors import DeviationError
 from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
-from .shares import AuthShares
+from .shares import AuthShares, key_range
 
 __all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
            "input_masks", "triples"]
@@ -82,7 +82,7 @@ def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[i
         return {}
     cols = min(MAX_OFFSETS, n)
     chunks = -(-n // cols)
-    bits = int(q).bit_length()
+    bits = (key_range(q) - 1).bit_length()  # one OT per bit of the key (KEY_BITS, or bitlen(q) below that)
     alpha = engine.alpha(q)[:keys]
     me = engine.me
     receive = {j: np.repeat(alpha, chunks) for j in senders if j != me}          # row (k, chunk)

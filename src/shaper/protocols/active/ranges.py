@@ -21,10 +21,10 @@ commitments), o proves to i:
   checks the two sides agree at its Delta.
 
 A digit outside [0, 2^w), or a relation that does not hold, leaves a nonzero polynomial of
-degree <= 2^w in Delta, which vanishes at i's secret Delta with probability <= 2^w / q; the
-coin leaves a nonzero combination except with probability 1/q; each of i's K keys checks
-independently: the proof passes a false statement with probability <= ((2^w + 1) / q)^K
-(2^-112 at d = 4, q = 2^61 - 1, K = 2). Then, as integers, u, v in [0, 2^k) with u + v = hi - lo
+degree <= 2^w in Delta, which vanishes at i's secret Delta (uniform over B_q values,
+:mod:`.shares`) with probability <= 2^w / B_q; the coin leaves a nonzero combination except
+with probability 1/q; each of i's K keys checks independently: the proof passes a false
+statement with probability <= ((2^w + 1) / B_q)^K (2^-71.8 at d = 4 with two 40-bit keys). Then, as integers, u, v in [0, 2^k) with u + v = hi - lo
 and 2^(k+1) < q, so lo <= x <= hi exactly: an entry one above the bound is refused, the bound
 itself accepted. A failed proof makes i raise :class:`~shaper.errors.DeviationError` naming the
 owner; the others stop when i does.

@@ -1,7 +1,8 @@
 """Authenticated shares over odd prime moduli (SPDZ's representation, MASCOT's field case).
 
-Every party i holds, for each modulus q of a basis, K secret MAC keys alpha_i^(1..K) mod q;
-the global keys are alpha^(k) = sum_i alpha_i^(k), known to no coalition short of all parties.
+Every party i holds, for each modulus q of a basis, K secret MAC keys alpha_i^(1..K), each
+uniform in [0, B_q) with B_q = min(q, 2^KEY_BITS); the global keys are alpha^(k) = sum_i
+alpha_i^(k) mod q, known to no coalition short of all parties.
 An authenticated value [x] is, at party i, a share x_i and K MAC shares m_i^(k) with
 
     sum_i x_i = x   and   sum_i m_i^(k) = alpha^(k) x   (mod q, for every k).
@@ -9,14 +10,19 @@ An authenticated value [x] is, at party i, a share x_i and K MAC shares m_i^(k) 
 Linear operations act on shares and MAC shares alike; a public constant c is added to party
 0's share and alpha_i^(k) c to every party's MAC shares. A party that opens a wrong share must
 also shift the MAC sum by alpha^(k) times its error for every k without knowing alpha: the
-batched check (:mod:`.check`) catches it except with probability (2/q)^K per modulus.
+batched check (:mod:`.check`) catches it except with probability (2/B_q)^K per modulus.
 
-**How many keys.** One key gives a check that passes a deviation with probability at most 2/q
-(the adversary guesses alpha, or the random combination cancels its error). The engine takes
-K = ceil(SOUNDNESS / (bitlen(q) - 2)) independent keys per modulus, with their own random
-combinations, so every check is sound except with probability at most 2^-SOUNDNESS: 2 keys for
-the 50..61-bit primes of RNS-CKKS (2^-120 at 61 bits, 2^-98 at 50), 3 for 31..33-bit moduli.
-Moduli below 2^30 (Z_3 among them) are refused: their MACs would need too many keys.
+**How many keys, how wide.** One key gives a check that passes a deviation with probability at
+most 1/B_q (the adversary must hit the honest party's key: the global key is uniform over B_q
+values whatever the others chose) + 1/q (the random combination cancels its error) <= 2/B_q. The
+engine takes K = ceil(SOUNDNESS / (log2 B_q - 1)) independent keys per modulus, with their own
+random combinations, so every check is sound except with probability at most 2^-SOUNDNESS: 2
+keys of 40 bits for the 50..61-bit primes of RNS-CKKS (2^-78), 3 for 31..33-bit moduli. Keys of
+KEY_BITS = 40 bits rather than the full field cost 40 correlated OTs per authenticated value and
+key instead of bitlen(q) (MASCOT's COPE runs one OT per key bit), a third less at 61 bits, for
+the same soundness target; a range proof's degree-16 check under such a key keeps 2^-35.9 per
+key (:mod:`.ranges`). Moduli below 2^30 (Z_3 among them) are refused: their MACs would need too
+many keys.
 
 :class:`AuthShares` subclasses :class:`~shaper.protocols.api.ModShares`, so every program
 written against the engine interface's prime-field domain runs on it unchanged.
@@ -33,12 +39,25 @@ from ...errors import ConfigError
 from ...kernels.modq import add_mod, lift_public, moduli_array, mul_mod, neg_mod
 from ..api import ModShares
 
-__all__ = ["MIN_MODULUS_BITS", "SOUNDNESS", "AuthShares", "check_soundness", "keys_for", "soundness_bits"]
+__all__ = ["KEY_BITS", "MIN_MODULUS_BITS", "SOUNDNESS", "AuthShares", "check_soundness", "key_range", "keys_for",
+           "soundness_bits"]
 
 #: every MAC check passes a deviation with probability at most 2^-SOUNDNESS
 SOUNDNESS = 64
 #: the smallest modulus the engine authenticates (bits)
 MIN_MODULUS_BITS = 31
+#: a MAC key is uniform below min(q, 2^KEY_BITS)
+KEY_BITS = 40
+
+
+def key_range(q: int) -> int:
+    """B_q: every party's MAC keys mod q are uniform in [0, B_q)."""
+    return min(int(q), 1 << KEY_BITS)
+
+
+def _per_key(q: int) -> float:
+    """-log2 of the chance 2/B_q that one key's check passes a deviation."""
+    return math.log2(key_range(q)) - 1
 
 
 def keys_for(q: int, soundness: int = SOUNDNESS) -> int:
@@ -47,12 +66,12 @@ def keys_for(q: int, soundness: int = SOUNDNESS) -> int:
     if bits < MIN_MODULUS_BITS:
         raise ConfigError(f"the active engine authenticates moduli of at least {MIN_MODULUS_BITS} bits; {q} has "
                           f"{bits} (for Z_3 or Z_2 use the conversions into a large prime)")
-    return math.ceil(soundness / (bits - 2))  # a key's check fails to catch with probability 2/q < 2^-(bits - 2)
+    return math.ceil(soundness / _per_key(q))
 
 
 def soundness_bits(moduli: Sequence[int], keys: int) -> float:
     """-log2 of the probability that one check passes a deviation: the weakest modulus, K keys."""
-    return min(keys * (math.log2(q) - 1) for q in moduli)
+    return min(keys * _per_key(q) for q in moduli)
 
 
 def check_soundness(moduli: Sequence[int], soundness: int = SOUNDNESS) -> int:
