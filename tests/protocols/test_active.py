@@ -553,3 +553,15 @@ def test_a_wrong_square_is_caught():
     res = run(3, prog, deviant=-1, deviations=[dev])
     assert dev.fired
     assert_all_stopped(res, -1)
+
+
+def test_the_example_pools_claims_and_stops_a_cheat():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "active_mpc.py"
+    out = subprocess.run([sys.executable, str(example), "--local", "3"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "(equal to the plaintext totals)" in out.stdout
+    assert out.stdout.count("stopped: DeviationError: MAC check failed") == 3
