@@ -555,6 +555,7 @@ def test_a_wrong_square_is_caught():
     assert_all_stopped(res, -1)
 
 
+@pytest.mark.skipif(not NATIVE, reason="OT extension runs in the native extension only")
 def test_the_example_pools_claims_and_stops_a_cheat():
     import subprocess
     import sys
