@@ -45,6 +45,7 @@ import numpy as np
 
 from ...errors import ConfigError, DeviationError, FrameError
 from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, sub_mod
+from ..additive.fields import sum_residues, uniform_residues
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
 from . import preprocessing, ranges
@@ -131,9 +132,7 @@ class ActiveEngine(Engine):
 
     def uniform_mod(self, shape: int | tuple[int, ...], mods: Sequence[int]) -> np.ndarray:
         """This party's uniform residues (..., L), each limb by rejection sampling."""
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        count = int(np.prod(shape))
-        return np.stack([self.prg.below(q, count) for q in mods], axis=-1).reshape(shape + (len(mods),))
+        return uniform_residues(self.prg, shape, mods)
 
     def _basis(self, moduli: Any) -> tuple[int, ...]:
         mods = basis(moduli)
@@ -161,13 +160,7 @@ class ActiveEngine(Engine):
         tag = self._tag("open")
         share = np.ascontiguousarray(x.share)
         self.session.broadcast(share, tag)
-        qs = moduli_array(x.moduli)
-        total = share.copy()
-        for peer in self.session.peers:
-            got = self.session.recv_array(peer, tag, dtype=np.uint64, shape=share.shape)
-            if np.any(got >= qs):
-                raise FrameError(f"party {peer!r} sent residues out of range in an opening ({phase})")
-            total = add_mod(total, got, qs)
+        total = sum_residues(self.session, share, x.moduli, tag, f"in an opening ({phase})")
         self.openings.record(total, x.mac, x.moduli, phase)
         return total
 

@@ -47,7 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import DeviationError
-from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
+from ...kernels.modq import add_mod, moduli_array, mul_mod
 from .shares import AuthShares, key_range
 
 __all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",

@@ -40,7 +40,28 @@ from ...kernels import modq
 from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, pack_bits, sub_mod, unpack_bits
 from ..api import ModShares, XorShares, public_mask
 
-__all__ = ["FieldOps"]
+__all__ = ["FieldOps", "sum_residues", "uniform_residues"]
+
+
+def uniform_residues(prg: Any, shape: int | tuple[int, ...], mods: Sequence[int]) -> np.ndarray:
+    """Uniform residues (..., L) from ``prg``, each limb by rejection sampling (no modulus bias)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    count = int(np.prod(shape))
+    cols = [prg.below(q, count) for q in mods]
+    return np.stack(cols, axis=-1).reshape(shape + (len(mods),))
+
+
+def sum_residues(session: Any, share: np.ndarray, mods: Sequence[int], tag: str, where: str) -> np.ndarray:
+    """This party's residues plus every peer's under ``tag``, each peer's checked to be reduced
+    (a :class:`~shaper.errors.FrameError` naming the peer and ``where`` otherwise)."""
+    qs = moduli_array(mods)
+    total = share.copy()
+    for peer in session.peers:
+        got = session.recv_array(peer, tag, dtype=np.uint64, shape=share.shape)
+        if np.any(got >= qs):
+            raise FrameError(f"party {peer!r} sent residues out of range {where}")
+        total = add_mod(total, got, qs)
+    return total
 
 
 class FieldOps:
@@ -76,10 +97,7 @@ class FieldOps:
 
     def uniform_mod(self, shape: int | tuple[int, ...], mods: Sequence[int]) -> np.ndarray:
         """This party's uniform residues (..., L), each limb by rejection sampling."""
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        count = int(np.prod(shape))
-        cols = [self.prg.below(q, count) for q in mods]
-        return np.stack(cols, axis=-1).reshape(shape + (len(mods),))
+        return uniform_residues(self.prg, shape, mods)
 
     def random_mod(self, shape: int | tuple[int, ...], moduli: int | Sequence[int]) -> ModShares:
         """Shares of uniform elements: each party draws its share uniformly (no interaction)."""
@@ -88,14 +106,7 @@ class FieldOps:
 
     def _sum_mod(self, share: np.ndarray, mods: Sequence[int], tag: str) -> np.ndarray:
         """This party's share plus every peer's (checked to be reduced) under ``tag``."""
-        qs = moduli_array(mods)
-        total = share.copy()
-        for peer in self.session.peers:
-            got = self.session.recv_array(peer, tag, dtype=np.uint64, shape=share.shape)
-            if np.any(got >= qs):
-                raise FrameError(f"party {peer!r} sent residues out of range under {tag!r}")
-            total = add_mod(total, got, qs)
-        return total
+        return sum_residues(self.session, share, mods, tag, f"under {tag!r}")
 
     def _open_mod(self, share: np.ndarray, mods: Sequence[int], tag: str) -> np.ndarray:
         self.session.broadcast(share, tag)
