@@ -414,14 +414,14 @@ def test_two_verifiers_that_pool_their_views_learn_nothing_of_the_entry(monkeypa
 
     secret, lo, hi = 48879, 0, (1 << 16) - 1
     views = {}
-    real = ranges.cope
+    real = ranges.cope_checked
 
-    def recording(engine, values, q, keys, senders):
-        out = real(engine, values, q, keys, senders)
-        views.setdefault(engine.me, {})["parts"] = {k: v.copy() for k, v in out.items()}
+    def recording(engine, values, q, keys, owner):
+        out = real(engine, values, q, keys, owner)
+        views.setdefault(engine.me, {})["parts"] = {k: v.copy() for k, v in out[0].items()}
         return out
 
-    monkeypatch.setattr(ranges, "cope", recording)
+    monkeypatch.setattr(ranges, "cope_checked", recording)
 
     def prog(session):
         view = views.setdefault(session.index, {})
@@ -437,7 +437,7 @@ def test_two_verifiers_that_pool_their_views_learn_nothing_of_the_entry(monkeypa
     seed = [s for t, s in views[1]["seeds"].items() if "range-coins" in t][0]
     coins = Prg(seed=seed)
     coins.random_bytes(32)
-    coins.below(P, total - 1)
+    coins.below(P, total + 1)  # the batch and its one chunk's check value
     coins.below(P, 1)
     chi = [int(c) for c in coins.below(P, D)]
     proof = {i: [int(v) for v in [a for t, a in views[i]["arrays"].items() if t.endswith("/proof")][0]] for i in (1, 2)}
@@ -463,27 +463,56 @@ def test_two_verifiers_that_pool_their_views_learn_nothing_of_the_entry(monkeypa
     assert secret not in found  # with one mask for both verifiers this was exactly {secret}
 
 
+class ChunkLinks:
+    """Correlated-OT links whose owner, as a receiver, shifts the choice value (its MAC key) of
+    one row (key, chunk) of its first batch by ``delta``."""
+
+    def __init__(self, session, row, delta):
+        from shaper.protocols.ot import links_for
+
+        self.links = links_for(session) if NATIVE else InsecureLinks(session)
+        self.row, self.delta, self.done = row, delta, False
+
+    def __getattr__(self, name):
+        return getattr(self.links, name)
+
+    def cot(self, receive, send, moduli, bits):
+        if not self.done and receive:
+            self.done = True
+            receive = {p: v.copy() for p, v in receive.items()}
+            for v in receive.values():
+                v[self.row] = np.uint64((int(v[self.row]) + self.delta) % (1 << bits))
+        return self.links.cot(receive, send, moduli, bits)
+
+
+def test_two_verifiers_that_shift_their_keys_against_each_other_get_no_proof():
+    """Verifiers 1 and 2 of 3 shift their keys on the second chunk by +1 and -1: the global key,
+    and so every MAC check, stays right; their pairwise answers do not, and the owner stops
+    before it sends either a proof (which would have given away entries in that chunk)."""
+    views = {}
+    entries = [int(v) for v in np.arange(37) * 27 % 1001]
+
+    def prog(session):
+        if session.index == 0:
+            e = _engine(session)
+            e.share_mod_in_range(entries, owner=0, modulus=P, lo=0, hi=1000)
+            return "ok"
+        view = views.setdefault(session.index, {})
+        recorded = _Recorder(session, view)
+        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=1, delta=1 if session.index == 1 else -1))
+        e.share_mod_in_range(None, owner=0, modulus=P, lo=0, hi=1000)
+        return "ok"
+
+    res = run(3, prog)
+    assert res[0][0] == "error" and "did not use one MAC key" in res[0][2], res[0]
+    for i in (1, 2):
+        assert not any(t.endswith("/proof") for t in views[i].get("arrays", {}))
+
+
 def test_a_verifier_that_varies_its_key_gets_no_proof():
     """A verifier that takes a different MAC key for one chunk of the commitments (so that the
     owner's proof would reveal entries) fails the MAC check that runs before the proof: the
     owner stops and never sends it."""
-    from shaper.protocols.ot import links_for
-
-    class ChunkLinks:
-        def __init__(self, links):
-            self.links, self.done = links, False
-
-        def __getattr__(self, name):
-            return getattr(self.links, name)
-
-        def cot(self, receive, send, moduli, bits):
-            if not self.done and receive:
-                self.done = True
-                receive = {p: v.copy() for p, v in receive.items()}
-                for v in receive.values():
-                    v[0] = v[0] + 1  # key 0, chunk 0 only
-            return self.links.cot(receive, send, moduli, bits)
-
     views = {}
 
     def prog(session):
@@ -493,8 +522,7 @@ def test_a_verifier_that_varies_its_key_gets_no_proof():
             return "ok"
         view = views.setdefault(session.index, {})
         recorded = _Recorder(session, view)
-        inner = links_for(recorded) if NATIVE else InsecureLinks(recorded)
-        e = ActiveEngine(recorded, links=ChunkLinks(inner))
+        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=0, delta=1))
         e.share_mod_in_range(None, owner=0, modulus=P, lo=0, hi=15)
         return "ok"
 
@@ -566,3 +594,37 @@ def test_the_example_pools_claims_and_stops_a_cheat():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "(equal to the plaintext totals)" in out.stdout
     assert out.stdout.count("stopped: DeviationError: MAC check failed") == 3
+
+
+def test_triples_combine_by_modulus_width_and_keys_are_40_bits():
+    """tau grows as moduli narrow, so a combined triple's a keeps 40 bits against selective
+    failures; the triples really use it (the Gilboa products run tau choice values per triple);
+    MAC keys lie below 2^40 (or q), so authentication runs 40 OTs per key bit."""
+    from shaper.protocols.active import preprocessing
+    from shaper.protocols.active.shares import KEY_BITS, key_range
+
+    assert [preprocessing.combining_for((q,)) for q in (P, Q50, 2147483647)] == [3, 4, 5]
+    assert all(preprocessing.combining_security(q, preprocessing.combining_for((q,))) >= 40
+               for q in (P, Q50, 2147483647))
+    assert key_range(P) == 1 << KEY_BITS and key_range(2147483647) == 2147483647
+    seen = []
+
+    class Counting:
+        def __init__(self, session):
+            from shaper.protocols.ot import links_for
+
+            self.links = links_for(session) if NATIVE else InsecureLinks(session)
+
+        def cot(self, receive, send, moduli, bits):
+            seen.append((max((len(v) for v in receive.values()), default=0), bits))
+            return self.links.cot(receive, send, moduli, bits)
+
+    def prog(session):
+        e = ActiveEngine(session, links=Counting(session))
+        e.triples(100, (Q50,))
+        return [int(a) for a in e.alpha(P)]
+
+    res = run_in_memory(2, prog)
+    assert (4 * 100, Q50.bit_length()) in seen  # the products: tau = 4 choice values per triple at 50 bits
+    assert all(b == KEY_BITS for _, b in seen if b != Q50.bit_length())  # every authentication: 40-bit keys
+    assert all(a < 1 << KEY_BITS for a in res[0])

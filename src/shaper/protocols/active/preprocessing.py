@@ -51,7 +51,7 @@ from ...kernels.modq import add_mod, moduli_array, mul_mod
 from .shares import AuthShares, key_range
 
 __all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
-           "input_masks", "triples"]
+           "cope_checked", "input_masks", "triples"]
 
 COMBINE = 3          # raw triples combined into one (MASCOT's tau), at least
 COMBINE_SECURITY = 40  # bits: a combined triple's a stays 2^-40 close to uniform after a selective failure
@@ -77,31 +77,66 @@ def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[i
     j sender in ``senders``) this party is in, for its residues ``values`` (N,) mod q: {peer:
     uint64 (keys, N)}. For a pair, the receiver's and the sender's outputs add up to
     alpha_receiver^(k) x_sender mod q (a pairwise VOLE with the receiver's key as Delta)."""
+    parts, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
+    return parts
+
+
+def cope_checked(engine: Any, values: np.ndarray | None, q: int, keys: int,
+                 owner: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+    """:func:`cope` with ``owner`` the only sender, and one more column in every row of 255
+    values: a fresh uniform residue z_c of the owner's per chunk c. Returns (the values' parts,
+    the z's parts {peer: (keys, chunks)}, the z's at the owner (zeros elsewhere)).
+
+    Why: a receiver chooses its key (the choice value) row by row, so nothing in the OTs makes it
+    one value across the chunks of a batch; two receivers can even shift theirs by +d and -d on
+    one chunk so that the *global* key, and every MAC check, stays right. A pairwise proof over
+    such a VOLE (:mod:`.ranges`) would leak. With a uniform z_c in every chunk, the pairwise check
+    of :func:`~.ranges.input_in_range` (a random combination opened, every receiver's pairwise
+    answer compared by the owner) fails for a receiver that varied its key, unless it predicts
+    (Delta_c - alpha) z_c: probability 1/q."""
+    return _cope_rows(engine, values, q, keys, [owner], check_column=True)
+
+
+def _cope_rows(engine: Any, values: np.ndarray | None, q: int, keys: int, senders: Sequence[int],
+               check_column: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+    values = np.asarray(values, dtype=np.uint64)
     n = len(values)
     if n == 0:
-        return {}
-    cols = min(MAX_OFFSETS, n)
+        return {}, {}, np.zeros(0, np.uint64)
+    cols = min(MAX_OFFSETS - (1 if check_column else 0), n)
+    width = cols + (1 if check_column else 0)
     chunks = -(-n // cols)
     bits = (key_range(q) - 1).bit_length()  # one OT per bit of the key (KEY_BITS, or bitlen(q) below that)
     alpha = engine.alpha(q)[:keys]
     me = engine.me
+    z = np.zeros(chunks if check_column else 0, np.uint64)
     receive = {j: np.repeat(alpha, chunks) for j in senders if j != me}          # row (k, chunk)
     send = {}
     if me in senders:
-        padded = np.zeros(chunks * cols, np.uint64)
-        padded[:n] = values
-        rows = np.tile(padded.reshape(chunks, cols), (keys, 1))                      # row (k, chunk)
+        table = np.zeros((chunks, width), np.uint64)
+        data = np.zeros(chunks * cols, np.uint64)
+        data[:n] = values
+        table[:, :cols] = data.reshape(chunks, cols)
+        if check_column:
+            z = engine.uniform_mod((chunks,), (q,))[:, 0]
+            table[:, cols] = z
+        rows = np.tile(table, (keys, 1))                                              # row (k, chunk)
         send = {i: rows for i in range(engine.parties) if i != me}
     if not receive and not send:
-        return {}
-    as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * cols, bits)
+        return {}, {}, z
+    as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * width, bits)
     qs = np.uint64(q)
     out: dict[int, np.ndarray] = {}
+    checks: dict[int, np.ndarray] = {}
     for parts in (as_receiver, as_sender):
         for peer, part in parts.items():
-            part = part.reshape(keys, chunks * cols)[:, :n]
-            out[peer] = add_mod(out[peer], part, qs) if peer in out else part
-    return out
+            part = part.reshape(keys, chunks, width)
+            data = part[:, :, :cols].reshape(keys, chunks * cols)[:, :n]
+            out[peer] = add_mod(out[peer], data, qs) if peer in out else data
+            if check_column:
+                col = np.ascontiguousarray(part[:, :, cols])
+                checks[peer] = add_mod(checks[peer], col, qs) if peer in checks else col
+    return out, checks, z
 
 
 def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:

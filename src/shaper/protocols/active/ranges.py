@@ -29,9 +29,15 @@ and 2^(k+1) < q, so lo <= x <= hi exactly: an entry one above the bound is refus
 itself accepted. A failed proof makes i raise :class:`~shaper.errors.DeviationError` naming the
 owner; the others stop when i does.
 
-The batch also authenticates one random value, and a random combination of the batch plus it
-is opened into the engine's MAC check (MASCOT's check that the owner's correlated OTs used one
-value each). Cost per entry and other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi -
+Before any proof, three checks: the batch also authenticates one random value, and a random
+combination of the batch plus it is opened into the engine's MAC check, which runs at once
+(MASCOT's check that the owner's correlated OTs used one value each, and that every party's
+*global* key was one value); then every verifier answers for its own pairwise VOLE on that
+opened combination and the owner compares (:func:`~.preprocessing.cope_checked`: a verifier
+chooses its key row by row, and two verifiers shifting theirs by +d and -d on one chunk keep
+the global key right while their pairwise VOLEs, and so the proofs, would give entries away;
+every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer). Only
+then does the owner send its proofs; each verifier has masks of its own. Cost per entry and other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi -
 lo)), each bitlen(q) x 8 bytes per MAC key; the owner's polynomial work is 2^(2d-1) products
 per digit. One modulus at a time.
 """
@@ -46,7 +52,7 @@ import numpy as np
 from ...errors import ConfigError, DeviationError, FrameError
 from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
 from .check import dot_mod, read_shape
-from .preprocessing import cope
+from .preprocessing import cope_checked
 from .shares import AuthShares
 
 __all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "refuse_outside"]
@@ -140,27 +146,50 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         committed = np.concatenate(batch)
     else:
         committed = np.zeros(total, np.uint64)
-    parts = cope(engine, committed, q, keys, [owner])  # owner: {i: S_i}; i: {owner: K_i}
+    parts, zparts, z = cope_checked(engine, committed, q, keys, owner)  # owner: {i: S_i}; i: {owner: K_i}
     qs = np.uint64(q)
     alpha = engine.alpha(q)[:keys]
-    # the authenticated entries and the consistency check's random combination
+    # every committed value and every chunk's check value z, authenticated: the owner's share is
+    # the value, its MAC share alpha_o y + sum_i S_i; a verifier's share 0, its MAC share K_i
+    def pairwise(peer: int) -> np.ndarray:
+        return np.concatenate([parts[peer], zparts[peer]], axis=1)  # (keys, total + chunks)
+
     if me == owner:
-        mac = mul_mod(committed[None, :, None], alpha[:, None, None], (q,))[..., 0]
-        for part in parts.values():
-            mac = add_mod(mac, part, qs)
+        values_all = np.concatenate([committed, z])
+        mac = mul_mod(values_all[None, :, None], alpha[:, None, None], (q,))[..., 0]
+        for peer in parts:
+            mac = add_mod(mac, pairwise(peer), qs)
     else:
-        mac = parts[owner]
-    batch_shares = AuthShares(engine, committed[:, None], mac[:, :, None], (q,))
+        mac = pairwise(owner)
+        values_all = np.zeros(mac.shape[1], np.uint64)
+    width = mac.shape[1]
+    batch_shares = AuthShares(engine, values_all[:, None], mac[:, :, None], (q,))
     coins = engine.joint_coins("range-coins")
-    chi_batch = coins.below(q, total - 1)
-    combined = engine.mul_public_shares(batch_shares[:total - 1], chi_batch[:, None]).sum(axis=0) + \
-        batch_shares[total - 1]
-    engine.open_partial(combined, "range-checked input")
-    # the MAC check before any proof is sent: every party's key was one value throughout the
-    # commitments (a verifier that varied its key between chunks to read the proof fails here,
-    # before the owner sends anything that depends on the entries), and every party drew the
-    # same coins (the views are compared)
+    weights = coins.below(q, width)
+    weights[total - 1] = 1  # the batch's own random value, which makes the opening uniform
+    combined = engine.mul_public_shares(batch_shares, weights[:, None]).sum(axis=0)
+    opened = int(engine.open_partial(combined, "range-checked input")[0])
+    # the MAC check before any proof is sent: every party's global key was one value throughout
+    # the commitments, and every party drew the same coins (the views are compared)
     engine.check("range-checked input")
+    # ... and each verifier's *own* key was one value too (two verifiers that shift theirs by +d
+    # and -d on one chunk keep the global key right): each answers for its pairwise VOLE on the
+    # combination just opened, and the owner compares before it sends anything that depends on
+    # the entries. A verifier that varied its key must predict (Delta_c - alpha) z_c to answer.
+    if me == owner:
+        answers = {peer: ses.recv_array(peer, tag + "/keys", dtype=np.uint64, shape=(keys,)) for peer in parts}
+        bad = []
+        for peer, answer in sorted(answers.items()):
+            expect = [(-dot_mod(weights, pairwise(peer)[k], q)) % q for k in range(keys)]
+            if [int(v) for v in answer] != expect:
+                bad.append(ses.parties[peer])
+        if bad:
+            raise DeviationError(f"party {', '.join(map(repr, bad))} did not use one MAC key throughout its correlated "
+                                 "OTs in a range-checked input; no proof was sent")
+    else:
+        k_all = pairwise(owner)
+        answer = [(dot_mod(weights, k_all[k], q) - int(alpha[k]) * opened) % q for k in range(keys)]
+        ses.send(owner, np.array(answer, dtype=np.uint64), tag + "/keys")
     chi_lin = coins.below(q, n * (2 if with_v else 1))
     chi_dig = coins.below(q, n * D * (2 if with_v else 1))
     # -- views: for each key, the pairwise M (owner, per verifier) or K (verifier) of every value -----
