@@ -90,3 +90,29 @@ def test_security_comes_from_the_flag_or_the_parties_file(tmp_path, capsys):
     parties.write_text(body.format("paranoid"))
     assert main(["mpc", "run", "--parties", str(parties), "--me", "a"]) == 2
     assert "security must be one of 'active', 'passive'" in capsys.readouterr().err
+
+
+@NEEDS_NATIVE
+def test_two_hosts_run_the_active_engine_from_the_parties_file(tmp_path):
+    """Two processes over a parties file that says security = "active": both run the active
+    engine (no flag needed) and print its operations."""
+    import socket
+    import subprocess
+    import sys
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    base = sock.getsockname()[1]
+    sock.close()
+    parties = tmp_path / "parties.toml"
+    assert main(["certs", "--parties", "bank", "shop", "--out", str(tmp_path / "certs"), "--write-parties",
+                 str(parties), "--base-port", str(base)]) == 0
+    parties.write_text('security = "active"\n' + parties.read_text())
+    procs = [subprocess.Popen([sys.executable, "-m", "shaper", "mpc", "run", "--parties", str(parties), "--me", me,
+                               "--count", "512"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for me in ("bank", "shop")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+        for op in ("triples-61", "mul-61", "range-40"):
+            assert re.search(rf": {op}\s+[0-9,]+ /s", out), (op, out)
