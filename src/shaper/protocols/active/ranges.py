@@ -193,7 +193,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
     chi_lin = coins.below(q, n * (2 if with_v else 1))
     chi_dig = coins.below(q, n * D * (2 if with_v else 1))
     # -- views: for each key, the pairwise M (owner, per verifier) or K (verifier) of every value -----
-    weights = np.array([(1 << sum(widths[:t])) % q for t in range(D)], dtype=np.uint64)
+    place = np.array([(1 << sum(widths[:t])) % q for t in range(D)], dtype=np.uint64)  # digit t's place value
     off_u = n
     off_v = n + n * D
     off_mask = n + n * D * (2 if with_v else 1)
@@ -204,13 +204,13 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         public constants count on the verifier's side only (K_c = Delta c)."""
         xs_ = vals[:n]
         du = vals[off_u:off_u + n * D].reshape(n, D)
-        zu = sub_mod(xs_, _weighted(du, weights, q), qs)
+        zu = sub_mod(xs_, _weighted(du, place, q), qs)
         if verifier:
             zu = sub_mod(zu, np.full(n, mul_int(int(alpha[key]), lo, q), np.uint64), qs)
         z = [zu]
         if with_v:
             dv = vals[off_v:off_v + n * D].reshape(n, D)
-            zv = neg_mod(add_mod(xs_, _weighted(dv, weights, q), qs), qs)
+            zv = neg_mod(add_mod(xs_, _weighted(dv, place, q), qs), qs)
             if verifier:
                 zv = add_mod(zv, np.full(n, mul_int(int(alpha[key]), hi, q), np.uint64), qs)
             z.append(zv)
