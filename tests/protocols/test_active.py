@@ -628,3 +628,22 @@ def test_triples_combine_by_modulus_width_and_keys_are_40_bits():
     assert (4 * 100, Q50.bit_length()) in seen  # the products: tau = 4 choice values per triple at 50 bits
     assert all(b == KEY_BITS for _, b in seen if b != Q50.bit_length())  # every authentication: 40-bit keys
     assert all(a < 1 << KEY_BITS for a in res[0])
+
+
+def test_reserved_triples_serve_later_products_once_each():
+    """Triples reserved in one batch serve the products that follow, each triple once; products
+    beyond the pool make their own; the results are the same as without a pool."""
+    def prog(session):
+        e = _engine(session)
+        x = e.share_mod([2, 3, 5, 7], owner=0, moduli=(P, Q50))
+        e.reserve_triples(8, (P, Q50))
+        made = e.triples_made
+        y = x * x          # 4 from the pool
+        z = y * x          # 4 more from the pool: now empty
+        used_pool = e.triples_made == made
+        w = z * x          # makes its own
+        return used_pool, e.triples_made - made, w.reveal()
+
+    for used_pool, extra, w in run_in_memory(2, prog):
+        assert used_pool and extra == 4
+        assert [int(v) for v in w[:, 0]] == [16, 81, 625, 2401]
