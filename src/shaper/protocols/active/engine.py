@@ -12,7 +12,8 @@ add, sub, public    local (a public c: party 0 adds c to its share, every party 
 constants, scalar   its MAC shares)
 multiplication
 mul                 Beaver with an authenticated triple (checked by sacrifice): x - a and y - b
-                    are opened *partially* and go to the MAC check
+                    are opened *partially* and go to the MAC check; triples reserved ahead in
+                    one batch (``reserve_triples``) serve later products, each once
 reveal to all       a partial opening, then the MAC check over everything opened since the last
                     one: the value is returned only if it passes
 reveal to one (o)   [x] - [r] opened to all for an input mask r of o's, checked, and o adds r:
