@@ -87,6 +87,8 @@ def test_security_comes_from_the_flag_or_the_parties_file(tmp_path, capsys):
     assert "contradicts the parties file's security = 'active'" in capsys.readouterr().err
     assert main(["mpc", "run", "--parties", str(parties), "--me", "a", "--ops", "ot"]) == 2
     assert "unknown operation(s) ot for the active engine" in capsys.readouterr().err
+    assert main(["mpc", "run", "--parties", str(parties), "--me", "a", "--moduli", "17"]) == 2
+    assert "--moduli sets the passive engine's key basis" in capsys.readouterr().err
     parties.write_text(body.format("paranoid"))
     assert main(["mpc", "run", "--parties", str(parties), "--me", "a"]) == 2
     assert "security must be one of 'active', 'passive'" in capsys.readouterr().err

@@ -40,6 +40,9 @@ def _args(args: argparse.Namespace, security: str) -> tuple[list[str], tuple[int
     if bad or not ops:
         raise ConfigError(f"unknown operation(s) {', '.join(bad) or '(none given)'} for the {security} engine; choose "
                           f"from {', '.join(known)}")
+    if security == "active" and args.moduli:
+        raise ConfigError("--moduli sets the passive engine's key basis (samplers and conversions); the active "
+                          f"operations ({', '.join(ACTIVE_OPS)}) run mod 2^61 - 1: drop --moduli or use --security passive")
     if args.count < 64:
         raise ConfigError(f"--count must be at least 64, got {args.count}")
     try:
