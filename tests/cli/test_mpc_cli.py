@@ -118,3 +118,18 @@ def test_two_hosts_run_the_active_engine_from_the_parties_file(tmp_path):
         assert p.returncode == 0, err[-2000:]
         for op in ("triples-61", "mul-61", "range-40"):
             assert re.search(rf": {op}\s+[0-9,]+ /s", out), (op, out)
+
+
+def test_a_command_without_the_active_engine_refuses_a_file_that_asks_for_it(tmp_path, capsys):
+    """No silent downgrade: `security = "active"` in a parties file stops every command that
+    would run its protocol passively, by name, before it connects."""
+    pins = ["sha256:" + "ab" * 32, "sha256:" + "cd" * 32]
+    parties = tmp_path / "parties.toml"
+    parties.write_text('session_id = "s"\nsecurity = "active"\n'
+                       f'[[party]]\nname = "a"\nhost = "127.0.0.1"\nport = 7000\nfingerprint = "{pins[0]}"\n'
+                       f'[[party]]\nname = "b"\nhost = "127.0.0.1"\nport = 7001\nfingerprint = "{pins[1]}"\n')
+    for argv in (["fhe", "keygen", "--out", str(tmp_path / "k")], ["psi", "--data", str(tmp_path / "x.csv"),
+                                                                     "--id-column", "id", "--out", str(tmp_path / "o")]):
+        assert main([*argv, "--parties", str(parties), "--me", "a"]) == 2
+        err = capsys.readouterr().err
+        assert 'asks for security = "active"' in err and "does not run yet" in err, err

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (0 success, 2 failure, 130 interrupted)."""
     args = build_parser().parse_args(argv)
     try:
+        refuse_unheld_security(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{args.prog}: interrupted", file=sys.stderr)
@@ -61,6 +62,27 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(error_line(args.prog, exc), file=sys.stderr)
         return 2
+
+
+def refuse_unheld_security(args: argparse.Namespace) -> None:
+    """A parties file that asks for ``security = "active"`` runs only commands that hold the
+    active engine (``shaper mpc run``); every other command refuses it by name rather than run its
+    protocol passively in its place. (A file that does not load is left to the command, which
+    names what is wrong with it.)"""
+    path = getattr(args, "parties", None)
+    if not path or getattr(args, "active_engine", False):
+        return
+    from ..errors import ConfigError
+    from ..net.config import load_parties
+
+    try:
+        security = load_parties(path).security
+    except ConfigError:
+        return
+    if security == "active":
+        raise ConfigError(f"the parties file asks for security = \"active\", which {args.prog} does not run yet (its "
+                          "protocols run on the passive engine; docs/mpc.md, 'Active security'): set security = "
+                          "\"passive\" in the parties file to run it knowingly")
 
 
 def _stdout_gone() -> bool:

@@ -22,6 +22,7 @@ def add_parser(subparsers: Any) -> None:
                   "and bytes sent per item for each operation.")
     party_options(run)
     security_option(run, "passive")
+    run.set_defaults(active_engine=True)
     run.add_argument("--ops", help=f"comma-separated operations among: {', '.join(OPS)} (default: all; with "
                                    f"--security active: {', '.join(ACTIVE_OPS)})")
     run.add_argument("--count", type=int, default=100_000,
