@@ -17,10 +17,11 @@ the :class:`Openings` ledger. :meth:`Openings.check` then, for each modulus q an
 A party that shifted an opening by d must shift the sum of MAC shares by alpha^(k) d without
 knowing alpha^(k): for each key the check passes with probability at most 1/B_q (the guess:
 the honest party's key is uniform over B_q values) + 1/q (the combination cancels a nonzero
-error), independently for the K keys, so at most (2/B_q)^K <= 2^-SOUNDNESS (:mod:`.shares`). It cannot adapt its sigma to the honest ones (they
-are committed), nor feed two honest parties different openings (their views differ: both
-stop). On failure an honest party raises :class:`~shaper.errors.DeviationError` naming the
-phases of the unchecked openings, and nothing opened since the last check is returned.
+error), independently for the K keys, so at most (2/B_q)^K <= 2^-SOUNDNESS (:mod:`.shares`).
+It cannot adapt its sigma to the honest ones (they are committed), nor feed two honest parties
+different openings (their views differ: both stop). On failure an honest party raises
+:class:`~shaper.errors.DeviationError` naming the phases of the unchecked openings, and nothing
+opened since the last check is returned.
 """
 
 from __future__ import annotations

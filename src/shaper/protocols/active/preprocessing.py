@@ -1,34 +1,34 @@
-"""Authenticated preprocessing from oblivious transfer (MASCOT: Keller, Orsini, Scholl, CCS 2016),
-over odd prime moduli, on the OT extension of :mod:`shaper.protocols.ot` (SoftSpoken with the
-KOS/Roy consistency check).
+"""Authenticated preprocessing from oblivious transfer (MASCOT: Keller, Orsini, Scholl, CCS
+2016), over odd prime moduli, on the OT extension of :mod:`shaper.protocols.ot` (SoftSpoken with
+the KOS/Roy consistency check).
 
 **Authentication** (:func:`authenticate`, MASCOT's COPE and Pi_[[.]]). To give shared values
 x = sum_j x_j MAC shares under alpha^(k) = sum_i alpha_i^(k), every ordered pair (i, j) runs a
 correlated OT in which i is the *receiver* with its fixed key alpha_i^(k) as choice value and j
 the *sender* with its shares x_j as offsets (one choice value carries up to 256 offsets, so a
 batch costs s OTs per 256 values and key, and s x 8 bytes of corrections per value and key,
-s = the key's bits: 40 for wide moduli, :mod:`.shares`): the outputs are additive shares of alpha_i^(k) x_j; with the local products
-alpha_i^(k) x_i they sum to alpha^(k) x. A sender that uses different x_j in different OTs
-shifts the MAC by terms in the bits of alpha_i: the batch also authenticates one random value
-per modulus, and a random combination of the batch plus that value is opened and goes to the
-MAC check, which then fails unless the sender guessed the bits its deviation touches (each
-guess halves its chance of passing, MASCOT Lemma 4). A receiver that varies its choice bits
-only corrupts its own MAC shares (the check fails).
+s = the key's bits: 40 for wide moduli, :mod:`.shares`): the outputs are additive shares of
+alpha_i^(k) x_j; with the local products alpha_i^(k) x_i they sum to alpha^(k) x. A sender that
+uses different x_j in different OTs shifts the MAC by terms in the bits of alpha_i: the batch
+also authenticates one random value per modulus, and a random combination of the batch plus that
+value is opened and goes to the MAC check, which then fails unless the sender guessed the bits
+its deviation touches (each guess halves its chance of passing, MASCOT Lemma 4). A receiver that
+varies its choice bits only corrupts its own MAC shares (the check fails).
 
-**Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3 at 61 bits; :func:`combining_for`). Each party draws b_j and three
-a_j^(1..3); every ordered pair (j receiver with the bits of a_j^(m) as choices, i sender with
-offset b_i) runs Gilboa's product, so c^(m) = a^(m) b. A sender that sends a wrong correction
-for one bit makes c^(m) wrong exactly when that bit of a_j^(m) is 1: a selective failure that
-would leak that bit once the triple is checked. So the three are *combined* with coefficients
-no party chose before the products were fixed: a = sum_m r_m a^(m), c = sum_m r_m c^(m), and a
-second triple (a^, b, c^) with other coefficients r^. By the leftover hash lemma the s <= 40
-bits a deviating party can learn (at a 2^-s chance of not being caught) leave a uniform to
-within 2^-40 when 3 w >= w + 3 s, i.e. 2 w >= 3 s (w = bitlen(q) >= 61 for s = 40); narrower
-moduli combine more (tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). Then
-a, b, c, a^, c^ are authenticated and the second triple is *sacrificed* to check the first:
-with t from a joint coin, rho = t a - a^ is opened and t c - c^ - rho b must open to zero; an
-additive error e in c passes only if t e equals the error in c^, probability 1/q. Both
-openings go to the MAC check, run before a triple is handed out.
+**Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3 at 61 bits;
+:func:`combining_for`). Each party draws b_j and three a_j^(1..3); every ordered pair (j
+receiver with the bits of a_j^(m) as choices, i sender with offset b_i) runs Gilboa's product,
+so c^(m) = a^(m) b. A sender that sends a wrong correction for one bit makes c^(m) wrong exactly
+when that bit of a_j^(m) is 1: a selective failure that would leak that bit once the triple is
+checked. So the three are *combined* with coefficients no party chose before the products were
+fixed: a = sum_m r_m a^(m), c = sum_m r_m c^(m), and a second triple (a^, b, c^) with other
+coefficients r^. By the leftover hash lemma the s <= 40 bits a deviating party can learn (at a
+2^-s chance of not being caught) leave a uniform to within 2^-40 when 3 w >= w + 3 s, i.e.
+2 w >= 3 s (w = bitlen(q) >= 61 for s = 40); narrower moduli combine more
+(tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). Then a, b, c, a^, c^ are authenticated and the
+second triple is *sacrificed* to check the first: with t from a joint coin, rho = t a - a^ is
+opened and t c - c^ - rho b must open to zero; an additive error e in c passes only if t e
+equals the error in c^, probability 1/q. Both openings go to the MAC check, run before a triple is handed out.
 
 **Input masks** (:func:`input_masks`): a random r known to its owner o (o's share is r, the
 others' are zero), authenticated with o as the only sender. An input x is then o's broadcast of

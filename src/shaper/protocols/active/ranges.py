@@ -16,18 +16,18 @@ commitments), o proves to i:
   (i could compute U itself when z = 0, so it learns nothing);
 * **digits**: every digit y of width w satisfies P(y) = prod_(t < 2^w) (y - t) = 0: i computes
   prod_t (K_y - t Delta), a polynomial of degree 2^w in Delta whose top coefficient is P(y);
-  o sends the lower 2^w coefficients of sum_j chi_j prod_t (M_(y_j) + Delta (y_j - t)), masked by
-  a random polynomial made of 2^w - 1 committed random values (so they are uniform), and i
+  o sends the lower 2^w coefficients of sum_j chi_j prod_t (M_(y_j) + Delta (y_j - t)), masked
+  by a random polynomial made of 2^w - 1 committed random values (so they are uniform), and i
   checks the two sides agree at its Delta.
 
 A digit outside [0, 2^w), or a relation that does not hold, leaves a nonzero polynomial of
 degree <= 2^w in Delta, which vanishes at i's secret Delta (uniform over B_q values,
 :mod:`.shares`) with probability <= 2^w / B_q; the coin leaves a nonzero combination except
 with probability 1/q; each of i's K keys checks independently: the proof passes a false
-statement with probability <= ((2^w + 1) / B_q)^K (2^-71.8 at d = 4 with two 40-bit keys). Then, as integers, u, v in [0, 2^k) with u + v = hi - lo
-and 2^(k+1) < q, so lo <= x <= hi exactly: an entry one above the bound is refused, the bound
-itself accepted. A failed proof makes i raise :class:`~shaper.errors.DeviationError` naming the
-owner; the others stop when i does.
+statement with probability <= ((2^w + 1) / B_q)^K (2^-71.8 at d = 4 with two 40-bit keys). Then,
+as integers, u, v in [0, 2^k) with u + v = hi - lo and 2^(k+1) < q, so lo <= x <= hi exactly: an
+entry one above the bound is refused, the bound itself accepted. A failed proof makes i raise
+:class:`~shaper.errors.DeviationError` naming the owner; the others stop when i does.
 
 Before any proof, three checks: the batch also authenticates one random value, and a random
 combination of the batch plus it is opened into the engine's MAC check, which runs at once
@@ -37,9 +37,9 @@ opened combination and the owner compares (:func:`~.preprocessing.cope_checked`:
 chooses its key row by row, and two verifiers shifting theirs by +d and -d on one chunk keep
 the global key right while their pairwise VOLEs, and so the proofs, would give entries away;
 every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer). Only
-then does the owner send its proofs; each verifier has masks of its own. Cost per entry and other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi -
-lo)), each bitlen(q) x 8 bytes per MAC key; the owner's polynomial work is 2^(2d-1) products
-per digit. One modulus at a time.
+then does the owner send its proofs; each verifier has masks of its own. Cost per entry and
+other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi - lo)), each 8 bytes per bit of
+a MAC key (40) and key; the owner's polynomial work is 2^(2d-1) products per digit. One modulus at a time.
 """
 
 from __future__ import annotations
