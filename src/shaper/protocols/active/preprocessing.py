@@ -28,7 +28,8 @@ coefficients r^. By the leftover hash lemma the s <= 40 bits a deviating party c
 (tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). Then a, b, c, a^, c^ are authenticated and the
 second triple is *sacrificed* to check the first: with t from a joint coin, rho = t a - a^ is
 opened and t c - c^ - rho b must open to zero; an additive error e in c passes only if t e
-equals the error in c^, probability 1/q. Both openings go to the MAC check, run before a triple is handed out.
+equals the error in c^, probability 1/q. Both openings go to the MAC check, run before a
+triple is handed out.
 
 **Input masks** (:func:`input_masks`): a random r known to its owner o (o's share is r, the
 others' are zero), authenticated with o as the only sender. An input x is then o's broadcast of

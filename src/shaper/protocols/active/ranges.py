@@ -39,7 +39,8 @@ the global key right while their pairwise VOLEs, and so the proofs, would give e
 every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer). Only
 then does the owner send its proofs; each verifier has masks of its own. Cost per entry and
 other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi - lo)), each 8 bytes per bit of
-a MAC key (40) and key; the owner's polynomial work is 2^(2d-1) products per digit. One modulus at a time.
+a MAC key (40) and key; the owner's polynomial work is 2^(2d-1) products per digit. One
+modulus at a time.
 """
 
 from __future__ import annotations
