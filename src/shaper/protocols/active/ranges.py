@@ -69,12 +69,11 @@ def digit_widths(span: int, digit_bits: int = DIGIT_BITS) -> list[int]:
 
 
 def _digits(values: np.ndarray, widths: list[int]) -> np.ndarray:
-    """(N, D) digits of nonnegative integers (object or uint64 arrays)."""
+    """(N, D) digits of nonnegative integers (uint64), low digit first, in one pass per digit."""
     out = np.empty((len(values), len(widths)), np.uint64)
     shift = 0
     for t, w in enumerate(widths):
-        out[:, t] = [(int(v) >> shift) & ((1 << w) - 1) for v in values] if values.dtype == object else \
-            (values >> np.uint64(shift)) & np.uint64((1 << w) - 1)
+        out[:, t] = (values >> np.uint64(shift)) & np.uint64((1 << w) - 1)
         shift += w
     return out
 
@@ -139,10 +138,12 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
     mask_count = len(verifiers) * sum(((1 << w) - 1) * keys for w in classes)
     total = n + n * D * (2 if with_v else 1) + mask_count + 1
     if me == owner:
-        u = np.array([v - lo for v in flat], dtype=object)
+        # in [0, 2^k) for entries in range (2^(k+1) < q < 2^62); mod 2^64 keeps the digits of any
+        # other (two's complement, as a deviating owner that skipped its refusal would send)
+        u = np.array([(v - lo) % (1 << 64) for v in flat], dtype=np.uint64)
         batch = [np.array([v % q for v in flat], dtype=np.uint64), _digits(u, widths).ravel()]
         if with_v:
-            batch.append(_digits(np.array([hi - v for v in flat], dtype=object), widths).ravel())
+            batch.append(_digits(np.array([(hi - v) % (1 << 64) for v in flat], dtype=np.uint64), widths).ravel())
         batch.append(engine.prg.below(q, mask_count + 1))
         committed = np.concatenate(batch)
     else:
