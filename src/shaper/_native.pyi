@@ -227,6 +227,10 @@ def cot_recv(t: npt.NDArray[np.uint8], domain: int, start: int, choices: U64, co
 def cot_finish(pads: U64, values: U64, corrections: U64, moduli: U64, bits: int) -> U64:
     """Completes IknpReceiver.extend_cot's pads (e, k) in place into the receiver's shares (equal
     to cot_recv's) and returns them."""
+def gf128_combine(rows: npt.NDArray[np.uint8], seed: bytes) -> bytes:
+    """sum_j seed^(m - 1 - j) row_j over GF(2^128) for (m, 16) rows, 16 bytes (the KOS check's field)."""
+def gf128_mul(a: bytes, b: bytes) -> bytes:
+    """a b over GF(2^128), 16-byte little-endian blocks."""
 def pack_choice_bits(values: U64, bits: int) -> npt.NDArray[np.uint8]:
     """Row e*bits + i = bit i of values[e], packed LSB first."""
 

@@ -77,17 +77,20 @@ def _offset(value: Any, delta: int, index: int, moduli: tuple[int, ...]) -> Any:
         data = bytearray(value)
         data[index % len(data)] = (data[index % len(data)] + delta) % 256
         return bytes(data)
-    arr = np.array(value, dtype=np.uint64, copy=True)
+    arr = np.array(value, copy=True)
+    if arr.dtype.kind != "u":
+        arr = arr.astype(np.uint64)
     flat = arr.reshape(-1)
+    width = 8 * arr.dtype.itemsize  # uint8 rows stay uint8: the frame stays well-formed
     if index is None:
-        flat += np.uint64(delta % (1 << 64))
+        flat += arr.dtype.type(delta % (1 << width))
         return arr
     i = index % flat.size
     if moduli:
         q = moduli[i % len(moduli)] if arr.ndim and arr.shape[-1] == len(moduli) else moduli[0]
         flat[i] = np.uint64((int(flat[i]) + delta) % q)
     else:
-        flat[i] = np.uint64((int(flat[i]) + delta) % (1 << 64))
+        flat[i] = arr.dtype.type((int(flat[i]) + delta) % (1 << width))
     return arr
 
 

@@ -20,7 +20,7 @@ use pyo3::types::PyBytes;
 
 use super::boundary::{check_size, contiguous};
 use crate::ot::block::BLOCK;
-use crate::ot::{base, cot, iknp, tccr};
+use crate::ot::{base, check, cot, iknp, tccr};
 
 fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -687,6 +687,51 @@ fn cot_finish<'py>(py: Python<'py>, pads: Bound<'py, PyArray2<u64>>, values: PyR
 }
 
 /// The receiver's IKNP choice bits for :func:`cot_recv`: bit e·ℓ + i is bit i of ``values[e]``
+/// Σ_j s^(m − 1 − j)·row_j over GF(2^128) (the KOS check's field and reduction) for the (m, 16)
+/// rows and the 16-byte seed s, as 16 bytes: a random linear combination, zero for a nonzero
+/// set of rows with probability at most m / 2^128 over s (the active bits' batched checks).
+#[pyfunction]
+fn gf128_combine<'py>(py: Python<'py>, rows: PyReadonlyArray2<'_, u8>, seed: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let x = self::rows(&rows, "rows")?;
+    let s = delta_block(seed)?;
+    let m = x.len() / BLOCK;
+    let lead = (16 - m % 16) % 16; // zero rows in front leave the sum as it is
+    let acc = py.detach(|| {
+        let w = check::Weights::new(s);
+        if lead == 0 {
+            return w.rows(x);
+        }
+        let mut first = vec![0u8; 16 * BLOCK];
+        let take = (16 - lead).min(m);
+        first[(16 - take) * BLOCK..].copy_from_slice(&x[..take * BLOCK]);
+        let head = w.rows(&first);
+        let rest = &x[(16 - lead).min(m) * BLOCK..];
+        if rest.is_empty() {
+            return head;
+        }
+        // head·s^(rows in rest) + rest
+        let mut scale = 1u128;
+        let mut base = s;
+        let mut e = rest.len() / BLOCK;
+        while e > 0 {
+            if e & 1 == 1 {
+                scale = check::gf128::mul(scale, base);
+            }
+            base = check::gf128::mul(base, base);
+            e >>= 1;
+        }
+        check::gf128::mul(head, scale) ^ w.rows(rest)
+    });
+    Ok(PyBytes::new(py, &acc.to_le_bytes()))
+}
+
+/// a·b over GF(2^128) (16-byte little-endian blocks, the KOS check's reduction).
+#[pyfunction]
+fn gf128_mul<'py>(py: Python<'py>, a: &[u8], b: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let r = check::gf128::mul(delta_block(a)?, delta_block(b)?);
+    Ok(PyBytes::new(py, &r.to_le_bytes()))
+}
+
 /// (uint64, each below 2^ℓ), packed LSB-first into uint8 (``ceil(e·ℓ / 8)`` bytes).
 #[pyfunction]
 fn pack_choice_bits<'py>(py: Python<'py>, values: PyReadonlyArray1<'_, u64>, bits: usize) -> PyResult<Bound<'py, PyArray1<u8>>> {
@@ -710,5 +755,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cot_finish, m)?)?;
     m.add_function(wrap_pyfunction!(cot_recv, m)?)?;
     m.add_function(wrap_pyfunction!(pack_choice_bits, m)?)?;
+    m.add_function(wrap_pyfunction!(gf128_combine, m)?)?;
+    m.add_function(wrap_pyfunction!(gf128_mul, m)?)?;
     Ok(())
 }

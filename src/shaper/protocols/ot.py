@@ -103,10 +103,16 @@ def _direction_id(sender: str, receiver: str, nonce_s: bytes, nonce_r: bytes) ->
 class OtLinks:
     """This party's OT extension towards every peer (set up lazily, per peer, on first use)."""
 
-    def __init__(self, session: Any, k: int = K, check: bool = True, label: str = "ot") -> None:
+    def __init__(self, session: Any, k: int = K, check: bool = True, label: str = "ot",
+                 delta: bytes | None = None) -> None:
         """``k``: SoftSpoken's group size (1 = IKNP); ``check``: the consistency check (every
         party must agree; off only to measure what it costs); ``label``: the prefix of this
-        object's message tags (two link sets on one session need two labels)."""
+        object's message tags (two link sets on one session need two labels); ``delta``: one
+        16-byte Delta for every direction in which this party sends (the global MAC key of the
+        active engine's authenticated bits; by default a fresh Delta per peer)."""
+        if delta is not None and len(delta) != 16:
+            raise ConfigError(f"an OT extension Delta is 16 bytes, got {len(delta)}")
+        self.global_delta = delta
         if k not in (1, 2, 4):
             raise ConfigError(f"SoftSpoken k must be 1 (IKNP), 2 or 4, got {k!r}")
         self.k = k
@@ -158,7 +164,7 @@ class OtLinks:
             ids[p] = (dom_tx, dom_rx, sid_tx, sid_rx)
             senders[p] = nat.BaseOtSender(BASE, os.urandom(64), sid_rx)
             ses.send(p, senders[p].message(), tags[p] + "A")
-            deltas[p] = os.urandom(16)
+            deltas[p] = self.global_delta if self.global_delta is not None else os.urandom(16)
             receivers[p] = (nat.BaseOtReceiver(deltas[p], BASE, os.urandom(64 * BASE), sid_tx))
         for p in new:
             ses.send(p, self._call(p, receivers[p].reply, self._recv_bytes(p, tags[p] + "A", 32)), tags[p] + "B")
@@ -273,6 +279,56 @@ class OtLinks:
         self.ots += bits * (sum(len(v) for v in values.values()) + sum(len(a) for a in offsets.values()))
         return as_receiver, as_sender
 
+    # -- raw rows (authenticated bits) -------------------------------------------------------------
+    def rows(self, choices: np.ndarray | None, count: int, receive: Sequence[int], send: Sequence[int]
+             ) -> tuple[dict[int, Any], dict[int, Any]]:
+        """The extension's own rows, unhashed: for each peer p in ``receive`` this party takes
+        ``count`` OTs from p with its packed choice bits (uint8, LSB first) and gets rows t
+        (count, 16); for each p in ``send`` it gets rows q with t = q XOR choice * Delta (its
+        Delta towards p). Returns ({p: (t, tweak)}, {p: (q, tweak)}), tweak = (domain, start):
+        the hash tweak of row 0 of the direction, the same at both ends, for hashing the rows
+        (:meth:`hash_rows`) without meeting any other hash of the session (each caller adds its
+        own purpose to the domain's bits 8..15). An IKNP relation over GF(2)^128: a pairwise
+        information-theoretic MAC t of the choice bit under the key q (TinyOT's aBits)."""
+        self.ensure(list(receive) + list(send))
+        ses = self.session
+        tags = {p: self._tag(p, "rows") for p in sorted(set(receive) | set(send))}
+        got_t, got_q = {}, {}
+        for p in receive:
+            link = self._links[p]
+            start = link.rx.index
+            u, t = link.rx.extend(np.ascontiguousarray(choices, dtype=np.uint8), count)
+            ses.send(p, u, tags[p] + "u")
+            got_t[p] = (t, (link.domain_rx, start))
+        for p in send:
+            link = self._links[p]
+            start = link.tx.index
+            q = self._call(p, link.tx.extend, ses.recv_bytes(p, tags[p] + "u"), count)
+            got_q[p] = (q, (link.domain_tx, start))
+        self.ots += count * (len(receive) + len(send))
+        return got_t, got_q
+
+    def delta(self, peer: int) -> bytes:
+        """This party's Delta in the direction in which it sends to ``peer``."""
+        self.ensure([peer])
+        return self._links[peer].delta
+
+    def hash_rows(self, rows: np.ndarray, tweak: tuple[int, int], delta: bytes | None = None) -> Any:
+        """The TCCR hash of rows (:func:`shaper._native.ot_hash`): H(row_j, tweak + j), or with
+        ``delta`` the pair (H(row_j), H(row_j XOR delta))."""
+        return self.native.ot_hash(rows, tweak[0], tweak[1], delta)
+
+    def hash_bits(self, rows: np.ndarray, tweak: tuple[int, int], delta: bytes | None = None) -> Any:
+        """:meth:`hash_rows`' lowest bits, packed 64 per uint64 word (or the pair of them)."""
+        return self.native.ot_bits(rows, tweak[0], tweak[1], delta)
+
+    def combine(self, rows: np.ndarray, seed: bytes) -> bytes:
+        """sum_j seed^(m - 1 - j) row_j over GF(2^128), 16 bytes (:func:`shaper._native.gf128_combine`)."""
+        return self.native.gf128_combine(np.ascontiguousarray(rows, dtype=np.uint8), seed)
+
+    def gf_mul(self, a: bytes, b: bytes) -> bytes:
+        return self.native.gf128_mul(a, b)
+
     # -- bit products ----------------------------------------------------------------------------
     def bit_cross(self, a: np.ndarray, b: np.ndarray, peers: Sequence[int] | None = None) -> np.ndarray:
         """XOR shares of sum over pairs of a_s AND b_r (packed uint64 words, 64 bits each).
@@ -327,11 +383,13 @@ class InsecureLinks:
     every sender learns every receiver's choices. Tags count per peer, as :class:`OtLinks`'s do,
     so parties that sit out an operation stay in step."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, delta: bytes | None = None) -> None:
         self.session = session
         self.me = session.index
         self.ots = 0
         self._steps: dict[int, int] = {}
+        self.global_delta = delta if delta is not None else session.prg.random_bytes(16)
+        self._indices: dict[tuple[int, int], int] = {}
 
     def _tag(self, peer: int, what: str) -> str:
         self._steps[peer] = self._steps.get(peer, 0) + 1
@@ -357,6 +415,67 @@ class InsecureLinks:
         self.ots += bits * (sum(len(v) for v in receive.values()) + sum(len(a) for a in send.values()))
         return as_receiver, as_sender
 
+    def rows(self, choices: np.ndarray | None, count: int, receive: Sequence[int], send: Sequence[int]
+             ) -> tuple[dict[int, Any], dict[int, Any]]:
+        """See :meth:`OtLinks.rows`: the same relation t = q XOR choice * Delta, in the clear (the
+        receiver sends its choices; the sender draws q and sends t)."""
+        ses = self.session
+        tags = {p: self._tag(p, "rows") for p in sorted(set(receive) | set(send))}
+        for p in receive:
+            ses.send(p, np.ascontiguousarray(choices, dtype=np.uint8)[:(count + 7) // 8], tags[p] + "c")
+        got_q = {}
+        delta = np.frombuffer(self.global_delta, dtype=np.uint8)
+        for p in send:
+            packed = ses.recv_array(p, tags[p] + "c", dtype=np.uint8, shape=((count + 7) // 8,))
+            bit = np.unpackbits(packed, bitorder="little")[:count].astype(bool)
+            q = np.frombuffer(ses.prg.random_bytes(16 * count), dtype=np.uint8).reshape(count, 16).copy()
+            ses.send(p, q ^ (bit[:, None] * delta[None, :]).astype(np.uint8), tags[p] + "t")
+            got_q[p] = (q, self._tweak(self.me, p, count))
+        got_t = {p: (ses.recv_array(p, tags[p] + "t", dtype=np.uint8, shape=(count, 16)), self._tweak(p, self.me, count))
+                 for p in receive}
+        self.ots += count * (len(receive) + len(send))
+        return got_t, got_q
+
+    def _tweak(self, sender: int, receiver: int, count: int) -> tuple[int, int]:
+        start = self._indices.get((sender, receiver), 0)
+        self._indices[(sender, receiver)] = start + count
+        return ((sender + 1) << 40 | (receiver + 1) << 24), start
+
+    def delta(self, peer: int) -> bytes:
+        return self.global_delta
+
+    def hash_rows(self, rows: np.ndarray, tweak: tuple[int, int], delta: bytes | None = None) -> Any:
+        """A keyed BLAKE2b per row in place of the TCCR hash (the same interface, slower)."""
+        def one(block: np.ndarray) -> np.ndarray:
+            out = np.empty_like(block)
+            for j, row in enumerate(block):
+                h = hashlib.blake2b(row.tobytes(), digest_size=16, key=b"shaper-clear-ot",
+                                    person=(tweak[0] + tweak[1] + j).to_bytes(16, "little"))
+                out[j] = np.frombuffer(h.digest(), dtype=np.uint8)
+            return out
+        rows = np.ascontiguousarray(rows, dtype=np.uint8)
+        if delta is None:
+            return one(rows)
+        return one(rows), one(rows ^ np.frombuffer(delta, dtype=np.uint8)[None, :])
+
+    def hash_bits(self, rows: np.ndarray, tweak: tuple[int, int], delta: bytes | None = None) -> Any:
+        def low(h: np.ndarray) -> np.ndarray:
+            bits = (h[:, 0] & 1).astype(bool)
+            words = np.zeros((len(bits) + 63) // 64 * 64, bool)
+            words[:len(bits)] = bits
+            return np.packbits(words.reshape(-1, 64), axis=1, bitorder="little").view(np.uint64).ravel()
+        h = self.hash_rows(rows, tweak, delta)
+        return low(h) if delta is None else (low(h[0]), low(h[1]))
+
+    def combine(self, rows: np.ndarray, seed: bytes) -> bytes:
+        s, acc = int.from_bytes(seed, "little"), 0
+        for row in np.ascontiguousarray(rows, dtype=np.uint8):
+            acc = _gf128_mul(acc, s) ^ int.from_bytes(row.tobytes(), "little")
+        return acc.to_bytes(16, "little")
+
+    def gf_mul(self, a: bytes, b: bytes) -> bytes:
+        return _gf128_mul(int.from_bytes(a, "little"), int.from_bytes(b, "little")).to_bytes(16, "little")
+
     def bit_cross(self, a: np.ndarray, b: np.ndarray, peers: Sequence[int] | None = None) -> np.ndarray:
         """See :meth:`OtLinks.bit_cross`: the same XOR shares, computed in the clear."""
         a = np.ascontiguousarray(a, dtype=np.uint64)
@@ -377,6 +496,19 @@ class InsecureLinks:
             out ^= ses.recv_array(p, tags[p] + "d", dtype=np.uint64, shape=a.shape)
         self.ots += 2 * 64 * len(a) * len(others)
         return out
+
+
+def _gf128_mul(a: int, b: int) -> int:
+    """a b in GF(2^128) mod x^128 + x^7 + x^2 + x + 1 (the clear links' combination; plain integers)."""
+    prod = 0
+    while b:
+        if b & 1:
+            prod ^= a
+        a <<= 1
+        if a >> 128:
+            a ^= (1 << 128) | 0x87
+        b >>= 1
+    return prod
 
 
 _BY_SESSION: "weakref.WeakKeyDictionary[Any, OtLinks]" = weakref.WeakKeyDictionary()

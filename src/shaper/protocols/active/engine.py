@@ -50,6 +50,7 @@ from ..additive.fields import sum_residues, uniform_residues
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
 from . import preprocessing, ranges
+from .bits import AuthBitDomain, AuthBits
 from .check import MAX_INPUT, Openings, read_shape
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
 
@@ -76,7 +77,7 @@ def guarded(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
-class ActiveEngine(Engine):
+class ActiveEngine(AuthBitDomain, Engine):
     """One party's side of the active n-party engine (see the module notes).
 
     ``links``: the correlated-OT links of the preprocessing (default: the session's OT extension,
@@ -85,7 +86,7 @@ class ActiveEngine(Engine):
     ``soundness``: every MAC check passes a deviation with probability at most 2^-soundness."""
 
     conversions: ClassVar[frozenset[str]] = frozenset()
-    domains: ClassVar[frozenset[str]] = frozenset({"mod"})
+    domains: ClassVar[frozenset[str]] = frozenset({"mod", "bits"})
     security = "active"
 
     def __init__(self, session: Any, *, links: Any = None, soundness: int = SOUNDNESS, frac_bits: int = 16) -> None:
@@ -171,6 +172,37 @@ class ActiveEngine(Engine):
         """Verify every partial opening since the last check (:mod:`.check`); a failure (or any
         error on the way) stops this engine for good."""
         self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
+
+    @guarded
+    def check_all(self, phase: str = "output") -> None:
+        """Both domains' checks: the prime fields' MAC check and the bits' (:mod:`.bits`)."""
+        self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
+        AuthBitDomain.check_bits(self, phase)
+
+    # -- bits (:mod:`.bits`): every interactive step guarded ----------------------------------------
+    @guarded
+    def share_bits(self, bits: Any, *, owner: int) -> AuthBits:
+        return AuthBitDomain.share_bits(self, bits, owner=owner)
+
+    @guarded
+    def random_bits(self, shape: tuple[int, ...], bits: int) -> AuthBits:
+        return AuthBitDomain.random_bits(self, shape, bits)
+
+    @guarded
+    def reveal_bits(self, x: Any, to: int | None = None) -> np.ndarray | None:
+        return AuthBitDomain.reveal_bits(self, x, to)
+
+    @guarded
+    def and_bits(self, x: Any, y: Any) -> AuthBits:
+        return AuthBitDomain.and_bits(self, x, y)
+
+    @guarded
+    def bit_triples(self, count: int) -> list:
+        return AuthBitDomain.bit_triples(self, count)
+
+    @guarded
+    def check_bits(self, phase: str = "output") -> None:
+        AuthBitDomain.check_bits(self, phase)
 
     # -- public constants -----------------------------------------------------------------------------
     def mul_public_shares(self, x: AuthShares, residues: np.ndarray) -> AuthShares:

@@ -1,0 +1,329 @@
+"""The active engine's bits (``shaper.protocols.active.bits``) against deviating parties, at 2, 3
+and 5 parties, through the harness in ``deviating.py``.
+
+=========================  ===========================================  =============================
+deviation                  where                                        outcome
+=========================  ===========================================  =============================
+flipped share bit          any opening (bucketing's d, Beaver, output)  bit MAC check: every honest
+                                                                        party stops
+flipped private output     the share sent to the one recipient          the recipient stops; the
+                                                                        others had no output
+equivocation               a Beaver opening, to one peer only           that peer's MAC check stops
+                                                                        it; another finishes right
+                                                                        or stops
+wrong cross term U         a leaky AND's z (every word)                 the AND check
+wrong check term W         a leaky AND's check (every row)              the AND check
+one cross / check bit      one word / one row (selective failure)       caught when x_j = 1, right
+                                                                        otherwise
+wrong zero-sharing pad     the AND check's mask                         the AND check
+rushing / flipped opening  the AND check's committed value              the commitment
+wrong MAC digest           the bit MAC check                            the digest differs
+different bits to          the aBits of one party (three parties or     the aBit consistency check
+different peers            more)
+skipped check              the bit MAC check's digest not sent          receive timeout
+=========================  ===========================================  =============================
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from shaper.errors import DeviationError
+from shaper.net import run_in_memory
+from shaper.protocols.active import ActiveEngine
+from shaper.protocols.active.bits import AuthBits, bucket_size
+from shaper.protocols.commit import NONCE_BYTES
+from shaper.protocols.ot import InsecureLinks, OtLinks
+
+from .deviating import Deviation, run
+from .test_active import assert_all_stopped, honest
+
+NATIVE = importlib.util.find_spec("shaper._native") is not None
+RNG = np.random.default_rng(7)
+XB = RNG.integers(0, 2, (2, 70)).astype(bool)
+YB = RNG.integers(0, 2, (2, 70)).astype(bool)
+ROWS = r"(?:abit|clear-ot)-rows-\d+"  # the aBits' OT messages (native links / clear links)
+
+
+def _engine(session, cls=ActiveEngine):
+    return cls(session, links=None if NATIVE else InsecureLinks(session))
+
+
+def bit_program(session, cls=ActiveEngine):
+    """Bits from both ends, an AND, XOR and NOT opened to all, an AND opened to party 0 only."""
+    e = _engine(session, cls)
+    x = e.share_bits(XB, owner=0)
+    y = e.share_bits(YB, owner=session.n - 1)
+    return ((x & y) ^ ~x).reveal(), (x & y).reveal(to=0)
+
+
+def want():
+    return (XB & YB) ^ ~XB, XB & YB
+
+
+def assert_right(results):
+    everyone, to0 = want()
+    for i, r in enumerate(results):
+        assert r[0] == "ok", r
+        assert np.array_equal(r[1][0], everyone)
+        assert np.array_equal(r[1][1], to0) if i == 0 else r[1][1] is None
+
+
+def assert_stopped_or_right(results, deviant):
+    """Every honest party either stopped or finished with the right outputs; if the deviation
+    changed nothing, every honest party finished."""
+    everyone, to0 = want()
+    n = len(results)
+    for i, r in enumerate(results):
+        if i == deviant % n:
+            continue
+        if r[0] == "ok":
+            assert np.array_equal(r[1][0], everyone)
+            assert np.array_equal(r[1][1], to0) if i == 0 else r[1][1] is None
+        else:
+            assert r[1] in ("DeviationError", "PeerError", "FrameError", "TimeoutError"), r
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_the_honest_run_is_right(parties):
+    assert_right(run(parties, bit_program))
+
+
+CAUGHT = {
+    "flip-bucket-opening": (Deviation(r"act-bopen-\d+", "offset", nth=0), "bit MAC check (AND triples)"),
+    "flip-beaver-opening": (Deviation(r"act-bopen-\d+", "offset", nth=1), "bit MAC check"),
+    "flip-output": (Deviation(r"act-bopen-\d+", "offset", nth=2), "bit MAC check (output)"),
+    "flip-every-opening": (Deviation(r"act-bopen-\d+", "offset", nth=None), "bit MAC check"),
+    "wrong-cross-terms": (Deviation(r"act-land-\d+/u", "offset", nth=None, index=None), "AND triples' check failed"),
+    "wrong-check-terms": (Deviation(r"act-land-\d+/w", "offset", nth=None, index=None), "AND triples' check failed"),
+    "flipped-check-opening": (Deviation(r"act-land-\d+/x/open", "flip", nth=0, index=40),
+                              "does not match its commitment"),
+    "wrong-mac-digest": (Deviation(r"act-bcheck-\d+", "flip", nth=0), "bit MAC check"),
+}
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+@pytest.mark.parametrize("name", sorted(CAUGHT))
+def test_every_deviation_stops_every_honest_party(parties, name):
+    d, words = CAUGHT[name]
+    dev = Deviation(d.tag, d.action, nth=d.nth, delta=d.delta, index=d.index)
+    res = run(parties, bit_program, deviant=-1, deviations=[dev])
+    assert dev.fired, f"{name}: the deviation never happened"
+    assert_all_stopped(res, -1, words=words)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_wrong_zero_sharing_pad_is_caught(parties):
+    """Pads go from the lower index to the higher: party 0 flips the one it sends to party 1 (the
+    same flip towards every peer would cancel out: the pads would still share zero)."""
+    dev = Deviation(r"act-land-\d+/pad", "flip", nth=None, peers=("party1",))
+    res = run(parties, bit_program, deviant=0, deviations=[dev])
+    assert dev.fired
+    assert_all_stopped(res, 0, words="AND triples' check failed")
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_deviating_first_party_is_caught_too(parties):
+    """Party 0 holds the public constants' bits: its flipped opening is caught as well."""
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=1)
+    assert_all_stopped(run(parties, bit_program, deviant=0, deviations=[dev]), 0, words="bit MAC check")
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_a_flipped_private_output_stops_its_recipient(parties):
+    """The deviating party's share of the private output (the sixth opening, after the second
+    AND's bucketing and Beaver openings; to party 0 only) is flipped: party 0 stops; the others
+    had no output to get wrong."""
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=5)
+    res = run(parties, bit_program, deviant=-1, deviations=[dev])
+    assert dev.fired
+    assert res[0][0] == "error" and res[0][1] == "DeviationError" and "private output" in res[0][2], res[0]
+    for r in honest(res, -1)[1:]:
+        assert r[0] == "error" or r[1][1] is None
+
+
+@pytest.mark.parametrize("parties", [3, 5])
+def test_an_equivocating_party_is_caught_by_the_peer_it_lied_to(parties):
+    dev = Deviation(r"act-bopen-\d+", "equivocate", nth=1)
+    res = run(parties, bit_program, deviant=-1, deviations=[dev])
+    assert dev.fired
+    assert res[0][0] == "error" and res[0][1] == "DeviationError", res[0]
+    assert_stopped_or_right(res, -1)
+
+
+SELECTIVE = {
+    # one word of U (one triple's cross term) or one row of W: the honest share moves by x_j
+    "one-cross-term": Deviation(r"act-land-\d+/u", "offset", nth=0, index=0),
+    "one-check-term": Deviation(r"act-land-\d+/w", "offset", nth=0, index=0),
+}
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("name", sorted(SELECTIVE))
+def test_a_selective_failure_is_caught_or_changes_nothing(parties, name):
+    d = SELECTIVE[name]
+    outcomes = set()
+    for _ in range(6):
+        dev = Deviation(d.tag, d.action, nth=d.nth, index=d.index)
+        res = run(parties, bit_program, deviant=-1, deviations=[dev])
+        assert dev.fired
+        assert_stopped_or_right(res, -1)
+        outcomes.add(all(r[0] == "ok" for r in honest(res, -1)))
+    # over six runs the secret bit was 1 at least once (2^-6 otherwise): the check fired
+    assert False in outcomes
+
+
+def test_a_coalition_of_deviating_parties_is_caught():
+    devs = {3: [Deviation(r"act-land-\d+/u", "offset", nth=None, index=None)],
+            4: [Deviation(r"act-bopen-\d+", "offset", nth=1)]}
+    assert_all_stopped(run(5, bit_program, deviant=[3, 4], deviations=devs), [3, 4])
+
+
+def test_a_rushing_party_cannot_cancel_the_and_check():
+    """It reads every honest party's committed AND-check value first and opens one that makes the
+    XOR zero (after a wrong cross term): its opening no longer matches its commitment."""
+    def forge(mine, theirs):
+        total = 0
+        for t in theirs:
+            total ^= int.from_bytes(t[NONCE_BYTES:], "little")
+        return mine[:NONCE_BYTES] + total.to_bytes(16, "little")
+
+    devs = [Deviation(r"act-land-\d+/u", "offset", nth=None, index=None), Deviation(r"act-land-\d+/x/open", "rush")]
+    res = run(3, bit_program, deviant=-1, deviations=devs, rush=forge)
+    assert_all_stopped(res, -1, words="commitment")
+
+
+def test_a_party_that_skips_the_bit_check_stalls_everyone():
+    dev = Deviation(r"act-bcheck-\d+", "drop", nth=None)
+    res = run(2, bit_program, deviant=-1, deviations=[dev], timeout=1.0)
+    assert dev.fired
+    for r in honest(res, -1):
+        assert r[0] == "error", r
+
+
+class _TwoFacedLinks(OtLinks):
+    """OT links on which this party uses other choice bits with its first peer than with the rest."""
+
+    def rows(self, choices, count, receive, send):
+        if choices is None or len(receive) < 2:
+            return super().rows(choices, count, receive, send)
+        first, rest = receive[0], list(receive[1:])
+        flipped = np.array(choices, dtype=np.uint8, copy=True)
+        flipped[0] ^= 1
+        t1, q = super().rows(flipped, count, [first], send)
+        t2, _ = super().rows(choices, count, rest, [])
+        return {**t1, **t2}, q
+
+
+class _TwoFacedClear(InsecureLinks):
+    def rows(self, choices, count, receive, send):
+        if choices is None or len(receive) < 2:
+            return super().rows(choices, count, receive, send)
+        flipped = np.array(choices, dtype=np.uint8, copy=True)
+        flipped[0] ^= 1
+        t1, q = super().rows(flipped, count, [receive[0]], send)
+        t2, _ = super().rows(choices, count, list(receive[1:]), [])
+        return {**t1, **t2}, q
+
+
+class _TwoFaced(ActiveEngine):
+    def _bit_links(self):
+        if self._blinks_obj is None:
+            self._bit_delta = self.prg.random_bytes(16)
+            cls = _TwoFacedLinks if NATIVE else _TwoFacedClear
+            self._blinks_obj = (cls(self.session, label="abit", delta=self._bit_delta) if NATIVE
+                                else cls(self.session, delta=self._bit_delta))
+        return self._blinks_obj
+
+
+@pytest.mark.parametrize("parties", [3, 5])
+def test_a_party_with_different_bits_for_different_peers_is_caught(parties):
+    """Its input bits towards its first peer differ from those towards the others (each OT on
+    its own is well-formed): the aBit consistency check stops every honest party."""
+    def prog(session):
+        cls = _TwoFaced if session.index == session.n - 1 else ActiveEngine
+        return bit_program(session, cls)
+
+    res = run_in_memory(parties, _outcome, prog, timeout=120)
+    mine = res[:-1]
+    assert all(r[0] == "error" for r in mine), res
+    assert any("consistency check" in r[2] for r in mine), res
+
+
+def _outcome(session, prog):
+    try:
+        return ("ok", prog(session))
+    except Exception as exc:  # noqa: BLE001
+        session.abort(exc)
+        return ("error", type(exc).__name__, str(exc))
+
+
+def test_triples_are_right_and_the_bucket_sizes_are_wrks():
+    """Checked triples satisfy c = a AND b and every MAC matches its key (opened and compared
+    in the clear here, as an oracle); the bucket sizes are WRK17's."""
+    assert [bucket_size(c) for c in (10, 3_099, 3_100, 279_999, 280_000, 1 << 22)] == [5, 5, 4, 4, 3, 3]
+
+    def prog(session):
+        e = _engine(session)
+        (ab, am, ak), (bb, bm, bk), (cb, cm, ck) = e.bit_triples(300)
+        delta = int(e._delta64)
+        return ab, bb, cb, am, ak, bm, bk, cm, ck, delta
+
+    for parties in (2, 3):
+        res = run_in_memory(parties, prog, timeout=120)
+        a = np.bitwise_xor.reduce([r[0] for r in res])
+        b = np.bitwise_xor.reduce([r[1] for r in res])
+        c = np.bitwise_xor.reduce([r[2] for r in res])
+        assert np.array_equal(c, a & b) and a.any() and b.any() and not a.all()
+        for i in range(parties):  # M_i^j = K_j^i XOR x_i Delta_j for every pair and value
+            for j in range(parties):
+                if i == j:
+                    continue
+                ki = j if j < i else j - 1   # i's index of peer j
+                kj = i if i < j else i - 1   # j's index of peer i
+                for bits_at, mac_at, key_at in ((0, 3, 4), (1, 5, 6), (2, 7, 8)):
+                    mac = res[i][mac_at][ki]
+                    key = res[j][key_at][kj]
+                    expect = key ^ np.where(res[i][bits_at], np.uint64(res[j][9]), np.uint64(0))
+                    assert np.array_equal(mac, expect)
+
+
+def test_authenticated_bits_refuse_plain_shares_and_bad_shapes():
+    def prog(session):
+        e = _engine(session)
+        x = e.share_bits(XB, owner=0)
+        out = {}
+        from shaper.protocols.api import XorShares
+        try:
+            x ^ XorShares(e, x.words, x.bits)
+        except TypeError as exc:
+            out["plain"] = str(exc)
+        try:
+            x & e.share_bits(np.zeros((2, 3), bool), owner=0)
+        except ValueError as exc:
+            out["shape"] = str(exc)
+        assert isinstance(x[0], AuthBits) and x[0].shape == (70,)
+        return out
+
+    res = run_in_memory(2, prog, timeout=60)
+    assert "unauthenticated" in res[0]["plain"] and "bits" in res[0]["shape"]
+
+
+def test_an_engine_stops_after_a_failed_bit_check():
+    def prog(session):
+        e = _engine(session)
+        x = e.share_bits(XB, owner=0)
+        try:
+            (x & x).reveal()
+        except DeviationError:
+            pass
+        try:
+            x.reveal()
+        except DeviationError as exc:
+            return str(exc)
+        return "went on"
+
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=1)
+    res = run(2, prog, deviant=1, deviations=[dev])
+    assert res[0][0] == "ok" and "stopped after a failed check" in res[0][1], res
