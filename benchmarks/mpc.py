@@ -155,10 +155,11 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
     _pin(session)
     for security in engines:  # warm-up, checked: base OTs, imports, buffers; outside the timings
         mpc_job(session, ["triples-61"], 1 << 14, CKKS_14, check=True, security=security)
-    out: dict[str, Any] = {f"triples-61/{security}": [] for security in engines}
+    out: dict[str, Any] = {f"{op}/{security}": [] for op in ("triples-61", "bit-triples") for security in engines}
     for _ in range(repeat):
-        for security in engines:
-            out[f"triples-61/{security}"].append(_cpu_timed(session, "triples-61", count, security, check=False))
+        for op in ("triples-61", "bit-triples"):
+            for security in engines:
+                out[f"{op}/{security}"].append(_cpu_timed(session, op, count, security, check=False))
     if "active" in engines:
         out["range-40/active"] = [_cpu_timed(session, "range-40", range_count, "active", check=True)]
         out["mul-61/active"] = [_cpu_timed(session, "mul-61", mul_count, "active", check=True)]
@@ -190,17 +191,19 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
                     "bytes_per_item_by_party": [round(float(np.mean([r["bytes_per_item"] for r in party])), 1)
                                                 for party in runs]}
     if len(engines) == 2:
-        p, a = out["triples-61/passive"], out["triples-61/active"]
-        out["active_over_passive"] = {
-            "time": round(p["rate"] / a["rate"], 2),
-            "bytes": round(a["bytes_per_item_per_party"] / p["bytes_per_item_per_party"], 2),
-            "cpu": round(a["cpu_us_per_item_per_party"] / p["cpu_us_per_item_per_party"], 2)}
+        for op, key in (("triples-61", "active_over_passive"), ("bit-triples", "active_over_passive_bits")):
+            p, a = out[f"{op}/passive"], out[f"{op}/active"]
+            out[key] = {
+                "time": round(p["rate"] / a["rate"], 2),
+                "bytes": round(a["bytes_per_item_per_party"] / p["bytes_per_item_per_party"], 2),
+                "cpu": round(a["cpu_us_per_item_per_party"] / p["cpu_us_per_item_per_party"], 2)}
     return out
 
 
 SECURITY_LABELS = {"triples-61/passive": "triples mod 2^61-1, passive", "triples-61/active": "triples mod 2^61-1, active",
                    "range-40/active": "range-checked inputs (40 bits), active",
-                   "mul-61/active": "products of inputs, opened, active"}
+                   "mul-61/active": "products of inputs, opened, active",
+                   "bit-triples/passive": "AND triples, passive", "bit-triples/active": "AND triples, active"}
 
 
 def print_security(n: int, res: dict) -> None:
@@ -209,15 +212,16 @@ def print_security(n: int, res: dict) -> None:
     print(f"{'operation':40s} {'items':>8s} {'s':>8s} {'items/s':>10s} {'B/item':>10s} {'bit/item':>10s} "
           f"{'CPU us/item':>12s}  runs /s")
     for key, r in res.items():
-        if key == "active_over_passive":
+        if key.startswith("active_over_passive"):
             continue
         print(f"{SECURITY_LABELS.get(key, key):40s} {r['items']:8,d} {r['seconds']:8.3f} {r['rate']:10,.0f} "
               f"{r['bytes_per_item_per_party']:10,.1f} {r['bits_per_item_per_party']:10,.0f} "
               f"{r['cpu_us_per_item_per_party']:12,.2f}  {', '.join(f'{x:,.0f}' for x in r['runs'])}  "
               f"B/item by party: {', '.join(f'{b:,.0f}' for b in r['bytes_per_item_by_party'])}")
-    if "active_over_passive" in res:
-        x = res["active_over_passive"]
-        print(f"active / passive per triple: time x{x['time']}, bytes x{x['bytes']}, CPU x{x['cpu']}")
+    for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_bits", "AND triple")):
+        if key in res:
+            x = res[key]
+            print(f"active / passive per {what}: time x{x['time']}, bytes x{x['bytes']}, CPU x{x['cpu']}")
 
 
 def run(parties: int, ops: list[str], count: int, config: NetConfig, repeat: int = 1) -> dict:

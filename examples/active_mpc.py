@@ -4,8 +4,11 @@ Each insurer inputs its claims, each *proven* to lie between 0 and 10^6 before a
 it (an insurer cannot inflate its part with an absurd or negative amount), and the parties
 compute the total claimed and the sum of squares (for the variance) on the active engine:
 every opening is MAC-checked before anything is output, so any two insurers that deviate
-together can make the job stop, never make it return a wrong total. Then the same job runs
-with one insurer that shifts its share in one multiplication: every honest insurer stops.
+together can make the job stop, never make it return a wrong total. Each insurer also flags
+the claims it finds suspicious (a private bit per claim); the job opens only which claims
+every insurer flagged (an AND of authenticated bits), never one insurer's flags. Then the same
+job runs with one insurer that shifts its share in one multiplication: every honest insurer
+stops.
 
     python examples/active_mpc.py --local 3
 
@@ -35,6 +38,11 @@ def claims(index: int) -> np.ndarray:
     return (np.arange(CLAIMS, dtype=np.int64) * (7919 * (index + 1))) % CAP
 
 
+def flags(index: int) -> np.ndarray:
+    """Each insurer's private flags: claim j is suspicious to insurer i when j % (i + 2) == 0."""
+    return np.arange(CLAIMS) % (index + 2) == 0
+
+
 def pooled(session: Session) -> dict:
     mpc = ActiveEngine(session)
     parts = [mpc.share_mod_in_range(claims(i) if i == session.index else None, owner=i, modulus=P, lo=0, hi=CAP)
@@ -45,7 +53,12 @@ def pooled(session: Session) -> dict:
     total = everything.sum(axis=0)
     squares = (everything * everything).sum(axis=0)
     t, s = (int(v) for v in (total.reveal()[0], squares.reveal()[0]))
-    return {"total": t, "sum_of_squares": s, "MAC-checked values": mpc.openings.checked}
+    everyone = mpc.share_bits(flags(0) if session.index == 0 else None, owner=0)
+    for i in range(1, session.n):  # authenticated bits: AND from checked triples, MAC-checked openings
+        everyone = everyone & mpc.share_bits(flags(i) if session.index == i else None, owner=i)
+    flagged = [int(j) for j in np.flatnonzero(everyone.reveal())]
+    return {"total": t, "sum_of_squares": s, "flagged by every insurer": flagged,
+            "MAC-checked values": mpc.openings.checked}
 
 
 class ShiftsOneProduct(ActiveEngine):
@@ -80,6 +93,8 @@ def main() -> None:
         results = launch(args.local, pooled)
         want = sum(claims(i) for i in range(args.local))
         assert results[0]["total"] == int(want.sum()) and results[0]["sum_of_squares"] == int((want ** 2).sum())
+        every = np.logical_and.reduce([flags(i) for i in range(args.local)])
+        assert results[0]["flagged by every insurer"] == [int(j) for j in np.flatnonzero(every)]
         print(json.dumps(results[0]), "(equal to the plaintext totals)")
         for name, outcome in zip(("alice", "bob", "carol", "dave", "erin"), launch(args.local, with_a_cheat)):
             print(f"{name}: {outcome}")

@@ -266,7 +266,7 @@ def test_triples_are_right_and_the_bucket_sizes_are_wrks():
 
     def prog(session):
         e = _engine(session)
-        (ab, am, ak), (bb, bm, bk), (cb, cm, ck) = e.bit_triples(300)
+        (ab, am, ak), (bb, bm, bk), (cb, cm, ck) = (e._split(m) for m in e.bit_triples(300))
         delta = int(e._delta64)
         return ab, bb, cb, am, ak, bm, bk, cm, ck, delta
 

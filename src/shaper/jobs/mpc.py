@@ -21,9 +21,10 @@ CKKS_14 = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 
            35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
 P61 = (1 << 61) - 1
 OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b")
-#: what the active engine runs (prime fields only): MAC'd triples checked by sacrifice, and
-#: multiplications of authenticated inputs opened after the MAC check
-ACTIVE_OPS = ("triples-61", "mul-61", "range-40")
+#: what the active engine runs: MAC'd triples checked by sacrifice, multiplications of
+#: authenticated inputs opened after the MAC check, range-checked inputs, and AND triples
+#: (authenticated bits, WRK17's checked leaky ANDs, bucketed)
+ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples")
 SECURITY = ("passive", "active")
 
 
@@ -136,6 +137,13 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
                 opened = _centered(res["result"][:64].reveal()[:, 0], P61)
                 if session.index == 0 and not np.array_equal(opened, values[:64]):
                     raise AssertionError("a range-checked input came out wrong")
+        elif op == "bit-triples":
+            n = 64 * 16 * ((count + 63) // 64)  # as many as the passive job's
+            res = _timed(session, lambda: engine.bit_triples(n), n)
+            if check:
+                a, b, c = (engine.rows_as_bits(m[:64]).reveal() for m in res["result"])
+                if not np.array_equal(c, a & b):
+                    raise AssertionError("an active AND triple is wrong")
         else:
             raise ValueError(f"unknown operation {op!r}; the active engine runs {', '.join(ACTIVE_OPS)}")
         res.pop("result", None)

@@ -434,23 +434,31 @@ class AuthBitDomain:
         if have >= count:
             return
         fresh = self.bit_triples(count - have)
-        flat = [v for triple in fresh for v in triple]
         if self._bit_pool is not None:
-            flat = [np.concatenate([old, new], axis=-1) for old, new in zip(self._bit_pool, flat)]
-        self._bit_pool = tuple(flat)
+            fresh = tuple(np.concatenate([old, new]) for old, new in zip(self._bit_pool, fresh))
+        self._bit_pool = tuple(fresh)
 
     def _take_bit_triples(self, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``count`` triples from the pool (each used once): [(bits, macs, keys)] for a, b, c."""
         self._fill_bit_pool(count)
         pool = self._bit_pool
-        taken = [v[..., :count] for v in pool]
-        rest = [v[..., count:] for v in pool]
-        self._bit_pool = tuple(rest) if rest[0].shape[-1] else None
-        return [tuple(taken[3 * i:3 * i + 3]) for i in range(3)]  # type: ignore[misc]
+        taken = [m[:count] for m in pool]
+        self._bit_pool = tuple(m[count:] for m in pool) if len(pool[0]) > count else None
+        return [self._split(m) for m in taken]
+
+    def rows_as_bits(self, m: np.ndarray) -> AuthBits:
+        """Triple rows (count, 2P - 1) (:meth:`bit_triples`) as authenticated bits (count,)."""
+        return AuthBits.of(self, *self._split(m))
+
+    def _split(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A row matrix (count, 2P - 1) [bit, MAC per peer, key per peer] as (bits, macs, keys)."""
+        peers = self.parties - 1
+        return m[:, 0] == 1, np.ascontiguousarray(m[:, 1:1 + peers].T), np.ascontiguousarray(m[:, 1 + peers:].T)
 
     # -- preprocessing -------------------------------------------------------------------------------
-    def bit_triples(self, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """``count`` checked AND triples: [(bits, macs, keys) of a, of b, of c], unpacked
-        (bool (count,), uint64 (P - 1, count) twice)."""
+    def bit_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``count`` checked AND triples: row matrices (count, 2P - 1) uint64 for a, b and c, each
+        row [this party's bit, its MAC for every peer, its key for every peer's bit]."""
         parts = []
         done = 0
         while done < count:
@@ -461,75 +469,68 @@ class AuthBitDomain:
         self.bit_triples_made += count
         if len(parts) == 1:
             return parts[0]
-        return [tuple(np.concatenate([p[i][j] for p in parts], axis=-1) for j in range(3)) for i in range(3)]
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
-    def _bucketed(self, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _bucketed(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """WRK17's bucketing of count x B leaky triples into ``count`` (module notes)."""
         B = bucket_size(count)
-        x, y, z = self._leaky(count * B)
-        coins = self.joint_coins("buckets")
-        order = np.argsort(np.frombuffer(coins.random_bytes(8 * count * B), dtype=np.uint64), kind="stable")
-        idx = order.reshape(count, B)
+        leaky = self._leaky(count * B)   # (L, 3, 2P - 1): x, y, z of each leaky triple
+        # a uniform permutation from a 128-bit joint coin toss (expanded by Philox; public coins)
+        key = int.from_bytes(self.joint_coins("buckets").random_bytes(16), "little")
+        idx = np.random.Generator(np.random.Philox(key=key)).permutation(count * B).reshape(count, B)
+        grouped = leaky[idx]   # one gather: (count, B, 3, 2P - 1)
+        x, y, z = grouped[:, :, 0], grouped[:, :, 1], grouped[:, :, 2]
+        d_rows = (y[:, :1] ^ y[:, 1:]).reshape(count * (B - 1), -1)   # d_k = y^1 XOR y^k, opened
+        bits, macs, keys = self._split(d_rows)
+        d = self.open_bits_partial(AuthBits.of(self, bits, macs, keys)).reshape(count, B - 1)
+        a = np.bitwise_xor.reduce(x, axis=1)
+        b = y[:, 0]
+        mask = (-(d.astype(np.uint64)))[:, :, None]   # all ones where d_k = 1
+        c = z[:, 0] ^ np.bitwise_xor.reduce(z[:, 1:] ^ (x[:, 1:] & mask), axis=1)
+        return a, np.ascontiguousarray(b), c
 
-        def pick(v: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return v[0][idx], v[1][:, idx], v[2][:, idx]
-
-        (xb, xm, xk), (yb, ym, yk), (zb, zm, zk) = pick(x), pick(y), pick(z)
-        peers = self.parties - 1
-        # d_k = y^1 XOR y^k, opened (checked with the next bit check)
-        d_share = AuthBits.of(self, (yb[:, :1] ^ yb[:, 1:]).ravel(), (ym[:, :, :1] ^ ym[:, :, 1:]).reshape(peers, -1),
-                              (yk[:, :, :1] ^ yk[:, :, 1:]).reshape(peers, -1))
-        d = self.open_bits_partial(d_share).reshape(count, B - 1)
-        zero = np.uint64(0)
-        a = (np.bitwise_xor.reduce(xb, axis=1), np.bitwise_xor.reduce(xm, axis=2), np.bitwise_xor.reduce(xk, axis=2))
-        b = (yb[:, 0].copy(), ym[:, :, 0].copy(), yk[:, :, 0].copy())
-        c_bits = zb[:, 0] ^ np.bitwise_xor.reduce(zb[:, 1:] ^ (d & xb[:, 1:]), axis=1)
-        c_macs = zm[:, :, 0] ^ np.bitwise_xor.reduce(zm[:, :, 1:] ^ np.where(d[None], xm[:, :, 1:], zero), axis=2)
-        c_keys = zk[:, :, 0] ^ np.bitwise_xor.reduce(zk[:, :, 1:] ^ np.where(d[None], xk[:, :, 1:], zero), axis=2)
-        return [a, b, (c_bits, c_macs, c_keys)]
-
-    def _leaky(self, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """``count`` leaky AND triples (x, y, z), z = x y checked; x may have leaked (notes)."""
+    def _leaky(self, count: int) -> np.ndarray:
+        """``count`` leaky AND triples, z = x y checked, as rows (count, 3, 2P - 1): x, y, z each
+        [bit, MAC per peer, key per peer]; x may have leaked to a deviating party (notes)."""
         ses, links, others = self.session, self._bit_links(), self.others
         everyone = list(range(self.parties))
         delta = self._bit_delta
         rand = (self.prg.uint64(2 * count) & np.uint64(1)) == 1
         t, q, mine = self._abits(rand, 2 * count, everyone, "AND triples")
         x, y = mine[:count], mine[count:]
-        tx = {p: (r[:count], tw) for p, (r, tw) in t.items()}
-        ty = {p: r[count:] for p, (r, _) in t.items()}
-        qx = {p: (r[:count], tw) for p, (r, tw) in q.items()}
-        qy = {p: r[count:] for p, (r, _) in q.items()}
         xw, yw = pack_bits(x), pack_bits(y)
         # 1. z = x y: the cross terms from x's own aBit OTs
         tag = self._tag("land")
         share = xw & yw
         for p in others:
-            rows, (dom, start) = qx[p]
-            m0, m1 = links.hash_bits(rows, (dom ^ CROSS, start), delta)
+            rows, (dom, start) = q[p]
+            m0, m1 = links.hash_bits(rows[:count], (dom ^ CROSS, start), delta)
             ses.send(p, m0 ^ m1 ^ yw, tag + "/u")
             share ^= m0
         for p in others:
-            rows, (dom, start) = tx[p]
-            m = links.hash_bits(rows, (dom ^ CROSS, start))
+            rows, (dom, start) = t[p]
+            m = links.hash_bits(rows[:count], (dom ^ CROSS, start))
             u = ses.recv_array(p, tag + "/u", dtype=np.uint64, shape=xw.shape)
             share ^= m ^ (xw & u)
         z = unpack_bits(share, count)
         tz, qz, _ = self._abits(z, count, everyone, "AND triples")
-        # 2. the check: XOR over parties of G_i = (x y XOR z) Delta must be zero
-        dfull = np.frombuffer(delta, dtype=np.uint8)
-        cy = self._global_mac(y, {p: ty[p] for p in others}, {p: qy[p] for p in others}, dfull)
-        cz = self._global_mac(z, {p: tz[p][0] for p in others}, {p: qz[p][0] for p in others}, dfull)
-        acc = np.where(x[:, None], cy, np.uint8(0)) ^ cz
+        # 2. the check: XOR over parties of G_i = (x y XOR z) Delta must be zero (rows as uint64 pairs)
+        d2 = np.frombuffer(delta, dtype=np.uint64)
+        xmask = (-(x.astype(np.uint64)))[:, None]
+        cy = self._global_mac(y, {p: t[p][0][count:] for p in others}, {p: q[p][0][count:] for p in others}, d2)
+        cz = self._global_mac(z, {p: tz[p][0] for p in others}, {p: qz[p][0] for p in others}, d2)
+        acc = (cy & xmask) ^ cz
         for p in others:
-            rows, (dom, start) = qx[p]
-            h0, h1 = links.hash_rows(rows, (dom ^ CHECK, start), delta)
-            ses.send(p, h0 ^ h1 ^ cy, tag + "/w")
+            rows, (dom, start) = q[p]
+            h0, h1 = links.hash_rows(rows[:count], (dom ^ CHECK, start), delta)
+            h0 = h0.view(np.uint64)
+            ses.send(p, (h0 ^ h1.view(np.uint64) ^ cy).view(np.uint8), tag + "/w")
             acc ^= h0
         for p in others:
-            rows, (dom, start) = tx[p]
-            h = links.hash_rows(rows, (dom ^ CHECK, start))
-            w = ses.recv_array(p, tag + "/w", dtype=np.uint8, shape=(count, 16))
-            acc ^= h ^ np.where(x[:, None], w, np.uint8(0))
+            rows, (dom, start) = t[p]
+            h = links.hash_rows(rows[:count], (dom ^ CHECK, start)).view(np.uint64)
+            w = ses.recv_array(p, tag + "/w", dtype=np.uint8, shape=(count, 16)).view(np.uint64)
+            acc ^= h ^ (w & xmask)
         pad = 0
         for p in others:  # a fresh XOR-sharing of zero, so that the opened values say nothing more
             if self.me < p:
@@ -540,7 +541,7 @@ class AuthBitDomain:
             if p < self.me:
                 pad ^= int.from_bytes(ses.recv_bytes(p, tag + "/pad", size=16), "little")
         seed = self.joint_coins("and-check").random_bytes(16)
-        mine_x = _xor_bytes(links.combine(acc, seed), pad.to_bytes(16, "little"))
+        mine_x = _xor_bytes(links.combine(acc.view(np.uint8), seed), pad.to_bytes(16, "little"))
         opened = open_committed(ses, mine_x, tag + "/x", error=DeviationError)
         total = 0
         for v in opened:
@@ -550,16 +551,21 @@ class AuthBitDomain:
         if total:
             raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
                                  "share or authenticated product")
-        macs_xy, keys_xy = self._macs_keys(t, q, 2 * count)
-        macs_z, keys_z = self._macs_keys(tz, qz, count)
-        return [(x, macs_xy[:, :count], keys_xy[:, :count]), (y, macs_xy[:, count:], keys_xy[:, count:]),
-                (z, macs_z, keys_z)]
+        peers = self.parties - 1
+        out = np.empty((count, 3, 1 + 2 * peers), np.uint64)
+        for j, (bits, tt, qq, lo) in enumerate(((x, t, q, 0), (y, t, q, count), (z, tz, qz, 0))):
+            out[:, j, 0] = bits
+            for k, p in enumerate(others):
+                out[:, j, 1 + k] = tt[p][0][lo:lo + count].view(np.uint64)[:, 0]
+                out[:, j, 1 + peers + k] = qq[p][0][lo:lo + count].view(np.uint64)[:, 0]
+        return out
 
     def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.ndarray) -> np.ndarray:
-        """XOR shares of bits x Delta over the full rows: b_i Delta_i XOR sum_j (M_i^j XOR K_i^j)."""
-        out = np.where(np.asarray(bits, dtype=bool)[:, None], delta[None, :], np.uint8(0))
+        """XOR shares of bits x Delta over the full rows (uint64 pairs): b_i Delta_i XOR
+        sum_j (M_i^j XOR K_i^j)."""
+        out = (-(np.asarray(bits, dtype=np.uint64)))[:, None] & delta[None, :]
         for p in self.others:
-            out ^= t[p] ^ q[p]
+            out ^= np.ascontiguousarray(t[p]).view(np.uint64) ^ np.ascontiguousarray(q[p]).view(np.uint64)
         return out
 
     def check_all(self, phase: str) -> None:  # the engine's: both domains

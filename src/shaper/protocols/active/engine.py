@@ -32,8 +32,11 @@ it, except with probability 2^-SOUNDNESS per check (:mod:`.shares`). The OT exte
 preprocessing checks its receivers (KOS/Roy); the preprocessing's selective failures are
 handled by MASCOT's combining and sacrifice (:mod:`.preprocessing`).
 
-The engine holds only the prime-field domain (``domains = {"mod"}``); fixed point over Z_2^64
-and bits stay with the passive :class:`~shaper.protocols.additive.AdditiveEngine`.
+The engine holds the prime-field domain and the bits (``domains = {"mod", "bits"}``;
+authenticated bits, their AND triples and openings in :mod:`.bits`); fixed point over Z_2^64
+and the conversions between bits and fields stay with the passive
+:class:`~shaper.protocols.additive.AdditiveEngine`. ``reveal`` of either domain runs both
+domains' checks.
 """
 
 from __future__ import annotations
@@ -339,14 +342,14 @@ class ActiveEngine(AuthBitDomain, Engine):
         assert isinstance(x, AuthShares)
         if to is None:
             opened = self.open_partial(x, "output")
-            self.check("output")
+            self.check_all("output")
             return opened
         if not 0 <= to < self.parties:
             raise ConfigError(f"output recipient {to} is not a party (0..{self.parties - 1})")
         flat = x.reshape(x.size)
         mask, r = preprocessing.input_masks(self, to, x.size, x.moduli, x.keys)
         masked = self.open_partial(flat - mask, "private output")
-        self.check("private output")
+        self.check_all("private output")
         if self.me != to:
             return None
         return add_mod(masked, r, moduli_array(x.moduli)).reshape(x.share.shape)
