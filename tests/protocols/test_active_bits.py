@@ -29,7 +29,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from shaper.errors import DeviationError
+from shaper.errors import ConfigError, DeviationError
 from shaper.net import run_in_memory
 from shaper.protocols.active import ActiveEngine
 from shaper.protocols.active.bits import AuthBits, bucket_size
@@ -327,3 +327,78 @@ def test_an_engine_stops_after_a_failed_bit_check():
     dev = Deviation(r"act-bopen-\d+", "offset", nth=1)
     res = run(2, prog, deviant=1, deviations=[dev])
     assert res[0][0] == "ok" and "stopped after a failed check" in res[0][1], res
+
+
+# -- binary circuits on authenticated bits: comparisons and adders ------------------------------------
+W = 20
+VALUES = [np.array([0, 5, 1 << 19, (1 << 20) - 1, 7, 12345]), np.array([0, 6, 1 << 19, 3, (1 << 20) - 1, 12344]),
+          np.array([1, 5, 0, 9, 8, 99999]), np.array([3, 3, 3, 3, 3, 3]), np.array([2, 2, 2, 2, 2, 2])]
+
+
+def _planes(values):
+    v = np.asarray(values, dtype=np.uint64)
+    return ((v[None, :] >> np.arange(W, dtype=np.uint64)[:, None]) & np.uint64(1)).astype(bool)
+
+
+def circuits(session):
+    """Every party's 20-bit integers as authenticated bit planes; party 0's against the last
+    party's: x >= y, x + y (ripple carry) and (x + y) mod q."""
+    from shaper.protocols.additive.convert import compare_ge, mod_add_bits, ripple_add
+
+    e = _engine(session)
+    n = session.n
+    x = e.share_bits(_planes(VALUES[0]) if session.index == 0 else None, owner=0)
+    y = e.share_bits(_planes(VALUES[n - 1]) if session.index == n - 1 else None, owner=n - 1)
+    q = (1 << W) - 3
+    xs = e.share_bits(_planes(VALUES[0] % q) if session.index == 0 else None, owner=0)
+    ys = e.share_bits(_planes(VALUES[n - 1] % q) if session.index == n - 1 else None, owner=n - 1)
+    return (compare_ge(e, x, y).reveal(), ripple_add(e, x, y).reveal(to=0), mod_add_bits(e, xs, ys, q).reveal())
+
+
+def _ints(planes):
+    return (planes.astype(np.int64) << np.arange(planes.shape[0])[:, None]).sum(axis=0)
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_comparisons_and_adders_run_on_authenticated_bits(parties):
+    res = run(parties, circuits)
+    assert all(r[0] == "ok" for r in res), res
+    x, y = VALUES[0], VALUES[parties - 1]
+    ge, total, mod = res[0][1]
+    q = (1 << W) - 3
+    assert ge.tolist() == (x >= y).tolist()
+    assert _ints(total).tolist() == (x + y).tolist()
+    assert _ints(mod).tolist() == ((x % q + y % q) % q).tolist()
+    assert all(r[1][1] is None for r in res[1:])
+
+
+def test_a_comparison_with_a_flipped_and_opening_stops_every_honest_party():
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=7)
+    res = run(3, circuits, deviant=-1, deviations=[dev])
+    assert dev.fired
+    assert_all_stopped(res, -1, words="bit MAC check")
+
+
+def test_the_passive_conversions_refuse_the_active_engine():
+    """The OT chains of the conversions and samplers trust every party's inputs: the active
+    engine has none of them yet, and calling them on its shares is refused, not run passively."""
+    from shaper.protocols.additive import sampling
+    from shaper.protocols.additive.convert import bits_to_mod, mod_to_bits
+    from shaper.protocols.api import UnsupportedConversion
+
+    def prog(session):
+        out = []
+        p61 = (1 << 61) - 1
+        for fn in (lambda e: bits_to_mod(e, e.share_bits(XB, owner=0), p61),
+                   lambda e: mod_to_bits(e, e.share_mod([1, 2], owner=0, moduli=(p61,))),
+                   lambda e: sampling.ternary(e, 4, p61), lambda e: e.bits_to_mod(e.share_bits(XB, owner=0), p61),
+                   lambda e: sampling.gaussian(e, 64, p61)):
+            try:
+                fn(_engine(session))  # a fresh engine each: a refused step stops an engine for good
+                out.append("ran")
+            except (UnsupportedConversion, ConfigError, AttributeError) as exc:
+                out.append(type(exc).__name__)
+        return out
+
+    res = run_in_memory(2, prog, timeout=120)
+    assert "ran" not in res[0], res[0]

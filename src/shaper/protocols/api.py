@@ -53,7 +53,7 @@ from ..errors import ConfigError, ShaperError
 from ..kernels.modq import add_mod, lift_public, moduli_array, mul_mod, neg_mod
 
 __all__ = ["DOMAINS", "Engine", "ModShares", "Shared", "UnsupportedConversion", "XorShares", "public_mask",
-           "public_matmul"]
+           "public_matmul", "stack_bits"]
 
 #: the share domains: fixed point over Z_2^64 (:class:`Shared`), odd moduli (:class:`ModShares`)
 #: and bits (:class:`XorShares`)
@@ -144,6 +144,12 @@ class ModShares:
 
 
 
+def stack_bits(parts: Sequence[XorShares]) -> XorShares:
+    """Bit arrays stacked along a new leading axis, by their own type (authenticated bits keep
+    their MACs): the way binary circuits build bit-plane stacks on any engine."""
+    return type(parts[0]).stack(parts)
+
+
 def _negate_public(value: Any) -> Any:
     if isinstance(value, (int, np.integer)):
         return -int(value)
@@ -197,6 +203,12 @@ class XorShares:
 
     def reveal(self, to: int | None = None) -> np.ndarray | None:
         return self.engine.reveal_bits(self, to)
+
+    @staticmethod
+    def stack(parts: Sequence["XorShares"]) -> "XorShares":
+        """Stack along a new leading axis (a bit-plane stack)."""
+        first = parts[0]
+        return XorShares(first.engine, np.stack([p.words for p in parts]), first.bits)
 
     def __repr__(self) -> str:
         return f"XorShares(shape={self.shape})"

@@ -120,11 +120,24 @@ class AuthBits(XorShares):
         if other.bits != self.bits:
             raise ValueError(f"bit arrays of {self.bits} and {other.bits} bits")
 
+    def expanded(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bits, macs, keys) broadcast to ``shape`` (leading axes and the bit axis), as numpy
+        broadcasts the share bits."""
+        peers = self.macs.shape[0]
+        lead = (1,) * (len(shape) - len(self.shape)) + self.shape
+        return (np.broadcast_to(self.plain().reshape(lead), shape),
+                np.broadcast_to(self.macs.reshape((peers,) + lead), (peers,) + shape),
+                np.broadcast_to(self.keys.reshape((peers,) + lead), (peers,) + shape))
+
     def __xor__(self, other: Any) -> "AuthBits":
         if isinstance(other, AuthBits):
             self._same(other)
-            return AuthBits(self.engine, self.words ^ other.words, self.bits, self.macs ^ other.macs,
-                            self.keys ^ other.keys)
+            if other.shape == self.shape:
+                return AuthBits(self.engine, self.words ^ other.words, self.bits, self.macs ^ other.macs,
+                                self.keys ^ other.keys)
+            shape = np.broadcast_shapes(self.shape, other.shape)
+            (a, am, ak), (b, bm, bk) = self.expanded(shape), other.expanded(shape)
+            return AuthBits.of(self.engine, a ^ b, am ^ bm, ak ^ bk)
         if isinstance(other, XorShares):
             raise TypeError("authenticated bits XOR unauthenticated shares: input them through the active engine")
         return self.engine.xor_public_bits(self, other)
@@ -321,6 +334,11 @@ class AuthBitDomain:
         peers = self.parties - 1
         return AuthBits.of(self, mine.reshape(full), macs.reshape((peers,) + full), keys.reshape((peers,) + full))
 
+    def constant_bits(self, bit: int, shape: tuple[int, ...], bits: int) -> AuthBits:
+        """A public bit in every lane, (shape..., bits): party 0 holds it, its peers' keys say so."""
+        zero = self.zero_bits(shape, bits)
+        return self.xor_public_bits(zero, True) if bit else zero
+
     def zero_bits(self, shape: tuple[int, ...], bits: int) -> AuthBits:
         full = tuple(shape) + (int(bits),)
         z = np.zeros((self.parties - 1,) + full, np.uint64)
@@ -407,8 +425,8 @@ class AuthBitDomain:
         peers = self.parties - 1
 
         def flat(v: AuthBits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return (np.broadcast_to(v.plain(), shape).ravel(), np.broadcast_to(v.macs, (peers,) + shape).reshape(peers, -1),
-                    np.broadcast_to(v.keys, (peers,) + shape).reshape(peers, -1))
+            b, m, k = v.expanded(shape)
+            return b.ravel(), m.reshape(peers, -1), k.reshape(peers, -1)
 
         (xb, xm, xk), (yb, ym, yk) = flat(x), flat(y)
         count = len(xb)

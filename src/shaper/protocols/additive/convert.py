@@ -34,9 +34,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...kernels.modq import Ring, basis, pack_bits, unpack_bits
-from ..api import ModShares, XorShares
+from ..api import ModShares, XorShares, stack_bits
 
-__all__ = ["bits_to_mod", "bits_to_ring", "const_bits", "mod_add_bits", "mod_to_bits", "trits_to_mod"]
+__all__ = ["bits_to_mod", "bits_to_ring", "compare_ge", "const_bits", "mod_add_bits", "mod_to_bits", "ripple_add",
+           "trits_to_mod"]
 
 
 def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -63,8 +64,18 @@ def _own_bits(x: XorShares) -> np.ndarray:
     return unpack_bits(x.words, x.bits).ravel().astype(np.uint64)
 
 
+def _passive_only(engine: Any, what: str) -> None:
+    """The chains below trust every party's OT inputs: refused on an engine that promises more."""
+    if getattr(engine, "security", "passive") != "passive":
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion(f"{what} runs on the passive engine only (its OT chain does not check the "
+                                    f"parties' inputs); the {engine.security} engine has no such conversion yet")
+
+
 def bits_to_ring(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> np.ndarray:
     """Shares (..., N, L) of the bits of ``x`` as integers 0/1 in every modulus (0 = 2^64)."""
+    _passive_only(engine, "Z_2 -> Z_q")
     mods = [0] if moduli == 0 else list(basis(moduli))
     ring = Ring(mods)
     mine = _own_bits(x)
@@ -89,6 +100,7 @@ def bits_to_mod(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> ModSh
 def trits_to_mod(engine: Any, t: ModShares, moduli: int | Sequence[int], *, balanced: bool = True) -> ModShares:
     """Z_3 -> Z_q: shares of a value in Z_3 (a ModShares over the basis (3,)) as shares over
     ``moduli``: {0, 1, 2} read as {0, 1, -1} (``balanced``) or as {0, 1, 2}."""
+    _passive_only(engine, "Z_3 -> Z_q")
     if t.moduli != (3,):
         raise ValueError(f"trits_to_mod takes shares over (3,), got the basis {t.moduli}")
     mods = basis(moduli)
@@ -120,25 +132,43 @@ def _planes(engine: Any, values: np.ndarray | None, owner: int, width: int, coun
 
 
 def const_bits(engine: Any, bit: int, words: int, count: int) -> XorShares:
-    """A public bit in every lane as shares (party 0 holds it)."""
+    """A public bit in every lane as shares (party 0 holds it; an engine with authenticated
+    bits makes its own: ``constant_bits``)."""
+    make = getattr(engine, "constant_bits", None)
+    if make is not None:
+        return make(bit, (), count)
     fill = np.uint64(0xFFFFFFFFFFFFFFFF if bit and engine.me == 0 else 0)
     return XorShares(engine, np.full(words, fill, np.uint64), count)
 
 
 def ripple_add(engine: Any, u: XorShares, v: XorShares, carry_in: XorShares | None = None) -> XorShares:
-    """u + v on bit planes (w, W) each: w + 1 planes, w AND layers (ripple carry)."""
+    """u + v on bit planes (w, W) each: w + 1 planes, w AND layers (ripple carry). The
+    circuits here build planes with XOR, AND, slicing and :func:`~shaper.protocols.api.stack_bits`
+    only, so they run on authenticated bits too."""
     w = u.words.shape[0]
     words = u.words.shape[1]
     c = carry_in if carry_in is not None else const_bits(engine, 0, words, u.bits)
     out = []
     for j in range(w):
-        out.append((u[j] ^ v[j] ^ c).words)
+        out.append(u[j] ^ v[j] ^ c)
         if j == 0 and carry_in is None:
             c = u[0] & v[0]
         else:
             c = c ^ ((u[j] ^ c) & (v[j] ^ c))
-    out.append(c.words)
-    return XorShares(engine, np.stack(out), u.bits)
+    out.append(c)
+    return stack_bits(out)
+
+
+def compare_ge(engine: Any, x: XorShares, t: XorShares) -> XorShares:
+    """[x >= t] for bit planes (w, W) each (least significant plane first): the carry out of
+    x + NOT t + 1, w AND layers. On the active engine's authenticated bits it is an actively
+    secure comparison (every AND from a checked triple, every opening MAC-checked)."""
+    words = x.words.shape[1]
+    c = const_bits(engine, 1, words, x.bits)
+    for j in range(x.words.shape[0]):
+        nt = ~t[j]
+        c = c ^ ((x[j] ^ c) & (nt ^ c))
+    return c
 
 
 def add_public(engine: Any, s: XorShares, constant: int) -> tuple[XorShares, XorShares]:
@@ -148,12 +178,12 @@ def add_public(engine: Any, s: XorShares, constant: int) -> tuple[XorShares, Xor
     out = []
     for j in range(w):
         t = (constant >> j) & 1
-        out.append((s[j] ^ c).words if not t else (~(s[j] ^ c)).words)
+        out.append(s[j] ^ c if not t else ~(s[j] ^ c))
         if t:  # majority(s, 1, c) = s OR c
             c = ~((~s[j]) & (~c))
         else:  # majority(s, 0, c) = s AND c
             c = s[j] & c if j else const_bits(engine, 0, words, s.bits)
-    return XorShares(engine, np.stack(out), s.bits), c
+    return stack_bits(out), c
 
 
 def mod_add_bits(engine: Any, u: XorShares, v: XorShares, q: int) -> XorShares:
@@ -162,11 +192,12 @@ def mod_add_bits(engine: Any, u: XorShares, v: XorShares, q: int) -> XorShares:
     s = ripple_add(engine, u, v)  # w + 1 planes
     d, ge = add_public(engine, s, (1 << (w + 1)) - q)  # s - q mod 2^(w+1); carry out = [s >= q]
     sel = ge & (s ^ d)[:w]  # one layer: where s >= q take d
-    return XorShares(engine, s.words[:w] ^ sel.words, u.bits)
+    return s[:w] ^ sel
 
 
 def mod_to_bits(engine: Any, x: ModShares) -> XorShares:
     """Z_q -> Z_2: shares over one modulus q as bit-plane shares (w, W) of the value's w bits."""
+    _passive_only(engine, "Z_q -> Z_2")
     if len(x.moduli) != 1:
         raise ValueError(f"mod_to_bits converts one modulus at a time, got the basis {x.moduli}")
     (q,) = x.moduli

@@ -46,9 +46,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import ConfigError
-from .convert import bits_to_mod, const_bits, ripple_add, trits_to_mod
+from .convert import bits_to_mod, compare_ge, const_bits, ripple_add, trits_to_mod
 from ...kernels.modq import basis, sub_mod
-from ..api import ModShares, XorShares
+from ..api import ModShares, XorShares, stack_bits
 
 __all__ = ["GAUSSIAN_BITS", "MAX_TAIL", "SIGMA", "TAIL", "TAIL_SIGMAS", "gaussian", "gaussian_law", "gaussian_tail",
            "gaussian_thresholds", "hamming_weight", "ternary", "uniform"]
@@ -109,14 +109,6 @@ def ternary(engine: Any, shape: int | tuple[int, ...], moduli: int | Sequence[in
     return trits_to_mod(engine, t, moduli, balanced=True)
 
 
-def _compare_ge(engine: Any, x: XorShares, t: XorShares) -> XorShares:
-    """[x >= t] for bit planes (w, W) each: the carry out of x + NOT t + 1 (w AND layers)."""
-    words = x.words.shape[1]
-    c = const_bits(engine, 1, words, x.bits)
-    for j in range(x.words.shape[0]):
-        nt = ~t[j]
-        c = c ^ ((x[j] ^ c) & (nt ^ c))
-    return c
 
 
 def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: float = SIGMA,
@@ -135,8 +127,9 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
     words = (count + 63) // 64
     engine.reserve_bit_triples(words * (levels * width + (1 << levels) + levels + 1))
     never = 1 << GAUSSIAN_BITS
-    x = engine.random_bits((GAUSSIAN_BITS,), count)
-    x = XorShares(engine, np.concatenate([x.words, np.zeros((1, words), np.uint64)]), count)
+    drawn = engine.random_bits((GAUSSIAN_BITS,), count)
+    zero = const_bits(engine, 0, words, count)
+    x = stack_bits([drawn[j] for j in range(GAUSSIAN_BITS)] + [zero])
 
     def table(index: int) -> int:
         return thresholds[index - 1] if 1 <= index <= tail else never
@@ -144,30 +137,31 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
     magnitude: list[XorShares] = []  # bits of |X|, high to low
     decoder = [const_bits(engine, 1, words, count)]  # one-hot over the prefix found so far
     for level in range(levels - 1, -1, -1):
-        # the threshold for each prefix p: T[p 2^(level + 1) + 2^level]
+        # the threshold for each prefix p: T[p 2^(level + 1) + 2^level] (XORs of the decoder's
+        # shared lanes: local, on any engine)
         planes = []
         for j in range(width):
-            plane = np.zeros(words, np.uint64)
+            plane = zero
             for p, d in enumerate(decoder):
                 if (table(p * (2 << level) + (1 << level)) >> j) & 1:
-                    plane ^= d.words
+                    plane = plane ^ d
             planes.append(plane)
-        bit = _compare_ge(engine, x, XorShares(engine, np.stack(planes), count))
+        bit = compare_ge(engine, x, stack_bits(planes))
         magnitude.append(bit)
         if level:
             if len(decoder) == 1:
                 decoder = [~bit, bit]
             else:
-                ones = XorShares(engine, np.stack([d.words for d in decoder]), count) & bit
+                ones = stack_bits(decoder) & bit
                 decoder = [v for i, d in enumerate(decoder) for v in (d ^ ones[i], ones[i])]
     # sign: y = (|X| XOR s...s) + s in (levels + 1)-bit two's complement
     sign = engine.random_bits((), count)
-    flipped = XorShares(engine, np.stack([(b ^ sign).words for b in magnitude[::-1]]), count)
-    zero = XorShares(engine, np.zeros((levels, words), np.uint64), count)
-    y = ripple_add(engine, flipped, zero, carry_in=sign)  # levels sum planes and the carry c_levels
+    flipped = stack_bits([b ^ sign for b in magnitude[::-1]])
+    zeros = stack_bits([zero] * levels)
+    y = ripple_add(engine, flipped, zeros, carry_in=sign)  # levels sum planes and the carry c_levels
     # the top bit: (0 XOR s) XOR c_levels
-    y_planes = np.concatenate([y.words[:levels], (sign.words ^ y.words[levels])[None]])
-    values = bits_to_mod(engine, XorShares(engine, y_planes, count), mods)  # (levels + 1, count)
+    y_planes = stack_bits([y[j] for j in range(levels)] + [sign ^ y[levels]])
+    values = bits_to_mod(engine, y_planes, mods)  # (levels + 1, count)
     weights = [1 << j for j in range(levels)] + [-(1 << levels)]
     out = values[0] * weights[0]
     for j in range(1, levels + 1):
