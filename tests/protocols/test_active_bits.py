@@ -402,3 +402,23 @@ def test_the_passive_conversions_refuse_the_active_engine():
 
     res = run_in_memory(2, prog, timeout=120)
     assert "ran" not in res[0], res[0]
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native GF(2^128) kernels")
+def test_the_native_gf128_combination_matches_the_definition():
+    """gf128_combine is Horner's rule over GF(2^128) (x^128 + x^7 + x^2 + x + 1), the same
+    field as the clear links' pure-Python one, for every row count (whole steps of 16 and not)."""
+    import os
+
+    import shaper._native as nat
+    from shaper.protocols.ot import _gf128_mul
+
+    for m in (1, 5, 16, 17, 40, 64):
+        rows = np.frombuffer(os.urandom(16 * m), dtype=np.uint8).reshape(m, 16)
+        seed = os.urandom(16)
+        s, acc = int.from_bytes(seed, "little"), 0
+        for row in rows:
+            acc = _gf128_mul(acc, s) ^ int.from_bytes(row.tobytes(), "little")
+        assert nat.gf128_combine(rows, seed) == acc.to_bytes(16, "little")
+        a, b = os.urandom(16), os.urandom(16)
+        assert nat.gf128_mul(a, b) == _gf128_mul(int.from_bytes(a, "little"), int.from_bytes(b, "little")).to_bytes(16, "little")
