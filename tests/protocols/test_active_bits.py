@@ -32,7 +32,7 @@ import pytest
 from shaper.errors import ConfigError, DeviationError
 from shaper.net import run_in_memory
 from shaper.protocols.active import ActiveEngine
-from shaper.protocols.active.bits import AuthBits, bucket_size
+from shaper.protocols.active.bits import MIN_BATCH, AuthBits, batches, bucket_size
 from shaper.protocols.commit import NONCE_BYTES
 from shaper.protocols.ot import InsecureLinks, OtLinks
 
@@ -202,29 +202,25 @@ def test_a_party_that_skips_the_bit_check_stalls_everyone():
         assert r[0] == "error", r
 
 
-class _TwoFacedLinks(OtLinks):
-    """OT links on which this party uses other choice bits with its first peer than with the rest."""
+def _two_faced(choices, receive):
+    """Other choice bits towards the first peer than towards the rest."""
+    flipped = np.array(choices, dtype=np.uint8, copy=True)
+    flipped[0] ^= 1
+    return {p: (flipped if i == 0 else choices) for i, p in enumerate(receive)}
 
+
+class _TwoFacedLinks(OtLinks):
     def rows(self, choices, count, receive, send):
-        if choices is None or len(receive) < 2:
-            return super().rows(choices, count, receive, send)
-        first, rest = receive[0], list(receive[1:])
-        flipped = np.array(choices, dtype=np.uint8, copy=True)
-        flipped[0] ^= 1
-        t1, q = super().rows(flipped, count, [first], send)
-        t2, _ = super().rows(choices, count, rest, [])
-        return {**t1, **t2}, q
+        if choices is not None and len(receive) >= 2:
+            choices = _two_faced(choices, receive)
+        return super().rows(choices, count, receive, send)
 
 
 class _TwoFacedClear(InsecureLinks):
     def rows(self, choices, count, receive, send):
-        if choices is None or len(receive) < 2:
-            return super().rows(choices, count, receive, send)
-        flipped = np.array(choices, dtype=np.uint8, copy=True)
-        flipped[0] ^= 1
-        t1, q = super().rows(flipped, count, [receive[0]], send)
-        t2, _ = super().rows(choices, count, list(receive[1:]), [])
-        return {**t1, **t2}, q
+        if choices is not None and len(receive) >= 2:
+            choices = _two_faced(choices, receive)
+        return super().rows(choices, count, receive, send)
 
 
 class _TwoFaced(ActiveEngine):
@@ -304,10 +300,16 @@ def test_authenticated_bits_refuse_plain_shares_and_bad_shapes():
         except ValueError as exc:
             out["shape"] = str(exc)
         assert isinstance(x[0], AuthBits) and x[0].shape == (70,)
+        for bad in ((slice(None), 0), (Ellipsis, 0), (0, 1)):  # the bit axis is not indexable
+            try:
+                x[bad]
+            except IndexError:
+                out.setdefault("index", []).append("refused")
         return out
 
     res = run_in_memory(2, prog, timeout=60)
     assert "unauthenticated" in res[0]["plain"] and "bits" in res[0]["shape"]
+    assert res[0]["index"] == ["refused"] * 3
 
 
 def test_an_engine_stops_after_a_failed_bit_check():
@@ -422,3 +424,77 @@ def test_the_native_gf128_combination_matches_the_definition():
         assert nat.gf128_combine(rows, seed) == acc.to_bytes(16, "little")
         a, b = os.urandom(16), os.urandom(16)
         assert nat.gf128_mul(a, b) == _gf128_mul(int.from_bytes(a, "little"), int.from_bytes(b, "little")).to_bytes(16, "little")
+
+
+
+def test_an_output_that_xors_inputs_shows_the_xor_not_the_inputs():
+    """Inputs go through a mask: every party's share of an input is uniform, so the shares a
+    recipient receives for x XOR y (no AND in between) are not the owners' inputs."""
+    bx = RNG.integers(0, 2, 256).astype(bool)
+    by = RNG.integers(0, 2, 256).astype(bool)
+
+    def prog(session):
+        e = _engine(session)
+        x = e.share_bits(bx if session.index == 1 else None, owner=1)
+        y = e.share_bits(by if session.index == 2 else None, owner=2)
+        z = x ^ y
+        return x.plain(), y.plain(), z.plain(), z.reveal(to=0)
+
+    res = run_in_memory(3, prog, timeout=120)
+    assert np.array_equal(res[0][3], bx ^ by)
+    for i, (xs, ys, zs, _) in enumerate(res):
+        for share, secret in ((xs, bx), (ys, by), (zs, bx ^ by)):
+            assert 64 < np.count_nonzero(share ^ secret) < 192   # uniform, not the value
+    assert not np.array_equal(res[1][2], bx) and not np.array_equal(res[2][2], by)
+
+
+def test_every_batch_of_and_triples_is_large_enough_for_its_bucket_size():
+    """One AND gate still buckets a batch of MIN_BATCH triples (the rest stays in the pool), and
+    large requests split evenly: no remainder batch is bucketed with too few triples."""
+    assert batches(1) == [MIN_BATCH] and batches(MIN_BATCH + 1) == [MIN_BATCH + 1]
+    big = batches((1 << 19) + 1)
+    assert len(big) == 2 and min(big) >= 1 << 18 and sum(big) == (1 << 19) + 1
+    assert all(bucket_size(b) <= 4 for b in batches(10) + big)
+
+    def prog(session):
+        e = _engine(session)
+        x = e.share_bits(XB[:1, :3], owner=0)
+        (x & x).reveal()
+        made, pooled = e.bit_triples_made, len(e._bit_pool[0])
+        (x & x).reveal()  # from the pool: nothing new
+        return made, pooled, e.bit_triples_made
+
+    made, pooled, after = run_in_memory(2, prog, timeout=120)[0]
+    assert made >= MIN_BATCH and pooled == made - 3 and after == made
+
+
+class _SplitClear(InsecureLinks):
+    """Clear links whose sender uses another Delta towards its first peer."""
+
+    def delta(self, peer):
+        first = [p for p in range(self.session.n) if p != self.me][0]
+        return bytes(b ^ 0x5A for b in self.global_delta) if peer == first else self.global_delta
+
+
+class _SplitDelta(ActiveEngine):
+    def _bit_links(self):
+        if self._blinks_obj is None:
+            self._bit_delta = self.prg.random_bytes(16)
+            self._blinks_obj = (OtLinks(self.session, label="abit", delta=None) if NATIVE  # a fresh Delta per peer
+                                else _SplitClear(self.session, delta=self._bit_delta))
+        return self._blinks_obj
+
+
+def test_a_party_with_a_different_delta_per_peer_only_makes_the_and_check_fail():
+    """The XOR of the G then carries (x y_i XOR z_i) D for an honest party i, which the
+    deviating party cannot cancel; over a batch of at least MIN_BATCH triples the check passes
+    only if every such bit is zero: every honest party stops, every time."""
+    def prog(session):
+        cls = _SplitDelta if session.index == session.n - 1 else ActiveEngine
+        return bit_program(session, cls)
+
+    for _ in range(2):
+        res = run_in_memory(3, _outcome, prog, timeout=120)
+        mine = res[:-1]
+        assert all(r[0] == "error" for r in mine), res
+        assert any(r[1] == "DeviationError" and "AND triples' check failed" in r[2] for r in mine), res

@@ -40,12 +40,27 @@ form:
 3. What a deviating party can still do: send a wrong U or W, which shifts the honest party's
    share by x_j times its error, so that the check passes or fails depending on x_j (a
    selective failure: it learns x_j with probability 1/2, and the job aborts otherwise).
-   Only x leaks; y and z never enter a selective failure.
+   Only x leaks. (A party that keys its OT links with different Deltas towards different
+   peers adds (x y_i XOR z_i) D to the XOR of the G, a term in an honest party's y and z
+   shares that it cannot cancel: the check then passes only if every such bit of the batch is
+   zero, about 2^-L/2, and a batch is never smaller than :data:`MIN_BATCH` triples, so this
+   is an abort, not a leak. A failed check opens the honest party's combination, which with
+   every pad known can give its Delta away: the engine stops for good at any failure and the
+   Delta is never used again.)
 4. Bucketing (WRK17, section 5): the L = B N leaky triples are permuted by a joint coin toss
    into N buckets of B; per bucket the output is x = XOR of every x^k, y = y^1 and
    z = z^1 XOR sum_k (z^k XOR d_k x^k) with d_k = y^1 XOR y^k opened (checked MACs). The
    output's x is known to the adversary only if every x^k in its bucket leaked: B = 3 for
-   batches of 280,000 or more, 4 from 3,100, 5 below (WRK17's sizes for 2^-40).
+   batches of 280,000 or more, 4 from 3,100 (WRK17's sizes; a union bound over the attacked
+   triples gives 2^-40.0 and 2^-40.1 there). A batch is never smaller than 3,100
+   (:data:`MIN_BATCH`; a smaller need leaves the rest in the pool): with B = 5 a batch of 140
+   would be sound to 2^-35 only, and one of a single triple to 2^-5.
+
+**Inputs** (:meth:`AuthBitDomain.share_bits`) go through a mask, as the prime field's do:
+random authenticated bits r, opened to the owner, and the owner's broadcast of x XOR r, which
+joins every party's view. Every party's share of an input is therefore uniform, and an output
+that only XORs inputs shows the XOR alone (a share equal to the input, zero elsewhere, would
+let the recipient read each input from the shares it receives).
 
 **Openings** are partial, like the prime field's: every party sends its bits; the MACs of
 what it sent go into a per-peer SHA-256 ledger, and what a peer should have sent (key XOR
@@ -80,12 +95,24 @@ __all__ = ["AuthBitDomain", "AuthBits", "bucket_size"]
 CROSS = 1 << 8     # hash purposes on an aBit row: the cross term of z ...
 CHECK = 2 << 8     # ... and the leaky AND's check
 MASKS = 128        # extra aBits per batch for the consistency check (three parties or more)
-CHUNK = 1 << 19    # final triples per preprocessing batch (memory: about 1 KiB per triple per peer)
+CHUNK = 1 << 19    # final triples per preprocessing batch at most (memory: about 1 KiB per triple per peer)
+MIN_BATCH = 3_100  # final triples per batch at least: B = 4 is sound to 2^-40 from here (2^-35 at 140 with B = 5)
+MAX_BITS = 1 << 22  # bits per input or random draw in one call (the rows of one call: 16 bytes per bit and peer)
 
 
 def bucket_size(count: int) -> int:
-    """Leaky ANDs per final AND triple for a batch of ``count`` (WRK17's sizes for 2^-40)."""
+    """Leaky ANDs per final AND triple for a batch of ``count`` (WRK17's sizes for 2^-40: 3 from
+    280,000, 4 from 3,100; :data:`MIN_BATCH` keeps every batch at 3,100 or more)."""
     return 3 if count >= 280_000 else 4 if count >= 3_100 else 5
+
+
+def batches(count: int) -> list[int]:
+    """Batch sizes for ``count`` final triples: at least :data:`MIN_BATCH` in all (the surplus
+    stays in the pool), split evenly so that no batch is a small remainder."""
+    count = max(int(count), MIN_BATCH)
+    parts = -(-count // CHUNK)
+    base, extra = divmod(count, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 class AuthBits(XorShares):
@@ -112,7 +139,11 @@ class AuthBits(XorShares):
         return unpack_bits(self.words, self.bits)
 
     def __getitem__(self, index: Any) -> "AuthBits":
+        """Index the leading (non-bit) axes only."""
         idx = index if isinstance(index, tuple) else (index,)
+        if any(i is Ellipsis or i is None for i in idx) or len(idx) >= self.words.ndim:
+            raise IndexError(f"authenticated bits index their leading axes only ({self.words.ndim - 1} here), "
+                             f"got {index!r}")
         full = (slice(None),) + idx
         return AuthBits(self.engine, self.words[idx], self.bits, self.macs[full], self.keys[full])
 
@@ -173,13 +204,6 @@ class AuthBits(XorShares):
 
 def _low64(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows).view(np.uint64)[:, 0].copy()
-
-
-def _bit_rows(bits: np.ndarray) -> np.ndarray:
-    """Bits as GF(2^128) elements 0 / 1, (m, 16) rows."""
-    rows = np.zeros((len(bits), 16), np.uint8)
-    rows[:, 0] = np.asarray(bits, dtype=np.uint8)
-    return rows
 
 
 def _xor_bytes(a: bytes, b: bytes) -> bytes:
@@ -263,23 +287,23 @@ class AuthBitDomain:
         seed = self.joint_coins("abit-check").random_bytes(16)
         own_v = b""
         if self.me in owners:
-            own_v = links.combine(_bit_rows(mine), seed)
+            own_v = links.combine_bits(mine, seed)
             for p in self.others:
                 ses.send(p, own_v + links.combine(t[p][0], seed), tag)
         got, bad = {}, []
         for o in owners:
             if o == self.me:
                 continue
-            msg = ses.recv_bytes(o, tag)
+            msg = ses.recv_bytes(o, tag, size=32)
             if len(msg) != 32:
                 raise FrameError(f"party {ses.parties[o]!r} sent a {len(msg)}-byte aBit check; expected 32")
             v, mu = msg[:16], msg[16:]
-            if _xor_bytes(links.combine(q[o][0], seed), links.gf_mul(v, self._bit_delta)) != mu:
+            if _xor_bytes(links.combine(q[o][0], seed), links.scale(v, links.delta(o))) != mu:
                 bad.append(o)
             got[o] = v
         view = b"".join(own_v if o == self.me else got[o] for o in owners)
         ses.broadcast(view, tag + "/view")
-        differ = [p for p in self.others if ses.recv_bytes(p, tag + "/view") != view]
+        differ = [p for p in self.others if ses.recv_bytes(p, tag + "/view", size=len(view)) != view]
         if bad:
             raise DeviationError(f"the aBit consistency check ({what}) failed for party "
                                  f"{', '.join(repr(ses.parties[o]) for o in bad)}: its bits differ between peers")
@@ -301,8 +325,12 @@ class AuthBitDomain:
 
     # -- inputs ----------------------------------------------------------------------------------
     def share_bits(self, bits: Any, *, owner: int) -> AuthBits:
-        """The owner's bool array (..., N) as authenticated bits (the owner's share is the bits,
-        every other party's zero; authenticated by one OT per bit and peer)."""
+        """The owner's bool array (..., N) as authenticated bits: random authenticated bits r
+        (every party's share uniform), opened to the owner alone, and the owner's broadcast of
+        x XOR r, which every party XORs in as a public value and adds to its view (compared at
+        the next check: an owner that sends different values to different peers is caught).
+        Every party's share of x is then as uniform as its share of r: an output that XORs
+        inputs shows the XOR, not the inputs."""
         if not 0 <= owner < self.parties:
             raise ValueError(f"input owner {owner} is not a party (0..{self.parties - 1})")
         tag = self._tag("share-bits")
@@ -310,24 +338,31 @@ class AuthBitDomain:
             arr = np.asarray(bits, dtype=bool)
             if arr.ndim == 0:
                 raise ValueError("share_bits takes an array of bits (..., N), got a scalar")
-            if arr.size > MAX_INPUT:
-                raise ValueError(f"an input of {arr.size} bits; at most {MAX_INPUT} at once")
+            if arr.size > MAX_BITS:
+                raise ValueError(f"an input of {arr.size} bits; at most {MAX_BITS} at once")
             shape = arr.shape
             self.session.broadcast(list(shape), tag + "/shape")
         else:
-            shape = read_shape(self.session, owner, tag + "/shape")
-            arr = None
-        count = math.prod(shape)
-        t, q, mine = self._abits(None if arr is None else arr.ravel(), count, [owner], "input")
-        macs, keys = self._macs_keys(t, q, count)
-        plain = mine if mine is not None else np.zeros(count, bool)
-        peers = self.parties - 1
-        return AuthBits.of(self, plain.reshape(shape), macs.reshape((peers,) + shape), keys.reshape((peers,) + shape))
+            shape = read_shape(self.session, owner, tag + "/shape", limit=MAX_BITS)
+            if not shape:
+                raise FrameError(f"party {self.session.parties[owner]!r} announced a scalar bit input")
+        self.openings.witness(np.asarray(shape, dtype=np.uint64), "bit input")
+        r = self.random_bits(shape[:-1], shape[-1])
+        mask = self.open_bits_partial(r, to=owner)   # checked with everything else before any output
+        if self.me == owner:
+            d = pack_bits(arr ^ mask)
+            self.session.broadcast(d, tag)
+        else:
+            d = self.session.recv_array(owner, tag, dtype=np.uint64, shape=r.words.shape)
+        self.openings.witness(d & pack_bits(np.ones(shape, bool)), "bit input")  # padding bits left out
+        return self.xor_public_bits(r, d)
 
     def random_bits(self, shape: tuple[int, ...], bits: int) -> AuthBits:
         """Authenticated uniform bits no party knows, (shape..., bits)."""
         full = tuple(shape) + (int(bits),)
         count = math.prod(full)
+        if count > MAX_BITS:
+            raise ValueError(f"{count} random bits at once; at most {MAX_BITS} per call")
         mine = (self.prg.uint64(count) & np.uint64(1)) == 1
         t, q, mine = self._abits(mine, count, list(range(self.parties)), "random bits")
         macs, keys = self._macs_keys(t, q, count)
@@ -401,7 +436,7 @@ class AuthBitDomain:
         ledgers, self._ledgers = self._ledgers, None
         for p in self.others:
             ses.send(p, ledgers[p].sent.digest(), tag)
-        bad = [p for p in self.others if ses.recv_bytes(p, tag) != ledgers[p].expect.digest()]
+        bad = [p for p in self.others if ses.recv_bytes(p, tag, size=32) != ledgers[p].expect.digest()]
         if bad:
             raise DeviationError(f"the bit MAC check ({phase}) failed: the bits opened by party "
                                  f"{', '.join(repr(ses.parties[p]) for p in bad)} do not match their MACs")
@@ -451,7 +486,7 @@ class AuthBitDomain:
         have = 0 if self._bit_pool is None else len(self._bit_pool[0])
         if have >= count:
             return
-        fresh = self.bit_triples(count - have)
+        fresh = self._make_bit_triples(count - have)  # at least MIN_BATCH: the surplus stays
         if self._bit_pool is not None:
             fresh = tuple(np.concatenate([old, new]) for old, new in zip(self._bit_pool, fresh))
         self._bit_pool = tuple(fresh)
@@ -476,21 +511,24 @@ class AuthBitDomain:
     # -- preprocessing -------------------------------------------------------------------------------
     def bit_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``count`` checked AND triples: row matrices (count, 2P - 1) uint64 for a, b and c, each
-        row [this party's bit, its MAC for every peer, its key for every peer's bit]."""
-        parts = []
-        done = 0
-        while done < count:
-            n = min(CHUNK, count - done)
-            parts.append(self._bucketed(n))
-            done += n
+        row [this party's bit, its MAC for every peer, its key for every peer's bit]. Made in
+        batches of at least :data:`MIN_BATCH` (a smaller request discards the rest; the engine's
+        own AND gates keep it in their pool)."""
+        made = self._make_bit_triples(count)
+        return tuple(m[:count] for m in made)  # type: ignore[return-value]
+
+    def _make_bit_triples(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [self._bucketed(n) for n in batches(count)]
         self.check_bits("AND triples")
-        self.bit_triples_made += count
+        self.bit_triples_made += sum(len(p[0]) for p in parts)
         if len(parts) == 1:
             return parts[0]
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
     def _bucketed(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """WRK17's bucketing of count x B leaky triples into ``count`` (module notes)."""
+        if count < MIN_BATCH:
+            raise ValueError(f"a bucketing batch of {count} triples; at least {MIN_BATCH} for 2^-40")
         B = bucket_size(count)
         leaky = self._leaky(count * B)   # (L, 3, 2P - 1): x, y, z of each leaky triple
         # a uniform permutation from a 128-bit joint coin toss (expanded by Philox; public coins)
