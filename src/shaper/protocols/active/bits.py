@@ -29,14 +29,15 @@ form:
    H1(M) XOR x_j U. z_i = x_i y_i XOR every cross share; z is authenticated (aBits with z_i as
    the choice bits).
 2. The check. C_i[v] = v_i Delta_i XOR sum_j (M_i^j[v_i] XOR K_i^j[v_j]) are XOR shares of
-   v Delta (Delta = XOR of every Delta_i, over the full 128-bit rows). For x y Delta every
-   key holder i of x_j sends W = H2(K) XOR H2(K XOR Delta_i) XOR C_i[y] (16 bytes), j takes
+   v Delta (Delta = XOR of every Delta_i, over the rows' low 64 bits, the MACs' width). For
+   x y Delta every key holder i of x_j sends W = H2(K) XOR H2(K XOR Delta_i) XOR C_i[y] (the
+   hash's low 8 bytes: 8 bytes per triple), j takes
    H2(M) XOR x_j W; then G_i = x_i C_i[y] XOR those shares XOR C_i[z] and XOR_i G_i =
    (x y XOR z) Delta. Each party reduces its G_i to one GF(2^128) value by a random linear
    combination (coefficients from a joint coin toss after every W was sent), masks it by a
    fresh XOR-sharing of zero, and the values are opened with commit-then-open: they must XOR
    to zero. A z that is not x y needs the XOR of the G to be (x y XOR z) Delta XOR e = 0 with
-   Delta unknown: passes with probability about L / 2^128 for L triples.
+   Delta unknown: passes with probability 2^-64 (a guess of the honest Delta) + L / 2^128.
 3. What a deviating party can still do: send a wrong U or W, which shifts the honest party's
    share by x_j times its error, so that the check passes or fails depending on x_j (a
    selective failure: it learns x_j with probability 1/2, and the job aborts otherwise).
@@ -570,23 +571,26 @@ class AuthBitDomain:
             share ^= m ^ (xw & u)
         z = unpack_bits(share, count)
         tz, qz, _ = self._abits(z, count, everyone, "AND triples")
-        # 2. the check: XOR over parties of G_i = (x y XOR z) Delta must be zero (rows as uint64 pairs)
-        d2 = np.frombuffer(delta, dtype=np.uint64)
-        xmask = (-(x.astype(np.uint64)))[:, None]
-        cy = self._global_mac(y, {p: t[p][0][count:] for p in others}, {p: q[p][0][count:] for p in others}, d2)
-        cz = self._global_mac(z, {p: tz[p][0] for p in others}, {p: qz[p][0] for p in others}, d2)
+        # 2. the check: XOR over parties of G_i = (x y XOR z) Delta must be zero, over the rows'
+        # low 64 bits (the MACs' width: a wrong z passes with probability 2^-64)
+        d64 = np.frombuffer(delta, dtype=np.uint64)[0]
+        xmask = -(x.astype(np.uint64))
+        cy = self._global_mac(y, {p: t[p][0][count:] for p in others}, {p: q[p][0][count:] for p in others}, d64)
+        cz = self._global_mac(z, {p: tz[p][0] for p in others}, {p: qz[p][0] for p in others}, d64)
         acc = (cy & xmask) ^ cz
         for p in others:
             rows, (dom, start) = q[p]
             h0, h1 = links.hash_rows(rows[:count], (dom ^ CHECK, start), delta)
-            h0 = h0.view(np.uint64)
-            ses.send(p, (h0 ^ h1.view(np.uint64) ^ cy).view(np.uint8), tag + "/w")
+            h0 = h0.view(np.uint64)[:, 0]
+            ses.send(p, h0 ^ h1.view(np.uint64)[:, 0] ^ cy, tag + "/w")
             acc ^= h0
         for p in others:
             rows, (dom, start) = t[p]
-            h = links.hash_rows(rows[:count], (dom ^ CHECK, start)).view(np.uint64)
-            w = ses.recv_array(p, tag + "/w", dtype=np.uint8, shape=(count, 16)).view(np.uint64)
+            h = links.hash_rows(rows[:count], (dom ^ CHECK, start)).view(np.uint64)[:, 0]
+            w = ses.recv_array(p, tag + "/w", dtype=np.uint64, shape=(count,))
             acc ^= h ^ (w & xmask)
+        wide = np.zeros((count, 2), np.uint64)
+        wide[:, 0] = acc
         pad = 0
         for p in others:  # a fresh XOR-sharing of zero, so that the opened values say nothing more
             if self.me < p:
@@ -597,7 +601,7 @@ class AuthBitDomain:
             if p < self.me:
                 pad ^= int.from_bytes(ses.recv_bytes(p, tag + "/pad", size=16), "little")
         seed = self.joint_coins("and-check").random_bytes(16)
-        mine_x = _xor_bytes(links.combine(acc.view(np.uint8), seed), pad.to_bytes(16, "little"))
+        mine_x = _xor_bytes(links.combine(wide.view(np.uint8), seed), pad.to_bytes(16, "little"))
         opened = open_committed(ses, mine_x, tag + "/x", error=DeviationError)
         total = 0
         for v in opened:
@@ -616,12 +620,12 @@ class AuthBitDomain:
                 out[:, j, 1 + peers + k] = qq[p][0][lo:lo + count].view(np.uint64)[:, 0]
         return out
 
-    def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.ndarray) -> np.ndarray:
-        """XOR shares of bits x Delta over the full rows (uint64 pairs): b_i Delta_i XOR
-        sum_j (M_i^j XOR K_i^j)."""
-        out = (-(np.asarray(bits, dtype=np.uint64)))[:, None] & delta[None, :]
+    def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.uint64) -> np.ndarray:
+        """XOR shares of bits x Delta over the rows' low 64 bits: b_i Delta_i XOR sum_j
+        (M_i^j XOR K_i^j), uint64 (count,)."""
+        out = (-(np.asarray(bits, dtype=np.uint64))) & delta
         for p in self.others:
-            out ^= np.ascontiguousarray(t[p]).view(np.uint64) ^ np.ascontiguousarray(q[p]).view(np.uint64)
+            out ^= np.ascontiguousarray(t[p]).view(np.uint64)[:, 0] ^ np.ascontiguousarray(q[p]).view(np.uint64)[:, 0]
         return out
 
     def check_all(self, phase: str) -> None:  # the engine's: both domains
