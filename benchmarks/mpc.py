@@ -155,9 +155,10 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
     _pin(session)
     for security in engines:  # warm-up, checked: base OTs, imports, buffers; outside the timings
         mpc_job(session, ["triples-61"], 1 << 14, CKKS_14, check=True, security=security)
-    out: dict[str, Any] = {f"{op}/{security}": [] for op in ("triples-61", "bit-triples") for security in engines}
+    both = ("triples-61", "bit-triples", "cmp-20")
+    out: dict[str, Any] = {f"{op}/{security}": [] for op in both for security in engines}
     for _ in range(repeat):
-        for op in ("triples-61", "bit-triples"):
+        for op in both:
             for security in engines:
                 out[f"{op}/{security}"].append(_cpu_timed(session, op, count, security, check=False))
     if "active" in engines:
@@ -191,7 +192,8 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
                     "bytes_per_item_by_party": [round(float(np.mean([r["bytes_per_item"] for r in party])), 1)
                                                 for party in runs]}
     if len(engines) == 2:
-        for op, key in (("triples-61", "active_over_passive"), ("bit-triples", "active_over_passive_bits")):
+        for op, key in (("triples-61", "active_over_passive"), ("bit-triples", "active_over_passive_bits"),
+                        ("cmp-20", "active_over_passive_cmp")):
             p, a = out[f"{op}/passive"], out[f"{op}/active"]
             out[key] = {
                 "time": round(p["rate"] / a["rate"], 2),
@@ -203,7 +205,8 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
 SECURITY_LABELS = {"triples-61/passive": "triples mod 2^61-1, passive", "triples-61/active": "triples mod 2^61-1, active",
                    "range-40/active": "range-checked inputs (40 bits), active",
                    "mul-61/active": "products of inputs, opened, active",
-                   "bit-triples/passive": "AND triples, passive", "bit-triples/active": "AND triples, active"}
+                   "bit-triples/passive": "AND triples, passive", "bit-triples/active": "AND triples, active",
+                   "cmp-20/passive": "20-bit comparisons, passive", "cmp-20/active": "20-bit comparisons, active"}
 
 
 def print_security(n: int, res: dict) -> None:
@@ -218,7 +221,8 @@ def print_security(n: int, res: dict) -> None:
               f"{r['bytes_per_item_per_party']:10,.1f} {r['bits_per_item_per_party']:10,.0f} "
               f"{r['cpu_us_per_item_per_party']:12,.2f}  {', '.join(f'{x:,.0f}' for x in r['runs'])}  "
               f"B/item by party: {', '.join(f'{b:,.0f}' for b in r['bytes_per_item_by_party'])}")
-    for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_bits", "AND triple")):
+    for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_bits", "AND triple"),
+                      ("active_over_passive_cmp", "20-bit comparison")):
         if key in res:
             x = res[key]
             print(f"active / passive per {what}: time x{x['time']}, bytes x{x['bytes']}, CPU x{x['cpu']}")

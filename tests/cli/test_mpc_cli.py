@@ -61,7 +61,7 @@ def test_local_run_on_the_active_engine(capsys):
     code = main(["mpc", "run", "--local", "2", "--security", "active", "--count", "1024"])
     out = capsys.readouterr().out
     assert code == 0 and "active engine" in out
-    for op in ("triples-61", "mul-61", "range-40", "bit-triples"):
+    for op in ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20"):
         assert re.search(rf"party0: {op}\s+[0-9,]+ /s", out), op
 
 
@@ -116,7 +116,7 @@ def test_two_hosts_run_the_active_engine_from_the_parties_file(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
-        for op in ("triples-61", "mul-61", "range-40", "bit-triples"):
+        for op in ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20"):
             assert re.search(rf": {op}\s+[0-9,]+ /s", out), (op, out)
 
 

@@ -20,11 +20,12 @@ __all__ = ["ACTIVE_OPS", "CKKS_14", "OPS", "P61", "SECURITY", "mpc_job"]
 CKKS_14 = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 35184370155521,
            35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
 P61 = (1 << 61) - 1
-OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b")
+OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "b2a-61", "b2a", "t2a", "a2b", "cmp-20")
 #: what the active engine runs: MAC'd triples checked by sacrifice, multiplications of
 #: authenticated inputs opened after the MAC check, range-checked inputs, and AND triples
-#: (authenticated bits, WRK17's checked leaky ANDs, bucketed)
-ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples")
+#: (authenticated bits, WRK17's checked leaky ANDs, bucketed), and comparisons of two parties'
+#: private 20-bit integers on them
+ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20")
 SECURITY = ("passive", "active")
 
 
@@ -144,6 +145,8 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
                 a, b, c = (engine.rows_as_bits(m[:64]).reveal() for m in res["result"])
                 if not np.array_equal(c, a & b):
                     raise AssertionError("an active AND triple is wrong")
+        elif op == "cmp-20":
+            res = _compare(session, engine, count // 4, check)
         else:
             raise ValueError(f"unknown operation {op!r}; the active engine runs {', '.join(ACTIVE_OPS)}")
         res.pop("result", None)
@@ -196,11 +199,40 @@ def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], ch
         elif op == "a2b":
             x = engine.random_mod(count // 4, moduli[0])
             res = _timed(session, lambda: engine.mod_to_bits(x), count // 4)
+        elif op == "cmp-20":
+            res = _compare(session, engine, count // 4, check)
         else:
             raise ValueError(f"unknown operation {op!r}; choose from {', '.join(OPS)}")
         res.pop("result", None)
         out[op] = res
     return out
+
+
+def _compare(session: Any, engine: Any, n: int, check: bool) -> dict:
+    """[x >= y] for the first party's and the last party's private 20-bit integers, opened to
+    every party: the inputs as bit planes, a 20-layer comparison circuit (any engine's bits)."""
+    from ..protocols.additive.convert import compare_ge
+
+    width, last = 20, session.n - 1
+
+    def values(party: int) -> np.ndarray:
+        return (np.arange(n, dtype=np.uint64) * np.uint64(7919 * (party + 1))) % np.uint64(1 << width)
+
+    def planes(party: int) -> np.ndarray | None:
+        if session.index != party:
+            return None
+        v = values(party)
+        return ((v[None, :] >> np.arange(width, dtype=np.uint64)[:, None]) & np.uint64(1)).astype(bool)
+
+    def run() -> np.ndarray:
+        x = engine.share_bits(planes(0), owner=0)
+        y = engine.share_bits(planes(last), owner=last)
+        return compare_ge(engine, x, y).reveal()
+
+    res = _timed(session, run, n)
+    if check and not np.array_equal(res["result"], values(0) >= values(last)):
+        raise AssertionError("a comparison came out wrong")
+    return res
 
 
 def _centered(values: np.ndarray, q: int) -> np.ndarray:
