@@ -250,7 +250,7 @@ LABELS = {"ot": "random OT per party, both roles (4 B per OT received)",
           "triples-64": "Beaver triples Z_2^64", "bit-triples": "Z_2 triples (ANDs)",
           "gaussian": "Gaussian samples, 9 limbs", "ternary": "ternary samples, 9 limbs",
           "b2a-61": "Z_2 → Z_q, one 61-bit q", "b2a": "Z_2 → Z_q, 9 limbs", "t2a": "Z_3 → Z_q, 9 limbs",
-          "a2b": "Z_q → Z_2, 60-bit q"}
+          "a2b": "Z_q → Z_2, 60-bit q", "cmp-20": "comparisons of private 20-bit integers"}
 
 
 def docs_table(rows: dict, count: int) -> str:
