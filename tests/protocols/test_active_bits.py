@@ -113,10 +113,11 @@ def test_every_deviation_stops_every_honest_party(parties, name):
     assert_all_stopped(res, -1, words=words)
 
 
-@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("parties", [3, 5])
 def test_a_wrong_zero_sharing_pad_is_caught(parties):
-    """Pads go from the lower index to the higher: party 0 flips the one it sends to party 1 (the
-    same flip towards every peer would cancel out: the pads would still share zero)."""
+    """(Three parties or more; two compare hashes.) Pads go from the lower index to the higher:
+    party 0 flips the one it sends to party 1 (the same flip towards every peer would cancel
+    out: the pads would still share zero)."""
     dev = Deviation(r"act-land-\d+/pad", "flip", nth=None, peers=("party1",))
     res = run(parties, bit_program, deviant=0, deviations=[dev])
     assert dev.fired

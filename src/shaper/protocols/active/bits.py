@@ -34,9 +34,9 @@ form:
    hash's low 8 bytes: 8 bytes per triple), j takes
    H2(M) XOR x_j W; then G_i = x_i C_i[y] XOR those shares XOR C_i[z] and XOR_i G_i =
    (x y XOR z) Delta. Each party reduces its G_i to one GF(2^128) value by a random linear
-   combination (coefficients from a joint coin toss after every W was sent), masks it by a
-   fresh XOR-sharing of zero, and the values are opened with commit-then-open: they must XOR
-   to zero. A z that is not x y needs the XOR of the G to be (x y XOR z) Delta XOR e = 0 with
+   combination (coefficients from a joint coin toss after every W was sent); at two parties
+   the two values must be equal and are compared by committed hashes, at more each is masked
+   by a fresh XOR-sharing of zero and opened with commit-then-open: they must XOR to zero. A z that is not x y needs the XOR of the G to be (x y XOR z) Delta XOR e = 0 with
    Delta unknown: passes with probability 2^-64 (a guess of the honest Delta) + L / 2^128.
 3. What a deviating party can still do: send a wrong U or W, which shifts the honest party's
    share by x_j times its error, so that the check passes or fails depending on x_j (a
@@ -45,9 +45,9 @@ form:
    peers adds (x y_i XOR z_i) D to the XOR of the G, a term in an honest party's y and z
    shares that it cannot cancel: the check then passes only if every such bit of the batch is
    zero, about 2^-L/2, and a batch is never smaller than :data:`MIN_BATCH` triples, so this
-   is an abort, not a leak. A failed check opens the honest party's combination, which with
-   every pad known can give its Delta away: the engine stops for good at any failure and the
-   Delta is never used again.)
+   is an abort, not a leak. With three parties or more a failed check opens the honest party's
+   combination, which with every pad known can give its Delta away: the engine stops for good
+   at any failure and the Delta is never used again; at two parties only hashes are opened.)
 4. Bucketing (WRK17, section 5): the L = B N leaky triples are permuted by a joint coin toss
    into N buckets of B; per bucket the output is x = XOR of every x^k, y = y^1 and
    z = z^1 XOR sum_k (z^k XOR d_k x^k) with d_k = y^1 XOR y^k opened (checked MACs). The
@@ -591,26 +591,7 @@ class AuthBitDomain:
             acc ^= h ^ (w & xmask)
         wide = np.zeros((count, 2), np.uint64)
         wide[:, 0] = acc
-        pad = 0
-        for p in others:  # a fresh XOR-sharing of zero, so that the opened values say nothing more
-            if self.me < p:
-                r = self.prg.random_bytes(16)
-                ses.send(p, r, tag + "/pad")
-                pad ^= int.from_bytes(r, "little")
-        for p in others:
-            if p < self.me:
-                pad ^= int.from_bytes(ses.recv_bytes(p, tag + "/pad", size=16), "little")
-        seed = self.joint_coins("and-check").random_bytes(16)
-        mine_x = _xor_bytes(links.combine(wide.view(np.uint8), seed), pad.to_bytes(16, "little"))
-        opened = open_committed(ses, mine_x, tag + "/x", error=DeviationError)
-        total = 0
-        for v in opened:
-            if len(v) != 16:
-                raise FrameError(f"a {len(v)}-byte AND check value; expected 16")
-            total ^= int.from_bytes(v, "little")
-        if total:
-            raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
-                                 "share or authenticated product")
+        self._and_check(wide, tag)
         peers = self.parties - 1
         out = np.empty((count, 3, 1 + 2 * peers), np.uint64)
         for j, (bits, tt, qq, lo) in enumerate(((x, t, q, 0), (y, t, q, count), (z, tz, qz, 0))):
@@ -619,6 +600,43 @@ class AuthBitDomain:
                 out[:, j, 1 + k] = tt[p][0][lo:lo + count].view(np.uint64)[:, 0]
                 out[:, j, 1 + peers + k] = qq[p][0][lo:lo + count].view(np.uint64)[:, 0]
         return out
+
+    def _and_check(self, rows: np.ndarray, tag: str) -> None:
+        """XOR over the parties of their G rows must be zero, reduced by a random GF(2^128)
+        combination drawn after every message of the AND. Two parties: equal combinations,
+        compared by committed hashes (a failed check then shows nothing of the honest value).
+        More: each combination masked by a fresh XOR-sharing of zero and opened committed (a
+        failed check can then show an honest party's Delta to a coalition that knows every pad:
+        the engine stops for good at any failure and never uses that Delta again)."""
+        ses, links, others = self.session, self._bit_links(), self.others
+        pad = 0
+        if self.parties > 2:
+            for p in others:
+                if self.me < p:
+                    r = self.prg.random_bytes(16)
+                    ses.send(p, r, tag + "/pad")
+                    pad ^= int.from_bytes(r, "little")
+            for p in others:
+                if p < self.me:
+                    pad ^= int.from_bytes(ses.recv_bytes(p, tag + "/pad", size=16), "little")
+        seed = self.joint_coins("and-check").random_bytes(16)
+        mine = _xor_bytes(links.combine(rows.view(np.uint8), seed), pad.to_bytes(16, "little"))
+        if self.parties == 2:
+            digest = hashlib.sha256(b"shaper/active/bits/and-check" + mine).digest()
+            opened = open_committed(ses, digest, tag + "/x", error=DeviationError)
+            if opened[0] != opened[1]:
+                raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
+                                     "share or authenticated product")
+            return
+        opened = open_committed(ses, mine, tag + "/x", error=DeviationError)
+        total = 0
+        for v in opened:
+            if len(v) != 16:
+                raise FrameError(f"a {len(v)}-byte AND check value; expected 16")
+            total ^= int.from_bytes(v, "little")
+        if total:
+            raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
+                                 "share or authenticated product")
 
     def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.uint64) -> np.ndarray:
         """XOR shares of bits x Delta over the rows' low 64 bits: b_i Delta_i XOR sum_j
