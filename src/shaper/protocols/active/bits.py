@@ -214,12 +214,11 @@ def _xor_bytes(a: bytes, b: bytes) -> bytes:
 class _Ledger:
     """What this party sent to one peer and what that peer should have sent, hashed."""
 
-    __slots__ = ("expect", "items", "sent")
+    __slots__ = ("expect", "sent")
 
     def __init__(self) -> None:
         self.sent = hashlib.sha256(b"shaper/active/bits/sent")
         self.expect = hashlib.sha256(b"shaper/active/bits/sent")
-        self.items = 0
 
 
 class AuthBitDomain:
@@ -231,6 +230,7 @@ class AuthBitDomain:
     _bit_delta: bytes | None = None
     _ledgers: dict[int, _Ledger] | None = None
     _bit_pool: tuple[np.ndarray, ...] | None = None
+    _bit_opens: int = 0   # openings since the last bit check (every party counts every call alike)
     bit_triples_made: int = 0
 
     # -- keys and links ------------------------------------------------------------------------
@@ -406,6 +406,7 @@ class AuthBitDomain:
         """Open to every party (or to ``to`` alone): this party's bits (bool (..., bits)) at the
         recipients, *not yet checked* (recorded for :meth:`check_bits`)."""
         ses, tag = self.session, self._tag("bopen")
+        self._bit_opens += 1
         words = np.ascontiguousarray(x.words)
         mine = x.plain()
         senders = self.others if to is None or to == self.me else []
@@ -414,7 +415,6 @@ class AuthBitDomain:
                 ses.send(p, words, tag)
                 led = self._ledger(p)
                 led.sent.update(np.ascontiguousarray(x.macs[k]).tobytes())
-                led.items += 1
         if to is not None and to != self.me:
             return None
         total = mine.copy()
@@ -426,15 +426,16 @@ class AuthBitDomain:
             k = self.others.index(p)
             led = self._ledger(p)
             led.expect.update(np.ascontiguousarray(x.keys[k] ^ np.where(theirs, delta, np.uint64(0))).tobytes())
-            led.items += 1
         return total
 
     def check_bits(self, phase: str = "output") -> None:
         """Compare the hashed MACs of every bit opened since the last check with every peer."""
-        if self._ledgers is None or not any(led.items for led in self._ledgers.values()):
+        if not self._bit_opens:  # the same count at every party: all run the exchange or none does
             return
         ses, tag = self.session, self._tag("bcheck")
-        ledgers, self._ledgers = self._ledgers, None
+        for p in self.others:
+            self._ledger(p)
+        ledgers, self._ledgers, self._bit_opens = self._ledgers, None, 0
         for p in self.others:
             ses.send(p, ledgers[p].sent.digest(), tag)
         bad = [p for p in self.others if ses.recv_bytes(p, tag, size=32) != ledgers[p].expect.digest()]

@@ -200,8 +200,16 @@ class ActiveEngine(AuthBitDomain, Engine):
         return AuthBitDomain.and_bits(self, x, y)
 
     @guarded
-    def bit_triples(self, count: int) -> list:
+    def bit_triples(self, count: int) -> Any:
         return AuthBitDomain.bit_triples(self, count)
+
+    @guarded
+    def reserve_bit_triples(self, words: int) -> None:
+        AuthBitDomain.reserve_bit_triples(self, words)
+
+    @guarded
+    def open_bits_partial(self, x: AuthBits, to: int | None = None) -> np.ndarray | None:
+        return AuthBitDomain.open_bits_partial(self, x, to)
 
     @guarded
     def check_bits(self, phase: str = "output") -> None:
