@@ -192,13 +192,6 @@ class AuthBits(XorShares):
         return AuthBits(first.engine, np.stack([p.words for p in parts]), first.bits,
                         np.stack([p.macs for p in parts], axis=1), np.stack([p.keys for p in parts], axis=1))
 
-    def flat(self) -> "AuthBits":
-        """Every bit in one row (leading axes folded into the bit axis)."""
-        if self.words.ndim == 1:
-            return self
-        peers = self.macs.shape[0]
-        return AuthBits.of(self.engine, self.plain().ravel(), self.macs.reshape(peers, -1), self.keys.reshape(peers, -1))
-
     def __repr__(self) -> str:
         return f"AuthBits(shape={self.shape}, party={self.engine.me})"
 
