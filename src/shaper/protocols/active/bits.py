@@ -529,7 +529,7 @@ class AuthBitDomain:
         # a uniform permutation from a 128-bit joint coin toss (expanded by Philox; public coins)
         key = int.from_bytes(self.joint_coins("buckets").random_bytes(16), "little")
         idx = np.random.Generator(np.random.Philox(key=key)).permutation(count * B).reshape(count, B)
-        grouped = leaky[idx]   # one gather: (count, B, 3, 2P - 1)
+        grouped = np.take(leaky, idx, axis=0)   # one gather: (count, B, 3, 2P - 1)
         x, y, z = grouped[:, :, 0], grouped[:, :, 1], grouped[:, :, 2]
         d_rows = (y[:, :1] ^ y[:, 1:]).reshape(count * (B - 1), -1)   # d_k = y^1 XOR y^k, opened
         bits, macs, keys = self._split(d_rows)
