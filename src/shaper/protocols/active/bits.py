@@ -460,6 +460,8 @@ class AuthBitDomain:
 
         (xb, xm, xk), (yb, ym, yk) = flat(x), flat(y)
         count = len(xb)
+        if count == 0:
+            return AuthBits.of(self, xb.reshape(shape), xm.reshape((peers,) + shape), xk.reshape((peers,) + shape))
         (ab, am, ak), (bb, bm, bk), (cb, cm, ck) = self._take_bit_triples(count)
         both = AuthBits.of(self, np.stack([xb ^ ab, yb ^ bb]), np.stack([xm ^ am, ym ^ bm], axis=1),
                            np.stack([xk ^ ak, yk ^ bk], axis=1))
