@@ -72,7 +72,7 @@ import numpy as np
 
 from ..errors import ConfigError, FrameError
 from ..kernels import ot as ot_kernel
-from ..kernels.modq import Ring, lift_public, mul_mod
+from ..kernels.modq import Ring, lift_public, mul_mod, pack_bits
 
 __all__ = ["CHUNK_OTS", "K", "InsecureLinks", "OtLinks", "links_for"]
 
@@ -483,10 +483,7 @@ class InsecureLinks:
 
     def hash_bits(self, rows: np.ndarray, tweak: tuple[int, int], delta: bytes | None = None) -> Any:
         def low(h: np.ndarray) -> np.ndarray:
-            bits = (h[:, 0] & 1).astype(bool)
-            words = np.zeros((len(bits) + 63) // 64 * 64, bool)
-            words[:len(bits)] = bits
-            return np.packbits(words.reshape(-1, 64), axis=1, bitorder="little").view(np.uint64).ravel()
+            return pack_bits((h[:, 0] & 1).astype(bool))
         h = self.hash_rows(rows, tweak, delta)
         return low(h) if delta is None else (low(h[0]), low(h[1]))
 

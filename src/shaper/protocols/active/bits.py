@@ -98,6 +98,8 @@ CHECK = 2 << 8     # ... and the leaky AND's check
 MASKS = 128        # extra aBits per batch for the consistency check (three parties or more)
 CHUNK = 1 << 19    # final triples per preprocessing batch at most (memory: about 1 KiB per triple per peer)
 MIN_BATCH = 3_100  # final triples per batch at least: B = 4 is sound to 2^-40 from here (2^-35 at 140 with B = 5)
+AND_CHECK_FAILED = ("the AND triples' check failed: a party sent a wrong cross term, check share or "
+                    "authenticated product")
 MAX_BITS = 1 << 22  # bits per input or random draw in one call (the rows of one call: 16 bytes per bit and peer)
 
 
@@ -216,8 +218,8 @@ class _Ledger:
 
 class AuthBitDomain:
     """The bits domain of :class:`~.engine.ActiveEngine` (see the module notes). Expects the
-    engine's ``session``, ``me``, ``parties``, ``prg``, ``links``, ``_tag`` and
-    ``joint_coins``."""
+    engine's ``session``, ``me``, ``parties``, ``prg``, ``links``, ``openings``, ``_tag``,
+    ``joint_coins`` and ``check_all`` (both domains' checks, run before any output)."""
 
     _blinks_obj: Any = None
     _bit_delta: bytes | None = None
@@ -621,8 +623,7 @@ class AuthBitDomain:
             digest = hashlib.sha256(b"shaper/active/bits/and-check" + mine).digest()
             opened = open_committed(ses, digest, tag + "/x", error=DeviationError)
             if opened[0] != opened[1]:
-                raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
-                                     "share or authenticated product")
+                raise DeviationError(AND_CHECK_FAILED)
             return
         opened = open_committed(ses, mine, tag + "/x", error=DeviationError)
         total = 0
@@ -631,8 +632,7 @@ class AuthBitDomain:
                 raise FrameError(f"a {len(v)}-byte AND check value; expected 16")
             total ^= int.from_bytes(v, "little")
         if total:
-            raise DeviationError("the AND triples' check failed: a party sent a wrong cross term, check "
-                                 "share or authenticated product")
+            raise DeviationError(AND_CHECK_FAILED)
 
     def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.uint64) -> np.ndarray:
         """XOR shares of bits x Delta over the rows' low 64 bits: b_i Delta_i XOR sum_j
@@ -641,6 +641,3 @@ class AuthBitDomain:
         for p in self.others:
             out ^= np.ascontiguousarray(t[p]).view(np.uint64)[:, 0] ^ np.ascontiguousarray(q[p]).view(np.uint64)[:, 0]
         return out
-
-    def check_all(self, phase: str) -> None:  # the engine's: both domains
-        raise NotImplementedError
