@@ -52,7 +52,7 @@ from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, 
 from ..additive.fields import sum_residues, uniform_residues
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
-from . import preprocessing, ranges
+from . import dabits, preprocessing, ranges
 from .bits import AuthBitDomain, AuthBits
 from .check import MAX_INPUT, Openings, read_shape
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
@@ -391,6 +391,54 @@ class ActiveEngine(AuthBitDomain, Engine):
         left = _broadcast(x.reshape(m, k, 1), (m, k, n))
         right = _broadcast(y.reshape(1, k, n), (m, k, n))
         return self.mul_mod(left, right).sum(axis=1)
+
+    # -- conversions and samplers on daBits (:mod:`.dabits`) ------------------------------------------
+    @guarded
+    def dabits(self, count: int, moduli: Any) -> tuple[AuthBits, AuthShares]:
+        """``count`` checked random bits authenticated in Z_2 and in every modulus (daBits)."""
+        return dabits.dabits(self, int(count), self._basis(moduli))
+
+    @guarded
+    def bits_to_mod(self, x: Any, moduli: Any) -> AuthShares:
+        """Z_2 -> Z_q for every modulus of the basis at once (a daBit per bit)."""
+        return dabits.bits_to_mod(self, x, self._basis(moduli))
+
+    @guarded
+    def mod_to_bits(self, x: ModShares) -> AuthBits:
+        """Z_q -> Z_2: bit planes (bitlen(q), ...) of the residues, one prime at a time."""
+        assert isinstance(x, AuthShares)
+        return dabits.mod_to_bits(self, x)
+
+    def edabits(self, count: int, bits: int, moduli: Any) -> tuple[AuthBits, AuthShares]:
+        """Random r < 2^bits as bit planes (bits, count) and as shares over the basis."""
+        r = self.random_bits((bits,), count)
+        planes = self.bits_to_mod(r, moduli)
+        weights = lift_public(np.array([1 << j for j in range(bits)], dtype=object), planes.moduli)
+        total = self.mul_public_shares(planes, np.broadcast_to(weights[:, None, :], planes.share.shape).copy())
+        return r, total.sum(axis=0)
+
+    def trits_to_mod(self, t: ModShares, moduli: Any, *, balanced: bool = True) -> ModShares:
+        from ..api import UnsupportedConversion
+
+        raise UnsupportedConversion("the active engine holds no Z_3 shares (its moduli have 31 bits or more); draw "
+                                    "uniform ternary values with ternary()")
+
+    @guarded
+    def ternary(self, shape: Any, moduli: Any) -> AuthShares:
+        """Uniform values in {-1, 0, 1} over the basis (two daBits and an AND per draw)."""
+        return dabits.ternary(self, shape, self._basis(moduli))
+
+    def uniform(self, shape: Any, moduli: Any) -> AuthShares:
+        return self.random_mod(shape, moduli)
+
+    @guarded
+    def gaussian(self, count: int, moduli: Any, **kw: Any) -> AuthShares:
+        """Discrete-Gaussian samples over the basis: the passive engine's circuit
+        (:func:`~shaper.protocols.additive.sampling.gaussian`) on authenticated bits, its
+        output converted with daBits."""
+        from ..additive import sampling
+
+        return sampling.gaussian(self, count, self._basis(moduli), **kw)
 
     # -- Z_2^64 fixed point is not held here ------------------------------------------------------------
     def share(self, values: Any, *, owner: int, frac_bits: int | None = None) -> Shared:

@@ -102,7 +102,7 @@ class AuthShares(ModShares):
 
     def __getitem__(self, index: Any) -> "AuthShares":
         idx = index if isinstance(index, tuple) else (index,)
-        sel = idx + (Ellipsis,) if Ellipsis not in idx else idx
+        sel = idx if any(i is Ellipsis for i in idx) else idx + (Ellipsis,)
         return self._like(self.share[sel], self.mac[(slice(None),) + sel])
 
     def reshape(self, *shape: Any) -> "AuthShares":

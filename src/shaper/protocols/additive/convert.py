@@ -92,7 +92,10 @@ def bits_to_ring(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> np.n
 
 
 def bits_to_mod(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> ModShares:
-    """Z_2 -> Z_q: the bits of ``x`` (shape (..., N)) as shares over the basis: (..., N)."""
+    """Z_2 -> Z_q: the bits of ``x`` (shape (..., N)) as shares over the basis: (..., N). An
+    engine that is not passive converts with its own checked method (the active engine: daBits)."""
+    if getattr(engine, "security", "passive") != "passive":
+        return engine.bits_to_mod(x, moduli)
     mods = basis(moduli)
     return ModShares(engine, bits_to_ring(engine, x, mods), mods)
 
@@ -196,8 +199,10 @@ def mod_add_bits(engine: Any, u: XorShares, v: XorShares, q: int) -> XorShares:
 
 
 def mod_to_bits(engine: Any, x: ModShares) -> XorShares:
-    """Z_q -> Z_2: shares over one modulus q as bit-plane shares (w, W) of the value's w bits."""
-    _passive_only(engine, "Z_q -> Z_2")
+    """Z_q -> Z_2: shares over one modulus q as bit-plane shares (w, W) of the value's w bits. An
+    engine that is not passive converts with its own checked method (the active engine: daBits)."""
+    if getattr(engine, "security", "passive") != "passive":
+        return engine.mod_to_bits(x)
     if len(x.moduli) != 1:
         raise ValueError(f"mod_to_bits converts one modulus at a time, got the basis {x.moduli}")
     (q,) = x.moduli
