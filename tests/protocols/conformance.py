@@ -173,6 +173,19 @@ def prog_bits(engine, xb, yb):
             "zero": (x & np.uint64(0)).reveal(), "to0": ((x & y) ^ ~y).reveal(to=0)}
 
 
+def prog_domain_conversions(engine, xb, xs, basis=WIDE_BASIS):
+    """Between the domains: bits into every limb of a basis, residues of one prime into bits,
+    daBits, and the samplers (uniform ternary, discrete Gaussian) over the basis."""
+    if not hasattr(engine, "bits_to_mod"):
+        return {"refused": True}
+    x = engine.share_bits(xb, owner=0)
+    v = engine.share_mod(xs, owner=last(engine), moduli=P61)
+    b2, bf = engine.dabits(70, basis)
+    return {"b2a": engine.bits_to_mod(x, basis).reveal(), "a2b": engine.mod_to_bits(v).reveal(),
+            "dabit-bits": b2.reveal(), "dabit-field": bf.reveal(), "ternary": engine.ternary(64, basis).reveal(),
+            "gaussian": engine.gaussian(64, basis).reveal()}
+
+
 def prog_errors(engine):
     """Errors every engine raises the same way."""
     out = {}

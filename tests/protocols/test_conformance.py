@@ -183,3 +183,34 @@ def test_bits_match_numpy(any_kind):
         assert not r["zero"].any()
     np.testing.assert_array_equal(res[0]["to0"], (XB & YB) ^ ~YB)
     assert all(r["to0"] is None for r in res[1:])
+
+
+@pytest.fixture(params=[k for k in C.ENGINES if k.startswith(("additive-", "active-"))])
+def conv_kind(request):
+    """An engine with both the prime fields and bits, and the conversions between them."""
+    return request.param
+
+
+def _centered(values, q):
+    return [int(v) - q if int(v) > q // 2 else int(v) for v in values]
+
+
+def test_conversions_match_python_integers(conv_kind):
+    xb = XB[0]
+    xs = [0, 1, 2, C.P61 - 1, C.P61 - 2, 1 << 60, (1 << 60) - 1, 123456789012345]
+    res = C.run(conv_kind, C.prog_domain_conversions, xb, xs)
+    basis = C.WIDE_BASIS
+    for r in res:
+        for c in range(len(basis)):
+            np.testing.assert_array_equal(r["b2a"][:, c], xb.astype(np.uint64))
+            np.testing.assert_array_equal(r["dabit-field"][:, c], r["dabit-bits"].astype(np.uint64))
+        planes = r["a2b"]
+        assert planes.shape == (C.P61.bit_length(), len(xs))
+        got = [sum(int(planes[j, i]) << j for j in range(planes.shape[0])) for i in range(len(xs))]
+        assert got == [v % C.P61 for v in xs]
+        for key, bound in (("ternary", 1), ("gaussian", 23)):
+            limbs = [_centered(r[key][:, c], q) for c, q in enumerate(basis)]
+            assert all(limb == limbs[0] for limb in limbs), f"{key}: the limbs hold different integers"
+            assert max(abs(v) for v in limbs[0]) <= bound
+        assert set(_centered(r["ternary"][:, 0], basis[0])) == {-1, 0, 1}
+    assert 20 < sum(res[0]["dabit-bits"]) < 50  # 70 uniform bits: 2^-9 of missing this by chance

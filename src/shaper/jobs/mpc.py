@@ -24,8 +24,10 @@ OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "
 #: what the active engine runs: MAC'd triples checked by sacrifice, multiplications of
 #: authenticated inputs opened after the MAC check, range-checked inputs, and AND triples
 #: (authenticated bits, WRK17's checked leaky ANDs, bucketed), and comparisons of two parties'
-#: private 20-bit integers on them
-ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20")
+#: private 20-bit integers on them; the conversions and samplers on daBits
+ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20", "gaussian", "ternary", "b2a-61", "b2a", "a2b")
+#: the operations both engines run through the same engine methods
+CONVERSIONS = ("gaussian", "ternary", "b2a-61", "b2a", "a2b")
 SECURITY = ("passive", "active")
 
 
@@ -147,6 +149,8 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
                     raise AssertionError("an active AND triple is wrong")
         elif op == "cmp-20":
             res = _compare(session, engine, count // 4, check)
+        elif op in CONVERSIONS:
+            res = _conversion(session, engine, op, count, moduli, check)
         else:
             raise ValueError(f"unknown operation {op!r}; the active engine runs {', '.join(ACTIVE_OPS)}")
         res.pop("result", None)
@@ -156,7 +160,6 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
 
 def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], check: bool) -> dict:
     from ..protocols.additive import AdditiveEngine
-    from ..protocols.additive.sampling import TAIL
     from ..protocols.triples import OtTriples
 
     engine = AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
@@ -176,29 +179,8 @@ def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], ch
             res = _timed(session, lambda: src.elementwise(engine, count // 4), count // 4)
         elif op == "bit-triples":
             res = _timed(session, lambda: src.bit_triples(engine, 16 * words), 64 * 16 * words)
-        elif op == "gaussian":
-            res = _timed(session, lambda: engine.gaussian(count // 4, moduli), count // 4)
-            if check:
-                vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
-                if np.abs(vals).max() > TAIL:
-                    raise AssertionError(f"a Gaussian sample left the support: {np.abs(vals).max()}")
-                res["std"] = float(vals.std())
-        elif op == "ternary":
-            res = _timed(session, lambda: engine.ternary(count, moduli), count)
-            if check:
-                vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
-                if np.abs(vals).max() > 1:
-                    raise AssertionError("a ternary sample left {-1, 0, 1}")
-        elif op in ("b2a", "b2a-61"):
-            bits = engine.random_bits((), count)
-            target = (P61,) if op == "b2a-61" else moduli
-            res = _timed(session, lambda: engine.bits_to_mod(bits, target), count)
-        elif op == "t2a":
-            trits = engine.random_mod(count, (3,))
-            res = _timed(session, lambda: engine.trits_to_mod(trits, moduli), count)
-        elif op == "a2b":
-            x = engine.random_mod(count // 4, moduli[0])
-            res = _timed(session, lambda: engine.mod_to_bits(x), count // 4)
+        elif op in CONVERSIONS:
+            res = _conversion(session, engine, op, count, moduli, check)
         elif op == "cmp-20":
             res = _compare(session, engine, count // 4, check)
         else:
@@ -206,6 +188,40 @@ def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], ch
         res.pop("result", None)
         out[op] = res
     return out
+
+
+def _conversion(session: Any, engine: Any, op: str, count: int, moduli: Sequence[int], check: bool) -> dict:
+    """The samplers and conversions, on either engine (the same engine methods)."""
+    from ..protocols.additive.sampling import TAIL
+
+    if op == "gaussian":
+        res = _timed(session, lambda: engine.gaussian(count // 4, moduli), count // 4)
+        if check:
+            vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
+            if np.abs(vals).max() > TAIL:
+                raise AssertionError(f"a Gaussian sample left the support: {np.abs(vals).max()}")
+            res["std"] = float(vals.std())
+    elif op == "ternary":
+        res = _timed(session, lambda: engine.ternary(count, moduli), count)
+        if check:
+            vals = _centered(res["result"].limb(0).reveal()[:, 0], moduli[0])
+            if np.abs(vals).max() > 1:
+                raise AssertionError("a ternary sample left {-1, 0, 1}")
+    elif op in ("b2a", "b2a-61"):
+        bits = engine.random_bits((), count)
+        target = (P61,) if op == "b2a-61" else moduli
+        res = _timed(session, lambda: engine.bits_to_mod(bits, target), count)
+        if check and not np.array_equal(res["result"].limb(0).reveal()[:, 0], bits.reveal()):
+            raise AssertionError("a converted bit came out wrong")
+    else:  # a2b
+        x = engine.random_mod(count // 4, moduli[0])
+        res = _timed(session, lambda: engine.mod_to_bits(x), count // 4)
+        if check:
+            bits = res["result"].reveal()
+            got = sum(bits[j].astype(np.uint64) << np.uint64(j) for j in range(bits.shape[0]))
+            if not np.array_equal(got, x.reveal()[:, 0]):
+                raise AssertionError("a decomposed residue came out wrong")
+    return res
 
 
 def _compare(session: Any, engine: Any, n: int, check: bool) -> dict:

@@ -300,7 +300,7 @@ def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
     kept_u: list[AuthShares] = []
     have = 0
     while have < need:
-        draw = max(64, ((need - have) * 4) // 3 + 64)
+        draw = ((need - have) * 3) // 2 + 16
         u = engine.random_bits((2,), draw)
         reject = engine.open_bits_partial(u[0] & u[1])
         engine.check_all("ternary: rejections")
@@ -332,7 +332,7 @@ def mod_to_bits(engine: Any, x: AuthShares) -> AuthBits:
     values: list[AuthShares] = []
     have = 0
     while have < count:
-        draw = max(64, int((count - have) * (1 << w) / q * 1.05) + 64)
+        draw = int((count - have) * (1 << w) / q * 1.1) + 16
         b2, bf = dabits(engine, w * draw, (q,))
         bits = AuthBits.of(engine, b2.plain().reshape(w, draw), b2.macs.reshape(-1, w, draw),
                            b2.keys.reshape(-1, w, draw))
