@@ -227,8 +227,8 @@ def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...
     beta = _beta(count, n)
     for j, value in enumerate(_crt(t, ext)):
         if value > beta or (value & 1) != int(parity[j]):
-            raise DeviationError("the daBit check failed: a party's bits differ between Z_2 and the fields, or are "
-                                 "not one integer across the limbs")
+            raise DeviationError("the daBit check failed: a party's bits differ between Z_2 and the fields, are not "
+                                 "one integer across the limbs, or its masks are out of range")
     keep = [ext.index(q) for q in target]
     return _head(r2, count), _select(acc[:count], keep, engine.keys(target))
 

@@ -393,20 +393,37 @@ class ActiveEngine(AuthBitDomain, Engine):
         return self.mul_mod(left, right).sum(axis=1)
 
     # -- conversions and samplers on daBits (:mod:`.dabits`) ------------------------------------------
-    @guarded
+    # argument errors are raised before the guarded step: a bad call leaves the engine running
     def dabits(self, count: int, moduli: Any) -> tuple[AuthBits, AuthShares]:
         """``count`` checked random bits authenticated in Z_2 and in every modulus (daBits)."""
-        return dabits.dabits(self, int(count), self._basis(moduli))
+        if int(count) < 0:
+            raise ValueError(f"a negative daBit count: {count}")
+        return self._dabits(int(count), self._basis(moduli))
 
     @guarded
+    def _dabits(self, count: int, mods: tuple[int, ...]) -> tuple[AuthBits, AuthShares]:
+        return dabits.dabits(self, count, mods)
+
     def bits_to_mod(self, x: Any, moduli: Any) -> AuthShares:
         """Z_2 -> Z_q for every modulus of the basis at once (a daBit per bit)."""
-        return dabits.bits_to_mod(self, x, self._basis(moduli))
+        if not isinstance(x, AuthBits):
+            raise TypeError(f"the active engine converts authenticated bits, got {type(x).__name__}")
+        return self._bits_to_mod(x, self._basis(moduli))
 
     @guarded
+    def _bits_to_mod(self, x: AuthBits, mods: tuple[int, ...]) -> AuthShares:
+        return dabits.bits_to_mod(self, x, mods)
+
     def mod_to_bits(self, x: ModShares) -> AuthBits:
         """Z_q -> Z_2: bit planes (bitlen(q), ...) of the residues, one prime at a time."""
-        assert isinstance(x, AuthShares)
+        if not isinstance(x, AuthShares):
+            raise TypeError(f"the active engine converts authenticated shares, got {type(x).__name__}")
+        if len(x.moduli) != 1:
+            raise ValueError(f"mod_to_bits converts one modulus at a time, got the basis {x.moduli}")
+        return self._mod_to_bits(x)
+
+    @guarded
+    def _mod_to_bits(self, x: AuthShares) -> AuthBits:
         return dabits.mod_to_bits(self, x)
 
     def edabits(self, count: int, bits: int, moduli: Any) -> tuple[AuthBits, AuthShares]:
