@@ -74,11 +74,12 @@ import gmpy2
 import numpy as np
 
 from ...errors import ConfigError, DeviationError
-from ...kernels.modq import add_mod, basis, moduli_array, pack_bits, sub_mod
+from ...kernels.modq import basis, lift_public, moduli_array, pack_bits
 from .bits import AuthBits
 from .shares import AuthShares
 
-__all__ = ["MAX_BATCH", "MIN_BATCH", "MASK_SLACK", "bits_to_mod", "check_plan", "dabits", "mod_to_bits", "ternary"]
+__all__ = ["MAX_BATCH", "MIN_BATCH", "MASK_SLACK", "bits_to_mod", "check_plan", "dabits", "lift", "mod_to_bits",
+           "planes_to_mod", "ternary"]
 
 MASK_SLACK = 40        # bits by which the masks m outweigh the checked sums
 MAX_BATCH = 1 << 18    # daBits checked together (the coins' matrix is S x batch)
@@ -193,14 +194,12 @@ def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...
     m_bits = _mask_bits(count)
     engine.reserve_triples(n * total, ext)
     r2 = engine.random_bits((), total)
-    mine = r2.plain().astype(np.int64)
+    mine = r2.plain()
     parts = []
     for owner in range(n):
         values = None
-        if engine.me == owner:
-            masks = [int.from_bytes(engine.prg.random_bytes((m_bits + 7) // 8), "little") % (1 << m_bits)
-                     for _ in range(s)]
-            values = np.array([int(v) for v in mine] + masks, dtype=object)
+        if engine.me == owner:  # M < 60 bits: the masks fit the words
+            values = np.concatenate([mine.astype(np.uint64), engine.prg.below(1 << m_bits, s)])
         parts.append(engine.share_mod(values, owner=owner, moduli=ext))
     acc = parts[0][:total]
     for owner in range(1, n):
@@ -275,12 +274,8 @@ def _flatten_bits(x: AuthBits) -> AuthBits:
     return AuthBits.of(x.engine, plain, x.macs.reshape(peers, -1), x.keys.reshape(peers, -1))
 
 
-def bits_to_mod(engine: Any, x: AuthBits, moduli: Any) -> AuthShares:
-    """Z_2 -> Z_q: authenticated bits (..., N) as the integers 0/1 over the basis, (..., N)."""
-    if not isinstance(x, AuthBits):
-        raise TypeError(f"the active engine converts authenticated bits, got {type(x).__name__}")
-    mods = basis(moduli)
-    flat = _flatten_bits(x)
+def _direct(engine: Any, flat: AuthBits, mods: tuple[int, ...]) -> AuthShares:
+    """Bits (M,) into the basis with daBits over that basis: (M,)."""
     count = flat.bits
     b2, bf = dabits(engine, count, mods)
     c = engine.open_bits_partial(flat ^ b2)          # uniform; MAC-checked with the rest
@@ -288,8 +283,131 @@ def bits_to_mod(engine: Any, x: AuthBits, moduli: Any) -> AuthShares:
     ones = np.ones((count, len(mods)), np.uint64)
     cc = np.where(c[:, None], ones, np.uint64(0))
     scale = np.where(c[:, None], qs - np.uint64(1), ones)   # 1 - 2c: 1 or -1
-    out = engine.add_public_residues(engine.mul_public_shares(bf, scale), cc)
-    return out.reshape(x.shape)
+    return engine.add_public_residues(engine.mul_public_shares(bf, scale), cc)
+
+
+def bits_to_mod(engine: Any, x: AuthBits, moduli: Any) -> AuthShares:
+    """Z_2 -> Z_q: authenticated bits (..., N) as the integers 0/1 over the basis, (..., N)."""
+    if not isinstance(x, AuthBits):
+        raise TypeError(f"the active engine converts authenticated bits, got {type(x).__name__}")
+    flat = _flatten_bits(x)
+    planes = AuthBits.of(engine, flat.plain()[None], flat.macs[:, None], flat.keys[:, None])
+    return planes_to_mod(engine, planes, [1], moduli).reshape(x.shape)
+
+
+def planes_to_mod(engine: Any, planes: AuthBits, weights: Sequence[int], moduli: Any) -> AuthShares:
+    """sum_j weights_j x_j over the basis, for bit planes x (w, N) and public integer weights
+    (any sign): the integers the planes encode, (N,). Over three limbs or more the bits go into
+    an anchor of two wide limbs with daBits and the sum is lifted into the rest (:func:`lift`):
+    a daBit costs products in every limb, a lift only inputs."""
+    mods = basis(moduli)
+    w, count = planes.shape
+    if len(weights) != w:
+        raise ValueError(f"{w} bit planes and {len(weights)} weights")
+    anchor = _anchor(engine, mods)
+    into = anchor or mods
+    fields = _direct(engine, _flatten_bits(planes), into).reshape(w, count)
+    lo = sum(min(0, int(c)) for c in weights)
+    span = sum(abs(int(c)) for c in weights)
+    lifted = lift_public(np.array([int(c) for c in weights], dtype=object), into)      # (w, L)
+    value = engine.mul_public_shares(fields, np.repeat(lifted[:, None, :], count, axis=1)).sum(axis=0)
+    if anchor is None:
+        return value
+    return lift(engine, value - lo, span + 1, mods) + lo
+
+
+def _anchor(engine: Any, mods: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The limbs the daBits of a conversion into ``mods`` use, or None for all of them: the two
+    widest limbs (or two helper primes near 2^61 when those are narrower than 2^118 together),
+    and the limbs that need more MAC keys than they have."""
+    if len(mods) <= 2:
+        return None
+    anchor = tuple(sorted(mods, reverse=True)[:2])
+    if math.prod(anchor) < 1 << 118:
+        anchor, p = (), _HELPER_START
+        while len(anchor) < 2:
+            p = int(gmpy2.next_prime(p))
+            if p not in mods:
+                anchor += (p,)
+    need = engine.keys(mods)
+    for q in sorted(mods):
+        if engine.keys(anchor) >= need:
+            break
+        if q not in anchor:
+            anchor += (q,)
+    return anchor
+
+
+def _lift_bound(batch: int, parties: int, width: int) -> tuple[int, int]:
+    """(beta, mask bits) of a lift batch: the largest T_j an honest run opens."""
+    honest = batch * parties * (1 << width)
+    m_bits = MASK_SLACK + honest.bit_length()
+    return honest + parties * (1 << m_bits), m_bits
+
+
+def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
+    """Integers y in [0, bound), authenticated over an anchor basis A, into every limb of
+    ``target`` (A's own limbs kept, the others lifted).
+
+    Each party inputs, over A and the other limbs, r_i uniform in [0, 2^(k + 40)) (k =
+    bitlen(bound - 1)) and S masks; S subset sums of r = sum_i r_i, masked, are opened over every
+    limb and rebuilt as integers (CRT), each at most beta (as the daBits' check: a residue r_l
+    that is not an integer within beta of 0 fails each sum with probability 1/2, so all pass
+    with at most 2^-S); then c = y + r is opened over A, where |y + r| < Q_A / 2 makes it the
+    integer itself, and y = c - r in the other limbs. The honest party's r hides y to 2^-40;
+    only inputs, no products."""
+    mods = basis(target)
+    anchor = y.moduli
+    rest = tuple(q for q in mods if q not in anchor)
+    keys = engine.keys(mods)
+    flat = y.reshape(y.size)
+    if rest:
+        width = int(bound - 1).bit_length() + MASK_SLACK
+        batch = min(flat.size, MAX_BATCH)
+        while batch > 1 and 2 * (bound + _lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
+            batch //= 2
+        if 2 * (bound + _lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
+            raise ConfigError(f"the anchor {anchor} is too narrow to lift values below {bound}")
+        pieces = [_lift_batch(engine, flat[i:i + batch], width, anchor, rest) for i in range(0, flat.size, batch)]
+        moved = pieces[0] if len(pieces) == 1 else AuthShares(
+            engine, np.concatenate([p.share for p in pieces]), np.concatenate([p.mac for p in pieces], axis=1), rest)
+    cols_share, cols_mac = [], []
+    for q in mods:
+        src, at = (flat, anchor.index(q)) if q in anchor else (moved, rest.index(q))
+        cols_share.append(src.share[:, at])
+        cols_mac.append(src.mac[:keys, :, at])
+    out = AuthShares(engine, np.stack(cols_share, axis=-1), np.stack(cols_mac, axis=-1), mods)
+    return out.reshape(y.shape)
+
+
+def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...], rest: tuple[int, ...]) -> AuthShares:
+    s, n, size = engine.soundness, engine.parties, y.size
+    union = anchor + rest
+    beta, m_bits = _lift_bound(size, n, width)
+    r = masks = None
+    for owner in range(n):
+        mine = engine.prg.below(1 << width, size) if engine.me == owner else None
+        big = (np.array([int.from_bytes(engine.prg.random_bytes((m_bits + 7) // 8), "little") % (1 << m_bits)
+                         for _ in range(s)], dtype=object) if engine.me == owner else None)
+        part = engine.share_mod(mine, owner=owner, moduli=union)
+        mask = engine.share_mod(big, owner=owner, moduli=union)
+        r = part if r is None else r + part
+        masks = mask if masks is None else masks + mask
+    coins = engine.joint_coins("lift-coins")
+    chi = (coins.uint64((s, size)) & np.uint64(1)).astype(bool)
+    cols, col_mods = _flat_auth(r)
+    sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), union, r.keys)
+    t = engine.open_partial(sums + masks, "lift: range")
+    r_anchor = _select(r, range(len(anchor)), y.keys)
+    c = engine.open_partial(y + r_anchor, "lift")
+    engine.check_all("lift")
+    if any(v > beta for v in _crt(t, union)):
+        raise DeviationError("the lift's range check failed: a party's inputs are not one small integer across the "
+                             "limbs")
+    big_a = math.prod(anchor)
+    cint = np.array([v - big_a if v > big_a // 2 else v for v in _crt(c, anchor)], dtype=object)
+    r_rest = _select(r, [union.index(q) for q in rest], engine.keys(anchor + rest))
+    return engine.add_public_residues(-r_rest, lift_public(cint, rest))
 
 
 def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
@@ -297,19 +415,19 @@ def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
     mods = basis(moduli)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
     need = math.prod(shape)
-    kept_u: list[AuthShares] = []
+    kept: list[AuthShares] = []
     have = 0
     while have < need:
         draw = ((need - have) * 3) // 2 + 16
         u = engine.random_bits((2,), draw)
         reject = engine.open_bits_partial(u[0] & u[1])
         engine.check_all("ternary: rejections")
-        fields = bits_to_mod(engine, u, mods)                 # (2, draw)
         keep = np.flatnonzero(~reject)[:need - have]
-        kept_u.append(fields[0][keep] - fields[1][keep])
+        chosen = AuthBits.of(engine, u.plain()[:, keep], u.macs[:, :, keep], u.keys[:, :, keep])
+        kept.append(planes_to_mod(engine, chosen, [1, -1], mods))       # u - v
         have += len(keep)
-    out = kept_u[0] if len(kept_u) == 1 else AuthShares(
-        engine, np.concatenate([k.share for k in kept_u]), np.concatenate([k.mac for k in kept_u], axis=1), mods)
+    out = kept[0] if len(kept) == 1 else AuthShares(
+        engine, np.concatenate([k.share for k in kept]), np.concatenate([k.mac for k in kept], axis=1), mods)
     return out.reshape(shape)
 
 

@@ -414,6 +414,18 @@ class ActiveEngine(AuthBitDomain, Engine):
     def _bits_to_mod(self, x: AuthBits, mods: tuple[int, ...]) -> AuthShares:
         return dabits.bits_to_mod(self, x, mods)
 
+    def planes_to_mod(self, planes: Any, weights: Sequence[int], moduli: Any) -> AuthShares:
+        """sum_j weights_j x_j over the basis for bit planes x (w, N) (:func:`~.dabits.planes_to_mod`)."""
+        if not isinstance(planes, AuthBits) or len(planes.shape) != 2:
+            raise TypeError("planes_to_mod takes authenticated bit planes (w, N)")
+        if len(weights) != planes.shape[0]:
+            raise ValueError(f"{planes.shape[0]} bit planes and {len(weights)} weights")
+        return self._planes_to_mod(planes, [int(c) for c in weights], self._basis(moduli))
+
+    @guarded
+    def _planes_to_mod(self, planes: AuthBits, weights: list[int], mods: tuple[int, ...]) -> AuthShares:
+        return dabits.planes_to_mod(self, planes, weights, mods)
+
     def mod_to_bits(self, x: ModShares) -> AuthBits:
         """Z_q -> Z_2: bit planes (bitlen(q), ...) of the residues, one prime at a time."""
         if not isinstance(x, AuthShares):

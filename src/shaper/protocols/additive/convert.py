@@ -36,8 +36,8 @@ import numpy as np
 from ...kernels.modq import Ring, basis, pack_bits, unpack_bits
 from ..api import ModShares, XorShares, stack_bits
 
-__all__ = ["bits_to_mod", "bits_to_ring", "compare_ge", "const_bits", "mod_add_bits", "mod_to_bits", "ripple_add",
-           "trits_to_mod"]
+__all__ = ["bits_to_mod", "bits_to_ring", "compare_ge", "const_bits", "mod_add_bits", "mod_to_bits", "planes_to_mod",
+           "ripple_add", "trits_to_mod"]
 
 
 def _chain_step(engine: Any, ring: Ring, acc: np.ndarray, k: int, choice: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -98,6 +98,19 @@ def bits_to_mod(engine: Any, x: XorShares, moduli: int | Sequence[int]) -> ModSh
         return engine.bits_to_mod(x, moduli)
     mods = basis(moduli)
     return ModShares(engine, bits_to_ring(engine, x, mods), mods)
+
+
+def planes_to_mod(engine: Any, planes: XorShares, weights: Sequence[int], moduli: int | Sequence[int]) -> ModShares:
+    """sum_j weights_j x_j over the basis for bit planes x (w, N) and public integer weights (any
+    sign): the integers the planes encode, (N,). An engine that is not passive converts with its
+    own checked method (the active engine: daBits into two limbs, then a lift)."""
+    if getattr(engine, "security", "passive") != "passive":
+        return engine.planes_to_mod(planes, weights, moduli)
+    values = bits_to_mod(engine, planes, moduli)
+    out = values[0] * int(weights[0])
+    for j in range(1, len(weights)):
+        out = out + values[j] * int(weights[j])
+    return out
 
 
 def trits_to_mod(engine: Any, t: ModShares, moduli: int | Sequence[int], *, balanced: bool = True) -> ModShares:

@@ -46,7 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import ConfigError
-from .convert import bits_to_mod, compare_ge, const_bits, ripple_add, trits_to_mod
+from .convert import compare_ge, const_bits, planes_to_mod, ripple_add, trits_to_mod
 from ...kernels.modq import basis, sub_mod
 from ..api import ModShares, XorShares, stack_bits
 
@@ -161,12 +161,8 @@ def gaussian(engine: Any, count: int, moduli: int | Sequence[int], *, sigma: flo
     y = ripple_add(engine, flipped, zeros, carry_in=sign)  # levels sum planes and the carry c_levels
     # the top bit: (0 XOR s) XOR c_levels
     y_planes = stack_bits([y[j] for j in range(levels)] + [sign ^ y[levels]])
-    values = bits_to_mod(engine, y_planes, mods)  # (levels + 1, count)
     weights = [1 << j for j in range(levels)] + [-(1 << levels)]
-    out = values[0] * weights[0]
-    for j in range(1, levels + 1):
-        out = out + values[j] * weights[j]
-    return out
+    return planes_to_mod(engine, y_planes, weights, mods)
 
 
 
