@@ -382,29 +382,41 @@ def test_a_comparison_with_a_flipped_and_opening_stops_every_honest_party():
     assert_all_stopped(res, -1, words="bit MAC check")
 
 
-def test_the_passive_conversions_refuse_the_active_engine():
-    """The OT chains of the conversions and samplers trust every party's inputs: the active
-    engine has none of them yet, and calling them on its shares is refused, not run passively."""
+def test_the_module_conversions_run_the_active_engines_own_checked_ones():
+    """The passive OT chains trust every party's inputs: on the active engine the module-level
+    conversions and the Gaussian sampler go to its daBit methods (authenticated results), and
+    the chains without an active counterpart (Z_3, the Z_2^64 lift) are refused, never run
+    passively."""
+    from shaper.protocols.active.shares import AuthShares
     from shaper.protocols.additive import sampling
-    from shaper.protocols.additive.convert import bits_to_mod, mod_to_bits
+    from shaper.protocols.additive.convert import bits_to_mod, bits_to_ring, mod_to_bits
     from shaper.protocols.api import UnsupportedConversion
+
+    p61 = (1 << 61) - 1
 
     def prog(session):
         out = []
-        p61 = (1 << 61) - 1
-        for fn in (lambda e: bits_to_mod(e, e.share_bits(XB, owner=0), p61),
-                   lambda e: mod_to_bits(e, e.share_mod([1, 2], owner=0, moduli=(p61,))),
-                   lambda e: sampling.ternary(e, 4, p61), lambda e: e.bits_to_mod(e.share_bits(XB, owner=0), p61),
-                   lambda e: sampling.gaussian(e, 64, p61)):
+        for fn in (lambda e: bits_to_ring(e, e.share_bits(XB, owner=0), p61),
+                   lambda e: e.trits_to_mod(None, p61), lambda e: sampling.ternary(e, 4, p61)):
             try:
                 fn(_engine(session))  # a fresh engine each: a refused step stops an engine for good
                 out.append("ran")
-            except (UnsupportedConversion, ConfigError, AttributeError) as exc:
+            except (UnsupportedConversion, ConfigError) as exc:
                 out.append(type(exc).__name__)
-        return out
+        e = _engine(session)
+        b = bits_to_mod(e, e.share_bits(XB, owner=0), p61)
+        planes = mod_to_bits(e, e.share_mod([1, 2, p61 - 1], owner=0, moduli=(p61,)))
+        g = sampling.gaussian(e, 64, p61)
+        kinds = (type(b).__name__, type(planes).__name__, type(g).__name__)
+        return out, kinds, b.reveal()[..., 0], planes.reveal(), isinstance(g, AuthShares)
 
     res = run_in_memory(2, prog, timeout=120)
-    assert "ran" not in res[0], res[0]
+    refused, kinds, b, planes, auth = res[0]
+    assert refused == ["UnsupportedConversion", "UnsupportedConversion", "ConfigError"]
+    assert kinds == ("AuthShares", "AuthBits", "AuthShares") and auth
+    np.testing.assert_array_equal(b, XB.astype(np.uint64))
+    got = [sum(int(planes[j, i]) << j for j in range(planes.shape[0])) for i in range(3)]
+    assert got == [1, 2, p61 - 1]
 
 
 @pytest.mark.skipif(not NATIVE, reason="the native GF(2^128) kernels")

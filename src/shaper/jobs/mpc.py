@@ -181,6 +181,9 @@ def _job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[int], ch
             res = _timed(session, lambda: src.bit_triples(engine, 16 * words), 64 * 16 * words)
         elif op in CONVERSIONS:
             res = _conversion(session, engine, op, count, moduli, check)
+        elif op == "t2a":
+            trits = engine.random_mod(count, (3,))
+            res = _timed(session, lambda: engine.trits_to_mod(trits, moduli), count)
         elif op == "cmp-20":
             res = _compare(session, engine, count // 4, check)
         else:
