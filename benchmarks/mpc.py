@@ -149,7 +149,7 @@ def _cpu_timed(session: Any, op: str, count: int, security: str, check: bool) ->
 
 
 def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...], range_count: int,
-                 mul_count: int) -> dict:
+                 mul_count: int, conversion_count: int = 0) -> dict:
     """Passive against active triples on one core, the engines alternating run by run so that
     both see the same machine; then the active engine's range-checked inputs and products."""
     _pin(session)
@@ -164,16 +164,20 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
     if "active" in engines:
         out["range-40/active"] = [_cpu_timed(session, "range-40", range_count, "active", check=True)]
         out["mul-61/active"] = [_cpu_timed(session, "mul-61", mul_count, "active", check=True)]
+    if conversion_count:  # once each (the active runs take minutes), the engines alternating
+        for op in ("gaussian", "a2b"):
+            for security in engines:
+                out[f"{op}/{security}"] = [_cpu_timed(session, op, conversion_count, security, check=False)]
     return out
 
 
 def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...], range_entries: int,
-                 mul_products: int) -> dict:
+                 mul_products: int, conversions: int = 0) -> dict:
     """Loopback TLS, one core per party: per engine and operation the median over runs of the
     slowest party's time, bytes sent per item per party (mean over parties) and CPU seconds per
     item per party (each party's median, then the mean over parties)."""
     results = launch(parties, security_job, 4 * count, repeat, engines, 8 * range_entries, 4 * mul_products,
-                     config=NetConfig(timeout=3600), workers_per_party=1, timeout=7200)
+                     4 * conversions, config=NetConfig(timeout=3600), workers_per_party=1, timeout=7200)
     out: dict[str, Any] = {}
     for key in results[0]:
         runs = [r[key] for r in results]  # [party][run]
@@ -193,7 +197,10 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
                                                 for party in runs]}
     if len(engines) == 2:
         for op, key in (("triples-61", "active_over_passive"), ("bit-triples", "active_over_passive_bits"),
-                        ("cmp-20", "active_over_passive_cmp")):
+                        ("cmp-20", "active_over_passive_cmp"), ("gaussian", "active_over_passive_gaussian"),
+                        ("a2b", "active_over_passive_a2b")):
+            if f"{op}/active" not in out:
+                continue
             p, a = out[f"{op}/passive"], out[f"{op}/active"]
             out[key] = {
                 "time": round(p["rate"] / a["rate"], 2),
@@ -206,7 +213,10 @@ SECURITY_LABELS = {"triples-61/passive": "triples mod 2^61-1, passive", "triples
                    "range-40/active": "range-checked inputs (40 bits), active",
                    "mul-61/active": "products of inputs, opened, active",
                    "bit-triples/passive": "AND triples, passive", "bit-triples/active": "AND triples, active",
-                   "cmp-20/passive": "20-bit comparisons, passive", "cmp-20/active": "20-bit comparisons, active"}
+                   "cmp-20/passive": "20-bit comparisons, passive", "cmp-20/active": "20-bit comparisons, active",
+                   "gaussian/passive": "Gaussian samples (9 limbs), passive",
+                   "gaussian/active": "Gaussian samples (9 limbs), active",
+                   "a2b/passive": "Z_q -> Z_2 (60-bit q), passive", "a2b/active": "Z_q -> Z_2 (60-bit q), active"}
 
 
 def print_security(n: int, res: dict) -> None:
@@ -222,7 +232,8 @@ def print_security(n: int, res: dict) -> None:
               f"{r['cpu_us_per_item_per_party']:12,.2f}  {', '.join(f'{x:,.0f}' for x in r['runs'])}  "
               f"B/item by party: {', '.join(f'{b:,.0f}' for b in r['bytes_per_item_by_party'])}")
     for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_bits", "AND triple"),
-                      ("active_over_passive_cmp", "20-bit comparison")):
+                      ("active_over_passive_cmp", "20-bit comparison"), ("active_over_passive_gaussian", "Gaussian sample"),
+                      ("active_over_passive_a2b", "Z_q -> Z_2")):
         if key in res:
             x = res[key]
             print(f"active / passive per {what}: time x{x['time']}, bytes x{x['bytes']}, CPU x{x['cpu']}")
@@ -306,13 +317,15 @@ def main() -> int:
     ap.add_argument("--only-security", action="store_true", help="run the passive-vs-active comparison only")
     ap.add_argument("--security-parties", default="2", help="party counts of the comparison (e.g. 2,4)")
     ap.add_argument("--range-entries", type=int, default=1 << 14, help="range-checked inputs (range-40) per run")
+    ap.add_argument("--conversions", type=int, default=1 << 16,
+                    help="Gaussian samples and Z_q -> Z_2 conversions per engine in the comparison (0: skip)")
     ap.add_argument("--quick", action="store_true", help="small counts, a smoke test")
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--docs", metavar="PATH", help="rewrite the bench table of this markdown file (docs/mpc.md)")
     args = ap.parse_args()
     if args.quick:
         args.count, args.shaped_count, args.repeat, args.ot_count = 20_000, 4_000, 1, 1 << 18
-        args.range_entries = 1 << 10
+        args.range_entries, args.conversions = 1 << 10, 1 << 9
     if args.security is None:
         args.security = "both" if args.only_security else "passive"
     ops = list(OPS)
@@ -324,13 +337,15 @@ def main() -> int:
         for n in (int(p) for p in args.security_parties.split(",")):
             print(f"-- {n} parties, passive vs active security ...", file=sys.stderr, flush=True)
             security_rows[f"{n} parties"] = res = run_security(n, args.count // 4, args.repeat, engines,
-                                                                args.range_entries, args.count // 4)
+                                                                args.range_entries, args.count // 4,
+                                                                args.conversions if len(engines) == 2 else 0)
             print_security(n, res)
     if args.only_security:
         if args.json:
             write_json(args.json, {"meta": {"transport": "loopback TLS 1.3", "cores_per_party": 1,
                                             "triples_per_run": args.count // 4, "repeat": args.repeat,
                                             "range_entries": args.range_entries, "products": args.count // 4,
+                                            "conversions": args.conversions,
                                             "cpu_measure": "time.process_time() of each party process around the operation"},
                                    "security": security_rows})
             print(f"written to {args.json}", file=sys.stderr)

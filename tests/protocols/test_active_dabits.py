@@ -221,3 +221,36 @@ def test_conversions_are_right_at_five_parties():
     for r in res:
         assert r[0] == "ok"
         np.testing.assert_array_equal(r[1][:, 0], [1, 0, 1, 1])
+
+
+def a2b_program(session):
+    e = _engine(session)
+    v = e.share_mod([5, P61 - 1, 0] if session.index == 0 else None, owner=0, moduli=(P61,))
+    return e.mod_to_bits(v).reveal()
+
+
+def test_a2b_is_right_and_its_deviations_are_caught():
+    res = run(3, a2b_program, timeout=20)
+    for r in res:
+        assert r[0] == "ok"
+        planes = r[1]
+        assert [sum(int(planes[j, i]) << j for j in range(61)) for i in range(3)] == [5, P61 - 1, 0]
+    # the opened c = x + r mod q, offset: the MAC check before the output
+    dev = Deviation(r"act-open-\d+", "offset", nth=None, index=0, moduli=(P61,))
+    res = run(2, a2b_program, deviant=1, deviations=[dev], timeout=20)
+    assert dev.fired
+    assert_all_stopped(res, 1)
+
+
+def ternary_program(session):
+    e = _engine(session)
+    return e.ternary(40, BASIS).reveal()
+
+
+def test_a_flipped_ternary_rejection_is_caught_before_the_draws_are_used():
+    # the rejection flags are the first bit opening of ternary(): a flipped one would keep a
+    # (1, 1) draw; the bit MAC check runs right after it
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=0, index=0)
+    res = run(2, ternary_program, deviant=0, deviations=[dev], timeout=20)
+    assert dev.fired
+    assert_all_stopped(res, 0, words="bit MAC check")

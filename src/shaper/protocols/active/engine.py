@@ -33,10 +33,11 @@ preprocessing checks its receivers (KOS/Roy); the preprocessing's selective fail
 handled by MASCOT's combining and sacrifice (:mod:`.preprocessing`).
 
 The engine holds the prime-field domain and the bits (``domains = {"mod", "bits"}``;
-authenticated bits, their AND triples and openings in :mod:`.bits`); fixed point over Z_2^64
-and the conversions between bits and fields stay with the passive
-:class:`~shaper.protocols.additive.AdditiveEngine`. ``reveal`` of either domain runs both
-domains' checks.
+authenticated bits, their AND triples and openings in :mod:`.bits`), and the conversions and
+samplers between them on checked daBits (:mod:`.dabits`: Z_2 -> Z_q, Z_q -> Z_2, integers in
+bit planes into a basis, uniform ternary, the discrete Gaussian); fixed point over Z_2^64 and
+the Z_3 chain stay with the passive :class:`~shaper.protocols.additive.AdditiveEngine`.
+``reveal`` of either domain runs both domains' checks.
 """
 
 from __future__ import annotations
