@@ -25,7 +25,8 @@ OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "
 #: authenticated inputs opened after the MAC check, range-checked inputs, and AND triples
 #: (authenticated bits, WRK17's checked leaky ANDs, bucketed), and comparisons of two parties'
 #: private 20-bit integers on them; the conversions and samplers on daBits
-ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "bit-triples", "cmp-20", "gaussian", "ternary", "b2a-61", "b2a", "a2b")
+ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "range-40-rns", "bit-triples", "cmp-20", "gaussian", "ternary", "b2a-61",
+              "b2a", "a2b")
 #: the operations both engines run through the same engine methods
 CONVERSIONS = ("gaussian", "ternary", "b2a-61", "b2a", "a2b")
 SECURITY = ("passive", "active")
@@ -129,17 +130,20 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
             res = _timed(session, lambda: (x * y).reveal(), n)
             if check and any(int(v) != i * i % P61 for i, v in enumerate(res["result"][:64, 0])):
                 raise AssertionError("an active product is wrong")
-        elif op == "range-40":
-            # entries of 40 bits and a sign, each proven to lie in [-2^40, 2^40] before it is used
+        elif op in ("range-40", "range-40-rns"):
+            # entries of 40 bits and a sign, each proven to lie in [-2^40, 2^40] before it is used,
+            # mod 2^61 - 1 or as one integer in every limb of the basis
             n = count // 8
             bound = 1 << 40
             values = (engine.prg.below(2 * bound + 1, n).astype(np.int64) - bound) if session.index == 0 else None
-            res = _timed(session, lambda: engine.share_mod_in_range(values, owner=0, modulus=P61, lo=-bound, hi=bound),
-                         n)
+            where = {"modulus": P61} if op == "range-40" else {"moduli": moduli}
+            res = _timed(session, lambda: engine.share_mod_in_range(values, owner=0, lo=-bound, hi=bound, **where), n)
             if check:
-                opened = _centered(res["result"][:64].reveal()[:, 0], P61)
-                if session.index == 0 and not np.array_equal(opened, values[:64]):
-                    raise AssertionError("a range-checked input came out wrong")
+                first = res["result"][:64].reveal()
+                for c in range(first.shape[1]):
+                    q = P61 if op == "range-40" else moduli[c]
+                    if session.index == 0 and not np.array_equal(_centered(first[:, c], q), values[:64]):
+                        raise AssertionError("a range-checked input came out wrong")
         elif op == "bit-triples":
             n = 64 * 16 * ((count + 63) // 64)  # as many as the passive job's
             res = _timed(session, lambda: engine.bit_triples(n), n)

@@ -380,15 +380,31 @@ def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
     return out.reshape(y.shape)
 
 
+def _uniform_bits(prg: Any, bits: int, count: int) -> np.ndarray:
+    """``count`` uniform integers below 2^bits from the CSPRNG: uint64 up to 63 bits, else
+    Python integers (object)."""
+    if bits <= 63:
+        return prg.below(1 << bits, count)
+    words = (bits + 63) // 64
+    raw = prg.uint64((count, words))
+    top = bits - 64 * (words - 1)
+    out = np.empty(count, dtype=object)
+    for i in range(count):
+        v = 0
+        for w in range(words):
+            v |= int(raw[i, w]) << (64 * w)
+        out[i] = v & ((1 << bits) - 1) if top else v
+    return out
+
+
 def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...], rest: tuple[int, ...]) -> AuthShares:
     s, n, size = engine.soundness, engine.parties, y.size
     union = anchor + rest
     beta, m_bits = _lift_bound(size, n, width)
     r = masks = None
     for owner in range(n):
-        mine = engine.prg.below(1 << width, size) if engine.me == owner else None
-        big = (np.array([int.from_bytes(engine.prg.random_bytes((m_bits + 7) // 8), "little") % (1 << m_bits)
-                         for _ in range(s)], dtype=object) if engine.me == owner else None)
+        mine = _uniform_bits(engine.prg, width, size) if engine.me == owner else None
+        big = _uniform_bits(engine.prg, m_bits, s) if engine.me == owner else None
         part = engine.share_mod(mine, owner=owner, moduli=union)
         mask = engine.share_mod(big, owner=owner, moduli=union)
         r = part if r is None else r + part

@@ -334,16 +334,29 @@ class ActiveEngine(AuthBitDomain, Engine):
         self.openings.witness(d, "input")
         return self.add_public_residues(mask, d).reshape(shape)
 
-    @guarded
-    def share_mod_in_range(self, values: Any, *, owner: int, modulus: int, lo: int, hi: int) -> AuthShares:
-        """The owner's integers authenticated mod one prime, every entry proven to lie in
-        [lo, hi] before this returns (:func:`~.ranges.input_in_range`): an honest party raises
-        :class:`~shaper.errors.DeviationError` naming the owner when the proof fails, and the
-        owner itself refuses an entry outside the range before sending anything."""
-        (q,) = self._basis(modulus)
+    def share_mod_in_range(self, values: Any, *, owner: int, lo: int, hi: int, modulus: int | None = None,
+                           moduli: Any = None) -> AuthShares:
+        """The owner's integers authenticated mod one prime (``modulus``) or over an RNS basis
+        (``moduli``), every entry proven to lie in [lo, hi] before this returns, as one integer in
+        every limb (:func:`~.ranges.input_in_range`, :func:`~.ranges.input_in_range_basis`): an
+        honest party raises :class:`~shaper.errors.DeviationError` naming the owner when the proof
+        fails, and the owner itself refuses an entry outside the range before sending anything."""
+        if (modulus is None) == (moduli is None):
+            raise ConfigError("a range-checked input takes one prime (modulus=) or a basis (moduli=)")
+        mods = self._basis(modulus if moduli is None else moduli)
         if not 0 <= owner < self.parties:
             raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
-        return ranges.input_in_range(self, values, owner=owner, q=q, lo=lo, hi=hi)
+        return self._in_range(values, owner, mods, int(lo), int(hi))
+
+    @guarded
+    def _in_range(self, values: Any, owner: int, mods: tuple[int, ...], lo: int, hi: int) -> AuthShares:
+        if len(mods) == 1:
+            return ranges.input_in_range(self, values, owner=owner, q=mods[0], lo=lo, hi=hi)
+        return ranges.input_in_range_basis(self, values, owner=owner, moduli=mods, lo=lo, hi=hi)
+
+    def _limb_in_range(self, values: Any, owner: int, q: int, lo: int, hi: int, keys: int) -> tuple[AuthShares, AuthShares]:
+        """One limb's proof of a basis-wide range check: (entries, their digits of x - lo)."""
+        return ranges.input_in_range(self, values, owner=owner, q=q, lo=lo, hi=hi, keys=keys, digits=True)
 
     @guarded
     def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:

@@ -56,7 +56,7 @@ from .check import dot_mod, read_shape
 from .preprocessing import cope_checked
 from .shares import AuthShares
 
-__all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "refuse_outside"]
+__all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "input_in_range_basis", "refuse_outside"]
 
 DIGIT_BITS = 4
 MAX_ENTRIES = 1 << 24
@@ -97,10 +97,13 @@ def _horner(coeffs: list[int], delta: int, q: int) -> int:
     return acc
 
 
-def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi: int) -> AuthShares:
+def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi: int, keys: int | None = None,
+                   digits: bool = False) -> Any:
     """The owner's integers, authenticated mod q, each proven to lie in [lo, hi] (module notes).
     Every party passes the same owner, q, lo and hi; ``values`` matters at the owner only, which
-    refuses (ValueError, nothing sent) an entry outside the interval."""
+    refuses (ValueError, nothing sent) an entry outside the interval. ``keys``: MAC keys per
+    value (default: what q needs; more where the result joins a basis that needs more).
+    ``digits``: also return the committed digits of x - lo, authenticated, (N, D)."""
     lo, hi, q = int(lo), int(hi), int(q)
     if hi < lo:
         raise ConfigError(f"an empty range [{lo}, {hi}]")
@@ -110,7 +113,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         raise ConfigError(f"the range [{lo}, {hi}] spans {k} bits; a range check mod q needs 2^(k+1) < q "
                           f"({q.bit_length()}-bit q)")
     ses, me = engine.session, engine.me
-    keys = engine.keys((q,))
+    keys = max(engine.keys((q,)), int(keys or 0))
     tag = engine._tag("range")
     # -- the owner checks its own entries and announces their count ----------------------------------
     if me == owner:
@@ -250,7 +253,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
                         [int(r[-1])]
                     msg.extend((s + mk) % q for s, mk in zip(sums, mask))
             ses.send(peer, np.array(msg, dtype=np.uint64), tag + "/proof")
-        return batch_shares[:n].reshape(tuple(shape))
+        return _result(batch_shares, n, D, shape, digits)
     # -- a verifier checks the owner's proof with each of its keys --------------------------------------
     expect = keys * (1 + sum(1 << w for w in classes))
     proof = ses.recv_array(owner, tag + "/proof", dtype=np.uint64, shape=(expect,))
@@ -281,7 +284,12 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
     if not ok:
         raise DeviationError(f"party {ses.parties[owner]!r}'s range proof failed: an entry outside [{lo}, {hi}] or "
                              "a proof that does not match its commitments; nothing depends on the input")
-    return batch_shares[:n].reshape(tuple(shape))
+    return _result(batch_shares, n, D, shape, digits)
+
+
+def _result(batch: AuthShares, n: int, digits_per_entry: int, shape: list[int], digits: bool) -> Any:
+    x = batch[:n].reshape(tuple(shape))
+    return (x, batch[n:n + n * digits_per_entry].reshape(n, digits_per_entry)) if digits else x
 
 
 def refuse_outside(flat: list[int], lo: int, hi: int) -> None:
@@ -304,3 +312,104 @@ def _weighted(digits: np.ndarray, weights: np.ndarray, q: int) -> np.ndarray:
     for t in range(digits.shape[1]):
         acc = add_mod(acc, mul_mod(digits[:, t:t + 1], np.full((len(digits), 1), weights[t], np.uint64), (q,))[:, 0], qs)
     return acc
+
+
+# -- over an RNS basis ----------------------------------------------------------------------------------
+DIGIT_CHECK_BATCH = 1 << 10   # digits per masked subset-sum check
+_WIDE = 1 << 57               # anchor limbs are at least this wide (the digit check's bound fits below)
+
+
+def _range_anchor(engine: Any, mods: tuple[int, ...], span: int, count: int) -> tuple[int, ...]:
+    """The limbs a basis-wide range check proves its digits in: the basis' limbs of 58 bits or
+    more, widest first, then helper primes near 2^61, until the lift of values below span + 1
+    fits (:func:`~.dabits.lift`)."""
+    import gmpy2
+
+    from .dabits import _HELPER_START, MAX_BATCH, _lift_bound
+
+    width = int(span).bit_length() + 40
+    batch = min(max(count, 1), MAX_BATCH, 1 << 12)
+    need = 2 * (span + 1 + _lift_bound(batch, engine.parties, width)[0])
+    anchor: tuple[int, ...] = ()
+    for q in sorted(mods, reverse=True):
+        if q < _WIDE or math.prod(anchor) > need:
+            break
+        anchor += (q,)
+    p = _HELPER_START
+    while math.prod(anchor) <= need:
+        p = int(gmpy2.next_prime(p))
+        if p not in mods:
+            anchor += (p,)
+    return anchor
+
+
+def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[int, ...], lo: int,
+                         hi: int) -> AuthShares:
+    """The owner's integers over an RNS basis, each proven to be one integer in [lo, hi] in every
+    limb before anything depends on it.
+
+    Digits proven limb by limb could differ between limbs, so three steps:
+    1. the owner's proof above runs in each limb of an *anchor*: the basis' limbs of 58 bits or
+       more and helper primes near 2^61, as many as step 3 needs;
+    2. the digits must be one integer across the anchor. The owner's digits (4 bits) and S = 64
+       masks of its own are combined in masked subset sums over every anchor limb, rebuilt as
+       integers (CRT) and bounded by beta < min(anchor) - 16 (as the daBits' check). A digit that
+       differs between two limbs has a CRT value at least min(anchor) - 16 away from 0, so each
+       sum passes it with probability at most 1/2, and all pass with at most 2^-64. Then x =
+       lo + sum 16^t u_t is one integer in [lo, hi] in every anchor limb (it is in each limb's
+       proof);
+    3. x - lo is lifted (:func:`~.dabits.lift`) into the basis' other limbs.
+    The masks make the sums' openings 2^-40-close to independent of the digits."""
+    from .dabits import _crt, _flat_auth, _from_flat, _subset_sums, lift
+
+    mods = tuple(moduli)
+    lo, hi = int(lo), int(hi)
+    if hi < lo:
+        raise ConfigError(f"an empty range [{lo}, {hi}]")
+    n_entries = None
+    if engine.me == owner:
+        arr = np.asarray(values)
+        n_entries = arr.size
+        refuse_outside([int(v) for v in arr.ravel()], lo, hi)
+    anchor = _range_anchor(engine, mods, hi - lo, n_entries if n_entries is not None else 1 << 12)
+    keys = engine.keys(mods + tuple(q for q in anchor if q not in mods))
+    xs, us = [], []
+    shape: tuple[int, ...] = ()
+    for q in anchor:
+        x, u = engine._limb_in_range(values, owner, q, lo, hi, keys)
+        shape = x.shape  # announced by the owner in the proof, the same at every party
+        xs.append(x.reshape(x.size))
+        us.append(u.reshape(u.size))
+    x_a = _stack_limbs(engine, xs, anchor, keys)
+    u_a = _stack_limbs(engine, us, anchor, keys)
+    # 2. one integer across the anchor, digit by digit
+    s = engine.soundness
+    count = u_a.size
+    batches = -(-count // DIGIT_CHECK_BATCH)
+    m_bits = 40 + (15 * DIGIT_CHECK_BATCH + 1).bit_length()
+    beta = 15 * DIGIT_CHECK_BATCH + (1 << m_bits)
+    if beta >= min(anchor) - 16:
+        raise ConfigError(f"the anchor {anchor} is too narrow for the digit check")
+    masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
+                             owner=owner, moduli=anchor)
+    coins = engine.joint_coins("range-digits")
+    cols, col_mods = _flat_auth(u_a)
+    sums = []
+    for b in range(batches):
+        block = cols[b * DIGIT_CHECK_BATCH:(b + 1) * DIGIT_CHECK_BATCH]
+        chi = (coins.uint64((s, len(block))) & np.uint64(1)).astype(bool)
+        sums.append(_subset_sums(chi, block, col_mods))
+    summed = _from_flat(engine, np.concatenate(sums), anchor, keys)
+    t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
+    engine.check("range-checked input: one integer in every limb")
+    if any(v > beta for v in _crt(t, anchor)):
+        raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
+                             "every limb (its digits differ between limbs); nothing depends on the input")
+    # 3. into the rest of the basis
+    return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+
+
+def _stack_limbs(engine: Any, parts: list[AuthShares], anchor: tuple[int, ...], keys: int) -> AuthShares:
+    share = np.concatenate([p.share for p in parts], axis=-1)
+    mac = np.concatenate([p.mac[:keys] for p in parts], axis=-1)
+    return AuthShares(engine, share, mac, anchor)

@@ -1,0 +1,122 @@
+"""Range-checked inputs over an RNS basis (``ActiveEngine.share_mod_in_range(moduli=...)``):
+one integer in [lo, hi] in every limb, against deviating owners and parties.
+
+=====================================  ========================================  ===========================
+deviation                              where                                     outcome
+=====================================  ========================================  ===========================
+an entry one past either end           the owner's values                        refused by the owner's own
+                                                                                 code, nothing sent
+different in-range values per limb     the owner's proofs in the anchor limbs    the digit check (one
+                                                                                 integer in every limb)
+a lift input off in one limb           another party's r_i                       the lift's range check
+an offset opening                      every field opening                       the MAC check (or the
+                                                                                 sacrifice)
+=====================================  ========================================  ===========================
+"""
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from shaper.protocols.active import ActiveEngine
+from shaper.protocols.ot import InsecureLinks
+
+from .deviating import Deviation, run
+from .test_active import assert_all_stopped
+
+NATIVE = importlib.util.find_spec("shaper._native") is not None
+CKKS = (1152921504606748673, 35184371138561, 35184370941953, 35184370352129, 35184370155521,
+        35184369893377, 35184368877569, 35184368320513, 1152921504606683137)
+LO, HI = -(1 << 40), 1 << 40
+VALS = [LO, HI, 0, 1, -1, 12345678901, -98765432109, HI - 1, LO + 1]
+
+
+def _engine(session, cls=ActiveEngine):
+    return cls(session, links=None if NATIVE else InsecureLinks(session))
+
+
+def program(session, basis=CKKS, owner=0, cls=ActiveEngine, deviant=(), values=VALS, lo=LO, hi=HI):
+    e = _engine(session, cls if session.index in deviant else ActiveEngine)
+    x = e.share_mod_in_range(values if session.index == owner else None, owner=owner, moduli=basis, lo=lo, hi=hi)
+    return x.reveal()
+
+
+def centered(out, basis):
+    return [[int(v) - q if int(v) > q // 2 else int(v) for v in out[:, c]] for c, q in enumerate(basis)]
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_entries_are_one_integer_in_every_limb_and_the_bounds_are_accepted(parties):
+    res = run(parties, program, CKKS, parties - 1, timeout=30)
+    for r in res:
+        assert r[0] == "ok", r
+        assert all(limb == VALS for limb in centered(r[1], CKKS))
+
+
+def test_a_basis_of_two_wide_primes():
+    basis = ((1 << 61) - 1, 1125899906842597)
+    res = run(2, program, basis, timeout=30)
+    assert all(limb == VALS for limb in centered(res[0][1], basis))
+
+
+@pytest.mark.parametrize("value", [HI + 1, LO - 1])
+def test_the_owner_refuses_an_entry_one_past_either_end(value):
+    res = run(2, program, CKKS, 0, ActiveEngine, (), [0, value], timeout=5)
+    assert res[0][0] == "error" and res[0][1] == "ValueError" and "outside the agreed range" in res[0][2]
+    assert res[1][0] == "error"  # the other party waited for an input that never came
+
+
+class LimbSplitting(ActiveEngine):
+    """An owner that proves, in the anchor's second limb, the entries plus one (every one still in
+    range): each limb's proof passes, but the limbs hold different integers."""
+
+    def _limb_in_range(self, values, owner, q, lo, hi, keys):
+        self._limbs = getattr(self, "_limbs", 0) + 1
+        if self._limbs == 2:
+            values = [v + 1 for v in values]
+        return super()._limb_in_range(values, owner, q, lo, hi, keys)
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_different_values_in_different_limbs_are_caught(parties):
+    vals = [0, 5, 17, HI - 1]
+    res = run(parties, program, CKKS, 0, LimbSplitting, (0,), vals, deviant=0, timeout=30)
+    assert_all_stopped(res, 0, words="not one integer in every limb")
+
+
+class LiftSkewing(ActiveEngine):
+    """A party whose lift inputs are off by one in the first limb only."""
+
+    def share_mod(self, values, *, owner, moduli):
+        mods = tuple(moduli)
+        if owner == self.me and values is not None and len(mods) > 3 and len(values) > 64:
+            q = math.prod(mods)
+            e0 = (q // mods[0]) * pow(q // mods[0], -1, mods[0]) % q  # 1 mod the first limb, 0 mod the rest
+            values = np.array([int(v) + e0 for v in values], dtype=object)
+        return super().share_mod(values, owner=owner, moduli=mods)
+
+
+def test_a_lift_input_that_is_not_one_integer_is_caught():
+    vals = list(range(100))
+    res = run(2, program, CKKS, 0, LiftSkewing, (1,), vals, 0, 1000, deviant=1, timeout=30)
+    assert_all_stopped(res, 1, words="lift's range check failed")
+
+
+def test_offset_openings_are_caught():
+    dev = Deviation(r"act-open-\d+", "offset", nth=None, index=0)
+    res = run(2, program, CKKS, 0, deviant=1, deviations=[dev], timeout=30)
+    assert dev.fired
+    assert_all_stopped(res, 1)
+
+
+def test_one_prime_or_a_basis_not_both():
+    def prog(session):
+        e = _engine(session)
+        try:
+            e.share_mod_in_range([1], owner=0, lo=0, hi=3, modulus=CKKS[0], moduli=CKKS)
+        except Exception as exc:  # noqa: BLE001 - the type is what the test compares
+            return type(exc).__name__
+
+    assert run(2, prog)[0] == ("ok", "ConfigError")
