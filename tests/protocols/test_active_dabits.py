@@ -254,3 +254,37 @@ def test_a_flipped_ternary_rejection_is_caught_before_the_draws_are_used():
     res = run(2, ternary_program, deviant=0, deviations=[dev], timeout=20)
     assert dev.fired
     assert_all_stopped(res, 0, words="bit MAC check")
+
+
+class BitFlipping(ActiveEngine):
+    """A party whose Z_2 input of its private bits is the negation of what it proves in the
+    field (the private bits of Z_q -> Z_2)."""
+
+    def share_bits(self, bits, *, owner):
+        if owner == self.me and bits is not None:
+            bits = ~np.asarray(bits, dtype=bool)
+        return super().share_bits(bits, owner=owner)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_private_bits_that_differ_between_z2_and_the_field_are_caught(parties):
+    def prog(session):
+        e = _engine(session, BitFlipping if session.index == parties - 1 else ActiveEngine)
+        v = e.share_mod([5, 6] if session.index == 0 else None, owner=0, moduli=(P61,))
+        return e.mod_to_bits(v).reveal()
+
+    res = run(parties, prog, deviant=parties - 1, timeout=20)
+    assert_all_stopped(res, parties - 1, words="differ between Z_2 and the field")
+
+
+def test_z_q_to_z2_over_a_narrow_prime_uses_dabits():
+    q = 2147483647  # 31 bits: too narrow for the private bits' check, so daBits (with helper primes)
+
+    def prog(session):
+        e = _engine(session)
+        v = e.share_mod([0, 1, q - 1, 12345] if session.index == 0 else None, owner=0, moduli=(q,))
+        return e.mod_to_bits(v).reveal()
+
+    res = run(2, prog, timeout=20)
+    planes = res[0][1]
+    assert [sum(int(planes[j, i]) << j for j in range(31)) for i in range(4)] == [0, 1, q - 1, 12345]

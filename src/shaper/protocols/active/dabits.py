@@ -53,10 +53,16 @@ limb's MAC derived from the aBit's own OT row, consistent by construction) is sk
 
 * Z_2 -> Z_q (:func:`bits_to_mod`): c = x XOR b opened (MAC-checked later with everything),
   [x] = c + (1 - 2 c) [b] in every limb, linear.
-* Z_q -> Z_2 (:func:`mod_to_bits`, one prime q of w bits): r = sum_k 2^k b_k from w daBits,
-  kept where [r < q] (a comparison circuit on the bits, its outcome opened and checked: which
-  draws were kept is independent of their values), c = x + r mod q opened, then the bits of
-  (c - r) mod q by a subtraction and a conditional addition of q on the authenticated bits.
+* Z_q -> Z_2 (:func:`mod_to_bits`, one prime q of w bits): a random r < q with its bits, c =
+  x + r mod q opened, then the bits of (c - r) mod q by a subtraction and a conditional
+  addition of q on the authenticated bits. For q of 54 bits or more r = sum_i r_i mod q, each
+  r_i uniform below q drawn by party i and input as *private bits* (:func:`private_bits`: its
+  bits authenticated in Z_2 and, by the owner's range proof with one-bit digits, as 0/1 mod q,
+  no products; the same masked subset-parity check links the two, with the owner's own masks),
+  reduced mod q in Z_2 (a deviating party's may be q or more) and added with binary modular
+  adders; in the field the sum is linear. For narrower primes r = sum_k 2^k b_k from w daBits,
+  kept where [r < q] (the outcome opened and checked: which draws were kept is independent of
+  their values).
 * uniform ternary (:func:`ternary`): two daBits (u, v) per draw, (1, 1) rejected by opening
   u AND v, the value u - v: 0, 1, -1 with probability 1/3 each.
 
@@ -79,7 +85,7 @@ from .bits import AuthBits
 from .shares import AuthShares
 
 __all__ = ["MAX_BATCH", "MIN_BATCH", "MASK_SLACK", "bits_to_mod", "check_plan", "dabits", "lift", "mod_to_bits",
-           "planes_to_mod", "ternary"]
+           "planes_to_mod", "private_bits", "ternary"]
 
 MASK_SLACK = 40        # bits by which the masks m outweigh the checked sums
 MAX_BATCH = 1 << 18    # daBits checked together (the coins' matrix is S x batch)
@@ -447,9 +453,141 @@ def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
     return out.reshape(shape)
 
 
+def _concat_bits(parts: list[AuthBits], axis: int) -> AuthBits:
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    return AuthBits.of(first.engine, np.concatenate([p.plain() for p in parts], axis=axis),
+                       np.concatenate([p.macs for p in parts], axis=axis + 1),
+                       np.concatenate([p.keys for p in parts], axis=axis + 1))
+
+
+def _concat_shares(parts: list[AuthShares]) -> AuthShares:
+    if len(parts) == 1:
+        return parts[0]
+    return AuthShares(parts[0].engine, np.concatenate([p.share for p in parts]),
+                      np.concatenate([p.mac for p in parts], axis=1), parts[0].moduli)
+
+
+def _weighted_bits(engine: Any, field: AuthShares, w: int, count: int, q: int) -> AuthShares:
+    """sum_k 2^k b_k mod q for field bits (w * count,) laid out plane by plane: (count,)."""
+    weights = np.array([(1 << j) % q for j in range(w)], np.uint64)
+    planes = field.reshape(w, count)
+    return engine.mul_public_shares(planes, np.repeat(weights, count).reshape(w, count, 1)).sum(axis=0)
+
+
+def _random_residues_dabits(engine: Any, count: int, q: int) -> tuple[AuthBits, AuthShares]:
+    """r uniform below q with its bits: w daBits per draw, draws of r >= q rejected (the outcome
+    opened and checked: which draws were kept says nothing of their values)."""
+    from ..additive.convert import compare_ge
+
+    w = q.bit_length()
+    planes: list[AuthBits] = []
+    values: list[AuthShares] = []
+    have = 0
+    while have < count:
+        draw = int((count - have) * (1 << w) / q * 1.1) + 16
+        engine.reserve_bit_triples(((draw + 63) // 64) * (w + 1))
+        b2, bf = dabits(engine, w * draw, (q,))
+        bits = AuthBits.of(engine, b2.plain().reshape(w, draw), b2.macs.reshape(-1, w, draw),
+                           b2.keys.reshape(-1, w, draw))
+        ge = engine.open_bits_partial(compare_ge(engine, bits, _public_planes(engine, np.full(draw, q, np.uint64), w)))
+        engine.check_all("Z_q -> Z_2: draws")
+        keep = np.flatnonzero(~ge)[:count - have]
+        values.append(_weighted_bits(engine, bf, w, draw, q)[keep])
+        planes.append(AuthBits.of(engine, bits.plain()[:, keep], bits.macs[:, :, keep], bits.keys[:, :, keep]))
+        have += len(keep)
+    return _concat_bits(planes, 1), _concat_shares(values)
+
+
+def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tuple[AuthBits, AuthShares]:
+    """The owner's bits (count,) as authenticated bits and as 0/1 mod one prime q, checked to be
+    the same bits: the field values by the owner's range proof with digits of one bit
+    (:func:`~.ranges.input_in_range`, no products), the link to Z_2 by the daBits' masked
+    subset-parity check with the owner's own masks and sacrificed bits (2^-S). Batches keep
+    beta < q / 2."""
+    from .ranges import input_in_range
+
+    s = engine.soundness
+    batch = min(max(count, 1), 1 << 16)
+    while batch > 1 and 2 * _beta(batch, 1) >= q:
+        batch //= 2
+    if 2 * _beta(batch, 1) >= q:
+        raise ConfigError(f"a {q.bit_length()}-bit prime is too narrow for the private bits' check")
+    mine = np.asarray(bits, dtype=bool).reshape(-1) if engine.me == owner else None
+    out_bits: list[AuthBits] = []
+    out_field: list[AuthShares] = []
+    for start in range(0, count, batch):
+        size = min(batch, count - start)
+        m_bits = _mask_bits(size)
+        chunk = None
+        masks = None
+        if engine.me == owner:
+            chunk = np.concatenate([mine[start:start + size], engine.prg.uint64(s) & np.uint64(1) == 1])
+            masks = engine.prg.below(1 << m_bits, s)
+        b2 = engine.share_bits(chunk, owner=owner)
+        field = input_in_range(engine, None if chunk is None else chunk.astype(np.int64), owner=owner, q=q, lo=0, hi=1)
+        m = engine.share_mod(masks, owner=owner, moduli=(q,))
+        coins = engine.joint_coins("private-bits-coins")
+        chi = (coins.uint64((s, size)) & np.uint64(1)).astype(bool)
+        cols, col_mods = _flat_auth(field[:size])
+        sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), (q,), field.keys)
+        t = engine.open_partial(sums + field[size:] + m * 2, "private bits: consistency")
+        parity = engine.open_bits_partial(_xor_subsets(chi, b2, size))
+        engine.check_all("private bits")
+        beta = _beta(size, 1)
+        if any(int(v) > beta or (int(v) & 1) != int(parity[j]) for j, v in enumerate(t[:, 0])):
+            raise DeviationError(f"party {engine.session.parties[owner]!r}'s bits differ between Z_2 and the field "
+                                 "(the private bits' check failed)")
+        out_bits.append(_head(b2, size))
+        out_field.append(_select(field[:size], [0], engine.keys((q,))))
+    return _concat_bits(out_bits, 0), _concat_shares(out_field)
+
+
+def _reduce_once(engine: Any, planes: AuthBits, q: int) -> AuthBits:
+    """x mod q for x < 2q on bit planes (w, N): x - q where x >= q (w + 1 AND gates for the
+    comparison and the subtraction, w for the selection)."""
+    from ..additive.convert import add_public
+    from ..api import stack_bits
+
+    w = q.bit_length()
+    count = planes.shape[1]
+    ext = stack_bits([planes[j] for j in range(w)] + [engine.zero_bits((), count)])
+    d, ge = add_public(engine, ext, (1 << (w + 1)) - q)        # x - q mod 2^(w+1); carry out = [x >= q]
+    return planes ^ (ge & (ext ^ d)[:w])
+
+
+def _random_residues_private(engine: Any, count: int, q: int) -> tuple[AuthBits, AuthShares]:
+    """r = sum_i r_i mod q with its bits, r_i uniform below q drawn by party i: i's bits as
+    :func:`private_bits` (no products), each r_i reduced mod q in Z_2 (a deviating party's may
+    be q or more), the parties' added by binary modular adders; in the field the sum is linear."""
+    from ..additive.convert import mod_add_bits
+
+    w = q.bit_length()
+    words = (count + 63) // 64
+    n = engine.parties
+    # every AND of the reductions, the sums and the final subtraction from one checked batch
+    engine.reserve_bit_triples(words * (n * (2 * w + 2) + (n - 1) * (3 * w + 3) + 2 * w + 2))
+    planes: AuthBits | None = None
+    field: AuthShares | None = None
+    for owner in range(n):
+        bits = None
+        if engine.me == owner:
+            r = engine.prg.below(q, count)
+            bits = ((r[None, :] >> np.arange(w, dtype=np.uint64)[:, None]) & np.uint64(1)).astype(bool)
+        b2, bf = private_bits(engine, bits, owner, w * count, q)
+        mine = AuthBits.of(engine, b2.plain().reshape(w, count), b2.macs.reshape(-1, w, count),
+                           b2.keys.reshape(-1, w, count))
+        mine = _reduce_once(engine, mine, q)      # below q, as the field has it
+        value = _weighted_bits(engine, bf, w, count, q)
+        planes = mine if planes is None else mod_add_bits(engine, planes, mine, q)
+        field = value if field is None else field + value
+    return planes, field
+
+
 def mod_to_bits(engine: Any, x: AuthShares) -> AuthBits:
     """Z_q -> Z_2 for one prime q of w bits: bit planes (w, ...) of the residues (module notes)."""
-    from ..additive.convert import compare_ge, ripple_add
+    from ..additive.convert import ripple_add
     from ..api import stack_bits
 
     if not isinstance(x, AuthShares):
@@ -460,31 +598,11 @@ def mod_to_bits(engine: Any, x: AuthShares) -> AuthBits:
     w = q.bit_length()
     flat = x.reshape(x.size)
     count = flat.size
-    words = (count + 63) // 64
-    # r < q uniform, from w daBits per draw, with its bits
-    planes: list[AuthBits] = []
-    values: list[AuthShares] = []
-    have = 0
-    while have < count:
-        draw = int((count - have) * (1 << w) / q * 1.1) + 16
-        b2, bf = dabits(engine, w * draw, (q,))
-        bits = AuthBits.of(engine, b2.plain().reshape(w, draw), b2.macs.reshape(-1, w, draw),
-                           b2.keys.reshape(-1, w, draw))
-        qp = _public_planes(engine, np.full(draw, q, np.uint64), w)
-        ge = engine.open_bits_partial(compare_ge(engine, bits, qp))
-        engine.check_all("Z_q -> Z_2: draws")
-        keep = np.flatnonzero(~ge)[:count - have]
-        weights = np.array([(1 << j) % q for j in range(w)], np.uint64)
-        field = bf.reshape(w, draw)
-        r = engine.mul_public_shares(field, np.repeat(weights, draw).reshape(w, draw, 1)).sum(axis=0)
-        values.append(r[keep])
-        planes.append(AuthBits.of(engine, bits.plain()[:, keep], bits.macs[:, :, keep], bits.keys[:, :, keep]))
-        have += len(keep)
-    r = values[0] if len(values) == 1 else AuthShares(
-        engine, np.concatenate([v.share for v in values]), np.concatenate([v.mac for v in values], axis=1), (q,))
-    rb = planes[0] if len(planes) == 1 else AuthBits.of(
-        engine, np.concatenate([p.plain() for p in planes], axis=1), np.concatenate([p.macs for p in planes], axis=2),
-        np.concatenate([p.keys for p in planes], axis=2))
+    if 2 * _beta(1 << 10, 1) < q:
+        rb, r = _random_residues_private(engine, count, q)
+    else:  # too narrow a prime for the private bits' check in useful batches
+        rb, r = _random_residues_dabits(engine, count, q)
+    engine.reserve_bit_triples(((count + 63) // 64) * (2 * w + 2))
     c = engine.open_partial(flat + r, "Z_q -> Z_2")[:, 0]          # uniform mod q
     cp = _public_planes(engine, c, w)
     one = engine.constant_bits(1, (), count)
