@@ -288,3 +288,51 @@ def test_z_q_to_z2_over_a_narrow_prime_uses_dabits():
     res = run(2, prog, timeout=20)
     planes = res[0][1]
     assert [sum(int(planes[j, i]) << j for j in range(31)) for i in range(4)] == [0, 1, q - 1, 12345]
+
+
+class ZeroCoins(Mutating):
+    """Every party: the bit check's first ``zeroed`` combinations drawn as zero (the 1/q event
+    of one combination, forced), to show the others still stop a non-bit."""
+
+    zeroed = 1
+
+    def joint_coins(self, what):
+        coins = super().joint_coins(what)
+        if what != "dabit-coins":
+            return coins
+        engine = self
+
+        class Zeroing:
+            calls = 0
+
+            def below(self, bound, n):
+                Zeroing.calls += 1
+                out = coins.below(bound, n)
+                return np.zeros_like(out) if Zeroing.calls <= engine.zeroed * len(BASIS) else out
+
+            def __getattr__(self, name):
+                return getattr(coins, name)
+
+        return Zeroing()
+
+
+def test_the_bit_check_has_combinations_to_spare():
+    # party 0 inputs 2 where its Z_2 share is 0: the XOR with the honest bit is 2 or -1, a small
+    # non-bit of the right parity, which only the bit check stops
+    two = staticmethod(lambda bits, masks: ([2 if int(b) == 0 else 1 for b in bits], masks))
+
+    def prog(session, zeroed):
+        honest_cls = type("H", (ZeroCoins,), {"zeroed": zeroed})
+        cls = type("D", (ZeroCoins,), {"mutate": two, "zeroed": zeroed}) if session.index == 0 else honest_cls
+        e = _engine(session, cls)
+        b2, bf = e.dabits(COUNT, BASIS)
+        return b2.reveal(), bf.reveal()
+
+    res = run(2, prog, 1, deviant=0, timeout=20)   # the first combination zero: the next one stops it
+    assert_all_stopped(res, 0, words="not a bit")
+    # every combination zero (probability 1/q each): the non-bits pass the parity check, which
+    # is why there is more than one combination
+    res = run(2, prog, 10, deviant=0, timeout=20)
+    assert all(r[0] == "ok" for r in res)
+    bits, field = res[1][1]
+    assert np.any(field[:, 0] != bits.astype(np.uint64))

@@ -120,3 +120,25 @@ def test_one_prime_or_a_basis_not_both():
             return type(exc).__name__
 
     assert run(2, prog)[0] == ("ok", "ConfigError")
+
+
+@pytest.mark.parametrize("values", [[5, 7], list(range(5000))])
+def test_every_party_sizes_the_anchor_alike_whatever_the_count(values):
+    # the owner knows the count before the others do: the anchor must not depend on it
+    res = run(2, program, CKKS, 0, ActiveEngine, (), values, 0, 1 << 30, timeout=30)
+    for r in res:
+        assert r[0] == "ok", r
+        assert all(limb == values for limb in centered(r[1], CKKS))
+
+
+def test_a2b_of_a_limb_from_a_basis_with_a_narrow_prime():
+    basis = (CKKS[0], 2147483647)  # the 31-bit prime needs 3 MAC keys; the 60-bit limb alone 2
+
+    def prog(session):
+        e = _engine(session)
+        x = e.share_mod([3, 12345678901234] if session.index == 0 else None, owner=0, moduli=basis)
+        return e.mod_to_bits(x.limb(0)).reveal()
+
+    res = run(2, prog, timeout=30)
+    planes = res[0][1]
+    assert [sum(int(planes[j, i]) << j for j in range(planes.shape[0])) for i in range(2)] == [3, 12345678901234]

@@ -11,9 +11,11 @@ checked triples). Nothing in that forces party i to input the same bit in the fi
 Z_2, a bit at all, or one integer across the limbs of an RNS basis; three checks do, on every
 batch, before any daBit is used:
 
-1. **bits in every limb**: sum_l rho_l (b_l^2 - b_l) is opened per limb and must be zero (rho
-   from a joint coin toss after the squares; one more Beaver product per daBit). A non-bit
-   passes with probability 1/q per limb.
+1. **bits in every limb**: ceil(S / (bitlen(q_min) - 1)) independent combinations
+   sum_l rho_l (b_l^2 - b_l) are opened per limb and must be zero (rho from a joint coin toss
+   after the squares; one more Beaver product per daBit). Each passes a non-bit with
+   probability 1/q, all of them with at most 2^-S (check 2 below does not cover this one: a
+   small non-bit such as 2 has the right parity).
 2. **one integer, the same as in Z_2**: S = ``soundness`` checks (64 by default). Check j draws
    chi_j in {0, 1}^N from a joint coin toss (after every input and product is fixed) and opens
 
@@ -118,7 +120,7 @@ def check_plan(moduli: Sequence[int], parties: int, count: int) -> tuple[int, tu
     mods = basis(moduli)
     batch = max(1, min(int(count), MAX_BATCH))
     while batch > MIN_BATCH and not _fits(mods, parties, batch):
-        batch //= 2
+        batch = max(batch // 2, MIN_BATCH)
     ext = list(mods)
     p = _HELPER_START
     while not _fits(ext, parties, batch):
@@ -186,6 +188,12 @@ def _xor_subsets(chi: np.ndarray, bits: AuthBits, count: int) -> AuthBits:
     return AuthBits.of(bits.engine, out, macs, keys)
 
 
+def _stack_auth(parts: list[AuthShares]) -> AuthShares:
+    """Scalars (one value over a basis each) as one (len,) array."""
+    return AuthShares(parts[0].engine, np.stack([p.share for p in parts]), np.stack([p.mac for p in parts], axis=1),
+                      parts[0].moduli)
+
+
 def _select(x: AuthShares, limbs: Sequence[int], keys: int) -> AuthShares:
     idx = list(limbs)
     return AuthShares(x.engine, np.ascontiguousarray(x.share[..., idx]),
@@ -214,10 +222,14 @@ def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...
     square = acc * acc
     coins = engine.joint_coins("dabit-coins")
     qs = list(ext)
-    rho = np.stack([coins.below(q, total) for q in qs], axis=-1)
+    # combinations: each passes a non-bit with probability 1/q, so enough of them for 2^-S
+    reps = math.ceil(s / (min(qs).bit_length() - 1))
+    rho = np.stack([np.stack([coins.below(q, total) for q in qs], axis=-1) for _ in range(reps)])
     chi = (coins.uint64((s, count)) & np.uint64(1)).astype(bool)
     # 1. a bit in every limb
-    zero = engine.open_partial(engine.mul_public_shares(square - acc, rho).sum(axis=0), "daBits: bits")
+    diff = square - acc
+    zero = engine.open_partial(_stack_auth([engine.mul_public_shares(diff, rho[k]).sum(axis=0)
+                                            for k in range(reps)]), "daBits: bits")
     # 2. one integer, the same as in Z_2
     cols, col_mods = _flat_auth(acc[:count])
     sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), ext, acc.keys)
@@ -310,7 +322,7 @@ def planes_to_mod(engine: Any, planes: AuthBits, weights: Sequence[int], moduli:
     w, count = planes.shape
     if len(weights) != w:
         raise ValueError(f"{w} bit planes and {len(weights)} weights")
-    anchor = _anchor(engine, mods)
+    anchor = _anchor(engine, mods, sum(abs(int(c)) for c in weights))
     into = anchor or mods
     fields = _direct(engine, _flatten_bits(planes), into).reshape(w, count)
     lo = sum(min(0, int(c)) for c in weights)
@@ -322,19 +334,28 @@ def planes_to_mod(engine: Any, planes: AuthBits, weights: Sequence[int], moduli:
     return lift(engine, value - lo, span + 1, mods) + lo
 
 
-def _anchor(engine: Any, mods: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The limbs the daBits of a conversion into ``mods`` use, or None for all of them: the two
-    widest limbs (or two helper primes near 2^61 when those are narrower than 2^118 together),
-    and the limbs that need more MAC keys than they have."""
+def _lift_fits(anchor: Sequence[int], span: int, parties: int, batch: int = 1 << 12) -> bool:
+    width = int(span).bit_length() + MASK_SLACK
+    return 2 * (span + 1 + _lift_bound(batch, parties, width)[0]) < math.prod(anchor)
+
+
+def _anchor(engine: Any, mods: tuple[int, ...], span: int = 1) -> tuple[int, ...] | None:
+    """The limbs the daBits of a conversion into ``mods`` use, or None for all of them: the
+    widest limbs (58 bits or more) and then helper primes near 2^61, two at least and as many as
+    a lift of values up to ``span`` needs in batches of 4,096, and the limbs that need more MAC
+    keys than they have."""
     if len(mods) <= 2:
         return None
-    anchor = tuple(sorted(mods, reverse=True)[:2])
-    if math.prod(anchor) < 1 << 118:
-        anchor, p = (), _HELPER_START
-        while len(anchor) < 2:
-            p = int(gmpy2.next_prime(p))
-            if p not in mods:
-                anchor += (p,)
+    anchor: tuple[int, ...] = ()
+    for q in sorted(mods, reverse=True):
+        if q < 1 << 57 or (len(anchor) >= 2 and _lift_fits(anchor, span, engine.parties)):
+            break
+        anchor += (q,)
+    p = _HELPER_START
+    while len(anchor) < 2 or not _lift_fits(anchor, span, engine.parties):
+        p = int(gmpy2.next_prime(p))
+        if p not in mods:
+            anchor += (p,)
     need = engine.keys(mods)
     for q in sorted(mods):
         if engine.keys(anchor) >= need:
@@ -420,8 +441,8 @@ def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...],
     cols, col_mods = _flat_auth(r)
     sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), union, r.keys)
     t = engine.open_partial(sums + masks, "lift: range")
-    r_anchor = _select(r, range(len(anchor)), y.keys)
-    c = engine.open_partial(y + r_anchor, "lift")
+    keys = min(y.keys, r.keys)
+    c = engine.open_partial(_select(y, range(len(anchor)), keys) + _select(r, range(len(anchor)), keys), "lift")
     engine.check_all("lift")
     if any(v > beta for v in _crt(t, union)):
         raise DeviationError("the lift's range check failed: a party's inputs are not one small integer across the "
@@ -603,6 +624,8 @@ def mod_to_bits(engine: Any, x: AuthShares) -> AuthBits:
     else:  # too narrow a prime for the private bits' check in useful batches
         rb, r = _random_residues_dabits(engine, count, q)
     engine.reserve_bit_triples(((count + 63) // 64) * (2 * w + 2))
+    keys = min(flat.keys, r.keys)  # x may come from a basis whose narrowest limb needs more keys
+    flat, r = _select(flat, [0], keys), _select(r, [0], keys)
     c = engine.open_partial(flat + r, "Z_q -> Z_2")[:, 0]          # uniform mod q
     cp = _public_planes(engine, c, w)
     one = engine.constant_bits(1, (), count)

@@ -366,12 +366,10 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     lo, hi = int(lo), int(hi)
     if hi < lo:
         raise ConfigError(f"an empty range [{lo}, {hi}]")
-    n_entries = None
     if engine.me == owner:
-        arr = np.asarray(values)
-        n_entries = arr.size
-        refuse_outside([int(v) for v in arr.ravel()], lo, hi)
-    anchor = _range_anchor(engine, mods, hi - lo, n_entries if n_entries is not None else 1 << 12)
+        refuse_outside([int(v) for v in np.asarray(values).ravel()], lo, hi)
+    # every party sizes the anchor the same way (the owner's count is not public yet)
+    anchor = _range_anchor(engine, mods, hi - lo, 1 << 12)
     keys = engine.keys(mods + tuple(q for q in anchor if q not in mods))
     xs, us = [], []
     shape: tuple[int, ...] = ()
@@ -410,6 +408,8 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
 
 
 def _stack_limbs(engine: Any, parts: list[AuthShares], anchor: tuple[int, ...], keys: int) -> AuthShares:
+    if len({p.share.shape for p in parts}) != 1:
+        raise DeviationError("a range-checked input's owner announced different shapes in different limbs")
     share = np.concatenate([p.share for p in parts], axis=-1)
     mac = np.concatenate([p.mac[:keys] for p in parts], axis=-1)
     return AuthShares(engine, share, mac, anchor)
