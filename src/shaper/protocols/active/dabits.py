@@ -65,8 +65,15 @@ limb's MAC derived from the aBit's own OT row, consistent by construction) is sk
   adders; in the field the sum is linear. For narrower primes r = sum_k 2^k b_k from w daBits,
   kept where [r < q] (the outcome opened and checked: which draws were kept is independent of
   their values).
-* uniform ternary (:func:`ternary`): two daBits (u, v) per draw, (1, 1) rejected by opening
-  u AND v, the value u - v: 0, 1, -1 with probability 1/3 each.
+* integers in bit planes into a basis (:func:`planes_to_mod`): over three limbs or more the
+  daBits go into an anchor of wide limbs and the integer is then *lifted* into the rest
+  (:func:`lift`: inputs and a masked subset-sum range check over the CRT integer, no products).
+* uniform ternary (:func:`ternary`): two random bits (u, v) per draw, (1, 1) rejected by
+  opening u AND v (checked before the draws are used), u - v converted by
+  :func:`planes_to_mod`: 0, 1, -1 with probability 1/3 each.
+
+Privacy is statistical per opening: every masked opening (T_j, a lift's sums and its c) is
+within 2^-40 of independent of what it masks, and a job's openings add up.
 
 What a deviating party can do: abort (at any step; the checks name the phase, not a culprit,
 where several parties' messages meet), nothing else except with probability 2^-S per batch
