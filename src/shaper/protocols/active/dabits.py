@@ -91,16 +91,15 @@ import numpy as np
 from ...errors import ConfigError, DeviationError
 from ...kernels.modq import basis, lift_public, moduli_array, pack_bits
 from .bits import AuthBits
+from .lift import HELPER_START, MASK_SLACK, crt, flat_auth, from_flat, lift, lift_fits, select_limbs, subset_sums
+from .ranges import input_in_range
 from .shares import AuthShares
 
-__all__ = ["MAX_BATCH", "MIN_BATCH", "MASK_SLACK", "bits_to_mod", "check_plan", "dabits", "lift", "mod_to_bits",
-           "planes_to_mod", "private_bits", "ternary"]
+__all__ = ["MAX_BATCH", "MIN_BATCH", "bits_to_mod", "check_plan", "dabits", "mod_to_bits", "planes_to_mod",
+           "private_bits", "ternary"]
 
-MASK_SLACK = 40        # bits by which the masks m outweigh the checked sums
 MAX_BATCH = 1 << 18    # daBits checked together (the coins' matrix is S x batch)
 MIN_BATCH = 1 << 12    # a split never goes below this; a basis that needs less gets helper primes
-_CHUNK = 1 << 15       # lanes per block of the subset sums
-_HELPER_START = 1 << 61
 
 
 def _mask_bits(batch: int) -> int:
@@ -129,53 +128,12 @@ def check_plan(moduli: Sequence[int], parties: int, count: int) -> tuple[int, tu
     while batch > MIN_BATCH and not _fits(mods, parties, batch):
         batch = max(batch // 2, MIN_BATCH)
     ext = list(mods)
-    p = _HELPER_START
+    p = HELPER_START
     while not _fits(ext, parties, batch):
         p = int(gmpy2.next_prime(p))
         if p not in ext:
             ext.append(p)
     return batch, tuple(ext)
-
-
-def _crt(residues: np.ndarray, moduli: Sequence[int]) -> list[int]:
-    """Rows of residues (S, L) as integers in [0, prod q)."""
-    big = math.prod(moduli)
-    coef = [(big // q) * pow(big // q, -1, q) for q in moduli]
-    return [sum(int(r) * c for r, c in zip(row, coef)) % big for row in residues]
-
-
-def _subset_sums(chi: np.ndarray, x: np.ndarray, col_moduli: Sequence[int]) -> np.ndarray:
-    """sum_l chi_jl x_l mod q_c: chi (S, N) of 0/1, x (N, C) residues < 2^62, column c mod
-    ``col_moduli[c]``; (S, C) uint64. Exact: 21-bit chunks summed in float64 (N 2^21 < 2^53)."""
-    s, n = chi.shape
-    cols = x.shape[1]
-    acc = [np.zeros((s, cols), np.float64) for _ in range(3)]
-    mask = np.uint64((1 << 21) - 1)
-    for start in range(0, n, _CHUNK):
-        c = chi[:, start:start + _CHUNK].astype(np.float64)
-        part = x[start:start + _CHUNK]
-        for k in range(3):
-            acc[k] += c @ ((part >> np.uint64(21 * k)) & mask).astype(np.float64)
-    out = np.empty((s, cols), np.uint64)
-    for col, q in enumerate(col_moduli):
-        lo, mid, hi = (a[:, col].astype(np.int64) for a in acc)
-        for j in range(s):
-            out[j, col] = (int(lo[j]) + (int(mid[j]) << 21) + (int(hi[j]) << 42)) % q
-    return out
-
-
-def _flat_auth(x: AuthShares) -> tuple[np.ndarray, list[int]]:
-    """(N, (1 + K) L) columns: the shares, then every key's MAC shares; and each column's modulus."""
-    n, L = x.share.shape
-    cols = np.concatenate([x.share] + [x.mac[k] for k in range(x.keys)], axis=1)
-    return cols, list(x.moduli) * (1 + x.keys)
-
-
-def _from_flat(engine: Any, cols: np.ndarray, moduli: tuple[int, ...], keys: int) -> AuthShares:
-    L = len(moduli)
-    share = cols[:, :L]
-    mac = np.stack([cols[:, L * (1 + k):L * (2 + k)] for k in range(keys)])
-    return AuthShares(engine, np.ascontiguousarray(share), mac, moduli)
 
 
 def _xor_subsets(chi: np.ndarray, bits: AuthBits, count: int) -> AuthBits:
@@ -199,12 +157,6 @@ def _stack_auth(parts: list[AuthShares]) -> AuthShares:
     """Scalars (one value over a basis each) as one (len,) array."""
     return AuthShares(parts[0].engine, np.stack([p.share for p in parts]), np.stack([p.mac for p in parts], axis=1),
                       parts[0].moduli)
-
-
-def _select(x: AuthShares, limbs: Sequence[int], keys: int) -> AuthShares:
-    idx = list(limbs)
-    return AuthShares(x.engine, np.ascontiguousarray(x.share[..., idx]),
-                      np.ascontiguousarray(x.mac[:keys][..., idx]), tuple(x.moduli[i] for i in idx))
 
 
 def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...]) -> tuple[AuthBits, AuthShares]:
@@ -238,8 +190,8 @@ def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...
     zero = engine.open_partial(_stack_auth([engine.mul_public_shares(diff, rho[k]).sum(axis=0)
                                             for k in range(reps)]), "daBits: bits")
     # 2. one integer, the same as in Z_2
-    cols, col_mods = _flat_auth(acc[:count])
-    sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), ext, acc.keys)
+    cols, col_mods = flat_auth(acc[:count])
+    sums = from_flat(engine, subset_sums(chi, cols, col_mods), ext, acc.keys)
     masks = parts[0][total:]
     for owner in range(1, n):
         masks = masks + parts[owner][total:]
@@ -249,12 +201,12 @@ def _batch(engine: Any, count: int, target: tuple[int, ...], ext: tuple[int, ...
     if np.any(zero):
         raise DeviationError("the daBit check failed: a party's input is not a bit in some limb")
     beta = _beta(count, n)
-    for j, value in enumerate(_crt(t, ext)):
+    for j, value in enumerate(crt(t, ext)):
         if value > beta or (value & 1) != int(parity[j]):
             raise DeviationError("the daBit check failed: a party's bits differ between Z_2 and the fields, are not "
                                  "one integer across the limbs, or its masks are out of range")
     keep = [ext.index(q) for q in target]
-    return _head(r2, count), _select(acc[:count], keep, engine.keys(target))
+    return _head(r2, count), select_limbs(acc[:count], keep, engine.keys(target))
 
 
 def _head(bits: AuthBits, count: int) -> AuthBits:
@@ -341,11 +293,6 @@ def planes_to_mod(engine: Any, planes: AuthBits, weights: Sequence[int], moduli:
     return lift(engine, value - lo, span + 1, mods) + lo
 
 
-def _lift_fits(anchor: Sequence[int], span: int, parties: int, batch: int = 1 << 12) -> bool:
-    width = int(span).bit_length() + MASK_SLACK
-    return 2 * (span + 1 + _lift_bound(batch, parties, width)[0]) < math.prod(anchor)
-
-
 def _anchor(engine: Any, mods: tuple[int, ...], span: int = 1) -> tuple[int, ...] | None:
     """The limbs the daBits of a conversion into ``mods`` use, or None for all of them: the
     widest limbs (58 bits or more) and then helper primes near 2^61, two at least and as many as
@@ -355,11 +302,11 @@ def _anchor(engine: Any, mods: tuple[int, ...], span: int = 1) -> tuple[int, ...
         return None
     anchor: tuple[int, ...] = ()
     for q in sorted(mods, reverse=True):
-        if q < 1 << 57 or (len(anchor) >= 2 and _lift_fits(anchor, span, engine.parties)):
+        if q < 1 << 57 or (len(anchor) >= 2 and lift_fits(anchor, span, engine.parties)):
             break
         anchor += (q,)
-    p = _HELPER_START
-    while len(anchor) < 2 or not _lift_fits(anchor, span, engine.parties):
+    p = HELPER_START
+    while len(anchor) < 2 or not lift_fits(anchor, span, engine.parties):
         p = int(gmpy2.next_prime(p))
         if p not in mods:
             anchor += (p,)
@@ -370,94 +317,6 @@ def _anchor(engine: Any, mods: tuple[int, ...], span: int = 1) -> tuple[int, ...
         if q not in anchor:
             anchor += (q,)
     return anchor
-
-
-def _lift_bound(batch: int, parties: int, width: int) -> tuple[int, int]:
-    """(beta, mask bits) of a lift batch: the largest T_j an honest run opens."""
-    honest = batch * parties * (1 << width)
-    m_bits = MASK_SLACK + honest.bit_length()
-    return honest + parties * (1 << m_bits), m_bits
-
-
-def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
-    """Integers y in [0, bound), authenticated over an anchor basis A, into every limb of
-    ``target`` (A's own limbs kept, the others lifted).
-
-    Each party inputs, over A and the other limbs, r_i uniform in [0, 2^(k + 40)) (k =
-    bitlen(bound - 1)) and S masks; S subset sums of r = sum_i r_i, masked, are opened over every
-    limb and rebuilt as integers (CRT), each at most beta (as the daBits' check: a residue r_l
-    that is not an integer within beta of 0 fails each sum with probability 1/2, so all pass
-    with at most 2^-S); then c = y + r is opened over A, where |y + r| < Q_A / 2 makes it the
-    integer itself, and y = c - r in the other limbs. The honest party's r hides y to 2^-40;
-    only inputs, no products."""
-    mods = basis(target)
-    anchor = y.moduli
-    rest = tuple(q for q in mods if q not in anchor)
-    keys = engine.keys(mods)
-    flat = y.reshape(y.size)
-    if rest:
-        width = int(bound - 1).bit_length() + MASK_SLACK
-        batch = min(flat.size, MAX_BATCH)
-        while batch > 1 and 2 * (bound + _lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
-            batch //= 2
-        if 2 * (bound + _lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
-            raise ConfigError(f"the anchor {anchor} is too narrow to lift values below {bound}")
-        pieces = [_lift_batch(engine, flat[i:i + batch], width, anchor, rest) for i in range(0, flat.size, batch)]
-        moved = pieces[0] if len(pieces) == 1 else AuthShares(
-            engine, np.concatenate([p.share for p in pieces]), np.concatenate([p.mac for p in pieces], axis=1), rest)
-    cols_share, cols_mac = [], []
-    for q in mods:
-        src, at = (flat, anchor.index(q)) if q in anchor else (moved, rest.index(q))
-        cols_share.append(src.share[:, at])
-        cols_mac.append(src.mac[:keys, :, at])
-    out = AuthShares(engine, np.stack(cols_share, axis=-1), np.stack(cols_mac, axis=-1), mods)
-    return out.reshape(y.shape)
-
-
-def _uniform_bits(prg: Any, bits: int, count: int) -> np.ndarray:
-    """``count`` uniform integers below 2^bits from the CSPRNG: uint64 up to 63 bits, else
-    Python integers (object)."""
-    if bits <= 63:
-        return prg.below(1 << bits, count)
-    words = (bits + 63) // 64
-    raw = prg.uint64((count, words))
-    top = bits - 64 * (words - 1)
-    out = np.empty(count, dtype=object)
-    for i in range(count):
-        v = 0
-        for w in range(words):
-            v |= int(raw[i, w]) << (64 * w)
-        out[i] = v & ((1 << bits) - 1) if top else v
-    return out
-
-
-def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...], rest: tuple[int, ...]) -> AuthShares:
-    s, n, size = engine.soundness, engine.parties, y.size
-    union = anchor + rest
-    beta, m_bits = _lift_bound(size, n, width)
-    r = masks = None
-    for owner in range(n):
-        mine = _uniform_bits(engine.prg, width, size) if engine.me == owner else None
-        big = _uniform_bits(engine.prg, m_bits, s) if engine.me == owner else None
-        part = engine.share_mod(mine, owner=owner, moduli=union)
-        mask = engine.share_mod(big, owner=owner, moduli=union)
-        r = part if r is None else r + part
-        masks = mask if masks is None else masks + mask
-    coins = engine.joint_coins("lift-coins")
-    chi = (coins.uint64((s, size)) & np.uint64(1)).astype(bool)
-    cols, col_mods = _flat_auth(r)
-    sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), union, r.keys)
-    t = engine.open_partial(sums + masks, "lift: range")
-    keys = min(y.keys, r.keys)
-    c = engine.open_partial(_select(y, range(len(anchor)), keys) + _select(r, range(len(anchor)), keys), "lift")
-    engine.check_all("lift")
-    if any(v > beta for v in _crt(t, union)):
-        raise DeviationError("the lift's range check failed: a party's inputs are not one small integer across the "
-                             "limbs")
-    big_a = math.prod(anchor)
-    cint = np.array([v - big_a if v > big_a // 2 else v for v in _crt(c, anchor)], dtype=object)
-    r_rest = _select(r, [union.index(q) for q in rest], engine.keys(anchor + rest))
-    return engine.add_public_residues(-r_rest, lift_public(cint, rest))
 
 
 def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
@@ -534,8 +393,6 @@ def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tupl
     (:func:`~.ranges.input_in_range`, no products), the link to Z_2 by the daBits' masked
     subset-parity check with the owner's own masks and sacrificed bits (2^-S). Batches keep
     beta < q / 2."""
-    from .ranges import input_in_range
-
     s = engine.soundness
     batch = min(max(count, 1), 1 << 16)
     while batch > 1 and 2 * _beta(batch, 1) >= q:
@@ -558,8 +415,8 @@ def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tupl
         m = engine.share_mod(masks, owner=owner, moduli=(q,))
         coins = engine.joint_coins("private-bits-coins")
         chi = (coins.uint64((s, size)) & np.uint64(1)).astype(bool)
-        cols, col_mods = _flat_auth(field[:size])
-        sums = _from_flat(engine, _subset_sums(chi, cols, col_mods), (q,), field.keys)
+        cols, col_mods = flat_auth(field[:size])
+        sums = from_flat(engine, subset_sums(chi, cols, col_mods), (q,), field.keys)
         t = engine.open_partial(sums + field[size:] + m * 2, "private bits: consistency")
         parity = engine.open_bits_partial(_xor_subsets(chi, b2, size))
         engine.check_all("private bits")
@@ -568,7 +425,7 @@ def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tupl
             raise DeviationError(f"party {engine.session.parties[owner]!r}'s bits differ between Z_2 and the field "
                                  "(the private bits' check failed)")
         out_bits.append(_head(b2, size))
-        out_field.append(_select(field[:size], [0], engine.keys((q,))))
+        out_field.append(select_limbs(field[:size], [0], engine.keys((q,))))
     return _concat_bits(out_bits, 0), _concat_shares(out_field)
 
 
@@ -632,7 +489,7 @@ def mod_to_bits(engine: Any, x: AuthShares) -> AuthBits:
         rb, r = _random_residues_dabits(engine, count, q)
     engine.reserve_bit_triples(((count + 63) // 64) * (2 * w + 2))
     keys = min(flat.keys, r.keys)  # x may come from a basis whose narrowest limb needs more keys
-    flat, r = _select(flat, [0], keys), _select(r, [0], keys)
+    flat, r = select_limbs(flat, [0], keys), select_limbs(r, [0], keys)
     c = engine.open_partial(flat + r, "Z_q -> Z_2")[:, 0]          # uniform mod q
     cp = _public_planes(engine, c, w)
     one = engine.constant_bits(1, (), count)

@@ -325,17 +325,17 @@ def _range_anchor(engine: Any, mods: tuple[int, ...], span: int, count: int) -> 
     fits (:func:`~.dabits.lift`)."""
     import gmpy2
 
-    from .dabits import _HELPER_START, MAX_BATCH, _lift_bound
+    from .lift import HELPER_START, LIFT_BATCH, lift_bound
 
     width = int(span).bit_length() + 40
-    batch = min(max(count, 1), MAX_BATCH, 1 << 12)
-    need = 2 * (span + 1 + _lift_bound(batch, engine.parties, width)[0])
+    batch = min(max(count, 1), LIFT_BATCH, 1 << 12)
+    need = 2 * (span + 1 + lift_bound(batch, engine.parties, width)[0])
     anchor: tuple[int, ...] = ()
     for q in sorted(mods, reverse=True):
         if q < _WIDE or math.prod(anchor) > need:
             break
         anchor += (q,)
-    p = _HELPER_START
+    p = HELPER_START
     while math.prod(anchor) <= need:
         p = int(gmpy2.next_prime(p))
         if p not in mods:
@@ -360,7 +360,7 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
        proof);
     3. x - lo is lifted (:func:`~.dabits.lift`) into the basis' other limbs.
     The masks make the sums' openings 2^-40-close to independent of the digits."""
-    from .dabits import _crt, _flat_auth, _from_flat, _subset_sums, lift
+    from .lift import crt, flat_auth, from_flat, lift, subset_sums
 
     mods = tuple(moduli)
     lo, hi = int(lo), int(hi)
@@ -391,16 +391,16 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
                              owner=owner, moduli=anchor)
     coins = engine.joint_coins("range-digits")
-    cols, col_mods = _flat_auth(u_a)
+    cols, col_mods = flat_auth(u_a)
     sums = []
     for b in range(batches):
         block = cols[b * DIGIT_CHECK_BATCH:(b + 1) * DIGIT_CHECK_BATCH]
         chi = (coins.uint64((s, len(block))) & np.uint64(1)).astype(bool)
-        sums.append(_subset_sums(chi, block, col_mods))
-    summed = _from_flat(engine, np.concatenate(sums), anchor, keys)
+        sums.append(subset_sums(chi, block, col_mods))
+    summed = from_flat(engine, np.concatenate(sums), anchor, keys)
     t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
     engine.check("range-checked input: one integer in every limb")
-    if any(v > beta for v in _crt(t, anchor)):
+    if any(v > beta for v in crt(t, anchor)):
         raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
                              "every limb (its digits differ between limbs); nothing depends on the input")
     # 3. into the rest of the basis

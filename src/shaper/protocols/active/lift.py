@@ -1,0 +1,177 @@
+"""Checks over the CRT integer of an RNS basis, and lifts of small integers between its limbs,
+for the active engine (:mod:`.dabits`, :mod:`.ranges`).
+
+A value authenticated in every limb of a basis is, by the CRT, one residue mod Q, the product
+of the limbs. Whether it is also one *small integer* (the same one in every limb) is what a
+party that inputs limb by limb could get wrong on purpose. The check here: S masked subset
+sums T_j = sum_l chi_jl [v_l] + [m_j] with chi from a joint coin toss drawn after every input,
+opened in every limb, rebuilt by CRT and bounded. Fix every coin but chi_jl: both values pass
+only if v_l itself lies within the bound of 0 mod Q, so a value that is not such an integer
+fails each sum with probability at least 1/2, and the S sums (independent coins) pass it with
+at most 2^-S. The honest party's mask makes every opening within 2^-40 of independent of the
+values (:data:`MASK_SLACK` more bits than the sum).
+
+:func:`lift` uses it to move integers known to be small in an *anchor* of wide limbs into the
+other limbs of a basis: every party inputs r_i over every limb, the sums bound r = sum_i r_i,
+then c = y + r is opened over the anchor (where it is the integer itself) and y = c - r in
+the other limbs. Only inputs, no products.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError, DeviationError
+from ...kernels.modq import basis, lift_public
+from .shares import AuthShares
+
+__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "crt", "flat_auth", "from_flat", "lift", "lift_bound",
+           "lift_fits", "select_limbs", "subset_sums", "uniform_bits"]
+
+MASK_SLACK = 40        # bits by which a mask outweighs the sum it hides
+LIFT_BATCH = 1 << 18   # values lifted together at most
+CHUNK = 1 << 15        # lanes per block of the subset sums
+HELPER_START = 1 << 61  # helper primes (for a basis too narrow for a check) are the primes above this
+
+
+def crt(residues: np.ndarray, moduli: Sequence[int]) -> list[int]:
+    """Rows of residues (S, L) as integers in [0, prod q)."""
+    big = math.prod(moduli)
+    coef = [(big // q) * pow(big // q, -1, q) for q in moduli]
+    return [sum(int(r) * c for r, c in zip(row, coef)) % big for row in residues]
+
+
+def subset_sums(chi: np.ndarray, x: np.ndarray, col_moduli: Sequence[int]) -> np.ndarray:
+    """sum_l chi_jl x_l mod q_c: chi (S, N) of 0/1, x (N, C) residues < 2^62, column c mod
+    ``col_moduli[c]``; (S, C) uint64. Exact: 21-bit chunks summed in float64 (N 2^21 < 2^53)."""
+    s, n = chi.shape
+    cols = x.shape[1]
+    acc = [np.zeros((s, cols), np.float64) for _ in range(3)]
+    mask = np.uint64((1 << 21) - 1)
+    for start in range(0, n, CHUNK):
+        c = chi[:, start:start + CHUNK].astype(np.float64)
+        part = x[start:start + CHUNK]
+        for k in range(3):
+            acc[k] += c @ ((part >> np.uint64(21 * k)) & mask).astype(np.float64)
+    out = np.empty((s, cols), np.uint64)
+    for col, q in enumerate(col_moduli):
+        lo, mid, hi = (a[:, col].astype(np.int64) for a in acc)
+        for j in range(s):
+            out[j, col] = (int(lo[j]) + (int(mid[j]) << 21) + (int(hi[j]) << 42)) % q
+    return out
+
+
+def flat_auth(x: AuthShares) -> tuple[np.ndarray, list[int]]:
+    """(N, (1 + K) L) columns: the shares, then every key's MAC shares; and each column's modulus."""
+    n, L = x.share.shape
+    cols = np.concatenate([x.share] + [x.mac[k] for k in range(x.keys)], axis=1)
+    return cols, list(x.moduli) * (1 + x.keys)
+
+
+def from_flat(engine: Any, cols: np.ndarray, moduli: tuple[int, ...], keys: int) -> AuthShares:
+    L = len(moduli)
+    share = cols[:, :L]
+    mac = np.stack([cols[:, L * (1 + k):L * (2 + k)] for k in range(keys)])
+    return AuthShares(engine, np.ascontiguousarray(share), mac, moduli)
+
+
+def select_limbs(x: AuthShares, limbs: Sequence[int], keys: int) -> AuthShares:
+    idx = list(limbs)
+    return AuthShares(x.engine, np.ascontiguousarray(x.share[..., idx]),
+                      np.ascontiguousarray(x.mac[:keys][..., idx]), tuple(x.moduli[i] for i in idx))
+
+
+def uniform_bits(prg: Any, bits: int, count: int) -> np.ndarray:
+    """``count`` uniform integers below 2^bits from the CSPRNG: uint64 up to 63 bits, else
+    Python integers (object)."""
+    if bits <= 63:
+        return prg.below(1 << bits, count)
+    words = (bits + 63) // 64
+    raw = prg.uint64((count, words))
+    top = bits - 64 * (words - 1)
+    out = np.empty(count, dtype=object)
+    for i in range(count):
+        v = 0
+        for w in range(words):
+            v |= int(raw[i, w]) << (64 * w)
+        out[i] = v & ((1 << bits) - 1) if top else v
+    return out
+
+
+def lift_bound(batch: int, parties: int, width: int) -> tuple[int, int]:
+    """(beta, mask bits) of a lift batch: the largest T_j an honest run opens."""
+    honest = batch * parties * (1 << width)
+    m_bits = MASK_SLACK + honest.bit_length()
+    return honest + parties * (1 << m_bits), m_bits
+
+
+def lift_fits(anchor: Sequence[int], span: int, parties: int, batch: int = 1 << 12) -> bool:
+    width = int(span).bit_length() + MASK_SLACK
+    return 2 * (span + 1 + lift_bound(batch, parties, width)[0]) < math.prod(anchor)
+
+
+def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
+    """Integers y in [0, bound), authenticated over an anchor basis A, into every limb of
+    ``target`` (A's own limbs kept, the others lifted).
+
+    Each party inputs, over A and the other limbs, r_i uniform in [0, 2^(k + 40)) (k =
+    bitlen(bound - 1)) and S masks; S subset sums of r = sum_i r_i, masked, are opened over every
+    limb and rebuilt as integers (CRT), each at most beta (as the daBits' check: a residue r_l
+    that is not an integer within beta of 0 fails each sum with probability 1/2, so all pass
+    with at most 2^-S); then c = y + r is opened over A, where |y + r| < Q_A / 2 makes it the
+    integer itself, and y = c - r in the other limbs. The honest party's r hides y to 2^-40;
+    only inputs, no products."""
+    mods = basis(target)
+    anchor = y.moduli
+    rest = tuple(q for q in mods if q not in anchor)
+    keys = engine.keys(mods)
+    flat = y.reshape(y.size)
+    if rest:
+        width = int(bound - 1).bit_length() + MASK_SLACK
+        batch = min(flat.size, LIFT_BATCH)
+        while batch > 1 and 2 * (bound + lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
+            batch //= 2
+        if 2 * (bound + lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
+            raise ConfigError(f"the anchor {anchor} is too narrow to lift values below {bound}")
+        pieces = [_lift_batch(engine, flat[i:i + batch], width, anchor, rest) for i in range(0, flat.size, batch)]
+        moved = pieces[0] if len(pieces) == 1 else AuthShares(
+            engine, np.concatenate([p.share for p in pieces]), np.concatenate([p.mac for p in pieces], axis=1), rest)
+    cols_share, cols_mac = [], []
+    for q in mods:
+        src, at = (flat, anchor.index(q)) if q in anchor else (moved, rest.index(q))
+        cols_share.append(src.share[:, at])
+        cols_mac.append(src.mac[:keys, :, at])
+    out = AuthShares(engine, np.stack(cols_share, axis=-1), np.stack(cols_mac, axis=-1), mods)
+    return out.reshape(y.shape)
+
+
+def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...], rest: tuple[int, ...]) -> AuthShares:
+    s, n, size = engine.soundness, engine.parties, y.size
+    union = anchor + rest
+    beta, m_bits = lift_bound(size, n, width)
+    r = masks = None
+    for owner in range(n):
+        mine = uniform_bits(engine.prg, width, size) if engine.me == owner else None
+        big = uniform_bits(engine.prg, m_bits, s) if engine.me == owner else None
+        part = engine.share_mod(mine, owner=owner, moduli=union)
+        mask = engine.share_mod(big, owner=owner, moduli=union)
+        r = part if r is None else r + part
+        masks = mask if masks is None else masks + mask
+    coins = engine.joint_coins("lift-coins")
+    chi = (coins.uint64((s, size)) & np.uint64(1)).astype(bool)
+    cols, col_mods = flat_auth(r)
+    sums = from_flat(engine, subset_sums(chi, cols, col_mods), union, r.keys)
+    t = engine.open_partial(sums + masks, "lift: range")
+    keys = min(y.keys, r.keys)
+    c = engine.open_partial(select_limbs(y, range(len(anchor)), keys) + select_limbs(r, range(len(anchor)), keys), "lift")
+    engine.check_all("lift")
+    if any(v > beta for v in crt(t, union)):
+        raise DeviationError("the lift's range check failed: a party's inputs are not one small integer across the "
+                             "limbs")
+    big_a = math.prod(anchor)
+    cint = np.array([v - big_a if v > big_a // 2 else v for v in crt(c, anchor)], dtype=object)
+    r_rest = select_limbs(r, [union.index(q) for q in rest], engine.keys(anchor + rest))
+    return engine.add_public_residues(-r_rest, lift_public(cint, rest))
