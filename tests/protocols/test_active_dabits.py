@@ -336,3 +336,44 @@ def test_the_bit_check_has_combinations_to_spare():
     assert all(r[0] == "ok" for r in res)
     bits, field = res[1][1]
     assert np.any(field[:, 0] != bits.astype(np.uint64))
+
+
+# -- fixed Hamming weight -----------------------------------------------------------------------------
+def weight_program(session, count, length, weight):
+    from shaper.protocols.additive import sampling
+
+    e = _engine(session)
+    return sampling.hamming_weight(e, count, length, weight, BASIS).reveal()  # the module function dispatches
+
+
+def test_fixed_weight_vectors_have_the_law():
+    count, length, weight = 300, 8, 3
+    res = run(2, weight_program, count, length, weight, timeout=60)
+    out = res[0][1]
+    limbs = [np.array([[int(v) - q if int(v) > q // 2 else int(v) for v in row] for row in out[..., c]])
+             for c, q in enumerate(BASIS)]
+    assert all(np.array_equal(limbs[0], limb) for limb in limbs)
+    v = limbs[0]
+    assert set(np.unique(v)) == {-1, 0, 1}
+    assert np.all((v != 0).sum(axis=1) == weight)
+    per_position = (v != 0).sum(axis=0)  # expected 112.5 each, sd 7.9: a window of 5 sd
+    assert np.all((per_position > 72) & (per_position < 153)), per_position
+    signs = v[v != 0]
+    assert 380 < (signs > 0).sum() < 520  # 900 signs, sd 15
+
+
+def test_fixed_weight_at_three_parties_and_every_entry_nonzero():
+    res = run(3, weight_program, 2, 40, 40, timeout=60)
+    for r in res:
+        assert r[0] == "ok"
+        v = r[1][..., 0]
+        assert np.all((v == 1) | (v == BASIS[0] - 1))
+
+
+def test_a_flipped_weight_verdict_is_caught_before_a_vector_is_kept():
+    # the opened [weight == h] of the draws: a flipped one would keep a vector of another weight;
+    # the bit MAC check runs before any vector is kept
+    dev = Deviation(r"act-bopen-\d+", "offset", nth=None, index=0)
+    res = run(2, weight_program, 3, 8, 3, deviant=1, deviations=[dev], timeout=20)
+    assert dev.fired
+    assert_all_stopped(res, 1, words="bit MAC check")

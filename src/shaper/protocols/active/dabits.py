@@ -72,6 +72,9 @@ limb's MAC derived from the aBit's own OT row, consistent by construction) is sk
   opening u AND v (checked before the draws are used), u - v converted by
   :func:`planes_to_mod`: 0, 1, -1 with probability 1/3 each.
 
+* fixed Hamming weight (:func:`hamming_weight`): i.i.d. indicators of probability weight /
+  length, vectors of another weight rejected by an opened (checked) comparison of their count.
+
 Privacy is statistical per opening: every masked opening (T_j, a lift's sums and its c) is
 within 2^-40 of independent of what it masks, and a job's openings add up.
 
@@ -95,8 +98,8 @@ from .lift import HELPER_START, MASK_SLACK, crt, flat_auth, from_flat, lift, lif
 from .ranges import input_in_range
 from .shares import AuthShares
 
-__all__ = ["MAX_BATCH", "MIN_BATCH", "bits_to_mod", "check_plan", "dabits", "mod_to_bits", "planes_to_mod",
-           "private_bits", "ternary"]
+__all__ = ["MAX_BATCH", "MIN_BATCH", "bits_to_mod", "check_plan", "dabits", "hamming_weight", "mod_to_bits",
+           "planes_to_mod", "private_bits", "ternary"]
 
 MAX_BATCH = 1 << 18    # daBits checked together (the coins' matrix is S x batch)
 MIN_BATCH = 1 << 12    # a split never goes below this; a basis that needs less gets helper primes
@@ -513,3 +516,111 @@ def _reshape_planes(p: AuthBits, shape: tuple[int, ...]) -> AuthBits:
     peers = p.macs.shape[0]
     return AuthBits.of(p.engine, plain.reshape((w,) + shape), p.macs.reshape((peers, w) + shape),
                        p.keys.reshape((peers, w) + shape))
+
+
+# -- fixed Hamming weight ------------------------------------------------------------------------------
+def _lanes(x: AuthBits, keep: Any) -> AuthBits:
+    """The lanes ``keep`` (an index array or slice) of planes (w, N)."""
+    return AuthBits.of(x.engine, x.plain()[:, keep], x.macs[:, :, keep], x.keys[:, :, keep])
+
+
+def _uniform_below(engine: Any, bound: int, count: int) -> AuthBits:
+    """``count`` uniform integers below ``bound`` as bit planes (k, count), k = bitlen(bound - 1):
+    k random bits per draw, draws >= bound rejected (the outcome opened and checked)."""
+    from ..additive.convert import compare_ge
+
+    k = max(1, (bound - 1).bit_length())
+    if bound == 1 << k:
+        return engine.random_bits((k,), count)
+    parts: list[AuthBits] = []
+    have = 0
+    while have < count:
+        draw = int((count - have) * (1 << k) / bound * 1.1) + 64
+        r = engine.random_bits((k,), draw)
+        ge = engine.open_bits_partial(compare_ge(engine, r, _public_planes(engine, np.full(draw, bound, np.uint64), k)))
+        engine.check_all("fixed weight: draws")
+        keep = np.flatnonzero(~ge)[:count - have]
+        parts.append(_lanes(r, keep))
+        have += len(keep)
+    return _concat_bits(parts, 1)
+
+
+def _popcount(engine: Any, planes: AuthBits) -> AuthBits:
+    """The number of ones among the planes (M, N) of every lane: bit planes (bitlen(M), N), by
+    an adder tree whose every level is one ripple addition over all its pairs at once."""
+    from ..additive.convert import ripple_add
+
+    m, n = planes.shape
+    nums = AuthBits.of(engine, planes.plain().reshape(1, m * n), planes.macs.reshape(-1, 1, m * n),
+                       planes.keys.reshape(-1, 1, m * n))          # number j in lanes [j n, (j + 1) n)
+    count, width = m, 1
+    while count > 1:
+        if count % 2:
+            nums = _concat_bits([nums, engine.zero_bits((width,), n)], 1)
+            count += 1
+        half = count // 2 * n
+        nums = ripple_add(engine, _lanes(nums, slice(0, half)), _lanes(nums, slice(half, 2 * half)))
+        count //= 2
+        width += 1
+    return nums
+
+
+def _equals_public(engine: Any, planes: AuthBits, value: int) -> AuthBits:
+    """[x == value] for bit planes (w, N): the AND of every plane's agreement with the value."""
+    from ..api import stack_bits
+
+    w = planes.shape[0]
+    if value >> w:
+        return engine.zero_bits((), planes.shape[1])
+    agree = [planes[j] if (value >> j) & 1 else ~planes[j] for j in range(w)]
+    while len(agree) > 1:
+        half = len(agree) // 2
+        both = stack_bits(agree[:half]) & stack_bits(agree[half:2 * half])
+        agree = [both[j] for j in range(half)] + agree[2 * half:]
+    return agree[0]
+
+
+def hamming_weight(engine: Any, count: int, length: int, weight: int, moduli: Any) -> AuthShares:
+    """``count`` vectors of ``length`` entries in {-1, 0, 1} with exactly ``weight`` nonzero
+    entries, uniformly placed, signs uniform, over the basis: (count, length).
+
+    Each entry is nonzero independently with probability weight / length exactly (a uniform u
+    below ``length``, from rejection-sampled bits, compared with ``weight``); the ones of a
+    vector are counted by an adder tree and [count == weight] is opened (checked): a vector of
+    i.i.d. indicators conditioned on its weight is uniform over the placements of that weight,
+    so the kept vectors have exactly the law asked for, and which draws were kept says nothing
+    of them. About sqrt(2 pi weight) draws per vector; then the sign bits, and ind - 2 (ind AND
+    sign) into the basis by :func:`planes_to_mod`. Statistical distance 0."""
+    from ..additive.convert import compare_ge
+
+    mods = basis(moduli)
+    count, length, weight = int(count), int(length), int(weight)
+    if not 0 < weight <= length:
+        raise ValueError(f"weight must be in 1..length ({length}), got {weight}")
+    if count < 1:
+        raise ValueError(f"a positive vector count, got {count}")
+    k = max(1, (length - 1).bit_length())
+    kept: list[AuthBits] = []
+    pending = count
+    while pending:
+        u = _uniform_below(engine, length, pending * length)                       # (k, pending length)
+        ind = ~compare_ge(engine, u, _public_planes(engine, np.full(pending * length, weight, np.uint64), k))
+        planes = AuthBits.of(engine, ind.plain().reshape(pending, length).T,
+                             ind.macs.reshape(-1, pending, length).transpose(0, 2, 1),
+                             ind.keys.reshape(-1, pending, length).transpose(0, 2, 1))   # (length, pending)
+        ok = engine.open_bits_partial(_equals_public(engine, _popcount(engine, planes), weight))
+        engine.check_all("fixed weight: weights")
+        keep = np.flatnonzero(ok)[:pending]
+        if len(keep):
+            kept.append(_lanes(planes, keep))
+        pending -= len(keep)
+    ind = _concat_bits(kept, 1)                                                   # (length, count)
+    sign = engine.random_bits((length,), count)
+    both = ind & sign
+    flat = AuthBits.of(engine, np.stack([ind.plain().reshape(-1), both.plain().reshape(-1)]),
+                       np.stack([ind.macs.reshape(ind.macs.shape[0], -1), both.macs.reshape(both.macs.shape[0], -1)], 1),
+                       np.stack([ind.keys.reshape(ind.keys.shape[0], -1), both.keys.reshape(both.keys.shape[0], -1)], 1))
+    values = planes_to_mod(engine, flat, [1, -2], mods)                            # (length count,)
+    share = values.share.reshape(length, count, -1).transpose(1, 0, 2)
+    mac = values.mac.reshape(values.keys, length, count, -1).transpose(0, 2, 1, 3)
+    return AuthShares(engine, np.ascontiguousarray(share), np.ascontiguousarray(mac), mods)

@@ -474,6 +474,18 @@ class ActiveEngine(AuthBitDomain, Engine):
     def uniform(self, shape: Any, moduli: Any) -> AuthShares:
         return self.random_mod(shape, moduli)
 
+    def hamming_weight(self, count: int, length: int, weight: int, moduli: Any) -> AuthShares:
+        """Vectors (count, length) in {-1, 0, 1} with exactly ``weight`` nonzero entries
+        (:func:`~.dabits.hamming_weight`: i.i.d. indicators, vectors of another weight rejected)."""
+        if not 0 < int(weight) <= int(length) or int(count) < 1:
+            raise ValueError(f"a fixed-weight sample needs 0 < weight <= length and count >= 1, got weight {weight}, "
+                             f"length {length}, count {count}")
+        return self._hamming_weight(int(count), int(length), int(weight), self._basis(moduli))
+
+    @guarded
+    def _hamming_weight(self, count: int, length: int, weight: int, mods: tuple[int, ...]) -> AuthShares:
+        return dabits.hamming_weight(self, count, length, weight, mods)
+
     @guarded
     def gaussian(self, count: int, moduli: Any, **kw: Any) -> AuthShares:
         """Discrete-Gaussian samples over the basis: the passive engine's circuit

@@ -207,6 +207,8 @@ def hamming_weight(engine: Any, count: int, length: int, weight: int, moduli: in
     private start position rotated by every other party's private amount (:func:`_rotate_by_private`),
     then v_j = <f, v> and v <- v + f (v_i - v_j), v_i <- v_j with Beaver products mod 3. The
     result is converted to the basis once (Z_3 -> Z_q). Exact: statistical distance 0."""
+    if getattr(engine, "security", "passive") != "passive":  # the active engine: its own checked sampler
+        return engine.hamming_weight(count, length, weight, moduli)
     mods = basis(moduli)
     if not 0 < weight <= length:
         raise ValueError(f"weight must be in 1..length ({length}), got {weight}")
