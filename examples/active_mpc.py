@@ -6,7 +6,9 @@ compute the total claimed and the sum of squares (for the variance) on the activ
 every opening is MAC-checked before anything is output, so any two insurers that deviate
 together can make the job stop, never make it return a wrong total. Each insurer also flags
 the claims it finds suspicious (a private bit per claim); the job opens only which claims
-every insurer flagged (an AND of authenticated bits), never one insurer's flags. Then the same
+every insurer flagged (an AND of authenticated bits), never one insurer's flags, and the number
+of flags raised in all, plus discrete-Gaussian noise the insurers sample together (the flags
+converted into the field with daBits; no insurer can choose or see the noise). Then the same
 job runs with one insurer that shifts its share in one multiplication: every honest insurer
 stops.
 
@@ -53,11 +55,18 @@ def pooled(session: Session) -> dict:
     total = everything.sum(axis=0)
     squares = (everything * everything).sum(axis=0)
     t, s = (int(v) for v in (total.reveal()[0], squares.reveal()[0]))
-    everyone = mpc.share_bits(flags(0) if session.index == 0 else None, owner=0)
-    for i in range(1, session.n):  # authenticated bits: AND from checked triples, MAC-checked openings
-        everyone = everyone & mpc.share_bits(flags(i) if session.index == i else None, owner=i)
+    marks = [mpc.share_bits(flags(i) if session.index == i else None, owner=i) for i in range(session.n)]
+    everyone = marks[0]
+    for mark in marks[1:]:  # authenticated bits: AND from checked triples, MAC-checked openings
+        everyone = everyone & mark
     flagged = [int(j) for j in np.flatnonzero(everyone.reveal())]
+    # every flag into the field (daBits), summed, plus noise sampled inside the MPC
+    raised = mpc.bits_to_mod(marks[0], P).sum(axis=0)
+    for mark in marks[1:]:
+        raised = raised + mpc.bits_to_mod(mark, P).sum(axis=0)
+    noisy = int((raised + mpc.gaussian(1, P)).reveal()[0, 0])
     return {"total": t, "sum_of_squares": s, "flagged by every insurer": flagged,
+            "flags raised, with joint Gaussian noise": noisy - P if noisy > P // 2 else noisy,
             "MAC-checked values": mpc.openings.checked}
 
 
@@ -95,6 +104,8 @@ def main() -> None:
         assert results[0]["total"] == int(want.sum()) and results[0]["sum_of_squares"] == int((want ** 2).sum())
         every = np.logical_and.reduce([flags(i) for i in range(args.local)])
         assert results[0]["flagged by every insurer"] == [int(j) for j in np.flatnonzero(every)]
+        raised = int(sum(flags(i).sum() for i in range(args.local)))
+        assert abs(results[0]["flags raised, with joint Gaussian noise"] - raised) <= 23  # the sampler's support
         print(json.dumps(results[0]), "(equal to the plaintext totals)")
         for name, outcome in zip(("alice", "bob", "carol", "dave", "erin"), launch(args.local, with_a_cheat)):
             print(f"{name}: {outcome}")

@@ -647,3 +647,21 @@ def test_reserved_triples_serve_later_products_once_each():
     for used_pool, extra, w in run_in_memory(2, prog):
         assert used_pool and extra == 4
         assert [int(v) for v in w[:, 0]] == [16, 81, 625, 2401]
+
+
+def test_authenticated_shares_broadcast_in_sums_as_numpy_does():
+    """A scalar plus a vector (and a vector minus a column) broadcast as numpy's arrays do, MACs
+    included: the result opens right and passes the MAC check."""
+    from shaper.net import run_in_memory
+
+    def prog(session):
+        e = ActiveEngine(session, links=None if NATIVE else InsecureLinks(session))
+        v = e.share_mod([[1, 2, 3], [4, 5, 6]] if session.index == 0 else None, owner=0, moduli=(P,))
+        total = v.sum(axis=0).sum(axis=0)                     # a scalar
+        col = e.share_mod([[10], [20]] if session.index == 0 else None, owner=0, moduli=(P,))
+        return (total + v[0]).reveal()[..., 0], (v - col).reveal()[..., 0]
+
+    res = run_in_memory(2, prog, timeout=60)
+    a, b = res[0]
+    assert a.tolist() == [22, 23, 24]
+    assert [[int(x) - P if int(x) > P // 2 else int(x) for x in row] for row in b] == [[-9, -8, -7], [-16, -15, -14]]

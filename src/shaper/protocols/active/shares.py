@@ -122,11 +122,26 @@ class AuthShares(ModShares):
             raise ValueError("authenticated shares from different engines cannot be combined")
         return other
 
+    def _aligned(self, other: "AuthShares") -> tuple["AuthShares", "AuthShares"]:
+        """Both operands broadcast to one value shape (numpy's rules), with the keys they share."""
+        keys = min(self.keys, other.keys)
+        shape = np.broadcast_shapes(self.shape, other.shape)
+
+        def fit(x: "AuthShares") -> "AuthShares":
+            if x.shape == shape and x.keys == keys:
+                return x
+            full = tuple(shape) + (len(x.moduli),)
+            lead = (1,) * (len(shape) - len(x.shape))       # the value axes numpy would prepend
+            mac = x.mac[:keys].reshape((keys,) + lead + x.share.shape)
+            return AuthShares(x.engine, np.broadcast_to(x.share, full), np.broadcast_to(mac, (keys,) + full), x.moduli)
+
+        return fit(self), fit(other)
+
     def __add__(self, other: Any) -> "AuthShares":
         if isinstance(other, ModShares):
-            other = self._check_other(other)
+            a, b = self._aligned(self._check_other(other))
             qs = moduli_array(self.moduli)
-            return self._like(add_mod(self.share, other.share, qs), add_mod(self.mac, other.mac, qs))
+            return AuthShares(self.engine, add_mod(a.share, b.share, qs), add_mod(a.mac, b.mac, qs), self.moduli)
         return self.engine.add_public_mod(self, other)
 
     __radd__ = __add__
