@@ -142,3 +142,18 @@ def test_a2b_of_a_limb_from_a_basis_with_a_narrow_prime():
     res = run(2, prog, timeout=30)
     planes = res[0][1]
     assert [sum(int(planes[j, i]) << j for j in range(planes.shape[0])) for i in range(2)] == [3, 12345678901234]
+
+
+class ShapeSwitching(ActiveEngine):
+    """An owner that announces one entry fewer in the anchor's second limb."""
+
+    def _limb_in_range(self, values, owner, q, lo, hi, keys):
+        self._limbs = getattr(self, "_limbs", 0) + 1
+        if self._limbs == 2:
+            values = values[:-1]
+        return super()._limb_in_range(values, owner, q, lo, hi, keys)
+
+
+def test_different_shapes_in_different_limbs_are_caught():
+    res = run(2, program, CKKS, 0, ShapeSwitching, (0,), [1, 2, 3], deviant=0, timeout=30)
+    assert_all_stopped(res, 0, words="different shapes in different limbs")

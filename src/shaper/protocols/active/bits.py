@@ -89,7 +89,7 @@ from ...kernels.modq import pack_bits, unpack_bits
 from ..api import XorShares, public_mask
 from ..commit import open_committed
 from ..ot import InsecureLinks, OtLinks
-from .check import MAX_INPUT, read_shape
+from .check import read_shape
 
 __all__ = ["AuthBitDomain", "AuthBits", "bucket_size"]
 

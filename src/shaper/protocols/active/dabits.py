@@ -94,7 +94,7 @@ import numpy as np
 from ...errors import ConfigError, DeviationError
 from ...kernels.modq import basis, lift_public, moduli_array, pack_bits
 from .bits import AuthBits
-from .lift import HELPER_START, MASK_SLACK, crt, flat_auth, from_flat, lift, lift_fits, select_limbs, subset_sums
+from .lift import HELPER_START, MASK_SLACK, crt, flat_auth, from_flat, lift, select_limbs, subset_sums, wide_anchor
 from .ranges import input_in_range
 from .shares import AuthShares
 
@@ -237,14 +237,7 @@ def dabits(engine: Any, count: int, moduli: Any) -> tuple[AuthBits, AuthShares]:
         bits_out.append(b)
         field_out.append(f)
         done += size
-    if len(bits_out) == 1:
-        return bits_out[0], field_out[0]
-    bits = AuthBits.of(engine, np.concatenate([b.plain() for b in bits_out]),
-                       np.concatenate([b.macs for b in bits_out], axis=1),
-                       np.concatenate([b.keys for b in bits_out], axis=1))
-    field = AuthShares(engine, np.concatenate([f.share for f in field_out]),
-                       np.concatenate([f.mac for f in field_out], axis=1), target)
-    return bits, field
+    return _concat_bits(bits_out, 0), AuthShares.concat(field_out)
 
 
 def _flatten_bits(x: AuthBits) -> AuthBits:
@@ -303,16 +296,7 @@ def _anchor(engine: Any, mods: tuple[int, ...], span: int = 1) -> tuple[int, ...
     keys than they have."""
     if len(mods) <= 2:
         return None
-    anchor: tuple[int, ...] = ()
-    for q in sorted(mods, reverse=True):
-        if q < 1 << 57 or (len(anchor) >= 2 and lift_fits(anchor, span, engine.parties)):
-            break
-        anchor += (q,)
-    p = HELPER_START
-    while len(anchor) < 2 or not lift_fits(anchor, span, engine.parties):
-        p = int(gmpy2.next_prime(p))
-        if p not in mods:
-            anchor += (p,)
+    anchor = wide_anchor(mods, span, engine.parties, minimum=2)
     need = engine.keys(mods)
     for q in sorted(mods):
         if engine.keys(anchor) >= need:
@@ -335,12 +319,9 @@ def ternary(engine: Any, shape: Any, moduli: Any) -> AuthShares:
         reject = engine.open_bits_partial(u[0] & u[1])
         engine.check_all("ternary: rejections")
         keep = np.flatnonzero(~reject)[:need - have]
-        chosen = AuthBits.of(engine, u.plain()[:, keep], u.macs[:, :, keep], u.keys[:, :, keep])
-        kept.append(planes_to_mod(engine, chosen, [1, -1], mods))       # u - v
+        kept.append(planes_to_mod(engine, _lanes(u, keep), [1, -1], mods))       # u - v
         have += len(keep)
-    out = kept[0] if len(kept) == 1 else AuthShares(
-        engine, np.concatenate([k.share for k in kept]), np.concatenate([k.mac for k in kept], axis=1), mods)
-    return out.reshape(shape)
+    return AuthShares.concat(kept).reshape(shape)
 
 
 def _concat_bits(parts: list[AuthBits], axis: int) -> AuthBits:
@@ -350,13 +331,6 @@ def _concat_bits(parts: list[AuthBits], axis: int) -> AuthBits:
     return AuthBits.of(first.engine, np.concatenate([p.plain() for p in parts], axis=axis),
                        np.concatenate([p.macs for p in parts], axis=axis + 1),
                        np.concatenate([p.keys for p in parts], axis=axis + 1))
-
-
-def _concat_shares(parts: list[AuthShares]) -> AuthShares:
-    if len(parts) == 1:
-        return parts[0]
-    return AuthShares(parts[0].engine, np.concatenate([p.share for p in parts]),
-                      np.concatenate([p.mac for p in parts], axis=1), parts[0].moduli)
 
 
 def _weighted_bits(engine: Any, field: AuthShares, w: int, count: int, q: int) -> AuthShares:
@@ -385,9 +359,9 @@ def _random_residues_dabits(engine: Any, count: int, q: int) -> tuple[AuthBits, 
         engine.check_all("Z_q -> Z_2: draws")
         keep = np.flatnonzero(~ge)[:count - have]
         values.append(_weighted_bits(engine, bf, w, draw, q)[keep])
-        planes.append(AuthBits.of(engine, bits.plain()[:, keep], bits.macs[:, :, keep], bits.keys[:, :, keep]))
+        planes.append(_lanes(bits, keep))
         have += len(keep)
-    return _concat_bits(planes, 1), _concat_shares(values)
+    return _concat_bits(planes, 1), AuthShares.concat(values)
 
 
 def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tuple[AuthBits, AuthShares]:
@@ -429,7 +403,7 @@ def private_bits(engine: Any, bits: Any, owner: int, count: int, q: int) -> tupl
                                  "(the private bits' check failed)")
         out_bits.append(_head(b2, size))
         out_field.append(select_limbs(field[:size], [0], engine.keys((q,))))
-    return _concat_bits(out_bits, 0), _concat_shares(out_field)
+    return _concat_bits(out_bits, 0), AuthShares.concat(out_field)
 
 
 def _reduce_once(engine: Any, planes: AuthBits, q: int) -> AuthBits:

@@ -260,7 +260,7 @@ class ActiveEngine(AuthBitDomain, Engine):
         if held >= count:
             return
         fresh = self.triples(count - held, mods)
-        self._pool[mods] = fresh if have is None else tuple(_stack([h, f]) for h, f in zip(have, fresh))
+        self._pool[mods] = fresh if have is None else tuple(AuthShares.concat([h, f]) for h, f in zip(have, fresh))
 
     def _take_triples(self, count: int, mods: tuple[int, ...]) -> tuple[AuthShares, AuthShares, AuthShares]:
         have = self._pool.get(mods)
@@ -389,7 +389,7 @@ class ActiveEngine(AuthBitDomain, Engine):
         a, b, c = self._take_triples(count, mods)
         keys = min(xs.keys, ys.keys, a.keys)
         xs, ys, a, b, c = (_trim(v, keys) for v in (xs, ys, a, b, c))
-        opened = self.open_partial(_stack([xs - a, ys - b]), "multiplication")
+        opened = self.open_partial(AuthShares.concat([xs - a, ys - b]), "multiplication")
         e, f = opened[:count], opened[count:]
         z = c + self.mul_public_shares(b, e) + self.mul_public_shares(a, f)
         z = self.add_public_residues(z, mul_mod(e, f, mods))
@@ -524,8 +524,3 @@ def _broadcast(x: AuthShares, shape: tuple[int, ...]) -> AuthShares:
 def _trim(x: AuthShares, keys: int) -> AuthShares:
     return x if x.keys == keys else AuthShares(x.engine, x.share, x.mac[:keys], x.moduli)
 
-
-def _stack(parts: list[AuthShares]) -> AuthShares:
-    first = parts[0]
-    return AuthShares(first.engine, np.concatenate([p.share for p in parts]),
-                      np.concatenate([p.mac for p in parts], axis=1), first.moduli)

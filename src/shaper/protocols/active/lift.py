@@ -28,13 +28,14 @@ from ...errors import ConfigError, DeviationError
 from ...kernels.modq import basis, lift_public
 from .shares import AuthShares
 
-__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "crt", "flat_auth", "from_flat", "lift", "lift_bound",
-           "lift_fits", "select_limbs", "subset_sums", "uniform_bits"]
+__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "crt", "flat_auth", "from_flat", "lift",
+           "lift_bound", "lift_fits", "select_limbs", "subset_sums", "uniform_bits", "wide_anchor"]
 
 MASK_SLACK = 40        # bits by which a mask outweighs the sum it hides
 LIFT_BATCH = 1 << 18   # values lifted together at most
 CHUNK = 1 << 15        # lanes per block of the subset sums
 HELPER_START = 1 << 61  # helper primes (for a basis too narrow for a check) are the primes above this
+WIDE = 1 << 57         # anchor limbs are at least this wide
 
 
 def crt(residues: np.ndarray, moduli: Sequence[int]) -> list[int]:
@@ -113,6 +114,25 @@ def lift_fits(anchor: Sequence[int], span: int, parties: int, batch: int = 1 << 
     return 2 * (span + 1 + lift_bound(batch, parties, width)[0]) < math.prod(anchor)
 
 
+def wide_anchor(mods: Sequence[int], span: int, parties: int, minimum: int = 1) -> tuple[int, ...]:
+    """An anchor a lift of values up to ``span`` fits in (batches of 4,096): the limbs of
+    ``mods`` of 58 bits or more, widest first, then helper primes near 2^61, at least
+    ``minimum`` of them. Every party computes it from public numbers alone."""
+    import gmpy2
+
+    anchor: tuple[int, ...] = ()
+    for q in sorted(mods, reverse=True):
+        if q < WIDE or (len(anchor) >= minimum and lift_fits(anchor, span, parties)):
+            break
+        anchor += (q,)
+    p = HELPER_START
+    while len(anchor) < minimum or not lift_fits(anchor, span, parties):
+        p = int(gmpy2.next_prime(p))
+        if p not in mods:
+            anchor += (p,)
+    return anchor
+
+
 def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
     """Integers y in [0, bound), authenticated over an anchor basis A, into every limb of
     ``target`` (A's own limbs kept, the others lifted).
@@ -137,8 +157,7 @@ def lift(engine: Any, y: AuthShares, bound: int, target: Any) -> AuthShares:
         if 2 * (bound + lift_bound(batch, engine.parties, width)[0]) >= math.prod(anchor):
             raise ConfigError(f"the anchor {anchor} is too narrow to lift values below {bound}")
         pieces = [_lift_batch(engine, flat[i:i + batch], width, anchor, rest) for i in range(0, flat.size, batch)]
-        moved = pieces[0] if len(pieces) == 1 else AuthShares(
-            engine, np.concatenate([p.share for p in pieces]), np.concatenate([p.mac for p in pieces], axis=1), rest)
+        moved = AuthShares.concat(pieces)
     cols_share, cols_mac = [], []
     for q in mods:
         src, at = (flat, anchor.index(q)) if q in anchor else (moved, rest.index(q))

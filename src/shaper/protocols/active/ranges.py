@@ -316,31 +316,6 @@ def _weighted(digits: np.ndarray, weights: np.ndarray, q: int) -> np.ndarray:
 
 # -- over an RNS basis ----------------------------------------------------------------------------------
 DIGIT_CHECK_BATCH = 1 << 10   # digits per masked subset-sum check
-_WIDE = 1 << 57               # anchor limbs are at least this wide (the digit check's bound fits below)
-
-
-def _range_anchor(engine: Any, mods: tuple[int, ...], span: int, count: int) -> tuple[int, ...]:
-    """The limbs a basis-wide range check proves its digits in: the basis' limbs of 58 bits or
-    more, widest first, then helper primes near 2^61, until the lift of values below span + 1
-    fits (:func:`~.dabits.lift`)."""
-    import gmpy2
-
-    from .lift import HELPER_START, LIFT_BATCH, lift_bound
-
-    width = int(span).bit_length() + 40
-    batch = min(max(count, 1), LIFT_BATCH, 1 << 12)
-    need = 2 * (span + 1 + lift_bound(batch, engine.parties, width)[0])
-    anchor: tuple[int, ...] = ()
-    for q in sorted(mods, reverse=True):
-        if q < _WIDE or math.prod(anchor) > need:
-            break
-        anchor += (q,)
-    p = HELPER_START
-    while math.prod(anchor) <= need:
-        p = int(gmpy2.next_prime(p))
-        if p not in mods:
-            anchor += (p,)
-    return anchor
 
 
 def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[int, ...], lo: int,
@@ -360,7 +335,7 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
        proof);
     3. x - lo is lifted (:func:`~.dabits.lift`) into the basis' other limbs.
     The masks make the sums' openings 2^-40-close to independent of the digits."""
-    from .lift import crt, flat_auth, from_flat, lift, subset_sums
+    from .lift import crt, flat_auth, from_flat, lift, subset_sums, wide_anchor
 
     mods = tuple(moduli)
     lo, hi = int(lo), int(hi)
@@ -368,8 +343,8 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
         raise ConfigError(f"an empty range [{lo}, {hi}]")
     if engine.me == owner:
         refuse_outside([int(v) for v in np.asarray(values).ravel()], lo, hi)
-    # every party sizes the anchor the same way (the owner's count is not public yet)
-    anchor = _range_anchor(engine, mods, hi - lo, 1 << 12)
+    # from public numbers only: the owner's count is not public yet
+    anchor = wide_anchor(mods, hi - lo, engine.parties)
     keys = engine.keys(mods + tuple(q for q in anchor if q not in mods))
     xs, us = [], []
     shape: tuple[int, ...] = ()

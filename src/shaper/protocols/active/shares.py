@@ -110,6 +110,15 @@ class AuthShares(ModShares):
         full = tuple(dims) + (len(self.moduli),)
         return self._like(self.share.reshape(full), self.mac.reshape((self.keys,) + full))
 
+    @staticmethod
+    def concat(parts: Sequence["AuthShares"]) -> "AuthShares":
+        """Join along the first value axis (same basis and keys)."""
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        return AuthShares(first.engine, np.concatenate([p.share for p in parts]),
+                          np.concatenate([p.mac for p in parts], axis=1), first.moduli)
+
     def limb(self, c: int) -> "AuthShares":
         return AuthShares(self.engine, self.share[..., c:c + 1], self.mac[..., c:c + 1], (self.moduli[c],))
 
