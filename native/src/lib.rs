@@ -39,6 +39,7 @@ pub mod psi;
 mod py;
 pub mod rns;
 pub mod rss;
+pub mod vole;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -54,5 +55,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::modq::register(m)?;
     py::rns::register(m)?;
     py::cyclo::register(m)?;
+    py::vole::register(m)?;
     Ok(())
 }

@@ -42,6 +42,12 @@ impl Modulus {
         if borrow { s } else { d }
     }
 
+    /// REDC for other kernels: T R^-1 mod q, for T < q 2^64.
+    #[inline(always)]
+    pub fn redc_pub(&self, t: u128) -> u64 {
+        self.redc(t)
+    }
+
     /// a b mod q (a, b < q).
     #[inline(always)]
     pub fn mul(&self, a: u64, b: u64) -> u64 {

@@ -12,3 +12,4 @@ pub mod pool;
 pub mod rns;
 pub mod psi;
 pub mod rss;
+pub mod vole;

@@ -53,7 +53,7 @@ from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, 
 from ..additive.fields import sum_residues, uniform_residues
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
-from . import dabits, preprocessing, ranges
+from . import dabits, preprocessing, ranges, vole
 from .bits import AuthBitDomain, AuthBits
 from .check import MAX_INPUT, Openings, read_shape
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
@@ -93,7 +93,8 @@ class ActiveEngine(AuthBitDomain, Engine):
     domains: ClassVar[frozenset[str]] = frozenset({"mod", "bits"})
     security = "active"
 
-    def __init__(self, session: Any, *, links: Any = None, soundness: int = SOUNDNESS, frac_bits: int = 16) -> None:
+    def __init__(self, session: Any, *, links: Any = None, soundness: int = SOUNDNESS, frac_bits: int = 16,
+                 silent: bool | None = None) -> None:
         if session.n < 2:
             raise ConfigError(f"{type(self).__name__} needs at least two parties, the session has {session.n}")
         if not 40 <= soundness <= 128:
@@ -110,6 +111,11 @@ class ActiveEngine(AuthBitDomain, Engine):
         self._step = 0
         self._failed: str | None = None
         self._pool: dict[tuple[int, ...], Any] = {}  # checked triples reserved ahead, by basis
+        if silent and not vole.available():
+            raise ConfigError("silent VOLE needs the native extension (build it: pip install -e .)")
+        # authenticated randomness by silent VOLE for large batches (:mod:`.vole`); every party
+        # must make the same choice (the default follows the native extension, as the OT does)
+        self.silent = vole.SilentPool() if (vole.available() if silent is None else silent) else None
         self.triples_made = 0
 
     # -- plumbing -----------------------------------------------------------------------------------

@@ -47,12 +47,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import DeviationError
-from ...kernels.modq import add_mod, moduli_array, mul_mod
+from ...errors import DeviationError, FrameError
+from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
 from .shares import AuthShares, key_range
+from .vole import SILENT_MIN
 
 __all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
-           "cope_checked", "input_masks", "triples"]
+           "cope_checked", "cope_split", "input_masks", "random_shared", "silent_for", "triples"]
 
 COMBINE = 3          # raw triples combined into one (MASCOT's tau), at least
 COMBINE_SECURITY = 40  # bits: a combined triple's a stays 2^-40 close to uniform after a selective failure
@@ -78,8 +79,25 @@ def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[i
     j sender in ``senders``) this party is in, for its residues ``values`` (N,) mod q: {peer:
     uint64 (keys, N)}. For a pair, the receiver's and the sender's outputs add up to
     alpha_receiver^(k) x_sender mod q (a pairwise VOLE with the receiver's key as Delta)."""
-    parts, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
-    return parts
+    as_receiver, as_sender, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
+    return _merge(as_receiver, as_sender, q=q)
+
+
+def cope_split(engine: Any, values: np.ndarray | None, q: int, keys: int, senders: Sequence[int]
+               ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """:func:`cope` with the two roles apart: ({sender j: this party's share of alpha_me^(k)
+    x_j}, {receiver i: this party's share of alpha_i^(k) x_me}), so that each sender's values
+    keep MAC shares of their own (:mod:`.vole`'s per-owner base)."""
+    as_receiver, as_sender, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
+    return as_receiver, as_sender
+
+
+def _merge(*parts: dict[int, np.ndarray], q: int) -> dict[int, np.ndarray]:
+    out: dict[int, np.ndarray] = {}
+    for group in parts:
+        for peer, part in group.items():
+            out[peer] = add_mod(out[peer], part, np.uint64(q)) if peer in out else part
+    return out
 
 
 def cope_checked(engine: Any, values: np.ndarray | None, q: int, keys: int,
@@ -95,15 +113,16 @@ def cope_checked(engine: Any, values: np.ndarray | None, q: int, keys: int,
     of :func:`~.ranges.input_in_range` (a random combination opened, every receiver's pairwise
     answer compared by the owner) fails for a receiver that varied its key, unless it predicts
     (Delta_c - alpha) z_c: probability 1/q."""
-    return _cope_rows(engine, values, q, keys, [owner], check_column=True)
+    as_receiver, as_sender, checks, z = _cope_rows(engine, values, q, keys, [owner], check_column=True)
+    return _merge(as_receiver, as_sender, q=q), checks, z
 
 
 def _cope_rows(engine: Any, values: np.ndarray | None, q: int, keys: int, senders: Sequence[int],
-               check_column: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+               check_column: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
     values = np.asarray(values, dtype=np.uint64)
     n = len(values)
     if n == 0:
-        return {}, {}, np.zeros(0, np.uint64)
+        return {}, {}, {}, np.zeros(0, np.uint64)
     cols = min(MAX_OFFSETS - (1 if check_column else 0), n)
     width = cols + (1 if check_column else 0)
     chunks = -(-n // cols)
@@ -124,20 +143,19 @@ def _cope_rows(engine: Any, values: np.ndarray | None, q: int, keys: int, sender
         rows = np.tile(table, (keys, 1))                                              # row (k, chunk)
         send = {i: rows for i in range(engine.parties) if i != me}
     if not receive and not send:
-        return {}, {}, z
+        return {}, {}, {}, z
     as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * width, bits)
     qs = np.uint64(q)
-    out: dict[int, np.ndarray] = {}
+    out: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] = ({}, {})
     checks: dict[int, np.ndarray] = {}
-    for parts in (as_receiver, as_sender):
+    for role, parts in enumerate((as_receiver, as_sender)):
         for peer, part in parts.items():
             part = part.reshape(keys, chunks, width)
-            data = part[:, :, :cols].reshape(keys, chunks * cols)[:, :n]
-            out[peer] = add_mod(out[peer], data, qs) if peer in out else data
+            out[role][peer] = part[:, :, :cols].reshape(keys, chunks * cols)[:, :n]
             if check_column:
                 col = np.ascontiguousarray(part[:, :, cols])
                 checks[peer] = add_mod(checks[peer], col, qs) if peer in checks else col
-    return out, checks, z
+    return out[0], out[1], checks, z
 
 
 def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:
@@ -157,6 +175,8 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     share = np.asarray(share, dtype=np.uint64)
     n, L = share.shape
     senders = list(range(engine.parties)) if senders is None else list(senders)
+    if silent_for(engine, n):
+        return _authenticate_silent(engine, share, moduli, keys, senders, phase)
     # one random extra value per modulus, from the senders only, so that the opened combination
     # is uniform (it hides the batch)
     extra = engine.uniform_mod((1,), moduli) if engine.me in senders else np.zeros((1, L), np.uint64)
@@ -169,6 +189,74 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     full = AuthShares(engine, batch, mac, moduli)
     coins = engine.joint_coins("auth-coins")
     chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)  # (n, L)
+    combined = engine.mul_public_shares(full[:n], chi).sum(axis=0) + full[n]
+    engine.open_partial(combined, phase)
+    return full[:n]
+
+
+def silent_for(engine: Any, count: int) -> bool:
+    """Whether a batch of ``count`` values draws on the engine's silent pool (:mod:`.vole`)."""
+    return getattr(engine, "silent", None) is not None and count >= SILENT_MIN
+
+
+def _pool_values(engine: Any, count: int, moduli: tuple[int, ...], keys: int, owners: Sequence[int]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` pool values of each owner per modulus, summed: (this party's share (count, L):
+    its own values if it is an owner, else zero; its MAC shares (keys, count, L))."""
+    L = len(moduli)
+    mine = np.zeros((count, L), np.uint64)
+    mac = np.empty((keys, count, L), np.uint64)
+    for c, q in enumerate(moduli):
+        got = engine.silent.take_many(engine, q, keys, {j: count for j in owners})
+        acc = np.zeros((keys, count), np.uint64)
+        for j, (values, macs) in got.items():
+            acc = add_mod(acc, macs, np.uint64(q))
+            if j == engine.me:
+                mine[:, c] = values
+        mac[:, :, c] = acc
+    return mine, mac
+
+
+def random_shared(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> AuthShares:
+    """``count`` authenticated uniform values no party knows: every party's pool values summed
+    (each is pseudorandom to every other party, :mod:`.vole`)."""
+    mine, mac = _pool_values(engine, count, moduli, keys, range(engine.parties))
+    return AuthShares(engine, mine, mac, moduli)
+
+
+def _authenticate_silent(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: int,
+                         senders: list[int], phase: str) -> AuthShares:
+    """:func:`authenticate` on the silent pool: each sender's pool values y_j (authenticated,
+    known to it alone) and its broadcast correction d_j = x_j - y_j; the value x = sum_j (y_j +
+    d_j) keeps y's MACs plus alpha_i sum_j d_j. A sender that broadcasts different corrections to
+    different parties leaves MAC shares of different values: the views differ at the next
+    check, and the MAC check fails. The batch's random combination (plus one more pool value)
+    is opened and checked as on the COPE path."""
+    n, L = share.shape
+    me = engine.me
+    qs = moduli_array(moduli)
+    mine, mac = _pool_values(engine, n + 1, moduli, keys, senders)
+    tag = engine._tag("auth-correct")
+    total = np.zeros((n, L), np.uint64)
+    if me in senders:
+        total = sub_mod(share, mine[:n], qs)
+        engine.session.broadcast(np.ascontiguousarray(total), tag)
+    for j in senders:
+        if j == me:
+            continue
+        d = engine.session.recv_array(j, tag, dtype=np.uint64, shape=(n, L))
+        if np.any(d >= qs):
+            raise FrameError(f"party {engine.session.parties[j]!r} sent a correction out of range ({phase})")
+        total = add_mod(total, d, qs)
+    engine.openings.witness(total, phase)
+    for c, q in enumerate(moduli):
+        alpha = engine.alpha(q)[:keys]
+        mac[:, :n, c] = add_mod(mac[:, :n, c], mul_mod(alpha[:, None], np.broadcast_to(total[:, c], (keys, n)).copy(),
+                                                       (q,)), np.uint64(q))
+    values = np.concatenate([share if me in senders else np.zeros((n, L), np.uint64), mine[n:]])
+    full = AuthShares(engine, values, mac, moduli)
+    coins = engine.joint_coins("auth-coins")
+    chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)
     combined = engine.mul_public_shares(full[:n], chi).sum(axis=0) + full[n]
     engine.open_partial(combined, phase)
     return full[:n]
@@ -191,8 +279,14 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
     by the MAC check before they are returned (module notes)."""
     L = len(moduli)
     tau = combining_for(moduli)
-    a_raw = engine.uniform_mod((tau, count), moduli)                                # (tau, N, L)
-    b = engine.uniform_mod((count,), moduli)                                        # (N, L)
+    silent = silent_for(engine, (tau + 1) * count)
+    if silent:  # a^(m) and b authenticated already: pool values (:mod:`.vole`)
+        rand = random_shared(engine, (tau + 1) * count, moduli, keys)
+        a_raw = rand.share[:tau * count].reshape(tau, count, L)
+        b = rand.share[tau * count:]
+    else:
+        a_raw = engine.uniform_mod((tau, count), moduli)                            # (tau, N, L)
+        b = engine.uniform_mod((count,), moduli)                                    # (N, L)
     c_raw = np.empty_like(a_raw)
     links = engine.ot_links()
     peers = [p for p in range(engine.parties) if p != engine.me]
@@ -216,10 +310,24 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
             acc = add_mod(acc, mul_mod(x[m], w[m], moduli), qs)
         return acc
 
-    a, c = combine(a_raw, r[0]), combine(c_raw, r[0])
-    a_hat, c_hat = combine(a_raw, r[1]), combine(c_raw, r[1])
-    auth = authenticate(engine, np.concatenate([a, b, c, a_hat, c_hat]), moduli, keys, phase="triples")
-    A, B, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(5))
+    if silent:
+        auth = authenticate(engine, np.concatenate([combine(c_raw, r[0]), combine(c_raw, r[1])]), moduli, keys,
+                            phase="triples")
+        C, C_hat = auth[:count], auth[count:]
+        raw = rand[:tau * count].reshape(tau, count)
+
+        def combine_auth(w: np.ndarray) -> AuthShares:
+            acc = engine.mul_public_shares(raw[0], w[0])
+            for m in range(1, tau):
+                acc = acc + engine.mul_public_shares(raw[m], w[m])
+            return acc
+
+        A, A_hat, B = combine_auth(r[0]), combine_auth(r[1]), rand[tau * count:]
+    else:
+        a, c = combine(a_raw, r[0]), combine(c_raw, r[0])
+        a_hat, c_hat = combine(a_raw, r[1]), combine(c_raw, r[1])
+        auth = authenticate(engine, np.concatenate([a, b, c, a_hat, c_hat]), moduli, keys, phase="triples")
+        A, B, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(5))
     # sacrifice (a^, b, c^) to check (a, b, c)
     coins = engine.joint_coins("sacrifice-coins")
     t = np.stack([coins.below(q, count) for q in moduli], axis=-1)

@@ -1,0 +1,274 @@
+"""Silent authenticated randomness: MAC'd random values from a short base VOLE stretched by LPN
+(Boyle–Couteau–Gilboa–Ishai–Kohl–Scholl, CCS 2019; over prime fields with malicious security as
+in Wolverine, Weng–Yang–Katz–Wang, S&P 2021), so that authenticating a value costs one
+correction word per peer instead of MASCOT's 40 OT corrections per key.
+
+**What it makes.** For an owner o and a modulus q: N values y known to o and authenticated
+under the global MAC key (o's share is y, every other party's share is zero; every party holds
+MAC shares under the K keys), the same form as :func:`~.preprocessing.input_masks`. One run makes
+a batch for every owner at once; :class:`SilentPool` hands them out in order.
+
+**How** (per owner o, modulus q; every party plays o's role for its own batch):
+
+1. *Base.* o's k + t + 1 uniform residues (u, beta, z) are authenticated by MASCOT's
+   correlated OTs (:func:`~.preprocessing.cope`, o the only sender).
+2. *Noise.* o draws t positions p_g < 2^h; its sparse vector e has beta_g at position
+   g 2^h + p_g. For every other party i: i expands t GGM trees (random roots) with leaves v^i;
+   o takes, through one OT per level of the extension (:meth:`~shaper.protocols.ot.OtLinks.rows`,
+   with its consistency check), the XOR of the level's nodes on the side away from p_g, and so
+   learns every leaf but p_g. i sends d_g = M_i(beta_g) + sum_x v^i_gx per key (M_i: its MAC
+   share). Then i's MAC shares of e are -v^i, and o's are sum_i v^i_x off the points and
+   M_o(beta_g) + sum_i (d_g - sum_{x != p_g} v^i_gx) at them: the shares add up to alpha e.
+3. *LPN.* y = A u + e with A the public 10-sparse code of :func:`shaper._native.vole_lpn`; every
+   party applies A to its MAC shares of u and adds its MAC shares of e (all linear).
+4. *Check.* Coins drawn after every message weigh every base value and every output; the
+   combination plus z is opened and goes to the MAC check (:meth:`~.engine.ActiveEngine.check`)
+   with the rest of the job's openings, before anything depending on the batch is output.
+
+**Parameters** (:data:`LPN`): N = 642,048 outputs from k = 19,870 base values and t = 2,508
+regular noise positions in trees of 2^8 leaves, Wolverine's set for its set-up phase (ePrint
+2020/925, Table 2; 128-bit security against the attacks analysed there). One batch costs each
+ordered pair k + t + 1 authenticated base values (MASCOT's price, about 21 bytes per output at
+61 bits with two keys) and 20,064 OTs with 32 bytes each of level sums: about 23 bytes per
+output, against 640 for MASCOT's authentication of a value.
+
+**What each party learns.** A receiver i: the OT extension's messages (nothing of p_g, by the
+OT), o's base corrections (uniform, by COPE), the opened combination (uniform: z). The owner: every
+leaf of i's trees but p_g, and d_g, which is masked by v^i at p_g. So y is pseudorandom to every
+party but o (LPN), and every party's MAC key stays hidden.
+
+**What a deviating party can do.** An owner: choose its own y (it is its own value: the
+consumers treat it as o's input), or make its base inconsistent (MASCOT's check, which it passes
+only by guessing bits of a key, each guess halving its chance). A receiver i: send level sums or
+d_g that do not fit its trees, which shifts o's MAC shares at positions that depend on p_g: the
+check then fails except with probability 1/q per key, and whether it fails can tell i one
+predicate of o's points of its choosing (the selective failure that Wolverine's and Ferret's
+analyses allow for: the LPN noise keeps its security up to that leak, and on a failure the batch
+is discarded). No one can change an honest party's shares, only MAC shares, so a deviation shows
+in the MAC check and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import FrameError
+from ...kernels.modq import add_mod, matmul_mod, mul_mod, neg_mod, sub_mod
+from .shares import AuthShares
+
+try:  # the GGM and LPN kernels are native; without them the engine authenticates by COPE only
+    from ... import _native
+except ImportError:  # pragma: no cover - exercised where the extension is absent
+    _native = None
+
+__all__ = ["LPN", "LpnParams", "SILENT_MIN", "SilentPool", "available", "produce"]
+
+
+@dataclass(frozen=True)
+class LpnParams:
+    """A regular-noise LPN instance: ``outputs`` = ``trees`` x 2^``depth`` values from ``base``."""
+
+    outputs: int
+    base: int
+    trees: int
+    depth: int
+
+    def __post_init__(self) -> None:
+        if self.outputs != self.trees << self.depth:
+            raise ValueError(f"LPN: {self.outputs} outputs are not {self.trees} trees of 2^{self.depth} leaves")
+
+
+#: Wolverine's set-up parameters (ePrint 2020/925, Table 2)
+LPN = LpnParams(outputs=642_048, base=19_870, trees=2_508, depth=8)
+#: the smallest batch of values that :func:`~.preprocessing.authenticate` takes from the pool
+#: (smaller batches use MASCOT's correlated OTs directly: a pool run costs about as much as
+#: authenticating 22,000 values that way)
+SILENT_MIN = 1 << 14
+#: the public code's seed: one code for every run (a fixed random code, as LPN allows)
+CODE_SEED = b"shaper/vole/lpn1"
+#: the OT hash's purpose bits for the level sums (bits 8..15 of the tweak's domain)
+PURPOSE = 3 << 8
+
+
+def available() -> bool:
+    """Whether the native kernels are here (every party must agree: a job runs one way)."""
+    return _native is not None and hasattr(_native, "vole_lpn")
+
+
+class SilentPool:
+    """Batches made by :func:`produce`, per (modulus, keys, owner): this party's values (only
+    where it is the owner) and MAC shares, handed out in order. Every party keeps the same
+    counts, so takes stay in step."""
+
+    def __init__(self, params: LpnParams = LPN) -> None:
+        self.params = params
+        self._held: dict[tuple[int, int, int], list[Any]] = {}
+        self.made = 0  # outputs produced, every owner counted
+
+    def available(self, q: int, keys: int, owner: int) -> int:
+        held = self._held.get((q, keys, owner))
+        return 0 if held is None else held[1].shape[1] - held[2]
+
+    def take(self, engine: Any, q: int, keys: int, owner: int, count: int) -> tuple[np.ndarray | None, np.ndarray]:
+        """``count`` of ``owner``'s values mod q: (the values at the owner / None elsewhere, the
+        MAC shares (keys, count)); runs :func:`produce` for the owners that run short."""
+        return self.take_many(engine, q, keys, {owner: count})[owner]
+
+    def take_many(self, engine: Any, q: int, keys: int, counts: dict[int, int]
+                  ) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
+        short = sorted(o for o, c in counts.items() if self.available(q, keys, o) < c)
+        while short:
+            made = produce(engine, q, keys, short, self.params)
+            for o, (values, macs) in made.items():
+                key = (q, keys, o)
+                held = self._held.get(key)
+                if held is not None and held[2] < held[1].shape[1]:  # keep what is left, in order
+                    values = None if values is None else np.concatenate([held[0][held[2]:], values])
+                    macs = np.concatenate([held[1][:, held[2]:], macs], axis=1)
+                self._held[key] = [values, macs, 0]
+                self.made += macs.shape[1]
+            short = [o for o in short if self.available(q, keys, o) < counts[o]]
+        out = {}
+        for o, c in counts.items():
+            held = self._held[(q, keys, o)]
+            start = held[2]
+            held[2] += c
+            values = None if held[0] is None else held[0][start:start + c]
+            out[o] = (values, held[1][:, start:start + c])
+        return out
+
+
+def _coins_mod(coins: Any, q: int, count: int) -> np.ndarray:
+    return np.asarray(coins.below(q, count), dtype=np.uint64)
+
+
+def _dot(weights: np.ndarray, rows: np.ndarray, q: int) -> np.ndarray:
+    """sum_x weights[x] rows[:, x] mod q: (R,) for rows (R, n)."""
+    return matmul_mod(weights[None, :], np.ascontiguousarray(rows.T), q)[0]
+
+
+def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnParams = LPN
+            ) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
+    """One silent-VOLE run (module notes) for every owner in ``owners`` (every party takes part):
+    {owner: (its N values at the owner / None elsewhere, this party's MAC shares (keys, N))}."""
+    from .preprocessing import cope_split  # preprocessing calls this module
+
+    me, n_parties = engine.me, engine.parties
+    owners = sorted(set(owners))
+    k, t, h, N = params.base, params.trees, params.depth, params.outputs
+    m = 1 << h
+    kb = k + t + 1
+    alpha = engine.alpha(q)[:keys]
+    links = engine.ot_links()
+    peers = [p for p in range(n_parties) if p != me]
+
+    # 1. base: every owner's (u, beta, z), authenticated with the owner the only sender
+    base = engine.uniform_mod((kb,), (q,))[:, 0] if me in owners else None
+    recv_parts, send_parts = cope_split(engine, base if base is not None else np.zeros(kb, np.uint64), q, keys, owners)
+    base_mac = {}
+    for o in owners:
+        if o == me:
+            mac = mul_mod(alpha[:, None], np.broadcast_to(base, (keys, kb)).copy(), (q,))
+            for part in send_parts.values():
+                mac = add_mod(mac, part, np.uint64(q))
+            base_mac[o] = mac
+        else:
+            base_mac[o] = recv_parts[o]
+
+    # 2. noise: this party's points; trees for the other owners; the level sums by OT
+    points = None
+    choice = None
+    if me in owners:
+        points = engine.prg.below(m, t).astype(np.uint64)
+        bits = ((points[:, None] >> np.arange(h, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+        choice = np.packbits((1 - bits).ravel(), bitorder="little")       # side away from p, per level
+    serve = [o for o in owners if o != me]
+    count = t * h
+    got_t, got_q = links.rows(choice, count, peers if me in owners else [], serve)
+    tag = engine._tag("silent-vole")
+    mine_v: dict[int, np.ndarray] = {}
+    for o in serve:  # this party's trees for owner o
+        roots = np.frombuffer(engine.prg.random_bytes(16 * t), dtype=np.uint8).reshape(t, 16)
+        leaves, sums = _native.vole_ggm_expand(roots, h)
+        values, tree_sums = _native.vole_leaf_values(leaves, q, keys, m)
+        del leaves
+        qrows, tweak = got_q[o]
+        h0, h1 = links.hash_rows(np.ascontiguousarray(qrows[:count]), (tweak[0] | PURPOSE, tweak[1]),
+                                 links.delta(o))
+        pair = sums.reshape(count, 2, 16).copy()
+        pair[:, 0] ^= np.asarray(h0, dtype=np.uint8).reshape(count, 16)
+        pair[:, 1] ^= np.asarray(h1, dtype=np.uint8).reshape(count, 16)
+        d = add_mod(base_mac[o][:, k:k + t], tree_sums, np.uint64(q))
+        engine.session.send(o, pair, tag + "/sums")
+        engine.session.send(o, d, tag + "/d")
+        mine_v[o] = values
+    if me in owners:
+        mu = np.zeros((keys, N), np.uint64)
+        at = np.arange(t, dtype=np.int64) * m + points.astype(np.int64)
+        fix = np.zeros((keys, t), np.uint64)
+        for p in peers:
+            pair = engine.session.recv_array(p, tag + "/sums", dtype=np.uint8, shape=(count, 2, 16))
+            d = engine.session.recv_array(p, tag + "/d", dtype=np.uint64, shape=(keys, t))
+            if np.any(d >= np.uint64(q)):
+                raise FrameError(f"party {engine.session.parties[p]!r} sent residues out of range in a silent VOLE")
+            trows, tweak = got_t[p]
+            ht = np.asarray(links.hash_rows(np.ascontiguousarray(trows[:count]), (tweak[0] | PURPOSE, tweak[1])),
+                            dtype=np.uint8).reshape(count, 16)
+            side = (1 - bits.ravel()).astype(np.int64)
+            chosen = np.ascontiguousarray(pair[np.arange(count), side] ^ ht)
+            leaves = _native.vole_ggm_punctured(chosen, points, h)
+            values, tree_sums = _native.vole_leaf_values(leaves, q, keys, m, points)
+            del leaves
+            mu = add_mod(mu, values, np.uint64(q))
+            fix = add_mod(fix, sub_mod(d, tree_sums, np.uint64(q)), np.uint64(q))
+        mu[:, at] = add_mod(base_mac[me][:, k:k + t], fix, np.uint64(q))
+        noise = np.zeros(N, np.uint64)
+        noise[at] = base[k:k + t]
+
+    # 3. LPN, one pass over every row this party holds
+    rows_base, rows_noise, layout = [], [], []
+    for o in owners:
+        if o == me:
+            rows_base += [base[None, :k], base_mac[o][:, :k]]
+            rows_noise += [noise[None, :], mu]
+        else:
+            rows_base.append(base_mac[o][:, :k])
+            rows_noise.append(neg_mod(mine_v.pop(o), np.uint64(q)))
+        layout.append(o)
+    out = _native.vole_lpn(np.ascontiguousarray(np.concatenate(rows_base)),
+                           np.ascontiguousarray(np.concatenate(rows_noise)), q, CODE_SEED)
+    made: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
+    row = 0
+    for o in layout:
+        if o == me:
+            made[o] = (out[row], out[row + 1:row + 1 + keys])
+            row += 1 + keys
+        else:
+            made[o] = (None, out[row:row + keys])
+            row += keys
+
+    # 4. the check: coins after every message weigh every base value and output, plus z
+    coins = engine.joint_coins("silent-vole")
+    share = np.zeros(1, np.uint64)
+    mac = np.zeros((keys, 1), np.uint64)
+    for o in owners:
+        wb = _coins_mod(coins, q, kb - 1)
+        wy = _coins_mod(coins, q, N)
+        mac_o = add_mod(add_mod(_dot(wb, base_mac[o][:, :kb - 1], q), _dot(wy, made[o][1], q), np.uint64(q)),
+                        base_mac[o][:, kb - 1], np.uint64(q))
+        mac = add_mod(mac, mac_o[:, None], np.uint64(q))
+        if o == me:
+            s = add_mod(add_mod(_dot(wb, base[None, :kb - 1], q), _dot(wy, made[o][0][None, :], q), np.uint64(q)),
+                        base[kb - 1:], np.uint64(q))
+            share = add_mod(share, s, np.uint64(q))
+    engine.open_partial(AuthShares(engine, share[:, None], mac[:, :, None], (q,)), "silent VOLE")
+    return made
+
+
+def runs_for(count: int, params: LpnParams = LPN) -> int:
+    """Pool runs needed for ``count`` values of one owner."""
+    return math.ceil(count / params.outputs)
