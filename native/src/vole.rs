@@ -11,7 +11,7 @@
 //! level (side ¬p_l, through an OT) rebuilds every leaf but p.
 //!
 //! **Leaf values.** Leaf s gives key j's field element from the 128 bits π_2(s ⊕ j) ⊕ s ⊕ j
-//! (statistically uniform mod q).
+//! (statistically uniform mod q: [`reduce128`]).
 //!
 //! **LPN.** Output i of a base vector u (length k) is Σ_{j<10} c_ij u[idx_ij] mod q plus the
 //! noise: 10 distinct indices and 10 coefficients per output from AES-CTR under a public seed, so
@@ -133,12 +133,12 @@ pub fn ggm_punctured(chosen: &[u8], points: &[u64], depth: usize) -> Result<Vec<
     Ok(leaves)
 }
 
-/// A uniform residue from 128 uniform bits: REDC(((hi R^-1 mod q) 2^64 + lo)), a fixed
-/// bijection of the 128-bit value mod q (statistically uniform).
+/// A uniform residue from 128 uniform bits: T = (the top bitlen(q) − 1 bits) 2^64 + (the low 64
+/// bits) is uniform below 2^(63 + bitlen(q)) (and below q 2^64), so T mod q is within 2^-63 of
+/// uniform, and so is REDC(T) = T R^-1 mod q (one Montgomery reduction).
 #[inline(always)]
-fn reduce128(md: &Modulus, x: u128) -> u64 {
-    let hi = md.redc_pub((x >> 64) as u128);
-    md.redc_pub(((hi as u128) << 64) | (x as u64 as u128))
+fn reduce128(md: &Modulus, shift: u32, x: u128) -> u64 {
+    md.redc_pub((((x >> 64) as u64 >> shift) as u128) << 64 | (x as u64) as u128)
 }
 
 /// Key j's value of every leaf (`keys` × m, key-major) and every tree's sum of them (`keys` × t),
@@ -147,28 +147,36 @@ pub fn leaf_values(leaves: &[u8], md: &Modulus, keys: usize, tree: usize, skip: 
     let m = leaves.len() / BLOCK;
     assert!(tree > 0 && m.is_multiple_of(tree));
     let t = m / tree;
+    let shift = 65 - (64 - md.q.leading_zeros()); // keep bitlen(q) - 1 bits of the high word
     let mut values = vec![0u64; keys * m];
     let mut sums = vec![0u64; keys * t];
-    let mut buf = vec![0u8; tree * BLOCK];
-    let mut out = vec![0u8; tree * BLOCK];
+    const CHUNK: usize = 4096;
+    let mut buf = vec![0u8; CHUNK * BLOCK];
     for j in 0..keys {
-        let tweak = (j as u128).to_le_bytes();
-        for g in 0..t {
-            let src = &leaves[g * tree * BLOCK..(g + 1) * tree * BLOCK];
-            for (b, s) in buf.chunks_exact_mut(BLOCK).zip(src.chunks_exact(BLOCK)) {
-                for i in 0..BLOCK {
-                    b[i] = s[i] ^ tweak[i];
-                }
+        let row = &mut values[j * m..(j + 1) * m];
+        for (c, src) in leaves.chunks(CHUNK * BLOCK).enumerate() {
+            let b = &mut buf[..src.len()];
+            b.copy_from_slice(src);
+            for blk in b.chunks_exact_mut(BLOCK) {
+                let x = u128::from_le_bytes(blk.try_into().unwrap()) ^ j as u128;
+                blk.copy_from_slice(&x.to_le_bytes());
             }
-            mmo(fixed_cipher(2), &buf, &mut out);
-            let row = &mut values[j * m + g * tree..j * m + (g + 1) * tree];
+            fixed_cipher(2).encrypt(b);
+            for (i, (blk, s)) in b.chunks_exact(BLOCK).zip(src.chunks_exact(BLOCK)).enumerate() {
+                let x = u128::from_le_bytes(blk.try_into().unwrap()) ^ u128::from_le_bytes(s.try_into().unwrap())
+                    ^ j as u128;
+                row[c * CHUNK + i] = reduce128(md, shift, x);
+            }
+        }
+        if let Some(points) = skip {
+            for (g, &p) in points.iter().enumerate() {
+                row[g * tree + p as usize] = 0;
+            }
+        }
+        for g in 0..t {
             let mut acc = 0u64;
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = reduce128(md, u128::from_le_bytes(out[x * BLOCK..(x + 1) * BLOCK].try_into().unwrap()));
-                if skip.is_some_and(|s| s[g] as usize == x) {
-                    *v = 0;
-                }
-                acc += *v;
+            for &v in &row[g * tree..(g + 1) * tree] {
+                acc += v;
                 if acc >= md.q {
                     acc -= md.q;
                 }
@@ -177,6 +185,46 @@ pub fn leaf_values(leaves: &[u8], md: &Modulus, keys: usize, tree: usize, skip: 
         }
     }
     (values, sums)
+}
+
+/// Σ_x c_x rows[r][x] mod q for every row (rows × n, row-major; inputs reduced), the weights c_x
+/// 62-bit words of AES-CTR under `seed` (applied as REDC(c u), as in [`lpn_encode`]: weights
+/// c R^-1 mod q, none more likely than 2/q, so a fixed nonzero error vector survives with
+/// probability at most 2/q).
+pub fn weighted_sums(seed: &[u8; BLOCK], md: &Modulus, rows: &[u64], n: usize) -> Result<Vec<u64>, String> {
+    if n == 0 || rows.len() % n != 0 {
+        return Err(format!("weighted sums: {} words in rows of {n}", rows.len()));
+    }
+    if rows.iter().any(|&x| x >= md.q) {
+        return Err(format!("weighted sums: an input is not reduced modulo {}", md.q));
+    }
+    let r = rows.len() / n;
+    let cipher = Cipher::new(seed);
+    const CHUNK: usize = 4096;
+    let mut stream = vec![0u8; CHUNK * 8];
+    let mut total = vec![0u64; r];
+    let mut acc = vec![0u128; r];
+    for start in (0..n).step_by(CHUNK) {
+        let count = CHUNK.min(n - start);
+        let s = &mut stream[..count.div_ceil(2) * BLOCK];
+        cipher.ctr((start / 2) as u128, s);
+        for i in 0..count {
+            let c = (u64::from_le_bytes(s[8 * i..8 * i + 8].try_into().unwrap()) >> 2) as u128;
+            for (a, row) in acc.iter_mut().zip(rows.chunks_exact(n)) {
+                *a += c * row[start + i] as u128;
+            }
+            if i % 4 == 3 || i + 1 == count {
+                for (tot, a) in total.iter_mut().zip(acc.iter_mut()) {
+                    *tot += md.redc_pub(*a);
+                    if *tot >= md.q {
+                        *tot -= md.q;
+                    }
+                    *a = 0;
+                }
+            }
+        }
+    }
+    Ok(total)
 }
 
 /// Outputs per batch of the code's AES keystream.
@@ -297,23 +345,52 @@ mod tests {
             }
         }
         assert_ne!(v[..32], v[32..]); // the keys' values differ
+        // each value is its 128-bit hash mod q, exactly
+        let mut blk = leaves[5 * BLOCK..6 * BLOCK].to_vec();
+        let x0 = u128::from_le_bytes(blk[..].try_into().unwrap()) ^ 1;
+        blk.copy_from_slice(&x0.to_le_bytes());
+        fixed_cipher(2).encrypt(&mut blk);
+        let h = u128::from_le_bytes(blk[..].try_into().unwrap()) ^ x0;
+        let t = (((h >> 64) as u64 >> 4) as u128) << 64 | (h as u64) as u128; // 60 high bits kept for a 61-bit q
+        assert_eq!(v[32 + 5] as u128, t % Q as u128 * inverse_r() as u128 % Q as u128);
         let (w, _) = leaf_values(&leaves, &md, 2, 16, Some(&[3, 0]));
         assert_eq!((w[3], w[16], w[32 + 3]), (0, 0, 0));
     }
 
     #[test]
+    fn weighted_sums_match_their_definition() {
+        let md = Modulus::new(Q).unwrap();
+        let n = 5000;
+        let rows: Vec<u64> = (0..2 * n as u64).map(|i| (i * 0x9E37_79B9_7F4A_7C15 + 11) % Q).collect();
+        let seed = [4u8; 16];
+        let got = weighted_sums(&seed, &md, &rows, n).unwrap();
+        let mut stream = vec![0u8; n.div_ceil(2) * BLOCK];
+        Cipher::new(&seed).ctr(0, &mut stream);
+        let r_inv = inverse_r();
+        for r in 0..2 {
+            let want = (0..n).fold(0u128, |acc, i| {
+                let c = (u64::from_le_bytes(stream[8 * i..8 * i + 8].try_into().unwrap()) >> 2) as u128 % Q as u128;
+                (acc + c * r_inv as u128 % Q as u128 * rows[r * n + i] as u128) % Q as u128
+            });
+            assert_eq!(got[r] as u128, want);
+        }
+        assert!(weighted_sums(&seed, &md, &[Q], 1).unwrap_err().contains("reduced"));
+    }
+
+    fn inverse_r() -> u64 {
+        let (mut base, mut e, mut acc) = (((1u128 << 64) % Q as u128) as u64, Q - 2, 1u64);
+        while e > 0 {
+            if e & 1 == 1 { acc = (acc as u128 * base as u128 % Q as u128) as u64; }
+            base = (base as u128 * base as u128 % Q as u128) as u64;
+            e >>= 1;
+        }
+        acc
+    }
+
+    #[test]
     fn lpn_is_linear_and_matches_its_definition() {
         let md = Modulus::new(Q).unwrap();
-        let r_inv = {
-            // R^-1 mod q by Fermat (q prime)
-            let (mut base, mut e, mut acc) = (((1u128 << 64) % Q as u128) as u64, Q - 2, 1u64);
-            while e > 0 {
-                if e & 1 == 1 { acc = (acc as u128 * base as u128 % Q as u128) as u64; }
-                base = (base as u128 * base as u128 % Q as u128) as u64;
-                e >>= 1;
-            }
-            acc
-        };
+        let r_inv = inverse_r(); // R^-1 mod q
         let (k, n) = (50usize, 40usize);
         let a: Vec<u64> = (0..k as u64).map(|i| (i * 0x9E37_79B9_7F4A_7C15) % Q).collect();
         let b: Vec<u64> = (0..k as u64).map(|i| (i * 0xC2B2_AE3D_27D4_EB4F + 5) % Q).collect();

@@ -91,10 +91,25 @@ fn vole_lpn<'py>(py: Python<'py>, base: PyReadonlyArray2<'py, u64>, noise: PyRea
     Ok(numpy::ndarray::Array2::from_shape_vec((rows, n), out).expect("shape").into_pyarray(py))
 }
 
+/// ``sum_x c_x rows[r, x] mod q`` per row, the weights from AES-CTR under ``seed`` (16 bytes):
+/// a random linear combination for a check.
+#[pyfunction]
+fn vole_weighted_sums<'py>(py: Python<'py>, rows: PyReadonlyArray2<'py, u64>, q: u64, seed: &[u8]
+) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
+    let seed: [u8; BLOCK] = seed.try_into()
+        .map_err(|_| PyValueError::new_err(format!("vole_weighted_sums: the seed is 16 bytes, got {}", seed.len())))?;
+    let n = rows.shape()[1];
+    let md = Modulus::new(q).map_err(PyValueError::new_err)?;
+    let r = contiguous(&rows, "rows")?;
+    let out = py.detach(|| vole::weighted_sums(&seed, &md, r, n)).map_err(PyValueError::new_err)?;
+    Ok(out.into_pyarray(py))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(vole_ggm_expand, m)?)?;
     m.add_function(wrap_pyfunction!(vole_ggm_punctured, m)?)?;
     m.add_function(wrap_pyfunction!(vole_leaf_values, m)?)?;
     m.add_function(wrap_pyfunction!(vole_lpn, m)?)?;
+    m.add_function(wrap_pyfunction!(vole_weighted_sums, m)?)?;
     Ok(())
 }

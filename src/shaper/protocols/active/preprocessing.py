@@ -50,7 +50,7 @@ import numpy as np
 from ...errors import DeviationError, FrameError
 from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
 from .shares import AuthShares, key_range
-from .vole import SILENT_MIN
+from .vole import ALL, SILENT_MIN
 
 __all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
            "cope_checked", "cope_split", "input_masks", "random_shared", "silent_for", "triples"]
@@ -201,17 +201,19 @@ def silent_for(engine: Any, count: int) -> bool:
 
 def _pool_values(engine: Any, count: int, moduli: tuple[int, ...], keys: int, owners: Sequence[int]
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` pool values of each owner per modulus, summed: (this party's share (count, L):
-    its own values if it is an owner, else zero; its MAC shares (keys, count, L))."""
+    """``count`` pool values per modulus, summed over ``owners`` (every party: the shared pool):
+    (this party's share (count, L): its own values if it is an owner, else zero; its MAC shares
+    (keys, count, L))."""
     L = len(moduli)
+    everyone = sorted(owners) == list(range(engine.parties))
     mine = np.zeros((count, L), np.uint64)
     mac = np.empty((keys, count, L), np.uint64)
     for c, q in enumerate(moduli):
-        got = engine.silent.take_many(engine, q, keys, {j: count for j in owners})
+        got = engine.silent.take_many(engine, q, keys, {ALL: count} if everyone else {j: count for j in owners})
         acc = np.zeros((keys, count), np.uint64)
         for j, (values, macs) in got.items():
             acc = add_mod(acc, macs, np.uint64(q))
-            if j == engine.me:
+            if j in (ALL, engine.me):
                 mine[:, c] = values
         mac[:, :, c] = acc
     return mine, mac
@@ -279,13 +281,12 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
     by the MAC check before they are returned (module notes)."""
     L = len(moduli)
     tau = combining_for(moduli)
-    silent = silent_for(engine, (tau + 1) * count)
-    if silent:  # a^(m) and b authenticated already: pool values (:mod:`.vole`)
-        rand = random_shared(engine, (tau + 1) * count, moduli, keys)
-        a_raw = rand.share[:tau * count].reshape(tau, count, L)
-        b = rand.share[tau * count:]
+    silent = silent_for(engine, 4 * count)
+    a_raw = engine.uniform_mod((tau, count), moduli)                                # (tau, N, L)
+    if silent:  # b authenticated already: a pool value (:mod:`.vole`)
+        B = random_shared(engine, count, moduli, keys)
+        b = B.share
     else:
-        a_raw = engine.uniform_mod((tau, count), moduli)                            # (tau, N, L)
         b = engine.uniform_mod((count,), moduli)                                    # (N, L)
     c_raw = np.empty_like(a_raw)
     links = engine.ot_links()
@@ -310,22 +311,12 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
             acc = add_mod(acc, mul_mod(x[m], w[m], moduli), qs)
         return acc
 
+    a, c = combine(a_raw, r[0]), combine(c_raw, r[0])
+    a_hat, c_hat = combine(a_raw, r[1]), combine(c_raw, r[1])
     if silent:
-        auth = authenticate(engine, np.concatenate([combine(c_raw, r[0]), combine(c_raw, r[1])]), moduli, keys,
-                            phase="triples")
-        C, C_hat = auth[:count], auth[count:]
-        raw = rand[:tau * count].reshape(tau, count)
-
-        def combine_auth(w: np.ndarray) -> AuthShares:
-            acc = engine.mul_public_shares(raw[0], w[0])
-            for m in range(1, tau):
-                acc = acc + engine.mul_public_shares(raw[m], w[m])
-            return acc
-
-        A, A_hat, B = combine_auth(r[0]), combine_auth(r[1]), rand[tau * count:]
+        auth = authenticate(engine, np.concatenate([a, c, a_hat, c_hat]), moduli, keys, phase="triples")
+        A, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(4))
     else:
-        a, c = combine(a_raw, r[0]), combine(c_raw, r[0])
-        a_hat, c_hat = combine(a_raw, r[1]), combine(c_raw, r[1])
         auth = authenticate(engine, np.concatenate([a, b, c, a_hat, c_hat]), moduli, keys, phase="triples")
         A, B, C, A_hat, C_hat = (auth[i * count:(i + 1) * count] for i in range(5))
     # sacrifice (a^, b, c^) to check (a, b, c)

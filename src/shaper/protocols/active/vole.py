@@ -57,7 +57,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import FrameError
-from ...kernels.modq import add_mod, matmul_mod, mul_mod, neg_mod, sub_mod
+from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
 from .shares import AuthShares
 
 try:  # the GGM and LPN kernels are native; without them the engine authenticates by COPE only
@@ -65,7 +65,7 @@ try:  # the GGM and LPN kernels are native; without them the engine authenticate
 except ImportError:  # pragma: no cover - exercised where the extension is absent
     _native = None
 
-__all__ = ["LPN", "LpnParams", "SILENT_MIN", "SilentPool", "available", "produce"]
+__all__ = ["ALL", "LPN", "LpnParams", "SILENT_MIN", "SilentPool", "available", "produce"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,8 @@ LPN = LpnParams(outputs=642_048, base=19_870, trees=2_508, depth=8)
 SILENT_MIN = 1 << 14
 #: the public code's seed: one code for every run (a fixed random code, as LPN allows)
 CODE_SEED = b"shaper/vole/lpn1"
+#: the pool key of values summed over every party (:func:`produce` with ``shared``)
+ALL = -1
 #: the OT hash's purpose bits for the level sums (bits 8..15 of the tweak's domain)
 PURPOSE = 3 << 8
 
@@ -114,15 +116,19 @@ class SilentPool:
         return 0 if held is None else held[1].shape[1] - held[2]
 
     def take(self, engine: Any, q: int, keys: int, owner: int, count: int) -> tuple[np.ndarray | None, np.ndarray]:
-        """``count`` of ``owner``'s values mod q: (the values at the owner / None elsewhere, the
-        MAC shares (keys, count)); runs :func:`produce` for the owners that run short."""
+        """``count`` of ``owner``'s values mod q (``owner`` :data:`ALL`: the shared pool, whose
+        values at this party are its shares): (the values at the owner / None elsewhere, the MAC
+        shares (keys, count)); runs :func:`produce` for the owners that run short."""
         return self.take_many(engine, q, keys, {owner: count})[owner]
 
     def take_many(self, engine: Any, q: int, keys: int, counts: dict[int, int]
                   ) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
         short = sorted(o for o, c in counts.items() if self.available(q, keys, o) < c)
         while short:
-            made = produce(engine, q, keys, short, self.params)
+            if ALL in short and len(short) > 1:
+                raise ValueError("take the shared pool apart from the owners' pools")
+            made = (produce(engine, q, keys, range(engine.parties), self.params, shared=True) if short == [ALL]
+                    else produce(engine, q, keys, short, self.params))
             for o, (values, macs) in made.items():
                 key = (q, keys, o)
                 held = self._held.get(key)
@@ -142,23 +148,18 @@ class SilentPool:
         return out
 
 
-def _coins_mod(coins: Any, q: int, count: int) -> np.ndarray:
-    return np.asarray(coins.below(q, count), dtype=np.uint64)
-
-
-def _dot(weights: np.ndarray, rows: np.ndarray, q: int) -> np.ndarray:
-    """sum_x weights[x] rows[:, x] mod q: (R,) for rows (R, n)."""
-    return matmul_mod(weights[None, :], np.ascontiguousarray(rows.T), q)[0]
-
-
-def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnParams = LPN
-            ) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
+def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnParams = LPN, *,
+            shared: bool = False) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
     """One silent-VOLE run (module notes) for every owner in ``owners`` (every party takes part):
-    {owner: (its N values at the owner / None elsewhere, this party's MAC shares (keys, N))}."""
+    {owner: (its N values at the owner / None elsewhere, this party's MAC shares (keys, N))}.
+    ``shared`` (every party an owner): one entry under :data:`ALL` instead, the sum of the
+    owners' values (this party's share: its own values), uniform to every party."""
     from .preprocessing import cope_split  # preprocessing calls this module
 
     me, n_parties = engine.me, engine.parties
     owners = sorted(set(owners))
+    if shared and owners != list(range(n_parties)):
+        raise ValueError("a shared silent-VOLE run needs every party as an owner")
     k, t, h, N = params.base, params.trees, params.depth, params.outputs
     m = 1 << h
     kb = k + t + 1
@@ -229,43 +230,58 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         noise = np.zeros(N, np.uint64)
         noise[at] = base[k:k + t]
 
-    # 3. LPN, one pass over every row this party holds
-    rows_base, rows_noise, layout = [], [], []
-    for o in owners:
-        if o == me:
-            rows_base += [base[None, :k], base_mac[o][:, :k]]
-            rows_noise += [noise[None, :], mu]
-        else:
-            rows_base.append(base_mac[o][:, :k])
-            rows_noise.append(neg_mod(mine_v.pop(o), np.uint64(q)))
-        layout.append(o)
-    out = _native.vole_lpn(np.ascontiguousarray(np.concatenate(rows_base)),
-                           np.ascontiguousarray(np.concatenate(rows_noise)), q, CODE_SEED)
+    # 3. LPN, one pass over every row this party holds (with ``shared``, every owner's MAC
+    # shares summed first: the pool then holds the sum of the owners' values)
+    qs = np.uint64(q)
+    if shared:
+        mac_base = base_mac[me][:, :k].copy()
+        noise_mac = mu
+        for o in serve:
+            mac_base = add_mod(mac_base, base_mac[o][:, :k], qs)
+            noise_mac = sub_mod(noise_mac, mine_v.pop(o), qs)
+        out = _native.vole_lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
+                               np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED)
+        groups = [(ALL, [me], out)]
+    else:
+        rows_base, rows_noise, layout = [], [], []
+        for o in owners:
+            if o == me:
+                rows_base += [base[None, :k], base_mac[o][:, :k]]
+                rows_noise += [noise[None, :], mu]
+                layout.append((o, 1 + keys))
+            else:
+                rows_base.append(base_mac[o][:, :k])
+                rows_noise.append(neg_mod(mine_v.pop(o), qs))
+                layout.append((o, keys))
+        out = _native.vole_lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q,
+                               CODE_SEED)
+        groups, row = [], 0
+        for o, width in layout:
+            groups.append((o, [o], out[row:row + width]))
+            row += width
     made: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
-    row = 0
-    for o in layout:
-        if o == me:
-            made[o] = (out[row], out[row + 1:row + 1 + keys])
-            row += 1 + keys
-        else:
-            made[o] = (None, out[row:row + keys])
-            row += keys
+    for key, _, rows in groups:
+        made[key] = (rows[0], rows[1:]) if rows.shape[0] == 1 + keys else (None, rows)
 
-    # 4. the check: coins after every message weigh every base value and output, plus z
+    # 4. the check: coins after every message weigh every base value and every output, plus z
+    # (each owner's base and outputs with weights of their own)
     coins = engine.joint_coins("silent-vole")
     share = np.zeros(1, np.uint64)
-    mac = np.zeros((keys, 1), np.uint64)
+    mac = np.zeros(keys, np.uint64)
     for o in owners:
-        wb = _coins_mod(coins, q, kb - 1)
-        wy = _coins_mod(coins, q, N)
-        mac_o = add_mod(add_mod(_dot(wb, base_mac[o][:, :kb - 1], q), _dot(wy, made[o][1], q), np.uint64(q)),
-                        base_mac[o][:, kb - 1], np.uint64(q))
-        mac = add_mod(mac, mac_o[:, None], np.uint64(q))
+        rows = np.ascontiguousarray(base_mac[o][:, :kb - 1] if o != me else
+                                    np.concatenate([base_mac[o][:, :kb - 1], base[None, :kb - 1]]))
+        sums = _native.vole_weighted_sums(rows, q, coins.random_bytes(16))
+        mac = add_mod(mac, add_mod(sums[:keys], base_mac[o][:, kb - 1], qs), qs)
         if o == me:
-            s = add_mod(add_mod(_dot(wb, base[None, :kb - 1], q), _dot(wy, made[o][0][None, :], q), np.uint64(q)),
-                        base[kb - 1:], np.uint64(q))
-            share = add_mod(share, s, np.uint64(q))
-    engine.open_partial(AuthShares(engine, share[:, None], mac[:, :, None], (q,)), "silent VOLE")
+            share = add_mod(share, add_mod(sums[keys:], base[kb - 1:], qs), qs)
+    for key, _, rows in groups:
+        sums = _native.vole_weighted_sums(rows, q, coins.random_bytes(16))
+        if rows.shape[0] == 1 + keys:  # this party's own values first, then its MAC shares
+            share = add_mod(share, sums[:1], qs)
+            sums = sums[1:]
+        mac = add_mod(mac, sums, qs)
+    engine.open_partial(AuthShares(engine, share[:, None], mac[:, None, None], (q,)), "silent VOLE")
     return made
 
 

@@ -1,0 +1,207 @@
+"""Silent VOLE (:mod:`shaper.protocols.active.vole`): the pool's values carry valid MACs and
+are uniform, the triples made on it are right, the native LPN encoder matches an independent
+re-computation of its code, and every deviation of a receiver or an owner is caught or harmless:
+
+=========================================  =================================================
+deviation                                  caught by / outcome
+=========================================  =================================================
+a receiver's level sums, one byte off      the run's check (both sides' sums) or nothing
+  on one side only                         (the owner took the other side): caught or right
+a receiver's level sums, every byte off    the run's check, always
+a receiver's d (its masked MAC share)      the run's check
+an owner's base corrections (COPE)         the run's check (MASCOT's argument)
+the run's check opening not sent           the receive timeout
+a correction broadcast to one peer only    the views differ / the MAC check
+a correction of c shifted                  the triples' sacrifice
+=========================================  =================================================
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from shaper.net import run_in_memory
+from shaper.protocols.active import ActiveEngine, preprocessing, vole
+
+from .deviating import Deviation, run
+from .test_active import assert_all_stopped, honest
+
+NATIVE = importlib.util.find_spec("shaper._native") is not None and vole.available()
+pytestmark = pytest.mark.skipif(not NATIVE, reason="silent VOLE needs the native extension")
+
+P = (1 << 61) - 1
+Q50 = 1125899906842597
+COUNT = vole.SILENT_MIN
+
+
+def shared_program(session, count=COUNT, moduli=(P,)):
+    e = ActiveEngine(session)
+    x = preprocessing.random_shared(e, count, moduli, e.keys(moduli))
+    y = preprocessing.random_shared(e, 8, moduli, e.keys(moduli))
+    return x.reveal(), y.reveal(), e.silent.made
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_shared_pool_values_open_with_valid_macs_and_look_uniform(parties):
+    res = run_in_memory(parties, shared_program)
+    x, y, made = res[0]
+    assert all(np.array_equal(r[0], x) and np.array_equal(r[1], y) for r in res)
+    assert made == vole.LPN.outputs  # one run served both takes
+    v = x[:, 0]
+    assert len(set(v.tolist())) == COUNT and not set(y[:, 0].tolist()) & set(v.tolist())
+    # the top bit is set about half the time (a uniform residue mod 2^61 - 1)
+    assert abs(float(np.mean(v >> np.uint64(60))) - 0.5) < 0.05
+
+
+def owner_program(session, owner):
+    e = ActiveEngine(session)
+    values, _ = e.silent.take(e, P, e.keys((P,)), owner, 100)
+    shares = np.zeros((100, 1), np.uint64) if values is None else values[:, None]
+    got = e.silent.take_many(e, P, e.keys((P,)), {owner: 100})[owner]
+    from shaper.protocols.active.shares import AuthShares
+    x = AuthShares(e, shares, np.stack([_mac_rows(e, owner, 100, values)])[0], (P,))
+    return x.reveal(), None if values is None else values, got[1].shape
+
+
+def _mac_rows(e, owner, count, values):
+    # the MAC shares the first take handed out are the pool's first rows for the owner
+    held = e.silent._held[(P, e.keys((P,)), owner)]
+    return held[1][:, :count][:, :, None]
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_an_owners_pool_values_are_known_to_it_alone_and_authenticated(parties):
+    owner = parties - 1
+    res = run_in_memory(parties, owner_program, owner)
+    opened, mine, shape = res[0][0], res[owner][1], res[0][2]
+    assert np.array_equal(opened[:, 0], mine) and shape == (2, 100)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_triples_on_the_silent_pool_are_right(parties):
+    def prog(session):
+        e = ActiveEngine(session)
+        a, b, c = e.triples(COUNT // 4, (P, Q50))
+        return a.reveal(), b.reveal(), c.reveal(), e.silent.made
+
+    res = run_in_memory(parties, prog)
+    a, b, c, made = res[0]
+    assert made > 0  # the pool served them
+    for col, q in enumerate((P, Q50)):
+        assert [int(x) * int(y) % q for x, y in zip(a[:, col], b[:, col])] == [int(z) for z in c[:, col]]
+
+
+def test_an_engine_without_the_pool_makes_the_same_kind_of_triples():
+    def prog(session):
+        e = ActiveEngine(session, silent=False)
+        a, b, c = e.triples(COUNT // 4, (P,))
+        return a.reveal(), b.reveal(), c.reveal(), e.silent
+
+    a, b, c, pool = run_in_memory(2, prog)[0]
+    assert pool is None
+    assert [int(x) * int(y) % P for x, y in zip(a[:, 0], b[:, 0])] == [int(z) for z in c[:, 0]]
+
+
+SUMS = r"act-silent-vole-\d+/sums"
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("tag, index", [(SUMS, None), (r"act-silent-vole-\d+/d", 3), (r"ot-cot-\d+c", 7)])
+def test_a_deviating_receiver_or_owner_in_a_run_is_caught(parties, tag, index):
+    dev = [Deviation(tag=tag, action="offset", delta=1, index=index, nth=0)]
+    res = run(parties, shared_program, deviant=parties - 1, deviations=dev, timeout=20)
+    assert_all_stopped(res, parties - 1, words="MAC check")
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_one_sides_level_sum_off_is_caught_or_changes_nothing(parties):
+    # byte 0 of the sums message: level 0, side 0 of tree 0; the owner reads it only when its
+    # point's lowest bit is 1 (the selective failure the analysis allows: one predicate)
+    outcomes = set()
+    for _ in range(4):
+        dev = [Deviation(tag=SUMS, action="offset", delta=1, index=0, nth=0)]
+        res = run(parties, shared_program, deviant=parties - 1, deviations=dev, timeout=20)
+        mine = honest(res, parties - 1)
+        if all(r[0] == "ok" for r in mine):
+            outcomes.add("right")
+            assert all(np.array_equal(r[1][0], mine[0][1][0]) for r in mine)
+        else:
+            outcomes.add("caught")
+            assert_all_stopped(res, parties - 1, words="MAC check")
+    assert outcomes <= {"right", "caught"}
+
+
+def test_a_party_that_skips_the_runs_check_stalls_everyone():
+    dev = [Deviation(tag=r"act-open-\d+", action="drop", nth=0)]
+    res = run(2, shared_program, deviant=1, deviations=dev, timeout=3)
+    assert_all_stopped(res, 1, kinds=("PeerTimeout",), words="act-open")
+
+
+def correction_program(session):
+    e = ActiveEngine(session)
+    a, b, c = e.triples(COUNT // 4, (P,))
+    return c.reveal()
+
+
+@pytest.mark.parametrize("action, parties, words", [("equivocate", 3, ""), ("offset", 2, "sacrifice")])
+def test_a_wrong_or_equivocated_correction_is_caught(action, parties, words):
+    dev = [Deviation(tag=r"act-auth-correct-\d+", action=action, delta=5, index=COUNT // 4 + 2, moduli=(P,))]
+    res = run(parties, correction_program, deviant=0, deviations=dev, timeout=20)
+    assert_all_stopped(res, 0, words=words)
+
+
+def test_the_native_lpn_encoder_matches_its_code_recomputed():
+    """The code's rows rebuilt from AES-128-CTR (little-endian counter blocks) with the
+    ``cryptography`` package, applied with Python integers: an oracle independent of the kernel."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    from shaper import _native
+
+    q, k, n = Q50, 40, 25
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, q, size=(2, k), dtype=np.uint64)
+    noise = rng.integers(0, q, size=(2, n), dtype=np.uint64)
+    seed = b"0123456789abcdef"
+    got = _native.vole_lpn(base, noise, q, seed)
+    enc = Cipher(algorithms.AES(seed), modes.ECB()).encryptor()
+    r_inv = pow(1 << 64, -1, q)
+    for i in range(n):
+        stream = enc.update(b"".join((i * 8 + j).to_bytes(16, "little") for j in range(8)))
+        idx = []
+        for j in range(10):
+            x = (int.from_bytes(stream[4 * j:4 * j + 4], "little") * k) >> 32
+            while x in idx:
+                x = (x + 1) % k
+            idx.append(x)
+        coef = [(int.from_bytes(stream[48 + 8 * j:56 + 8 * j], "little") >> 2) * r_inv % q for j in range(10)]
+        for r in range(2):
+            want = (int(noise[r, i]) + sum(c * int(base[r, x]) for c, x in zip(coef, idx))) % q
+            assert int(got[r, i]) == want
+    with pytest.raises(ValueError, match="reduced"):
+        _native.vole_lpn(base + np.uint64(q), noise, q, seed)
+
+
+def test_punctured_trees_give_every_leaf_but_the_point():
+    from shaper import _native
+
+    t, h = 6, 5
+    roots = np.frombuffer(bytes(range(16 * t)), dtype=np.uint8).reshape(t, 16)
+    leaves, sums = _native.vole_ggm_expand(roots, h)
+    points = np.array([0, 31, 7, 16, 3, 22], dtype=np.uint64)
+    bits = (points[:, None] >> np.arange(h, dtype=np.uint64)) & np.uint64(1)
+    side = (1 - bits).astype(np.int64).ravel()
+    chosen = np.ascontiguousarray(sums.reshape(t * h, 2, 16)[np.arange(t * h), side])
+    got = _native.vole_ggm_punctured(chosen, points, h).reshape(t, 1 << h, 16)
+    want = leaves.reshape(t, 1 << h, 16)
+    for g in range(t):
+        for x in range(1 << h):
+            assert (got[g, x] == 0).all() if x == points[g] else (got[g, x] == want[g, x]).all()
+    values, tree_sums = _native.vole_leaf_values(got.reshape(-1, 16), P, 2, 1 << h, points)
+    full, _ = _native.vole_leaf_values(leaves, P, 2, 1 << h)
+    for g in range(t):
+        block = slice(g << h, (g + 1) << h)
+        assert int(tree_sums[1, g]) == (sum(int(v) for v in full[1, block]) - int(full[1, (g << h) + int(points[g])])) % P
+        assert int(values[0, (g << h) + int(points[g])]) == 0
+    with pytest.raises(ValueError, match="outside"):
+        _native.vole_ggm_punctured(chosen, points + np.uint64(64), h)
