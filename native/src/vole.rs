@@ -234,12 +234,16 @@ const CODE_CHUNK: usize = 512;
 /// `LPN_WEIGHT` distinct indices below k and `LPN_WEIGHT` coefficient words.
 #[inline(always)]
 fn code_row(buf: &[u8], k: usize, idx: &mut [usize; LPN_WEIGHT], coef: &mut [u64; LPN_WEIGHT]) {
+    let mut seen = 0u64; // bit x mod 64 of every index so far: most draws skip the scan
     for j in 0..LPN_WEIGHT {
         let w = u32::from_le_bytes(buf[4 * j..4 * j + 4].try_into().unwrap());
         let mut x = ((w as u64 * k as u64) >> 32) as usize;
-        while idx[..j].contains(&x) {
-            x = if x + 1 == k { 0 } else { x + 1 };
+        if seen >> (x & 63) & 1 == 1 {
+            while idx[..j].contains(&x) {
+                x = if x + 1 == k { 0 } else { x + 1 };
+            }
         }
+        seen |= 1 << (x & 63);
         idx[j] = x;
         coef[j] = u64::from_le_bytes(buf[48 + 8 * j..56 + 8 * j].try_into().unwrap()) >> 2;
     }

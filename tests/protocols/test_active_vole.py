@@ -47,11 +47,26 @@ def test_shared_pool_values_open_with_valid_macs_and_look_uniform(parties):
     res = run_in_memory(parties, shared_program)
     x, y, made = res[0]
     assert all(np.array_equal(r[0], x) and np.array_equal(r[1], y) for r in res)
-    assert made == vole.LPN.outputs  # one run served both takes
+    assert made == vole.LPN.usable  # one run served both takes (its first values: the next base)
     v = x[:, 0]
     assert len(set(v.tolist())) == COUNT and not set(y[:, 0].tolist()) & set(v.tolist())
     # the top bit is set about half the time (a uniform residue mod 2^61 - 1)
     assert abs(float(np.mean(v >> np.uint64(60))) - 0.5) < 0.05
+
+
+def test_later_runs_take_their_base_from_the_last_run_and_stay_checked(monkeypatch):
+    calls = []
+    real = preprocessing.cope_split
+    monkeypatch.setattr(preprocessing, "cope_split", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    def prog(session):
+        e = ActiveEngine(session)
+        x = preprocessing.random_shared(e, vole.LPN.usable + 5, (P,), e.keys((P,)))
+        return x[-COUNT:].reveal(), e.silent.runs
+
+    res = run_in_memory(2, prog)
+    assert res[0][1] == 2 and len(calls) == 2  # one COPE base per party, for the first run only
+    assert len(set(res[0][0][:, 0].tolist())) == COUNT
 
 
 def owner_program(session, owner):

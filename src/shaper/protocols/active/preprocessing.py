@@ -229,19 +229,21 @@ def random_shared(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -
 def _authenticate_silent(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: int,
                          senders: list[int], phase: str) -> AuthShares:
     """:func:`authenticate` on the silent pool: each sender's pool values y_j (authenticated,
-    known to it alone) and its broadcast correction d_j = x_j - y_j; the value x = sum_j (y_j +
-    d_j) keeps y's MACs plus alpha_i sum_j d_j. A sender that broadcasts different corrections to
-    different parties leaves MAC shares of different values: the views differ at the next
-    check, and the MAC check fails. The batch's random combination (plus one more pool value)
-    is opened and checked as on the COPE path."""
+    known to it alone, checked at their run) and its broadcast correction d_j = x_j - y_j; the
+    value x = sum_j (y_j + d_j) keeps y's MACs plus alpha_i sum_j d_j. No random combination is
+    opened: nothing here can leave a MAC share off by anything but alpha_i (D_i - D) for
+    corrections D_i that party i saw and D that the others saw, and the corrections join every
+    party's view, which the next check compares (so a sender that broadcasts different
+    corrections to different parties is caught there, and the MAC check fails as well unless it
+    guesses a key)."""
     n, L = share.shape
     me = engine.me
     qs = moduli_array(moduli)
-    mine, mac = _pool_values(engine, n + 1, moduli, keys, senders)
+    mine, mac = _pool_values(engine, n, moduli, keys, senders)
     tag = engine._tag("auth-correct")
     total = np.zeros((n, L), np.uint64)
     if me in senders:
-        total = sub_mod(share, mine[:n], qs)
+        total = sub_mod(share, mine, qs)
         engine.session.broadcast(np.ascontiguousarray(total), tag)
     for j in senders:
         if j == me:
@@ -253,15 +255,9 @@ def _authenticate_silent(engine: Any, share: np.ndarray, moduli: tuple[int, ...]
     engine.openings.witness(total, phase)
     for c, q in enumerate(moduli):
         alpha = engine.alpha(q)[:keys]
-        mac[:, :n, c] = add_mod(mac[:, :n, c], mul_mod(alpha[:, None], np.broadcast_to(total[:, c], (keys, n)).copy(),
-                                                       (q,)), np.uint64(q))
-    values = np.concatenate([share if me in senders else np.zeros((n, L), np.uint64), mine[n:]])
-    full = AuthShares(engine, values, mac, moduli)
-    coins = engine.joint_coins("auth-coins")
-    chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)
-    combined = engine.mul_public_shares(full[:n], chi).sum(axis=0) + full[n]
-    engine.open_partial(combined, phase)
-    return full[:n]
+        mac[:, :, c] = add_mod(mac[:, :, c], mul_mod(alpha[:, None], np.broadcast_to(total[:, c], (keys, n)).copy(),
+                                                     (q,)), np.uint64(q))
+    return AuthShares(engine, share if me in senders else np.zeros((n, L), np.uint64), mac, moduli)
 
 
 def input_masks(engine: Any, owner: int, count: int, moduli: tuple[int, ...], keys: int) -> tuple[AuthShares, np.ndarray | None]:

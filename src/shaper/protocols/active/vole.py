@@ -81,6 +81,16 @@ class LpnParams:
         if self.outputs != self.trees << self.depth:
             raise ValueError(f"LPN: {self.outputs} outputs are not {self.trees} trees of 2^{self.depth} leaves")
 
+    @property
+    def base_values(self) -> int:
+        """Base values per run and owner: the LPN secret, the noise values and one mask."""
+        return self.base + self.trees + 1
+
+    @property
+    def usable(self) -> int:
+        """Outputs a run hands out per owner (the rest is the next run's base)."""
+        return self.outputs - self.base_values
+
 
 #: Wolverine's set-up parameters (ePrint 2020/925, Table 2)
 LPN = LpnParams(outputs=642_048, base=19_870, trees=2_508, depth=8)
@@ -109,7 +119,9 @@ class SilentPool:
     def __init__(self, params: LpnParams = LPN) -> None:
         self.params = params
         self._held: dict[tuple[int, int, int], list[Any]] = {}
-        self.made = 0  # outputs produced, every owner counted
+        self._reserve: dict[tuple[int, int], dict[int, Any]] = {}  # each owner's next base
+        self.made = 0  # outputs handed to the pool, every owner counted
+        self.runs = 0
 
     def available(self, q: int, keys: int, owner: int) -> int:
         held = self._held.get((q, keys, owner))
@@ -127,8 +139,13 @@ class SilentPool:
         while short:
             if ALL in short and len(short) > 1:
                 raise ValueError("take the shared pool apart from the owners' pools")
-            made = (produce(engine, q, keys, range(engine.parties), self.params, shared=True) if short == [ALL]
-                    else produce(engine, q, keys, short, self.params))
+            reserve = self._reserve.setdefault((q, keys), {})
+            if short == [ALL]:
+                made, nxt = produce(engine, q, keys, range(engine.parties), self.params, shared=True, reserve=reserve)
+            else:
+                made, nxt = produce(engine, q, keys, short, self.params, reserve=reserve)
+            reserve.update(nxt)
+            self.runs += 1
             for o, (values, macs) in made.items():
                 key = (q, keys, o)
                 held = self._held.get(key)
@@ -149,11 +166,15 @@ class SilentPool:
 
 
 def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnParams = LPN, *,
-            shared: bool = False) -> dict[int, tuple[np.ndarray | None, np.ndarray]]:
+            shared: bool = False, reserve: dict[int, tuple[np.ndarray | None, np.ndarray]] | None = None
+            ) -> tuple[dict[int, tuple[np.ndarray | None, np.ndarray]], dict[int, tuple[np.ndarray | None, np.ndarray]]]:
     """One silent-VOLE run (module notes) for every owner in ``owners`` (every party takes part):
-    {owner: (its N values at the owner / None elsewhere, this party's MAC shares (keys, N))}.
-    ``shared`` (every party an owner): one entry under :data:`ALL` instead, the sum of the
-    owners' values (this party's share: its own values), uniform to every party."""
+    ({owner: (its values at the owner / None elsewhere, this party's MAC shares (keys, count))},
+    {owner: the same for the next run's base}). ``shared`` (every party an owner): the first
+    dict has one entry under :data:`ALL`, the sum of the owners' values (this party's share: its
+    own values), uniform to every party. ``reserve``: each owner's base from an earlier run's
+    outputs (:data:`BASE` + ... values, as this run returns them); without it the base is
+    authenticated by MASCOT's correlated OTs."""
     from .preprocessing import cope_split  # preprocessing calls this module
 
     me, n_parties = engine.me, engine.parties
@@ -162,23 +183,30 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         raise ValueError("a shared silent-VOLE run needs every party as an owner")
     k, t, h, N = params.base, params.trees, params.depth, params.outputs
     m = 1 << h
-    kb = k + t + 1
+    kb = params.base_values
     alpha = engine.alpha(q)[:keys]
     links = engine.ot_links()
     peers = [p for p in range(n_parties) if p != me]
+    qs = np.uint64(q)
 
-    # 1. base: every owner's (u, beta, z), authenticated with the owner the only sender
-    base = engine.uniform_mod((kb,), (q,))[:, 0] if me in owners else None
-    recv_parts, send_parts = cope_split(engine, base if base is not None else np.zeros(kb, np.uint64), q, keys, owners)
-    base_mac = {}
-    for o in owners:
-        if o == me:
-            mac = mul_mod(alpha[:, None], np.broadcast_to(base, (keys, kb)).copy(), (q,))
-            for part in send_parts.values():
-                mac = add_mod(mac, part, np.uint64(q))
-            base_mac[o] = mac
-        else:
-            base_mac[o] = recv_parts[o]
+    # 1. base: every owner's (u, beta, z): an earlier run's outputs, or authenticated by COPE
+    # with the owner the only sender
+    if reserve is not None and all(o in reserve for o in owners):
+        base = reserve[me][0] if me in owners else None
+        base_mac = {o: reserve[o][1] for o in owners}
+    else:
+        base = engine.uniform_mod((kb,), (q,))[:, 0] if me in owners else None
+        recv_parts, send_parts = cope_split(engine, base if base is not None else np.zeros(kb, np.uint64), q, keys,
+                                            owners)
+        base_mac = {}
+        for o in owners:
+            if o == me:
+                mac = mul_mod(alpha[:, None], np.broadcast_to(base, (keys, kb)).copy(), (q,))
+                for part in send_parts.values():
+                    mac = add_mod(mac, part, qs)
+                base_mac[o] = mac
+            else:
+                base_mac[o] = recv_parts[o]
 
     # 2. noise: this party's points; trees for the other owners; the level sums by OT
     points = None
@@ -230,18 +258,29 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         noise = np.zeros(N, np.uint64)
         noise[at] = base[k:k + t]
 
-    # 3. LPN, one pass over every row this party holds (with ``shared``, every owner's MAC
-    # shares summed first: the pool then holds the sum of the owners' values)
-    qs = np.uint64(q)
+    # 3. LPN, one pass over every row this party holds; the first kb outputs of every owner are
+    # the next run's base (with ``shared``, every owner's MAC shares of the rest summed first:
+    # the pool then holds the sum of the owners' values)
     if shared:
         mac_base = base_mac[me][:, :k].copy()
         noise_mac = mu
+        head_base, head_noise = [base[None, :k], base_mac[me][:, :k]], [noise[None, :kb], mu[:, :kb].copy()]
         for o in serve:
+            v = neg_mod(mine_v.pop(o), qs)
+            head_base.append(base_mac[o][:, :k])
+            head_noise.append(v[:, :kb])
             mac_base = add_mod(mac_base, base_mac[o][:, :k], qs)
-            noise_mac = sub_mod(noise_mac, mine_v.pop(o), qs)
+            noise_mac = add_mod(noise_mac, v, qs)
         out = _native.vole_lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
                                np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED)
-        groups = [(ALL, [me], out)]
+        head = _native.vole_lpn(np.ascontiguousarray(np.concatenate(head_base)),
+                                np.ascontiguousarray(np.concatenate(head_noise)), q, CODE_SEED)
+        groups = [(ALL, out)]
+        heads, row = {}, 0
+        for o in [me] + serve:
+            width = 1 + keys if o == me else keys
+            heads[o] = head[row:row + width]
+            row += width
     else:
         rows_base, rows_noise, layout = [], [], []
         for o in owners:
@@ -255,13 +294,16 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
                 layout.append((o, keys))
         out = _native.vole_lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q,
                                CODE_SEED)
-        groups, row = [], 0
+        groups, heads, row = [], {}, 0
         for o, width in layout:
-            groups.append((o, [o], out[row:row + width]))
+            groups.append((o, out[row:row + width]))
+            heads[o] = out[row:row + width, :kb]
             row += width
     made: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
-    for key, _, rows in groups:
-        made[key] = (rows[0], rows[1:]) if rows.shape[0] == 1 + keys else (None, rows)
+    for key, rows in groups:
+        made[key] = (rows[0, kb:], rows[1:, kb:]) if rows.shape[0] == 1 + keys else (None, rows[:, kb:])
+    nxt = {o: ((rows[0].copy(), np.ascontiguousarray(rows[1:])) if rows.shape[0] == 1 + keys
+               else (None, np.ascontiguousarray(rows))) for o, rows in heads.items()}
 
     # 4. the check: coins after every message weigh every base value and every output, plus z
     # (each owner's base and outputs with weights of their own)
@@ -275,14 +317,14 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         mac = add_mod(mac, add_mod(sums[:keys], base_mac[o][:, kb - 1], qs), qs)
         if o == me:
             share = add_mod(share, add_mod(sums[keys:], base[kb - 1:], qs), qs)
-    for key, _, rows in groups:
+    for key, rows in groups:
         sums = _native.vole_weighted_sums(rows, q, coins.random_bytes(16))
         if rows.shape[0] == 1 + keys:  # this party's own values first, then its MAC shares
             share = add_mod(share, sums[:1], qs)
             sums = sums[1:]
         mac = add_mod(mac, sums, qs)
     engine.open_partial(AuthShares(engine, share[:, None], mac[:, None, None], (q,)), "silent VOLE")
-    return made
+    return made, nxt
 
 
 def runs_for(count: int, params: LpnParams = LPN) -> int:
