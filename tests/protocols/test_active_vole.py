@@ -97,7 +97,7 @@ def test_an_owners_pool_values_are_known_to_it_alone_and_authenticated(parties):
 def test_triples_on_the_silent_pool_are_right(parties):
     def prog(session):
         e = ActiveEngine(session)
-        a, b, c = e.triples(COUNT // 4, (P, Q50))
+        a, b, c = e.triples(COUNT // 5 + 1, (P, Q50))
         return a.reveal(), b.reveal(), c.reveal(), e.silent.made
 
     res = run_in_memory(parties, prog)
@@ -110,7 +110,7 @@ def test_triples_on_the_silent_pool_are_right(parties):
 def test_an_engine_without_the_pool_makes_the_same_kind_of_triples():
     def prog(session):
         e = ActiveEngine(session, silent=False)
-        a, b, c = e.triples(COUNT // 4, (P,))
+        a, b, c = e.triples(COUNT // 5 + 1, (P,))
         return a.reveal(), b.reveal(), c.reveal(), e.silent
 
     a, b, c, pool = run_in_memory(2, prog)[0]
@@ -155,13 +155,13 @@ def test_a_party_that_skips_the_runs_check_stalls_everyone():
 
 def correction_program(session):
     e = ActiveEngine(session)
-    a, b, c = e.triples(COUNT // 4, (P,))
+    a, b, c = e.triples(COUNT // 5 + 1, (P,))
     return c.reveal()
 
 
 @pytest.mark.parametrize("action, parties, words", [("equivocate", 3, ""), ("offset", 2, "sacrifice")])
 def test_a_wrong_or_equivocated_correction_is_caught(action, parties, words):
-    dev = [Deviation(tag=r"act-auth-correct-\d+", action=action, delta=5, index=COUNT // 4 + 2, moduli=(P,))]
+    dev = [Deviation(tag=r"act-auth-correct-\d+", action=action, delta=5, index=COUNT // 5 + 3, moduli=(P,))]
     res = run(parties, correction_program, deviant=0, deviations=dev, timeout=20)
     assert_all_stopped(res, 0, words=words)
 

@@ -175,7 +175,7 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     share = np.asarray(share, dtype=np.uint64)
     n, L = share.shape
     senders = list(range(engine.parties)) if senders is None else list(senders)
-    if silent_for(engine, n):
+    if silent_for(engine, n, moduli, keys, senders):
         return _authenticate_silent(engine, share, moduli, keys, senders, phase)
     # one random extra value per modulus, from the senders only, so that the opened combination
     # is uniform (it hides the batch)
@@ -194,9 +194,18 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     return full[:n]
 
 
-def silent_for(engine: Any, count: int) -> bool:
-    """Whether a batch of ``count`` values draws on the engine's silent pool (:mod:`.vole`)."""
-    return getattr(engine, "silent", None) is not None and count >= SILENT_MIN
+def silent_for(engine: Any, count: int, moduli: Sequence[int], keys: int, owners: Sequence[int]) -> bool:
+    """Whether ``count`` values per modulus of ``owners`` come from the engine's silent pool
+    (:mod:`.vole`): batches of at least ``SILENT_MIN``, or any batch the pool already holds (a
+    run costs about as much as authenticating 100,000 values by COPE, so small one-off batches
+    do not start one). Every party decides alike: the pools' counts are the same everywhere."""
+    pool = getattr(engine, "silent", None)
+    if pool is None or count == 0:
+        return False
+    if count >= SILENT_MIN:
+        return True
+    keys_of = [ALL] if sorted(owners) == list(range(engine.parties)) else list(owners)
+    return all(pool.available(q, keys, o) >= count for q in moduli for o in keys_of)
 
 
 def _pool_values(engine: Any, count: int, moduli: tuple[int, ...], keys: int, owners: Sequence[int]
@@ -277,7 +286,7 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
     by the MAC check before they are returned (module notes)."""
     L = len(moduli)
     tau = combining_for(moduli)
-    silent = silent_for(engine, 4 * count)
+    silent = silent_for(engine, 5 * count, moduli, keys, range(engine.parties))
     a_raw = engine.uniform_mod((tau, count), moduli)                                # (tau, N, L)
     if silent:  # b authenticated already: a pool value (:mod:`.vole`)
         B = random_shared(engine, count, moduli, keys)

@@ -94,10 +94,9 @@ class LpnParams:
 
 #: Wolverine's set-up parameters (ePrint 2020/925, Table 2)
 LPN = LpnParams(outputs=642_048, base=19_870, trees=2_508, depth=8)
-#: the smallest batch of values that :func:`~.preprocessing.authenticate` takes from the pool
-#: (smaller batches use MASCOT's correlated OTs directly: a pool run costs about as much as
-#: authenticating 22,000 values that way)
-SILENT_MIN = 1 << 14
+#: the smallest batch of values per modulus that starts a pool run (smaller batches use MASCOT's
+#: correlated OTs directly unless the pool holds them already: :func:`~.preprocessing.silent_for`)
+SILENT_MIN = 1 << 16
 #: the public code's seed: one code for every run (a fixed random code, as LPN allows)
 CODE_SEED = b"shaper/vole/lpn1"
 #: the pool key of values summed over every party (:func:`produce` with ``shared``)
