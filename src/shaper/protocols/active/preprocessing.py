@@ -31,13 +31,23 @@ opened and t c - c^ - rho b must open to zero; an additive error e in c passes o
 equals the error in c^, probability 1/q. Both openings go to the MAC check, run before a
 triple is handed out.
 
+**Silent authentication** (:mod:`.vole`; batches of 2^16 values or more, or what the pool
+already holds: :func:`silent_for`). The engine's pool holds authenticated values made by silent
+VOLE: each sender's own (known to it alone) and the sum of every party's (known to none). A
+batch of shares is then authenticated by each sender's broadcast correction, x_j minus its pool
+values (:func:`_authenticate_silent`: one word per value and peer, no OTs); a triple takes b from
+the shared pool and corrections for a, c, a^, c^.
+
 **Input masks** (:func:`input_masks`): a random r known to its owner o (o's share is r, the
 others' are zero), authenticated with o as the only sender. An input x is then o's broadcast of
 x - r (uniform) added to [r]; an output to o is the opening of [x] - [r] to every party.
 
 Cost per triple and ordered pair (w = bitlen(q), K keys of s = min(w, 40) bits, SoftSpoken
-k = 4): 3 w OTs for the products (4 + 8 bytes each) and 5 K s x 8 bytes of MAC corrections
-(plus s OTs per 256 values and key): 7.4x the passive triple's 12 w bytes at w = 61, K = 2.
+k = 4): 3 w OTs for the products (4 + 8 bytes each) and the MACs of five values: by COPE 5 K s x
+8 bytes (plus s OTs per 256 values and key), 7.4x the passive triple's 12 w bytes at w = 61,
+K = 2; from the silent pool 4 x 8 bytes of corrections and about 23 bytes per pool value on the
+first run (MASCOT's authentication of its base), a few after (the base comes from the last run):
+3.2x the passive bytes.
 """
 
 from __future__ import annotations

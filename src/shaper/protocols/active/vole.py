@@ -10,8 +10,9 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
 
 **How** (per owner o, modulus q; every party plays o's role for its own batch):
 
-1. *Base.* o's k + t + 1 uniform residues (u, beta, z) are authenticated by MASCOT's
-   correlated OTs (:func:`~.preprocessing.cope`, o the only sender).
+1. *Base.* o's k + t + 1 uniform residues (u, beta, z): on the first run authenticated by
+   MASCOT's correlated OTs (:func:`~.preprocessing.cope_split`, o the only sender), after that
+   the last run's first k + t + 1 outputs of o's.
 2. *Noise.* o draws t positions p_g < 2^h; its sparse vector e has beta_g at position
    g 2^h + p_g. For every other party i: i expands t GGM trees (random roots) with leaves v^i;
    o takes, through one OT per level of the extension (:meth:`~shaper.protocols.ot.OtLinks.rows`,
@@ -27,10 +28,19 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
 
 **Parameters** (:data:`LPN`): N = 642,048 outputs from k = 19,870 base values and t = 2,508
 regular noise positions in trees of 2^8 leaves, Wolverine's set for its set-up phase (ePrint
-2020/925, Table 2; 128-bit security against the attacks analysed there). One batch costs each
-ordered pair k + t + 1 authenticated base values (MASCOT's price, about 21 bytes per output at
-61 bits with two keys) and 20,064 OTs with 32 bytes each of level sums: about 23 bytes per
-output, against 640 for MASCOT's authentication of a value.
+2020/925, Table 2; 128-bit security against the attacks analysed there, for any field). The
+first run for a modulus authenticates its k + t + 1 base values per owner by COPE (about 21
+bytes per output at 61 bits with two keys of 40 bits); every later run takes them from the last
+run's first k + t + 1 outputs (each run hands out the other 619,669 per owner), so it costs each
+ordered pair 20,064 OTs with 32 bytes of level sums each plus t K words: about 1.1 bytes per
+output, against 640 for MASCOT's authentication of a value. The CPU is the LPN encoding (ten
+products per output and row) and the leaves' AES.
+
+**Soundness.** The run's check weighs every value with a coin no party chose (a weight is no
+likelier than 2/q, :func:`shaper._native.vole_weighted_sums`), so a nonzero error in the MAC
+shares survives the combination with probability at most 2/q, and the MAC check that follows
+passes a nonzero error in the combination with probability 2^-40 per key (:mod:`.shares`): the
+engine's 2^-78 per check at 61 bits with two keys.
 
 **What each party learns.** A receiver i: the OT extension's messages (nothing of p_g, by the
 OT), o's base corrections (uniform, by COPE), the opened combination (uniform: z). The owner: every
