@@ -234,18 +234,52 @@ const CODE_CHUNK: usize = 512;
 /// `LPN_WEIGHT` distinct indices below k and `LPN_WEIGHT` coefficient words.
 #[inline(always)]
 fn code_row(buf: &[u8], k: usize, idx: &mut [usize; LPN_WEIGHT], coef: &mut [u64; LPN_WEIGHT]) {
-    let mut seen = 0u64; // bit x mod 64 of every index so far: most draws skip the scan
+    let mut seen = [0u64; 4]; // bit x mod 256 of every index so far: most draws skip the scan
     for j in 0..LPN_WEIGHT {
         let w = u32::from_le_bytes(buf[4 * j..4 * j + 4].try_into().unwrap());
         let mut x = ((w as u64 * k as u64) >> 32) as usize;
-        if seen >> (x & 63) & 1 == 1 {
+        if seen[(x >> 6) & 3] >> (x & 63) & 1 == 1 {
             while idx[..j].contains(&x) {
                 x = if x + 1 == k { 0 } else { x + 1 };
             }
         }
-        seen |= 1 << (x & 63);
+        seen[(x >> 6) & 3] |= 1 << (x & 63);
         idx[j] = x;
         coef[j] = u64::from_le_bytes(buf[48 + 8 * j..56 + 8 * j].try_into().unwrap()) >> 2;
+    }
+}
+
+/// One group of R rows of [`lpn_encode`] over outputs [start, start + count): `base_t` is the
+/// group's base row-interleaved (k × R), `noise` every row (row r0 + r of the group at (r0 + r) n).
+#[inline(never)]
+fn apply<const R: usize>(md: &Modulus, base_t: &[u64], code: (&[[usize; LPN_WEIGHT]], &[[u64; LPN_WEIGHT]]),
+                         noise: &mut [u64], n: usize, r0: usize, start: usize) {
+    let q = md.q;
+    let fold = |x: u64| -> u64 {
+        let x = if x >= 2 * q { x - 2 * q } else { x };
+        if x >= q { x - q } else { x }
+    };
+    for (c, (idx, coef)) in code.0.iter().zip(code.1).enumerate() {
+        let i = start + c;
+        let mut tot: [u64; R] = std::array::from_fn(|r| noise[(r0 + r) * n + i]);
+        // coefficients below 2^62 and terms below q: four products sum below q 2^64, one REDC
+        // per group of four (as `modq::matmul` does)
+        for (lo, hi) in [(0, 4), (4, 8), (8, LPN_WEIGHT)] {
+            let mut acc = [0u128; R];
+            for j in lo..hi {
+                let cj = coef[j] as u128;
+                let src: &[u64; R] = base_t[idx[j] * R..(idx[j] + 1) * R].try_into().unwrap();
+                for r in 0..R {
+                    acc[r] += cj * src[r] as u128;
+                }
+            }
+            for r in 0..R {
+                tot[r] = fold(tot[r] + md.redc_pub(acc[r]));
+            }
+        }
+        for r in 0..R {
+            noise[(r0 + r) * n + i] = tot[r];
+        }
     }
 }
 
@@ -260,31 +294,36 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
     if base.iter().chain(noise.iter()).any(|&x| x >= md.q) {
         return Err(format!("LPN encode: an input is not reduced modulo {}", md.q));
     }
+    // rows in groups of up to four, each group's base row-interleaved (one index fetches every
+    // row's value from one place); the code decoded once per chunk of outputs for every group
+    let groups: Vec<(usize, usize)> = (0..rows).step_by(4).map(|r| (r, 4.min(rows - r))).collect();
+    let interleaved: Vec<Vec<u64>> = groups.iter().map(|&(r0, g)| {
+        let mut t = vec![0u64; k * g];
+        for r in 0..g {
+            for x in 0..k {
+                t[x * g + r] = base[(r0 + r) * k + x];
+            }
+        }
+        t
+    }).collect();
     let cipher = Cipher::new(seed);
     let mut buf = vec![0u8; CODE_CHUNK * CODE_BLOCKS * BLOCK];
-    let (mut idx, mut coef) = ([0usize; LPN_WEIGHT], [0u64; LPN_WEIGHT]);
-    let q = md.q;
+    let mut idx = vec![[0usize; LPN_WEIGHT]; CODE_CHUNK];
+    let mut coef = vec![[0u64; LPN_WEIGHT]; CODE_CHUNK];
     for start in (0..n).step_by(CODE_CHUNK) {
         let count = CODE_CHUNK.min(n - start);
         let stream = &mut buf[..count * CODE_BLOCKS * BLOCK];
         cipher.ctr((start * CODE_BLOCKS) as u128, stream);
         for (c, row) in stream.chunks_exact(CODE_BLOCKS * BLOCK).enumerate() {
-            let i = start + c;
-            code_row(row, k, &mut idx, &mut coef);
-            for r in 0..rows {
-                let b = &base[r * k..(r + 1) * k];
-                // coefficients below 2^62 and terms below q: four products sum below q 2^64,
-                // one REDC per group of four (as `modq::matmul` does)
-                let p = |j: usize| coef[j] as u128 * b[idx[j]] as u128;
-                let g0 = md.redc_pub(p(0) + p(1) + p(2) + p(3));
-                let g1 = md.redc_pub(p(4) + p(5) + p(6) + p(7));
-                let g2 = md.redc_pub(p(8) + p(9));
-                let fold = |x: u64| -> u64 {
-                    let x = if x >= 2 * q { x - 2 * q } else { x };
-                    if x >= q { x - q } else { x }
-                };
-                let g2 = fold(g2 + noise[r * n + i]);
-                noise[r * n + i] = fold(g0 + g1 + g2);
+            code_row(row, k, &mut idx[c], &mut coef[c]);
+        }
+        for (&(r0, g), t) in groups.iter().zip(&interleaved) {
+            let code = (&idx[..count], &coef[..count]);
+            match g {
+                1 => apply::<1>(md, t, code, noise, n, r0, start),
+                2 => apply::<2>(md, t, code, noise, n, r0, start),
+                3 => apply::<3>(md, t, code, noise, n, r0, start),
+                _ => apply::<4>(md, t, code, noise, n, r0, start),
             }
         }
     }
