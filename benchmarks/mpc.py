@@ -43,7 +43,11 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
+# one BLAS thread: OpenBLAS's idle worker spins on the other core, where the other party runs,
+# and its spinning counts in this process's CPU time (set before numpy starts it)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 from meta import write_json
 
 from shaper.jobs.mpc import CKKS_14, OPS, mpc_job
@@ -149,7 +153,7 @@ def _cpu_timed(session: Any, op: str, count: int, security: str, check: bool) ->
 
 
 def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...], range_count: int,
-                 mul_count: int, conversion_count: int = 0) -> dict:
+                 mul_count: int, conversion_count: int = 0, triple_count: int | None = None) -> dict:
     """Passive against active triples on one core, the engines alternating run by run so that
     both see the same machine; then the active engine's range-checked inputs and products."""
     _pin(session)
@@ -160,7 +164,8 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
     for _ in range(repeat):
         for op in both:
             for security in engines:
-                out[f"{op}/{security}"].append(_cpu_timed(session, op, count, security, check=False))
+                n = triple_count if op == "triples-61" and triple_count else count
+                out[f"{op}/{security}"].append(_cpu_timed(session, op, n, security, check=False))
     if "active" in engines:
         out["range-40/active"] = [_cpu_timed(session, "range-40", range_count, "active", check=True)]
         out["mul-61/active"] = [_cpu_timed(session, "mul-61", mul_count, "active", check=True)]
@@ -172,12 +177,13 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
 
 
 def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...], range_entries: int,
-                 mul_products: int, conversions: int = 0) -> dict:
+                 mul_products: int, conversions: int = 0, triples: int | None = None) -> dict:
     """Loopback TLS, one core per party: per engine and operation the median over runs of the
     slowest party's time, bytes sent per item per party (mean over parties) and CPU seconds per
     item per party (each party's median, then the mean over parties)."""
     results = launch(parties, security_job, 4 * count, repeat, engines, 8 * range_entries, 4 * mul_products,
-                     4 * conversions, config=NetConfig(timeout=3600), workers_per_party=1, timeout=7200)
+                     4 * conversions, 4 * (triples or count), config=NetConfig(timeout=3600), workers_per_party=1,
+                     timeout=7200)
     out: dict[str, Any] = {}
     for key in results[0]:
         runs = [r[key] for r in results]  # [party][run]
@@ -316,6 +322,10 @@ def main() -> int:
                          "active: also the active engine's rows of it alone (default with --only-security: both)")
     ap.add_argument("--only-security", action="store_true", help="run the passive-vs-active comparison only")
     ap.add_argument("--security-parties", default="2", help="party counts of the comparison (e.g. 2,4)")
+    ap.add_argument("--security-triples", type=int, default=400_000,
+                    help="field triples per run in the comparison (the active engine's silent-VOLE pool makes "
+                         "its first run's base by COPE, about 80 ms a party, then takes it from its last run: "
+                         "a long job's rate needs several runs of 619,669 values, five per triple)")
     ap.add_argument("--range-entries", type=int, default=1 << 14, help="range-checked inputs (range-40) per run")
     ap.add_argument("--conversions", type=int, default=1 << 16,
                     help="Gaussian samples and Z_q -> Z_2 conversions per engine in the comparison (0: skip)")
@@ -325,7 +335,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.count, args.shaped_count, args.repeat, args.ot_count = 20_000, 4_000, 1, 1 << 18
-        args.range_entries, args.conversions = 1 << 10, 1 << 9
+        args.range_entries, args.conversions, args.security_triples = 1 << 10, 1 << 9, 5_000
     if args.security is None:
         args.security = "both" if args.only_security else "passive"
     ops = list(OPS)
@@ -338,12 +348,13 @@ def main() -> int:
             print(f"-- {n} parties, passive vs active security ...", file=sys.stderr, flush=True)
             security_rows[f"{n} parties"] = res = run_security(n, args.count // 4, args.repeat, engines,
                                                                 args.range_entries, args.count // 4,
-                                                                args.conversions if len(engines) == 2 else 0)
+                                                                args.conversions if len(engines) == 2 else 0,
+                                                                args.security_triples)
             print_security(n, res)
     if args.only_security:
         if args.json:
             write_json(args.json, {"meta": {"transport": "loopback TLS 1.3", "cores_per_party": 1,
-                                            "triples_per_run": args.count // 4, "repeat": args.repeat,
+                                            "triples_per_run": args.security_triples, "repeat": args.repeat,
                                             "range_entries": args.range_entries, "products": args.count // 4,
                                             "conversions": args.conversions,
                                             "cpu_measure": "time.process_time() of each party process around the operation"},

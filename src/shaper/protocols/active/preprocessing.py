@@ -229,12 +229,10 @@ def _pool_values(engine: Any, count: int, moduli: tuple[int, ...], keys: int, ow
     mac = np.empty((keys, count, L), np.uint64)
     for c, q in enumerate(moduli):
         got = engine.silent.take_many(engine, q, keys, {ALL: count} if everyone else {j: count for j in owners})
-        acc = np.zeros((keys, count), np.uint64)
-        for j, (values, macs) in got.items():
-            acc = add_mod(acc, macs, np.uint64(q))
+        for i, (j, (values, macs)) in enumerate(got.items()):
+            mac[:, :, c] = macs if i == 0 else add_mod(mac[:, :, c], macs, np.uint64(q))
             if j in (ALL, engine.me):
                 mine[:, c] = values
-        mac[:, :, c] = acc
     return mine, mac
 
 

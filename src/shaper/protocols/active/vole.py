@@ -127,14 +127,14 @@ class SilentPool:
 
     def __init__(self, params: LpnParams = LPN) -> None:
         self.params = params
-        self._held: dict[tuple[int, int, int], list[Any]] = {}
+        # per (q, keys, owner): batches [values or None, macs (keys, n), next unused]
+        self._held: dict[tuple[int, int, int], list[list[Any]]] = {}
         self._reserve: dict[tuple[int, int], dict[int, Any]] = {}  # each owner's next base
         self.made = 0  # outputs handed to the pool, every owner counted
         self.runs = 0
 
     def available(self, q: int, keys: int, owner: int) -> int:
-        held = self._held.get((q, keys, owner))
-        return 0 if held is None else held[1].shape[1] - held[2]
+        return sum(b[1].shape[1] - b[2] for b in self._held.get((q, keys, owner), ()))
 
     def take(self, engine: Any, q: int, keys: int, owner: int, count: int) -> tuple[np.ndarray | None, np.ndarray]:
         """``count`` of ``owner``'s values mod q (``owner`` :data:`ALL`: the shared pool, whose
@@ -156,21 +156,27 @@ class SilentPool:
             reserve.update(nxt)
             self.runs += 1
             for o, (values, macs) in made.items():
-                key = (q, keys, o)
-                held = self._held.get(key)
-                if held is not None and held[2] < held[1].shape[1]:  # keep what is left, in order
-                    values = None if values is None else np.concatenate([held[0][held[2]:], values])
-                    macs = np.concatenate([held[1][:, held[2]:], macs], axis=1)
-                self._held[key] = [values, macs, 0]
+                self._held.setdefault((q, keys, o), []).append([values, macs, 0])
                 self.made += macs.shape[1]
             short = [o for o in short if self.available(q, keys, o) < counts[o]]
         out = {}
         for o, c in counts.items():
-            held = self._held[(q, keys, o)]
-            start = held[2]
-            held[2] += c
-            values = None if held[0] is None else held[0][start:start + c]
-            out[o] = (values, held[1][:, start:start + c])
+            batches = self._held[(q, keys, o)]
+            parts_v, parts_m = [], []
+            while c:
+                batch = batches[0]
+                start = batch[2]
+                step = min(c, batch[1].shape[1] - start)
+                parts_m.append(batch[1][:, start:start + step])
+                if batch[0] is not None:
+                    parts_v.append(batch[0][start:start + step])
+                batch[2] += step
+                c -= step
+                if batch[2] == batch[1].shape[1]:
+                    batches.pop(0)
+            macs = parts_m[0] if len(parts_m) == 1 else np.concatenate(parts_m, axis=1)
+            values = None if not parts_v else parts_v[0] if len(parts_v) == 1 else np.concatenate(parts_v)
+            out[o] = (values, macs)
         return out
 
 
@@ -245,7 +251,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         engine.session.send(o, d, tag + "/d")
         mine_v[o] = values
     if me in owners:
-        mu = np.zeros((keys, N), np.uint64)
+        mu = None
         at = np.arange(t, dtype=np.int64) * m + points.astype(np.int64)
         fix = np.zeros((keys, t), np.uint64)
         for p in peers:
@@ -261,7 +267,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             leaves = _native.vole_ggm_punctured(chosen, points, h)
             values, tree_sums = _native.vole_leaf_values(leaves, q, keys, m, points)
             del leaves
-            mu = add_mod(mu, values, np.uint64(q))
+            mu = values if mu is None else add_mod(mu, values, qs)
             fix = add_mod(fix, sub_mod(d, tree_sums, np.uint64(q)), np.uint64(q))
         mu[:, at] = add_mod(base_mac[me][:, k:k + t], fix, np.uint64(q))
         noise = np.zeros(N, np.uint64)
@@ -275,11 +281,11 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         noise_mac = mu
         head_base, head_noise = [base[None, :k], base_mac[me][:, :k]], [noise[None, :kb], mu[:, :kb].copy()]
         for o in serve:
-            v = neg_mod(mine_v.pop(o), qs)
+            v = mine_v.pop(o)
             head_base.append(base_mac[o][:, :k])
-            head_noise.append(v[:, :kb])
+            head_noise.append(neg_mod(v[:, :kb], qs))
             mac_base = add_mod(mac_base, base_mac[o][:, :k], qs)
-            noise_mac = add_mod(noise_mac, v, qs)
+            noise_mac = sub_mod(noise_mac, v, qs)
         out = _native.vole_lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
                                np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED)
         head = _native.vole_lpn(np.ascontiguousarray(np.concatenate(head_base)),
