@@ -9,7 +9,8 @@ a receiver's level sums, one byte off      the run's check (both sides' sums) or
   on one side only                         (the owner took the other side): caught or right
 a receiver's level sums, every byte off    the run's check, always
 a receiver's d (its masked MAC share)      the run's check
-an owner's base corrections (COPE)         the run's check (MASCOT's argument)
+an owner's base corrections (COPE)         the run's check where the receiver's key bit
+                                           uses them, no effect elsewhere (MASCOT)
 the run's check opening not sent           the receive timeout
 a correction broadcast to one peer only    the views differ / the MAC check
 a correction of c shifted                  the triples' sacrifice
@@ -70,19 +71,14 @@ def test_later_runs_take_their_base_from_the_last_run_and_stay_checked(monkeypat
 
 
 def owner_program(session, owner):
-    e = ActiveEngine(session)
-    values, _ = e.silent.take(e, P, e.keys((P,)), owner, 100)
-    shares = np.zeros((100, 1), np.uint64) if values is None else values[:, None]
-    got = e.silent.take_many(e, P, e.keys((P,)), {owner: 100})[owner]
     from shaper.protocols.active.shares import AuthShares
-    x = AuthShares(e, shares, np.stack([_mac_rows(e, owner, 100, values)])[0], (P,))
-    return x.reveal(), None if values is None else values, got[1].shape
 
-
-def _mac_rows(e, owner, count, values):
-    # the MAC shares the first take handed out are the pool's first rows for the owner
-    held = e.silent._held[(P, e.keys((P,)), owner)]
-    return held[1][:, :count][:, :, None]
+    e = ActiveEngine(session)
+    values, macs = e.silent.take(e, P, e.keys((P,)), owner, COUNT)
+    later = e.silent.take(e, P, e.keys((P,)), owner, 100)
+    shares = np.zeros((COUNT, 1), np.uint64) if values is None else values[:, None]
+    x = AuthShares(e, shares, macs[:, :, None], (P,))
+    return x.reveal(), values, later[1].shape, (later[0] is None) == (session.index != owner)
 
 
 @pytest.mark.parametrize("parties", [2, 3])
@@ -90,7 +86,8 @@ def test_an_owners_pool_values_are_known_to_it_alone_and_authenticated(parties):
     owner = parties - 1
     res = run_in_memory(parties, owner_program, owner)
     opened, mine, shape = res[0][0], res[owner][1], res[0][2]
-    assert np.array_equal(opened[:, 0], mine) and shape == (2, 100)
+    assert np.array_equal(opened[:, 0], mine) and shape == (2, 100) and all(r[3] for r in res)
+    assert len(set(mine.tolist())) == COUNT
 
 
 @pytest.mark.parametrize("parties", [2, 3])
@@ -122,11 +119,35 @@ SUMS = r"act-silent-vole-\d+/sums"
 
 
 @pytest.mark.parametrize("parties", [2, 3])
-@pytest.mark.parametrize("tag, index", [(SUMS, None), (r"act-silent-vole-\d+/d", 3), (r"ot-cot-\d+c", 7)])
-def test_a_deviating_receiver_or_owner_in_a_run_is_caught(parties, tag, index):
+@pytest.mark.parametrize("tag, index", [(SUMS, None), (r"act-silent-vole-\d+/d", 3)])
+def test_a_deviating_receiver_in_a_run_is_caught(parties, tag, index):
     dev = [Deviation(tag=tag, action="offset", delta=1, index=index, nth=0)]
     res = run(parties, shared_program, deviant=parties - 1, deviations=dev, timeout=20)
     assert_all_stopped(res, parties - 1, words="MAC check")
+
+
+def _caught_or_harmless(res, deviant):
+    mine = honest(res, deviant)
+    if all(r[0] == "ok" for r in mine):
+        assert all(np.array_equal(r[1][0], mine[0][1][0]) for r in mine)  # checked and alike
+        return "harmless"
+    assert_all_stopped(res, deviant, words="MAC check")
+    return "caught"
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_an_owner_that_corrupts_its_base_corrections_is_caught_when_they_count(parties):
+    # one COPE correction (bit 7 of the first key's row): used by the receiver only where its
+    # key's bit 7 is 1 (MASCOT's selective failure: caught then, no effect otherwise); every
+    # correction off is always caught
+    outcomes = set()
+    for _ in range(3):
+        dev = [Deviation(tag=r"ot-cot-\d+c", action="offset", delta=1, index=7, nth=0)]
+        outcomes.add(_caught_or_harmless(run(parties, shared_program, deviant=parties - 1, deviations=dev,
+                                             timeout=20), parties - 1))
+    dev = [Deviation(tag=r"ot-cot-\d+c", action="offset", delta=1, index=None, nth=0)]
+    assert _caught_or_harmless(run(parties, shared_program, deviant=parties - 1, deviations=dev, timeout=20),
+                               parties - 1) == "caught"
 
 
 @pytest.mark.parametrize("parties", [2, 3])
@@ -136,15 +157,8 @@ def test_one_sides_level_sum_off_is_caught_or_changes_nothing(parties):
     outcomes = set()
     for _ in range(4):
         dev = [Deviation(tag=SUMS, action="offset", delta=1, index=0, nth=0)]
-        res = run(parties, shared_program, deviant=parties - 1, deviations=dev, timeout=20)
-        mine = honest(res, parties - 1)
-        if all(r[0] == "ok" for r in mine):
-            outcomes.add("right")
-            assert all(np.array_equal(r[1][0], mine[0][1][0]) for r in mine)
-        else:
-            outcomes.add("caught")
-            assert_all_stopped(res, parties - 1, words="MAC check")
-    assert outcomes <= {"right", "caught"}
+        outcomes.add(_caught_or_harmless(run(parties, shared_program, deviant=parties - 1, deviations=dev,
+                                             timeout=20), parties - 1))
 
 
 def test_a_party_that_skips_the_runs_check_stalls_everyone():
