@@ -249,6 +249,38 @@ fn code_row(buf: &[u8], k: usize, idx: &mut [usize; LPN_WEIGHT], coef: &mut [u64
     }
 }
 
+/// The code's indices for outputs [0, n) (`LPN_WEIGHT` per output), kept for the last (seed, k, n)
+/// asked for: deciding them (distinct per output) is most of the code's cost, and a pool uses one
+/// code for every run (25.7 MB for Wolverine's 642,048 outputs).
+fn code_indices(seed: &[u8; BLOCK], k: usize, n: usize) -> std::sync::Arc<Vec<u32>> {
+    type Cached = Option<([u8; BLOCK], usize, usize, std::sync::Arc<Vec<u32>>)>;
+    static CACHE: std::sync::Mutex<Cached> = std::sync::Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((s, kk, nn, v)) = cache.as_ref() {
+        if s == seed && *kk == k && *nn >= n {
+            return v.clone();
+        }
+    }
+    let cipher = Cipher::new(seed);
+    let mut buf = vec![0u8; CODE_CHUNK * CODE_BLOCKS * BLOCK];
+    let mut out = vec![0u32; n * LPN_WEIGHT];
+    let (mut idx, mut coef) = ([0usize; LPN_WEIGHT], [0u64; LPN_WEIGHT]);
+    for start in (0..n).step_by(CODE_CHUNK) {
+        let count = CODE_CHUNK.min(n - start);
+        let stream = &mut buf[..count * CODE_BLOCKS * BLOCK];
+        cipher.ctr((start * CODE_BLOCKS) as u128, stream);
+        for (c, row) in stream.chunks_exact(CODE_BLOCKS * BLOCK).enumerate() {
+            code_row(row, k, &mut idx, &mut coef);
+            for j in 0..LPN_WEIGHT {
+                out[(start + c) * LPN_WEIGHT + j] = idx[j] as u32;
+            }
+        }
+    }
+    let v = std::sync::Arc::new(out);
+    *cache = Some((*seed, k, n, v.clone()));
+    v
+}
+
 /// One group of R rows of [`lpn_encode`] over outputs [start, start + count): `base_t` is the
 /// group's base row-interleaved (k × R), `noise` every row (row r0 + r of the group at (r0 + r) n).
 #[inline(never)]
@@ -307,6 +339,7 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
         t
     }).collect();
     let cipher = Cipher::new(seed);
+    let indices = code_indices(seed, k, n);
     let mut buf = vec![0u8; CODE_CHUNK * CODE_BLOCKS * BLOCK];
     let mut idx = vec![[0usize; LPN_WEIGHT]; CODE_CHUNK];
     let mut coef = vec![[0u64; LPN_WEIGHT]; CODE_CHUNK];
@@ -315,7 +348,11 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
         let stream = &mut buf[..count * CODE_BLOCKS * BLOCK];
         cipher.ctr((start * CODE_BLOCKS) as u128, stream);
         for (c, row) in stream.chunks_exact(CODE_BLOCKS * BLOCK).enumerate() {
-            code_row(row, k, &mut idx[c], &mut coef[c]);
+            let at = (start + c) * LPN_WEIGHT;
+            for j in 0..LPN_WEIGHT {
+                idx[c][j] = indices[at + j] as usize;
+                coef[c][j] = u64::from_le_bytes(row[48 + 8 * j..56 + 8 * j].try_into().unwrap()) >> 2;
+            }
         }
         for (&(r0, g), t) in groups.iter().zip(&interleaved) {
             let code = (&idx[..count], &coef[..count]);

@@ -30,7 +30,10 @@ to different peers) makes the honest parties raise
 :class:`~shaper.errors.DeviationError` at the next check, before any output that depends on
 it, except with probability 2^-SOUNDNESS per check (:mod:`.shares`). The OT extension under the
 preprocessing checks its receivers (KOS/Roy); the preprocessing's selective failures are
-handled by MASCOT's combining and sacrifice (:mod:`.preprocessing`).
+handled by MASCOT's combining and sacrifice (:mod:`.preprocessing`). Batches of 2^16 values or
+more take their MACs from a pool made by silent VOLE (:mod:`.vole`: LPN-stretched, checked per
+run), which costs a correction word per value and peer instead of MASCOT's 80 (``silent=False``
+keeps MASCOT's COPE for every batch; every party must choose alike).
 
 The engine holds the prime-field domain and the bits (``domains = {"mod", "bits"}``;
 authenticated bits, their AND triples and openings in :mod:`.bits`), and the conversions and
