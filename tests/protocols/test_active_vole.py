@@ -57,8 +57,8 @@ def test_shared_pool_values_open_with_valid_macs_and_look_uniform(parties):
 
 def test_later_runs_take_their_base_from_the_last_run_and_stay_checked(monkeypatch):
     calls = []
-    real = preprocessing.cope_split
-    monkeypatch.setattr(preprocessing, "cope_split", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = vole.cope_split
+    monkeypatch.setattr(vole, "cope_split", lambda *a, **k: calls.append(1) or real(*a, **k))
 
     def prog(session):
         e = ActiveEngine(session)

@@ -2,18 +2,12 @@
 2016), over odd prime moduli, on the OT extension of :mod:`shaper.protocols.ot` (SoftSpoken with
 the KOS/Roy consistency check).
 
-**Authentication** (:func:`authenticate`, MASCOT's COPE and Pi_[[.]]). To give shared values
-x = sum_j x_j MAC shares under alpha^(k) = sum_i alpha_i^(k), every ordered pair (i, j) runs a
-correlated OT in which i is the *receiver* with its fixed key alpha_i^(k) as choice value and j
-the *sender* with its shares x_j as offsets (one choice value carries up to 256 offsets, so a
-batch costs s OTs per 256 values and key, and s x 8 bytes of corrections per value and key,
-s = the key's bits: 40 for wide moduli, :mod:`.shares`): the outputs are additive shares of
-alpha_i^(k) x_j; with the local products alpha_i^(k) x_i they sum to alpha^(k) x. A sender that
-uses different x_j in different OTs shifts the MAC by terms in the bits of alpha_i: the batch
-also authenticates one random value per modulus, and a random combination of the batch plus that
-value is opened and goes to the MAC check, which then fails unless the sender guessed the bits
-its deviation touches (each guess halves its chance of passing, MASCOT Lemma 4). A receiver that
-varies its choice bits only corrupts its own MAC shares (the check fails).
+**Authentication** (:func:`authenticate`, MASCOT's Pi_[[.]]): the pairwise correlated OTs of
+:mod:`.cope` give every party MAC shares of the batch; a sender that uses different values in
+different OTs shifts the MAC by terms in the bits of a key, so the batch also authenticates one
+random value per modulus, and a random combination of the batch plus that value is opened and
+goes to the MAC check, which then fails unless the sender guessed the bits its deviation
+touches (each guess halves its chance of passing, MASCOT Lemma 4).
 
 **Triples** (:func:`triples`, MASCOT's Pi_Triple with tau = 3 at 61 bits;
 :func:`combining_for`). Each party draws b_j and three a_j^(1..3); every ordered pair (j
@@ -59,15 +53,15 @@ import numpy as np
 
 from ...errors import DeviationError, FrameError
 from ...kernels.modq import add_mod, moduli_array, mul_mod, sub_mod
-from .shares import AuthShares, key_range
+from .cope import cope_sum
+from .shares import AuthShares
 from .vole import ALL, SILENT_MIN
 
-__all__ = ["COMBINE", "COMBINE_SECURITY", "MAX_OFFSETS", "authenticate", "combining_for", "combining_security", "cope",
-           "cope_checked", "cope_split", "input_masks", "random_shared", "silent_for", "triples"]
+__all__ = ["COMBINE", "COMBINE_SECURITY", "authenticate", "combining_for", "combining_security", "input_masks",
+           "random_shared", "silent_for", "triples"]
 
 COMBINE = 3          # raw triples combined into one (MASCOT's tau), at least
 COMBINE_SECURITY = 40  # bits: a combined triple's a stays 2^-40 close to uniform after a selective failure
-MAX_OFFSETS = 256    # offsets per choice value in one correlated OT (the hash tweak's column byte)
 
 
 def combining_security(q: int, tau: int = COMBINE) -> float:
@@ -82,98 +76,6 @@ def combining_for(moduli: Sequence[int], security: int = COMBINE_SECURITY) -> in
     (tau - 1) w / 3 >= ``security`` for the narrowest modulus (3 at 61 bits, 4 at 50, 5 at 31)."""
     w = min(int(q).bit_length() for q in moduli)
     return max(COMBINE, math.ceil(1 + 3 * security / w))
-
-
-def cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> dict[int, np.ndarray]:
-    """This party's shares, per peer, of alpha_i^(k) x_j for every ordered pair (i receiver,
-    j sender in ``senders``) this party is in, for its residues ``values`` (N,) mod q: {peer:
-    uint64 (keys, N)}. For a pair, the receiver's and the sender's outputs add up to
-    alpha_receiver^(k) x_sender mod q (a pairwise VOLE with the receiver's key as Delta)."""
-    as_receiver, as_sender, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
-    return _merge(as_receiver, as_sender, q=q)
-
-
-def cope_split(engine: Any, values: np.ndarray | None, q: int, keys: int, senders: Sequence[int]
-               ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """:func:`cope` with the two roles apart: ({sender j: this party's share of alpha_me^(k)
-    x_j}, {receiver i: this party's share of alpha_i^(k) x_me}), so that each sender's values
-    keep MAC shares of their own (:mod:`.vole`'s per-owner base)."""
-    as_receiver, as_sender, _, _ = _cope_rows(engine, values, q, keys, senders, check_column=False)
-    return as_receiver, as_sender
-
-
-def _merge(*parts: dict[int, np.ndarray], q: int) -> dict[int, np.ndarray]:
-    out: dict[int, np.ndarray] = {}
-    for group in parts:
-        for peer, part in group.items():
-            out[peer] = add_mod(out[peer], part, np.uint64(q)) if peer in out else part
-    return out
-
-
-def cope_checked(engine: Any, values: np.ndarray | None, q: int, keys: int,
-                 owner: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
-    """:func:`cope` with ``owner`` the only sender, and one more column in every row of 255
-    values: a fresh uniform residue z_c of the owner's per chunk c. Returns (the values' parts,
-    the z's parts {peer: (keys, chunks)}, the z's at the owner (zeros elsewhere)).
-
-    Why: a receiver chooses its key (the choice value) row by row, so nothing in the OTs makes it
-    one value across the chunks of a batch; two receivers can even shift theirs by +d and -d on
-    one chunk so that the *global* key, and every MAC check, stays right. A pairwise proof over
-    such a VOLE (:mod:`.ranges`) would leak. With a uniform z_c in every chunk, the pairwise check
-    of :func:`~.ranges.input_in_range` (a random combination opened, every receiver's pairwise
-    answer compared by the owner) fails for a receiver that varied its key, unless it predicts
-    (Delta_c - alpha) z_c: probability 1/q."""
-    as_receiver, as_sender, checks, z = _cope_rows(engine, values, q, keys, [owner], check_column=True)
-    return _merge(as_receiver, as_sender, q=q), checks, z
-
-
-def _cope_rows(engine: Any, values: np.ndarray | None, q: int, keys: int, senders: Sequence[int],
-               check_column: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
-    values = np.asarray(values, dtype=np.uint64)
-    n = len(values)
-    if n == 0:
-        return {}, {}, {}, np.zeros(0, np.uint64)
-    cols = min(MAX_OFFSETS - (1 if check_column else 0), n)
-    width = cols + (1 if check_column else 0)
-    chunks = -(-n // cols)
-    bits = (key_range(q) - 1).bit_length()  # one OT per bit of the key (KEY_BITS, or bitlen(q) below that)
-    alpha = engine.alpha(q)[:keys]
-    me = engine.me
-    z = np.zeros(chunks if check_column else 0, np.uint64)
-    receive = {j: np.repeat(alpha, chunks) for j in senders if j != me}          # row (k, chunk)
-    send = {}
-    if me in senders:
-        table = np.zeros((chunks, width), np.uint64)
-        data = np.zeros(chunks * cols, np.uint64)
-        data[:n] = values
-        table[:, :cols] = data.reshape(chunks, cols)
-        if check_column:
-            z = engine.uniform_mod((chunks,), (q,))[:, 0]
-            table[:, cols] = z
-        rows = np.tile(table, (keys, 1))                                              # row (k, chunk)
-        send = {i: rows for i in range(engine.parties) if i != me}
-    if not receive and not send:
-        return {}, {}, {}, z
-    as_receiver, as_sender = engine.ot_links().cot(receive, send, [q] * width, bits)
-    qs = np.uint64(q)
-    out: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] = ({}, {})
-    checks: dict[int, np.ndarray] = {}
-    for role, parts in enumerate((as_receiver, as_sender)):
-        for peer, part in parts.items():
-            part = part.reshape(keys, chunks, width)
-            out[role][peer] = part[:, :, :cols].reshape(keys, chunks * cols)[:, :n]
-            if check_column:
-                col = np.ascontiguousarray(part[:, :, cols])
-                checks[peer] = add_mod(checks[peer], col, qs) if peer in checks else col
-    return out[0], out[1], checks, z
-
-
-def _cope(engine: Any, values: np.ndarray, q: int, keys: int, senders: Sequence[int]) -> np.ndarray:
-    """The sum over this party's pairs of :func:`cope`: uint64 (keys, N)."""
-    out = np.zeros((keys, len(values)), np.uint64)
-    for part in cope(engine, values, q, keys, senders).values():
-        out = add_mod(out, part, np.uint64(q))
-    return out
 
 
 def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: int, *,
@@ -195,7 +97,7 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     for c, q in enumerate(moduli):
         alpha = engine.alpha(q)[:keys]
         local = mul_mod(batch[:, c][None, :, None], alpha[:, None, None], (q,))[..., 0]
-        mac[:, :, c] = add_mod(local, _cope(engine, batch[:, c], q, keys, senders), np.uint64(q))
+        mac[:, :, c] = add_mod(local, cope_sum(engine, batch[:, c], q, keys, senders), np.uint64(q))
     full = AuthShares(engine, batch, mac, moduli)
     coins = engine.joint_coins("auth-coins")
     chi = np.stack([coins.below(q, n) for q in moduli], axis=-1)  # (n, L)

@@ -4,7 +4,7 @@ entries is revealed beyond that.
 
 **How** (an owner's proof over the authenticated values, QuickSilver's polynomial check run
 pairwise; Yang, Sarkar, Weng, Wang, CCS 2021). The owner o commits, with the correlated OTs of
-MASCOT's authentication (:func:`~.preprocessing.cope`, o the only sender), its entries x, the
+MASCOT's authentication (:func:`~.cope.cope`, o the only sender), its entries x, the
 base-2^d digits (d = :data:`DIGIT_BITS`) of u = x - lo and of v = hi - x (v is skipped when
 hi - lo = 2^k - 1), and a few random values for masks. For every other party i and each of its
 MAC keys Delta = alpha_i^(k) the pair then holds a VOLE: i has K_y = M_y + Delta y for every
@@ -33,7 +33,7 @@ Before any proof, three checks: the batch also authenticates one random value, a
 combination of the batch plus it is opened into the engine's MAC check, which runs at once
 (MASCOT's check that the owner's correlated OTs used one value each, and that every party's
 *global* key was one value); then every verifier answers for its own pairwise VOLE on that
-opened combination and the owner compares (:func:`~.preprocessing.cope_checked`: a verifier
+opened combination and the owner compares (:func:`~.cope.cope_checked`: a verifier
 chooses its key row by row, and two verifiers shifting theirs by +d and -d on one chunk keep
 the global key right while their pairwise VOLEs, and so the proofs, would give entries away;
 every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer). Only
@@ -53,7 +53,7 @@ import numpy as np
 from ...errors import ConfigError, DeviationError, FrameError
 from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
 from .check import dot_mod, read_shape
-from .preprocessing import cope_checked
+from .cope import cope_checked
 from .shares import AuthShares
 
 __all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "input_in_range_basis", "refuse_outside"]

@@ -11,7 +11,7 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
 **How** (per owner o, modulus q; every party plays o's role for its own batch):
 
 1. *Base.* o's k + t + 1 uniform residues (u, beta, z): on the first run authenticated by
-   MASCOT's correlated OTs (:func:`~.preprocessing.cope_split`, o the only sender), after that
+   MASCOT's correlated OTs (:func:`~.cope.cope_split`, o the only sender), after that
    the last run's first k + t + 1 outputs of o's.
 2. *Noise.* o draws t positions p_g < 2^h; its sparse vector e has beta_g at position
    g 2^h + p_g. For every other party i: i expands t GGM trees (random roots) with leaves v^i;
@@ -20,7 +20,7 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
    learns every leaf but p_g. i sends d_g = M_i(beta_g) + sum_x v^i_gx per key (M_i: its MAC
    share). Then i's MAC shares of e are -v^i, and o's are sum_i v^i_x off the points and
    M_o(beta_g) + sum_i (d_g - sum_{x != p_g} v^i_gx) at them: the shares add up to alpha e.
-3. *LPN.* y = A u + e with A the public 10-sparse code of :func:`shaper._native.vole_lpn`; every
+3. *LPN.* y = A u + e with A the public 10-sparse code of :func:`shaper.kernel.lpn`; every
    party applies A to its MAC shares of u and adds its MAC shares of e (all linear).
 4. *Check.* Coins drawn after every message weigh every base value and every output; the
    combination plus z is opened and goes to the MAC check (:meth:`~.engine.ActiveEngine.check`)
@@ -37,7 +37,7 @@ output, against 640 for MASCOT's authentication of a value. The CPU is the LPN e
 products per output and row) and the leaves' AES.
 
 **Soundness.** The run's check weighs every value with a coin no party chose (a weight is no
-likelier than 2/q, :func:`shaper._native.vole_weighted_sums`), so a nonzero error in the MAC
+likelier than 2/q, :func:`shaper.kernel.weighted_sums`), so a nonzero error in the MAC
 shares survives the combination with probability at most 2/q, and the MAC check that follows
 passes a nonzero error in the combination with probability 2^-40 per key (:mod:`.shares`): the
 engine's 2^-78 per check at 61 bits with two keys.
@@ -67,13 +67,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import FrameError
+from ...kernels import vole as kernel
 from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
+from .cope import cope_split
 from .shares import AuthShares
-
-try:  # the GGM and LPN kernels are native; without them the engine authenticates by COPE only
-    from ... import _native
-except ImportError:  # pragma: no cover - exercised where the extension is absent
-    _native = None
 
 __all__ = ["ALL", "LPN", "LpnParams", "SILENT_MIN", "SilentPool", "available", "produce"]
 
@@ -117,7 +114,7 @@ PURPOSE = 3 << 8
 
 def available() -> bool:
     """Whether the native kernels are here (every party must agree: a job runs one way)."""
-    return _native is not None and hasattr(_native, "vole_lpn")
+    return kernel.available()
 
 
 class SilentPool:
@@ -190,8 +187,6 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     own values), uniform to every party. ``reserve``: each owner's base from an earlier run's
     outputs (:data:`BASE` + ... values, as this run returns them); without it the base is
     authenticated by MASCOT's correlated OTs."""
-    from .preprocessing import cope_split  # preprocessing calls this module
-
     me, n_parties = engine.me, engine.parties
     owners = sorted(set(owners))
     if shared and owners != list(range(n_parties)):
@@ -237,8 +232,8 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     mine_v: dict[int, np.ndarray] = {}
     for o in serve:  # this party's trees for owner o
         roots = np.frombuffer(engine.prg.random_bytes(16 * t), dtype=np.uint8).reshape(t, 16)
-        leaves, sums = _native.vole_ggm_expand(roots, h)
-        values, tree_sums = _native.vole_leaf_values(leaves, q, keys, m)
+        leaves, sums = kernel.ggm_expand(roots, h)
+        values, tree_sums = kernel.leaf_values(leaves, q, keys, m)
         del leaves
         qrows, tweak = got_q[o]
         h0, h1 = links.hash_rows(np.ascontiguousarray(qrows[:count]), (tweak[0] | PURPOSE, tweak[1]),
@@ -264,8 +259,8 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
                             dtype=np.uint8).reshape(count, 16)
             side = (1 - bits.ravel()).astype(np.int64)
             chosen = np.ascontiguousarray(pair[np.arange(count), side] ^ ht)
-            leaves = _native.vole_ggm_punctured(chosen, points, h)
-            values, tree_sums = _native.vole_leaf_values(leaves, q, keys, m, points)
+            leaves = kernel.ggm_punctured(chosen, points, h)
+            values, tree_sums = kernel.leaf_values(leaves, q, keys, m, points)
             del leaves
             mu = values if mu is None else add_mod(mu, values, qs)
             fix = add_mod(fix, sub_mod(d, tree_sums, np.uint64(q)), np.uint64(q))
@@ -286,9 +281,9 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             head_noise.append(neg_mod(v[:, :kb], qs))
             mac_base = add_mod(mac_base, base_mac[o][:, :k], qs)
             noise_mac = sub_mod(noise_mac, v, qs)
-        out = _native.vole_lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
+        out = kernel.lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
                                np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED)
-        head = _native.vole_lpn(np.ascontiguousarray(np.concatenate(head_base)),
+        head = kernel.lpn(np.ascontiguousarray(np.concatenate(head_base)),
                                 np.ascontiguousarray(np.concatenate(head_noise)), q, CODE_SEED)
         groups = [(ALL, out)]
         heads, row = {}, 0
@@ -307,7 +302,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
                 rows_base.append(base_mac[o][:, :k])
                 rows_noise.append(neg_mod(mine_v.pop(o), qs))
                 layout.append((o, keys))
-        out = _native.vole_lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q,
+        out = kernel.lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q,
                                CODE_SEED)
         groups, heads, row = [], {}, 0
         for o, width in layout:
@@ -328,12 +323,12 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     for o in owners:
         rows = np.ascontiguousarray(base_mac[o][:, :kb - 1] if o != me else
                                     np.concatenate([base_mac[o][:, :kb - 1], base[None, :kb - 1]]))
-        sums = _native.vole_weighted_sums(rows, q, coins.random_bytes(16))
+        sums = kernel.weighted_sums(rows, q, coins.random_bytes(16))
         mac = add_mod(mac, add_mod(sums[:keys], base_mac[o][:, kb - 1], qs), qs)
         if o == me:
             share = add_mod(share, add_mod(sums[keys:], base[kb - 1:], qs), qs)
     for key, rows in groups:
-        sums = _native.vole_weighted_sums(rows, q, coins.random_bytes(16))
+        sums = kernel.weighted_sums(rows, q, coins.random_bytes(16))
         if rows.shape[0] == 1 + keys:  # this party's own values first, then its MAC shares
             share = add_mod(share, sums[:1], qs)
             sums = sums[1:]
