@@ -228,7 +228,7 @@ pub fn weighted_sums(seed: &[u8; BLOCK], md: &Modulus, rows: &[u64], n: usize) -
 }
 
 /// Outputs per batch of the code's AES keystream.
-const CODE_CHUNK: usize = 512;
+const CODE_CHUNK: usize = 512; // even: two check weights per AES block
 
 /// The public code's row i from its keystream block `buf` (`CODE_BLOCKS` × 16 bytes):
 /// `LPN_WEIGHT` distinct indices below k and `LPN_WEIGHT` coefficient words.
@@ -285,7 +285,8 @@ fn code_indices(seed: &[u8; BLOCK], k: usize, n: usize) -> std::sync::Arc<Vec<u3
 /// group's base row-interleaved (k × R), `noise` every row (row r0 + r of the group at (r0 + r) n).
 #[inline(never)]
 fn apply<const R: usize>(md: &Modulus, base_t: &[u64], code: (&[[usize; LPN_WEIGHT]], &[[u64; LPN_WEIGHT]]),
-                         noise: &mut [u64], n: usize, r0: usize, start: usize) {
+                         noise: &mut [u64], n: usize, r0: usize, start: usize, weights: Option<&[u8]>,
+                         wsum: &mut [u64]) {
     let q = md.q;
     let fold = |x: u64| -> u64 {
         let x = if x >= 2 * q { x - 2 * q } else { x };
@@ -312,12 +313,27 @@ fn apply<const R: usize>(md: &Modulus, base_t: &[u64], code: (&[[usize; LPN_WEIG
         for r in 0..R {
             noise[(r0 + r) * n + i] = tot[r];
         }
+        if let Some(w) = weights {
+            // the check's weighted sums, as `weighted_sums` defines them (one REDC per product:
+            // the weights are below 2^62 and the outputs below q)
+            let wi = (u64::from_le_bytes(w[8 * c..8 * c + 8].try_into().unwrap()) >> 2) as u128;
+            for r in 0..R {
+                wsum[r0 + r] = fold(wsum[r0 + r] + md.redc_pub(wi * tot[r] as u128));
+            }
+        }
     }
 }
 
 /// out[r][i] = noise[r][i] + Σ_j c_ij base[r][idx_ij] mod q for `rows` rows (row-major: base rows ×
 /// k, noise rows × n, overwritten with the result). Every input below q; k ≥ `LPN_WEIGHT`.
 pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, noise: &mut [u64], n: usize) -> Result<(), String> {
+    lpn_encode_checked(seed, md, base, k, noise, n, None).map(|_| ())
+}
+
+/// [`lpn_encode`], and with `check` every output row's [`weighted_sums`] under that seed, computed
+/// on the way (the rows are not read a second time).
+pub fn lpn_encode_checked(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, noise: &mut [u64], n: usize,
+                          check: Option<&[u8; BLOCK]>) -> Result<Vec<u64>, String> {
     if k < LPN_WEIGHT || base.len() % k != 0 || noise.len() != base.len() / k * n {
         return Err(format!("LPN encode: base of {} words in rows of k = {k}, noise of {} words in rows of {n}",
                            base.len(), noise.len()));
@@ -340,6 +356,9 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
     }).collect();
     let cipher = Cipher::new(seed);
     let indices = code_indices(seed, k, n);
+    let wcipher = check.map(Cipher::new);
+    let mut wstream = vec![0u8; CODE_CHUNK * 8];
+    let mut wsum = vec![0u64; rows];
     let mut buf = vec![0u8; CODE_CHUNK * CODE_BLOCKS * BLOCK];
     let mut idx = vec![[0usize; LPN_WEIGHT]; CODE_CHUNK];
     let mut coef = vec![[0u64; LPN_WEIGHT]; CODE_CHUNK];
@@ -354,17 +373,22 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
                 coef[c][j] = u64::from_le_bytes(row[48 + 8 * j..56 + 8 * j].try_into().unwrap()) >> 2;
             }
         }
+        let weights = wcipher.as_ref().map(|wc| {
+            let w = &mut wstream[..count.div_ceil(2) * BLOCK];
+            wc.ctr((start / 2) as u128, w);
+            &*w
+        });
         for (&(r0, g), t) in groups.iter().zip(&interleaved) {
             let code = (&idx[..count], &coef[..count]);
             match g {
-                1 => apply::<1>(md, t, code, noise, n, r0, start),
-                2 => apply::<2>(md, t, code, noise, n, r0, start),
-                3 => apply::<3>(md, t, code, noise, n, r0, start),
-                _ => apply::<4>(md, t, code, noise, n, r0, start),
+                1 => apply::<1>(md, t, code, noise, n, r0, start, weights, &mut wsum),
+                2 => apply::<2>(md, t, code, noise, n, r0, start, weights, &mut wsum),
+                3 => apply::<3>(md, t, code, noise, n, r0, start, weights, &mut wsum),
+                _ => apply::<4>(md, t, code, noise, n, r0, start, weights, &mut wsum),
             }
         }
     }
-    Ok(())
+    Ok(wsum)
 }
 
 #[cfg(test)]
@@ -496,6 +520,11 @@ mod tests {
             });
             assert_eq!(out[i] as u128, want);
         }
+        // the fused check sums are the weighted sums of the outputs
+        let mut again = vec![0u64; 2 * n];
+        let sums = lpn_encode_checked(&seed, &md, &base, k, &mut again, n, Some(&[7u8; 16])).unwrap();
+        assert_eq!(again, out);
+        assert_eq!(sums, weighted_sums(&[7u8; 16], &md, &out, n).unwrap());
         // linearity: encode(a + b) = encode(a) + encode(b)
         let sum: Vec<u64> = a.iter().zip(&b).map(|(x, y)| (x + y) % Q).collect();
         let mut one = vec![0u64; n];

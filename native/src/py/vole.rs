@@ -74,12 +74,16 @@ fn vole_leaf_values<'py>(py: Python<'py>, leaves: PyReadonlyArray2<'py, u8>, q: 
 }
 
 /// ``noise + A base`` row by row, mod ``q``: base (rows, k), noise (rows, n), A the public
-/// 10-sparse code of ``seed`` (16 bytes); returns a new (rows, n) array.
+/// 10-sparse code of ``seed`` (16 bytes); returns a new (rows, n) array, or with ``check`` (16
+/// bytes) the pair (it, every row's weighted sums under that seed, as ``vole_weighted_sums``).
 #[pyfunction]
+#[pyo3(signature = (base, noise, q, seed, check=None))]
 fn vole_lpn<'py>(py: Python<'py>, base: PyReadonlyArray2<'py, u64>, noise: PyReadonlyArray2<'py, u64>, q: u64,
-                 seed: &[u8]) -> PyResult<Bound<'py, PyArray2<u64>>> {
+                 seed: &[u8], check: Option<&[u8]>) -> PyResult<Bound<'py, PyAny>> {
     let seed: [u8; BLOCK] = seed.try_into()
         .map_err(|_| PyValueError::new_err(format!("vole_lpn: the code's seed is 16 bytes, got {}", seed.len())))?;
+    let check: Option<[u8; BLOCK]> = check.map(|c| c.try_into()).transpose()
+        .map_err(|_| PyValueError::new_err("vole_lpn: the check's seed is 16 bytes"))?;
     let (rows, k, n) = (base.shape()[0], base.shape()[1], noise.shape()[1]);
     if noise.shape()[0] != rows {
         return Err(PyValueError::new_err(format!("vole_lpn: {rows} base rows, {} noise rows", noise.shape()[0])));
@@ -87,8 +91,13 @@ fn vole_lpn<'py>(py: Python<'py>, base: PyReadonlyArray2<'py, u64>, noise: PyRea
     let md = Modulus::new(q).map_err(PyValueError::new_err)?;
     let b = contiguous(&base, "base")?;
     let mut out = contiguous(&noise, "noise")?.to_vec();
-    py.detach(|| vole::lpn_encode(&seed, &md, b, k, &mut out, n)).map_err(PyValueError::new_err)?;
-    Ok(numpy::ndarray::Array2::from_shape_vec((rows, n), out).expect("shape").into_pyarray(py))
+    let sums = py.detach(|| vole::lpn_encode_checked(&seed, &md, b, k, &mut out, n, check.as_ref()))
+        .map_err(PyValueError::new_err)?;
+    let out = numpy::ndarray::Array2::from_shape_vec((rows, n), out).expect("shape").into_pyarray(py);
+    Ok(match check {
+        None => out.into_any(),
+        Some(_) => (out, sums.into_pyarray(py)).into_pyobject(py)?.into_any(),
+    })
 }
 
 /// ``sum_x c_x rows[r, x] mod q`` per row, the weights from AES-CTR under ``seed`` (16 bytes):

@@ -50,9 +50,10 @@ def leaf_values(leaves: np.ndarray, q: int, keys: int, tree: int, skip: np.ndarr
     return _native_or_raise().vole_leaf_values(leaves, q, keys, tree, skip)
 
 
-def lpn(base: np.ndarray, noise: np.ndarray, q: int, seed: bytes) -> np.ndarray:
-    """``noise + A base`` per row mod q, A the public 10-sparse code of ``seed``."""
-    return _native_or_raise().vole_lpn(base, noise, q, seed)
+def lpn(base: np.ndarray, noise: np.ndarray, q: int, seed: bytes, check: bytes | None = None) -> Any:
+    """``noise + A base`` per row mod q, A the public 10-sparse code of ``seed``; with ``check``
+    the pair (it, each row's :func:`weighted_sums` under ``check``), computed in one pass."""
+    return _native_or_raise().vole_lpn(base, noise, q, seed, check)
 
 
 def weighted_sums(rows: np.ndarray, q: int, seed: bytes) -> np.ndarray:

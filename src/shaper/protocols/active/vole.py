@@ -268,9 +268,16 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         noise = np.zeros(N, np.uint64)
         noise[at] = base[k:k + t]
 
+    # the check's coins, drawn after every message of the run (what follows is local): each
+    # owner's base and outputs get weights of their own
+    coins = engine.joint_coins("silent-vole")
+    base_seeds = [coins.random_bytes(16) for _ in owners]
+    out_seeds = [coins.random_bytes(16) for _ in (owners if not shared else [ALL])]
+    sums_of: dict[int, np.ndarray] = {}
+
     # 3. LPN, one pass over every row this party holds; the first kb outputs of every owner are
     # the next run's base (with ``shared``, every owner's MAC shares of the rest summed first:
-    # the pool then holds the sum of the owners' values)
+    # the pool then holds the sum of the owners' values, and the check's sums come with it)
     if shared:
         mac_base = base_mac[me][:, :k].copy()
         noise_mac = mu
@@ -281,10 +288,10 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             head_noise.append(neg_mod(v[:, :kb], qs))
             mac_base = add_mod(mac_base, base_mac[o][:, :k], qs)
             noise_mac = sub_mod(noise_mac, v, qs)
-        out = kernel.lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
-                               np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED)
+        out, sums_of[ALL] = kernel.lpn(np.ascontiguousarray(np.concatenate([base[None, :k], mac_base])),
+                                       np.concatenate([noise[None, :], noise_mac]), q, CODE_SEED, out_seeds[0])
         head = kernel.lpn(np.ascontiguousarray(np.concatenate(head_base)),
-                                np.ascontiguousarray(np.concatenate(head_noise)), q, CODE_SEED)
+                          np.ascontiguousarray(np.concatenate(head_noise)), q, CODE_SEED)
         groups = [(ALL, out)]
         heads, row = {}, 0
         for o in [me] + serve:
@@ -302,8 +309,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
                 rows_base.append(base_mac[o][:, :k])
                 rows_noise.append(neg_mod(mine_v.pop(o), qs))
                 layout.append((o, keys))
-        out = kernel.lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q,
-                               CODE_SEED)
+        out = kernel.lpn(np.ascontiguousarray(np.concatenate(rows_base)), np.concatenate(rows_noise), q, CODE_SEED)
         groups, heads, row = [], {}, 0
         for o, width in layout:
             groups.append((o, out[row:row + width]))
@@ -315,20 +321,19 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     nxt = {o: ((rows[0].copy(), np.ascontiguousarray(rows[1:])) if rows.shape[0] == 1 + keys
                else (None, np.ascontiguousarray(rows))) for o, rows in heads.items()}
 
-    # 4. the check: coins after every message weigh every base value and every output, plus z
-    # (each owner's base and outputs with weights of their own)
-    coins = engine.joint_coins("silent-vole")
+    # 4. the check: the coins weigh every base value and every output (the whole run's, the next
+    # base included), plus z
     share = np.zeros(1, np.uint64)
     mac = np.zeros(keys, np.uint64)
-    for o in owners:
+    for o, seed in zip(owners, base_seeds):
         rows = np.ascontiguousarray(base_mac[o][:, :kb - 1] if o != me else
                                     np.concatenate([base_mac[o][:, :kb - 1], base[None, :kb - 1]]))
-        sums = kernel.weighted_sums(rows, q, coins.random_bytes(16))
+        sums = kernel.weighted_sums(rows, q, seed)
         mac = add_mod(mac, add_mod(sums[:keys], base_mac[o][:, kb - 1], qs), qs)
         if o == me:
             share = add_mod(share, add_mod(sums[keys:], base[kb - 1:], qs), qs)
-    for key, rows in groups:
-        sums = kernel.weighted_sums(rows, q, coins.random_bytes(16))
+    for (key, rows), seed in zip(groups, out_seeds):
+        sums = sums_of[key] if key in sums_of else kernel.weighted_sums(rows, q, seed)
         if rows.shape[0] == 1 + keys:  # this party's own values first, then its MAC shares
             share = add_mod(share, sums[:1], qs)
             sums = sums[1:]
