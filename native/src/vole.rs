@@ -465,7 +465,7 @@ mod tests {
     fn weighted_sums_match_their_definition() {
         let md = Modulus::new(Q).unwrap();
         let n = 5000;
-        let rows: Vec<u64> = (0..2 * n as u64).map(|i| (i * 0x9E37_79B9_7F4A_7C15 + 11) % Q).collect();
+        let rows: Vec<u64> = (0..2 * n as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(11)) % Q).collect();
         let seed = [4u8; 16];
         let got = weighted_sums(&seed, &md, &rows, n).unwrap();
         let mut stream = vec![0u8; n.div_ceil(2) * BLOCK];
@@ -496,8 +496,8 @@ mod tests {
         let md = Modulus::new(Q).unwrap();
         let r_inv = inverse_r(); // R^-1 mod q
         let (k, n) = (50usize, 40usize);
-        let a: Vec<u64> = (0..k as u64).map(|i| (i * 0x9E37_79B9_7F4A_7C15) % Q).collect();
-        let b: Vec<u64> = (0..k as u64).map(|i| (i * 0xC2B2_AE3D_27D4_EB4F + 5) % Q).collect();
+        let a: Vec<u64> = (0..k as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % Q).collect();
+        let b: Vec<u64> = (0..k as u64).map(|i| (i.wrapping_mul(0xC2B2_AE3D_27D4_EB4F).wrapping_add(5)) % Q).collect();
         let seed = [9u8; 16];
         let mut base = a.clone();
         base.extend(&b);
