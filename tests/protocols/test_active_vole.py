@@ -163,7 +163,7 @@ def test_one_sides_level_sum_off_is_caught_or_changes_nothing(parties):
 
 def test_a_party_that_skips_the_runs_check_stalls_everyone():
     dev = [Deviation(tag=r"act-open-\d+", action="drop", nth=0)]
-    res = run(2, shared_program, deviant=1, deviations=dev, timeout=10)
+    res = run(2, shared_program, deviant=1, deviations=dev, timeout=5)
     assert_all_stopped(res, 1, kinds=("PeerTimeout",), words="act-open")
 
 
