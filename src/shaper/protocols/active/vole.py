@@ -20,7 +20,7 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
    learns every leaf but p_g. i sends d_g = M_i(beta_g) + sum_x v^i_gx per key (M_i: its MAC
    share). Then i's MAC shares of e are -v^i, and o's are sum_i v^i_x off the points and
    M_o(beta_g) + sum_i (d_g - sum_{x != p_g} v^i_gx) at them: the shares add up to alpha e.
-3. *LPN.* y = A u + e with A the public 10-sparse code of :func:`shaper.kernel.lpn`; every
+3. *LPN.* y = A u + e with A the public 10-sparse code of :func:`shaper.kernels.vole.lpn`; every
    party applies A to its MAC shares of u and adds its MAC shares of e (all linear).
 4. *Check.* Coins drawn after every message weigh every base value and every output; the
    combination plus z is opened and goes to the MAC check (:meth:`~.engine.ActiveEngine.check`)
@@ -37,7 +37,7 @@ output, against 640 for MASCOT's authentication of a value. The CPU is the LPN e
 products per output and row) and the leaves' AES.
 
 **Soundness.** The run's check weighs every value with a coin no party chose (a weight is no
-likelier than 2/q, :func:`shaper.kernel.weighted_sums`), so a nonzero error in the MAC
+likelier than 2/q, :func:`shaper.kernels.vole.weighted_sums`), so a nonzero error in the MAC
 shares survives the combination with probability at most 2/q, and the MAC check that follows
 passes a nonzero error in the combination with probability 2^-40 per key (:mod:`.shares`): the
 engine's 2^-78 per check at 61 bits with two keys.
@@ -60,7 +60,6 @@ in the MAC check and nowhere else.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -185,8 +184,8 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     {owner: the same for the next run's base}). ``shared`` (every party an owner): the first
     dict has one entry under :data:`ALL`, the sum of the owners' values (this party's share: its
     own values), uniform to every party. ``reserve``: each owner's base from an earlier run's
-    outputs (:data:`BASE` + ... values, as this run returns them); without it the base is
-    authenticated by MASCOT's correlated OTs."""
+    outputs (:attr:`LpnParams.base_values` of them, as this run returns them); without it the
+    base is authenticated by MASCOT's correlated OTs."""
     me, n_parties = engine.me, engine.parties
     owners = sorted(set(owners))
     if shared and owners != list(range(n_parties)):
@@ -340,8 +339,3 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         mac = add_mod(mac, sums, qs)
     engine.open_partial(AuthShares(engine, share[:, None], mac[:, None, None], (q,)), "silent VOLE")
     return made, nxt
-
-
-def runs_for(count: int, params: LpnParams = LPN) -> int:
-    """Pool runs needed for ``count`` values of one owner."""
-    return math.ceil(count / params.outputs)
