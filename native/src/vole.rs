@@ -334,7 +334,7 @@ pub fn lpn_encode(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, nois
 /// on the way (the rows are not read a second time).
 pub fn lpn_encode_checked(seed: &[u8; BLOCK], md: &Modulus, base: &[u64], k: usize, noise: &mut [u64], n: usize,
                           check: Option<&[u8; BLOCK]>) -> Result<Vec<u64>, String> {
-    if k < LPN_WEIGHT || base.len() % k != 0 || noise.len() != base.len() / k * n {
+    if k < LPN_WEIGHT || k > u32::MAX as usize || base.len() % k != 0 || noise.len() != base.len() / k * n {
         return Err(format!("LPN encode: base of {} words in rows of k = {k}, noise of {} words in rows of {n}",
                            base.len(), noise.len()));
     }

@@ -234,3 +234,5 @@ def test_punctured_trees_give_every_leaf_but_the_point():
         assert int(values[0, (g << h) + int(points[g])]) == 0
     with pytest.raises(ValueError, match="outside"):
         _native.vole_ggm_punctured(chosen, points + np.uint64(64), h)
+    with pytest.raises(ValueError, match="outside"):
+        _native.vole_leaf_values(got.reshape(-1, 16), P, 2, 1 << h, points + np.uint64(32))

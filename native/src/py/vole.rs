@@ -64,7 +64,11 @@ fn vole_leaf_values<'py>(py: Python<'py>, leaves: PyReadonlyArray2<'py, u8>, q: 
             if a.len() != t {
                 return Err(PyValueError::new_err(format!("vole_leaf_values: {} skipped leaves for {t} trees", a.len())));
             }
-            Some(contiguous(a, "skip")?)
+            let points = contiguous(a, "skip")?;
+            if let Some(p) = points.iter().find(|&&p| p >= tree as u64) {
+                return Err(PyValueError::new_err(format!("vole_leaf_values: skipped leaf {p} outside a tree of {tree}")));
+            }
+            Some(points)
         }
         None => None,
     };
