@@ -12,7 +12,9 @@
 //! - [`modq`]: products modulo odd word-size moduli (prime-field and RNS shares);
 //! - [`ot`]: oblivious transfer (base OT, IKNP extension, correlation-robust hash, COT/Gilboa);
 //! - [`rns`]: RNS-CKKS polynomial kernels (NTT, element-wise ops, rescale, key switching);
-//! - [`cyclo`]: the double-CRT transform of Z_q[X]/Phi_m for odd m (Bluestein on [`rns`]'s NTT).
+//! - [`cyclo`]: the double-CRT transform of Z_q[X]/Phi_m for odd m (Bluestein on [`rns`]'s NTT);
+//! - [`vole`]: the silent VOLE's GGM trees and LPN encoder;
+//! - [`z2k`]: arithmetic mod 2^(64 L) and the wide correlated OT of the SPDZ2k domain.
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
 //! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`), `psi`
@@ -40,6 +42,7 @@ mod py;
 pub mod rns;
 pub mod rss;
 pub mod vole;
+pub mod z2k;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -56,5 +59,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::rns::register(m)?;
     py::cyclo::register(m)?;
     py::vole::register(m)?;
+    py::z2k::register(m)?;
     Ok(())
 }

@@ -13,3 +13,4 @@ pub mod rns;
 pub mod psi;
 pub mod rss;
 pub mod vole;
+pub mod z2k;
