@@ -51,14 +51,18 @@ from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 import numpy as np
 
+from ...arrays import is_sparse
+from ...crypto import encoding
 from ...errors import ConfigError, DeviationError, FrameError
+from ...kernels import z2k
 from ...kernels.modq import add_mod, basis, lift_public, moduli_array, mul_mod, sub_mod
 from ..additive.fields import sum_residues, uniform_residues
 from ..api import Engine, ModShares, Shared
 from ..ot import links_for
-from . import dabits, preprocessing, ranges, vole
+from . import dabits, preprocessing, ranges, spdz2k, vole
 from .bits import AuthBitDomain, AuthBits
 from .check import MAX_INPUT, Openings, read_shape
+from .spdz2k import AuthRing
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
 
 __all__ = ["ActiveEngine"]
@@ -120,6 +124,10 @@ class ActiveEngine(AuthBitDomain, Engine):
         # must make the same choice (the default follows the native extension, as the OT does)
         self.silent = vole.SilentPool() if (vole.available() if silent is None else silent) else None
         self.triples_made = 0
+        # the ring Z_2^64 (SPDZ2k) needs the native ring kernels and the OT extension's own rows
+        self._z2k: spdz2k.Ring | None = None
+        ring = spdz2k.available() and (links is None or hasattr(links, "rows"))
+        self.domains = type(self).domains | {"ring"} if ring else type(self).domains  # type: ignore[misc]
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _tag(self, what: str) -> str:
@@ -188,9 +196,12 @@ class ActiveEngine(AuthBitDomain, Engine):
 
     @guarded
     def check_all(self, phase: str = "output") -> None:
-        """Both domains' checks: the prime fields' MAC check and the bits' (:mod:`.bits`)."""
+        """Every domain's checks: the prime fields' MAC check, the bits' (:mod:`.bits`) and the
+        ring's (:mod:`.spdz2k`, once it is in use)."""
         self.openings.check(self.session, self.alpha, self._tag(f"check-{phase}"))
         AuthBitDomain.check_bits(self, phase)
+        if self._z2k is not None:
+            self._z2k.check(1, phase)
 
     # -- bits (:mod:`.bits`): every interactive step guarded ----------------------------------------
     @guarded
@@ -504,24 +515,142 @@ class ActiveEngine(AuthBitDomain, Engine):
 
         return sampling.gaussian(self, count, self._basis(moduli), **kw)
 
-    # -- Z_2^64 fixed point is not held here ------------------------------------------------------------
-    def share(self, values: Any, *, owner: int, frac_bits: int | None = None) -> Shared:
-        raise self._no_domain("ring")
+    # -- Z_2^64 fixed point: SPDZ2k (:mod:`.spdz2k`), where the native ring kernels are built -------------
+    def _ring(self) -> spdz2k.Ring:
+        if "ring" not in self.domains:
+            raise self._no_domain("ring")
+        if self._z2k is None:
+            self._z2k = spdz2k.Ring(self)
+        return self._z2k
 
+    def _mine(self, x: Any) -> AuthRing:
+        if not isinstance(x, AuthRing):
+            raise TypeError(f"the active engine's ring takes its own shares, got {type(x).__name__}")
+        self._same_engine(x)
+        return x
+
+    def share(self, values: Any, *, owner: int, frac_bits: int | None = None) -> AuthRing:
+        """The owner's numbers at scale 2^frac_bits as SPDZ2k shares (a mask of the owner's and
+        its broadcast of value minus mask, recorded in every party's view)."""
+        ring = self._ring()
+        if not 0 <= owner < self.parties:
+            raise ConfigError(f"input owner {owner} is not a party (0..{self.parties - 1})")
+        f = self.frac_bits if frac_bits is None else frac_bits
+        raw = encoding.ring_encode(encoding.as_exact_array(values), f) if self.me == owner else None
+        return self._share_ring(ring, raw, owner, f)
+
+    @guarded
+    def _share_ring(self, ring: spdz2k.Ring, raw: np.ndarray | None, owner: int, f: int) -> AuthRing:
+        w, shape = ring.input(raw, owner)
+        return AuthRing.of(self, w, shape, f)
+
+    @guarded
     def reveal_ring(self, x: Shared, to: int | None = None, **options: Any) -> np.ndarray | None:
-        raise self._no_domain("ring")
+        """Open to every party or to ``to`` alone (uint64), after the ring's MAC check."""
+        x = self._mine(x)
+        if to is not None and not 0 <= to < self.parties:
+            raise ConfigError(f"output recipient {to} is not a party (0..{self.parties - 1})")
+        out = self._ring().reveal(x.wide(), to)
+        return None if out is None else out.reshape(x.shape)
 
-    def mul(self, x: Shared, y: Shared, *, truncate: bool = True) -> Shared:
-        raise self._no_domain("ring")
+    @guarded
+    def mul(self, x: Shared, y: Shared, *, truncate: bool = True) -> AuthRing:
+        """Beaver's product with SPDZ2k triples; with ``truncate``, back to x's scale."""
+        x, y = self._mine(x), self._mine(y)
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        z = self._ring().mul(x.broadcast_to(shape).wide(), y.broadcast_to(shape).wide())
+        out = AuthRing.of(self, z, shape, x.frac_bits + y.frac_bits)
+        return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
 
-    def matmul(self, x: Shared, y: Shared, *, truncate: bool = True) -> Shared:
-        raise self._no_domain("ring")
+    def matmul(self, x: Shared, y: Shared, *, truncate: bool = True) -> AuthRing:
+        """(m, k) @ (k, n) as m k n element-wise products summed (no matrix triples yet)."""
+        x, y = self._mine(x), self._mine(y)
+        m, k, n = self.check_matmul(x, y)
+        left = x.reshape(m, k, 1).broadcast_to((m, k, n))
+        right = y.reshape(1, k, n).broadcast_to((m, k, n))
+        out = self.mul(left, right, truncate=False).sum(axis=1)
+        return self.truncate(out, y.frac_bits) if truncate and y.frac_bits else out
 
-    def truncate(self, x: Shared, bits: int) -> Shared:
-        raise self._no_domain("ring")
+    @guarded
+    def truncate(self, x: Shared, bits: int) -> AuthRing:
+        """x / 2^bits, probabilistic (:mod:`.spdz2k`): floor or one more, and a large error with
+        probability about |x| / 2^63, as the passive engine's."""
+        x = self._mine(x)
+        if bits == 0:
+            return x
+        if not 0 < bits < 64:
+            raise ValueError(f"truncation bits must be in 1..63, got {bits}")
+        return AuthRing.of(self, self._ring().truncate(x.wide(), bits), x.shape, x.frac_bits - bits)
 
-    def add_public(self, x: Shared, ring_values: np.ndarray) -> Shared:
-        raise self._no_domain("ring")
+    def add_public(self, x: Shared, ring_values: np.ndarray) -> AuthRing:
+        x = self._mine(x)
+        c = np.asarray(ring_values, dtype=np.uint64)
+        shape = np.broadcast_shapes(x.shape, c.shape)
+        w = self._ring().add_public(x.broadcast_to(shape).wide(), np.broadcast_to(c, shape).reshape(-1, 1))
+        return AuthRing.of(self, w, shape, x.frac_bits)
+
+    def add(self, x: Shared, y: Any) -> Shared:
+        """x + y: shares add word-wise with carries (128-bit), public values through add_public."""
+        if not isinstance(y, Shared):
+            return Engine.add(self, x, y)
+        x, y = self._mine(x), self._mine(y)
+        frac = max(x.frac_bits, y.frac_bits)
+        a, b = x.rescaled(frac), y.rescaled(frac)
+        return AuthRing(self, z2k.add(a.share, b.share), z2k.add(a.mac, b.mac), frac)
+
+    def neg(self, x: Shared) -> AuthRing:
+        x = self._mine(x)
+        return AuthRing(self, z2k.neg(x.share), z2k.neg(x.mac), x.frac_bits)
+
+    def mul_public(self, x: Shared, value: Any, *, frac_bits: int | None = None, truncate: bool = True) -> Shared:
+        """Public integers exactly (local); reals encoded at ``frac_bits`` and truncated back."""
+        x = self._mine(x)
+        arr = encoding.as_exact_array(value)
+        if not encoding.has_floats(arr):
+            return _times(x, encoding.ring_encode(arr, 0), x.frac_bits)
+        f = x.frac_bits if frac_bits is None else frac_bits
+        product = _times(x, encoding.ring_encode(arr, f), x.frac_bits + f)
+        return product.truncate(f) if truncate else product
+
+    def matmul_public(self, x: Shared, matrix: Any, *, left: bool) -> AuthRing:
+        """``matrix @ x`` (``left``) or ``x @ matrix`` for a public integer matrix (local)."""
+        x = self._mine(x)
+        if left:
+            cols = x.shape[1:]
+            share, mac = (_apply_public(matrix, v.reshape(x.shape[0], -1, 2)) for v in (x.share, x.mac))
+            rows = share.shape[0]
+            return AuthRing(self, share.reshape((rows,) + cols + (2,)), mac.reshape((rows,) + cols + (2,)), x.frac_bits)
+        transposed = matrix.T if is_sparse(matrix) else np.asarray(matrix).T
+        xt = x.T
+        out = self.matmul_public(AuthRing(self, np.ascontiguousarray(xt.share), np.ascontiguousarray(xt.mac),
+                                          x.frac_bits), transposed, left=True)
+        return out.T  # type: ignore[return-value]
+
+
+def _times(x: AuthRing, k: np.ndarray, frac: int) -> AuthRing:
+    shape = np.broadcast_shapes(x.shape, k.shape)
+    xb, kb = x.broadcast_to(shape), np.broadcast_to(k, shape)
+    return AuthRing(x.engine, z2k.mul_word(xb.share, kb), z2k.mul_word(xb.mac, kb), frac)
+
+
+def _apply_public(matrix: Any, values: np.ndarray) -> np.ndarray:
+    """A public integer matrix (dense or scipy sparse) times words (k, n, 2) mod 2^128."""
+    if is_sparse(matrix):
+        csr = matrix.tocsr()
+        if csr.dtype.kind == "f" and not np.all(csr.data == np.round(csr.data)):
+            raise TypeError("public matrices applied to ring shares must be integer (encode reals first)")
+        if csr.shape[1] != values.shape[0]:
+            raise ValueError(f"a ({csr.shape[0]}, {csr.shape[1]}) matrix applied to {values.shape[0]} rows")
+        data = csr.data.astype(np.int64).view(np.uint64)
+        return z2k.csr_matmul(csr.indptr.astype(np.uint64), csr.indices.astype(np.uint64), data, values)
+    arr = np.asarray(matrix)
+    if arr.dtype.kind == "f":
+        if not np.all(arr == np.round(arr)):
+            raise TypeError("public matrices applied to ring shares must be integer (encode reals first)")
+    arr = np.atleast_2d(arr.astype(np.int64))
+    if arr.shape[1] != values.shape[0]:
+        raise ValueError(f"a {arr.shape} matrix applied to {values.shape[0]} rows")
+    return z2k.matmul(arr.view(np.uint64), np.ascontiguousarray(values))
 
 
 def _broadcast(x: AuthShares, shape: tuple[int, ...]) -> AuthShares:
