@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from shaper.kernels import z2k
 from shaper.net import run_in_memory
 from shaper.protocols import Hybrid2PC, InsecureDealer, OtTriples, Reference, Replicated3PC
 from shaper.protocols.active import ActiveEngine
@@ -25,8 +26,10 @@ ENGINES = ("reference", "hybrid", "replicated", "additive-2", "additive-3", "add
            "active-5")
 PARTIES = {"reference": 1, "hybrid": 2, "replicated": 3, "additive-2": 2, "additive-3": 3, "additive-5": 5,
            "active-2": 2, "active-3": 3, "active-5": 5}
-#: the engines that hold fixed point over Z_2^64 (the active engine holds prime fields only)
-RING_ENGINES = tuple(k for k in ENGINES if not k.startswith("active-"))
+#: the active engine holds fixed point over Z_2^64 (SPDZ2k) where the native ring kernels are built
+ACTIVE_RING = NATIVE and z2k.available()
+#: the engines that hold fixed point over Z_2^64
+RING_ENGINES = tuple(k for k in ENGINES if ACTIVE_RING or not k.startswith("active-"))
 
 
 def make_engine(kind, session=None, frac_bits=16):

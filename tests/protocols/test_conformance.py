@@ -130,8 +130,8 @@ MX, MY = rng.integers(-(1 << 62), 1 << 62, (3, 4)), rng.integers(-(1 << 62), 1 <
 XB, YB = rng.integers(0, 2, (3, 130)).astype(bool), rng.integers(0, 2, (3, 130)).astype(bool)
 DOMAIN_ENGINES = {"reference": {"ring", "mod", "bits"}, "hybrid": {"ring", "mod", "bits"}, "replicated": {"ring"},
                   "additive-2": {"ring", "mod", "bits"}, "additive-3": {"ring", "mod", "bits"},
-                  "additive-5": {"ring", "mod", "bits"}, "active-2": {"mod", "bits"}, "active-3": {"mod", "bits"},
-                  "active-5": {"mod", "bits"}}
+                  "additive-5": {"ring", "mod", "bits"},
+                  **{f"active-{n}": {"mod", "bits"} | ({"ring"} if C.ACTIVE_RING else set()) for n in (2, 3, 5)}}
 
 
 def test_every_engine_declares_its_domains():
