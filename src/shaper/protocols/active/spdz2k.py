@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -233,7 +234,7 @@ class Ring:
         return self.engine.session
 
     def _tag(self, what: str) -> str:
-        return self.engine._tag(f"z2k-{what}")
+        return self.engine._tag("z2k-" + re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-"))
 
     def coins(self, level: int, what: str) -> Any:
         """Joint coins (no party chose the seed); the first 32 bytes join this level's view."""
@@ -313,7 +314,7 @@ class Ring:
         of the level. Never output or branch on it before that check."""
         ses, level = self.session, x.level
         low = np.ascontiguousarray(x.share[:, :level])
-        tag = self._tag("open")
+        tag = self._tag(f"open {phase}")
         ses.broadcast(low, tag)
         total = low.copy()
         for p in range(self.engine.parties):
