@@ -159,12 +159,12 @@ def security_job(session: Any, count: int, repeat: int, engines: tuple[str, ...]
     _pin(session)
     for security in engines:  # warm-up, checked: base OTs, imports, buffers; outside the timings
         mpc_job(session, ["triples-61"], 1 << 14, CKKS_14, check=True, security=security)
-    both = ("triples-61", "bit-triples", "cmp-20")
+    both = ("triples-61", "triples-64", "bit-triples", "cmp-20")
     out: dict[str, Any] = {f"{op}/{security}": [] for op in both for security in engines}
     for _ in range(repeat):
         for op in both:
             for security in engines:
-                n = triple_count if op == "triples-61" and triple_count else count
+                n = triple_count if op == "triples-61" and triple_count else count // 4 if op == "triples-64" else count
                 out[f"{op}/{security}"].append(_cpu_timed(session, op, n, security, check=False))
     if "active" in engines:
         out["range-40/active"] = [_cpu_timed(session, "range-40", range_count, "active", check=True)]
@@ -202,7 +202,8 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
                     "bytes_per_item_by_party": [round(float(np.mean([r["bytes_per_item"] for r in party])), 1)
                                                 for party in runs]}
     if len(engines) == 2:
-        for op, key in (("triples-61", "active_over_passive"), ("bit-triples", "active_over_passive_bits"),
+        for op, key in (("triples-61", "active_over_passive"), ("triples-64", "active_over_passive_z2k"),
+                        ("bit-triples", "active_over_passive_bits"),
                         ("cmp-20", "active_over_passive_cmp"), ("gaussian", "active_over_passive_gaussian"),
                         ("a2b", "active_over_passive_a2b")):
             if f"{op}/active" not in out:
@@ -216,6 +217,8 @@ def run_security(parties: int, count: int, repeat: int, engines: tuple[str, ...]
 
 
 SECURITY_LABELS = {"triples-61/passive": "triples mod 2^61-1, passive", "triples-61/active": "triples mod 2^61-1, active",
+                   "triples-64/passive": "triples over Z_2^64, passive",
+                   "triples-64/active": "triples over Z_2^64 (SPDZ2k), active",
                    "range-40/active": "range-checked inputs (40 bits), active",
                    "mul-61/active": "products of inputs, opened, active",
                    "bit-triples/passive": "AND triples, passive", "bit-triples/active": "AND triples, active",
@@ -237,7 +240,8 @@ def print_security(n: int, res: dict) -> None:
               f"{r['bytes_per_item_per_party']:10,.1f} {r['bits_per_item_per_party']:10,.0f} "
               f"{r['cpu_us_per_item_per_party']:12,.2f}  {', '.join(f'{x:,.0f}' for x in r['runs'])}  "
               f"B/item by party: {', '.join(f'{b:,.0f}' for b in r['bytes_per_item_by_party'])}")
-    for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_bits", "AND triple"),
+    for key, what in (("active_over_passive", "triple mod 2^61-1"), ("active_over_passive_z2k", "triple over Z_2^64"),
+                      ("active_over_passive_bits", "AND triple"),
                       ("active_over_passive_cmp", "20-bit comparison"), ("active_over_passive_gaussian", "Gaussian sample"),
                       ("active_over_passive_a2b", "Z_q -> Z_2")):
         if key in res:

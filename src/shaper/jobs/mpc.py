@@ -25,7 +25,7 @@ OPS = ("ot", "triples-61", "triples-64", "bit-triples", "gaussian", "ternary", "
 #: authenticated inputs opened after the MAC check, range-checked inputs, and AND triples
 #: (authenticated bits, WRK17's checked leaky ANDs, bucketed), and comparisons of two parties'
 #: private 20-bit integers on them; the conversions and samplers on daBits
-ACTIVE_OPS = ("triples-61", "mul-61", "range-40", "range-40-rns", "bit-triples", "cmp-20", "gaussian", "ternary", "b2a-61",
+ACTIVE_OPS = ("triples-61", "triples-64", "mul-61", "range-40", "range-40-rns", "bit-triples", "cmp-20", "gaussian", "ternary", "b2a-61",
               "b2a", "a2b")
 #: the operations both engines run through the same engine methods
 CONVERSIONS = ("gaussian", "ternary", "b2a-61", "b2a", "a2b")
@@ -122,6 +122,14 @@ def _active_job(session: Any, ops: Sequence[str], count: int, moduli: Sequence[i
                 av, bv, cv = (v[rows].reveal()[:, 0] for v in (a, b, c))
                 if any(int(x) * int(y) % P61 != int(z) for x, y, z in zip(av, bv, cv)):
                     raise AssertionError("an active triple is wrong")
+        elif op == "triples-64":   # SPDZ2k: Z_2^64 in shares mod 2^128, sacrificed mod 2^192
+            res = _timed(session, lambda: engine.ring_triples(count // 4), count // 4)
+            if check:
+                a, b, c = (v[:64].reveal() for v in res["result"])
+                with np.errstate(over="ignore"):
+                    wrong = not np.array_equal(c.view(np.uint64), a.view(np.uint64) * b.view(np.uint64))
+                if wrong:
+                    raise AssertionError("an active Z_2^64 triple is wrong")
         elif op == "mul-61":
             n = count // 4
             x = engine.share_mod(np.arange(n) if session.index == 0 else None, owner=0, moduli=(P61,))

@@ -523,6 +523,13 @@ class ActiveEngine(AuthBitDomain, Engine):
             self._z2k = spdz2k.Ring(self)
         return self._z2k
 
+    @guarded
+    def ring_triples(self, count: int) -> tuple[AuthRing, AuthRing, AuthRing]:
+        """``count`` checked SPDZ2k triples over Z_2^64 (scale 0), for benchmarks and tests: the
+        engine's own products take theirs from the same generator."""
+        a, b, c = self._ring().take_triples(1, count)
+        return tuple(AuthRing.of(self, w, (count,), 0) for w in (a, b, c))  # type: ignore[return-value]
+
     def _mine(self, x: Any) -> AuthRing:
         if not isinstance(x, AuthRing):
             raise TypeError(f"the active engine's ring takes its own shares, got {type(x).__name__}")
