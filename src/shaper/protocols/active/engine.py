@@ -38,8 +38,10 @@ keeps MASCOT's COPE for every batch; every party must choose alike).
 The engine holds the prime-field domain and the bits (``domains = {"mod", "bits"}``;
 authenticated bits, their AND triples and openings in :mod:`.bits`), and the conversions and
 samplers between them on checked daBits (:mod:`.dabits`: Z_2 -> Z_q, Z_q -> Z_2, integers in
-bit planes into a basis, uniform ternary, the discrete Gaussian); fixed point over Z_2^64 and
-the Z_3 chain stay with the passive :class:`~shaper.protocols.additive.AdditiveEngine`.
+bit planes into a basis, uniform ternary, the discrete Gaussian). Fixed point over Z_2^64 (the
+``"ring"`` domain: ``share``, ``reveal``, ``*``, ``@``, ``truncate``) is SPDZ2k, shares mod
+2^128 (:mod:`.spdz2k`), where the native ring kernels are built; the Z_3 chain stays with the
+passive :class:`~shaper.protocols.additive.AdditiveEngine`.
 ``reveal`` of either domain runs both domains' checks.
 """
 
@@ -124,7 +126,7 @@ class ActiveEngine(AuthBitDomain, Engine):
         # must make the same choice (the default follows the native extension, as the OT does)
         self.silent = vole.SilentPool() if (vole.available() if silent is None else silent) else None
         self.triples_made = 0
-        # the ring Z_2^64 (SPDZ2k) needs the native ring kernels and the OT extension's own rows
+        # the ring Z_2^64 (SPDZ2k) needs the native ring kernels and OT links that give their rows
         self._z2k: spdz2k.Ring | None = None
         ring = spdz2k.available() and (links is None or hasattr(links, "rows"))
         self.domains = type(self).domains | {"ring"} if ring else type(self).domains  # type: ignore[misc]
