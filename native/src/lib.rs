@@ -14,7 +14,8 @@
 //! - [`rns`]: RNS-CKKS polynomial kernels (NTT, element-wise ops, rescale, key switching);
 //! - [`cyclo`]: the double-CRT transform of Z_q[X]/Phi_m for odd m (Bluestein on [`rns`]'s NTT);
 //! - [`vole`]: the silent VOLE's GGM trees and LPN encoder;
-//! - [`z2k`]: arithmetic mod 2^(64 L) and the wide correlated OT of the SPDZ2k domain.
+//! - [`z2k`]: arithmetic mod 2^(64 L) and the wide correlated OT of the SPDZ2k domain;
+//! - [`bucket`]: the local combining of WRK17's bucketed AND triples.
 //!
 //! Bindings (`py/`): `pool` (thread pool, GIL release), `boundary` (array checks), `bigint`
 //! (`Context`, `CombTable`, `ifma_available`), `rss` (`rss_*`, `KeyStream`), `psi`
@@ -32,6 +33,7 @@ use pyo3::prelude::*;
 
 pub mod aes;
 pub mod bigint;
+pub mod bucket;
 pub mod cyclo;
 pub mod modq;
 pub mod okvs;

@@ -1,5 +1,6 @@
-//! Bindings of the SPDZ2k ring kernels (`crate::z2k`): arithmetic mod 2^(64 L) on flat uint64
-//! arrays (L words per element) and the wide correlated OT. Sans I/O; GIL released while they run.
+//! Bindings of the SPDZ2k ring kernels (`crate::z2k`: arithmetic mod 2^(64 L) on flat uint64
+//! arrays, L words per element, and the wide correlated OT) and of the AND triples' bucketing
+//! (`crate::bucket`). Sans I/O; GIL released while they run.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -230,5 +231,85 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z2k_subset_sums, m)?)?;
     m.add_function(wrap_pyfunction!(z2k_cot_send, m)?)?;
     m.add_function(wrap_pyfunction!(z2k_cot_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_open, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_close, m)?)?;
+    m.add_function(wrap_pyfunction!(abit_rows_into, m)?)?;
     Ok(())
+}
+
+/// WRK17 bucketing, first half (`crate::bucket::open`): ``(d (n·(b−1)·w,), a (n·w,), y1 (n·w,))``
+/// from ``leaky`` (L·3·w,) and the bucket permutation ``idx`` (n·b,).
+#[pyfunction]
+fn bucket_open<'py>(py: Python<'py>, leaky: PyReadonlyArray1<'py, u64>, idx: PyReadonlyArray1<'py, u64>, b: usize,
+                    w: usize) -> PyResult<(Words<'py>, Words<'py>, Words<'py>)> {
+    let (lk, ix) = (contiguous(&leaky, "leaky")?, contiguous(&idx, "idx")?);
+    bucket_shapes(lk, ix, b, w)?;
+    let n = ix.len() / b;
+    let (mut d, mut a, mut y1) = (vec![0u64; n * (b - 1) * w], vec![0u64; n * w], vec![0u64; n * w]);
+    py.detach(|| crate::bucket::open(lk, ix, b, w, &mut d, &mut a, &mut y1));
+    Ok((out(py, d), out(py, a), out(py, y1)))
+}
+
+/// WRK17 bucketing, second half (`crate::bucket::close`): c (n·w,) from the opened bits.
+#[pyfunction]
+fn bucket_close<'py>(py: Python<'py>, leaky: PyReadonlyArray1<'py, u64>, idx: PyReadonlyArray1<'py, u64>,
+                     dbits: PyReadonlyArray1<'py, u8>, b: usize, w: usize) -> PyResult<Words<'py>> {
+    let (lk, ix, db) = (contiguous(&leaky, "leaky")?, contiguous(&idx, "idx")?, contiguous(&dbits, "dbits")?);
+    bucket_shapes(lk, ix, b, w)?;
+    let n = ix.len() / b;
+    if db.len() != n * (b - 1) {
+        return Err(err(format!("bucket_close: {} opened bits for {n} buckets of {b}", db.len())));
+    }
+    let mut c = vec![0u64; n * w];
+    py.detach(|| crate::bucket::close(lk, ix, db, b, w, &mut c));
+    Ok(out(py, c))
+}
+
+fn bucket_shapes(leaky: &[u64], idx: &[u64], b: usize, w: usize) -> PyResult<usize> {
+    if b < 2 || w == 0 || !leaky.len().is_multiple_of(3 * w) || !idx.len().is_multiple_of(b) {
+        return Err(err(format!("buckets: rows of {w} words in threes, buckets of {b} >= 2")));
+    }
+    let l = leaky.len() / (3 * w);
+    if idx.iter().any(|&t| t as usize >= l) {
+        return Err(err(format!("buckets: an index past the {l} leaky triples")));
+    }
+    Ok(l)
+}
+
+/// One part of the leaky AND triples' rows (`crate::bucket::rows_into`), written into ``out``
+/// (n·3·w,); returns each triple's share of bit·Δ (low 64 bits).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn abit_rows_into<'py>(py: Python<'py>, out: Bound<'py, numpy::PyArray1<u64>>, part: usize, bits: PyReadonlyArray1<'py, u8>,
+                       macs: Vec<PyReadonlyArray2<'py, u8>>, keys: Vec<PyReadonlyArray2<'py, u8>>, lo: usize, delta: u64
+) -> PyResult<Words<'py>> {
+    use numpy::PyArrayMethods;
+    let b = contiguous(&bits, "bits")?;
+    let n = b.len();
+    let peers = macs.len();
+    if keys.len() != peers || part > 2 {
+        return Err(err("abit_rows_into: one key array per MAC array, part 0..2".into()));
+    }
+    let mut m: Vec<&[u8]> = Vec::with_capacity(peers);
+    let mut k: Vec<&[u8]> = Vec::with_capacity(peers);
+    for (mm, kk) in macs.iter().zip(&keys) {
+        let (ms, ks) = (contiguous(mm, "macs")?, contiguous(kk, "keys")?);
+        if mm.shape()[1] != BLOCK || kk.shape()[1] != BLOCK || mm.shape()[0] < lo + n || kk.shape()[0] < lo + n {
+            return Err(err(format!("abit_rows_into: rows (>= {}, 16)", lo + n)));
+        }
+        m.push(ms);
+        k.push(ks);
+    }
+    let mut rw = out.readwrite();
+    let o = rw.as_slice_mut().map_err(|_| err("abit_rows_into: out must be a contiguous uint64 array".into()))?;
+    if o.len() != n * 3 * (1 + 2 * peers) {
+        return Err(err(format!("abit_rows_into: out has {} words for {n} triples of rows of {}", o.len(), 1 + 2 * peers)));
+    }
+    let mut global = vec![0u64; n];
+    py.detach(|| crate::bucket::rows_into(o, part, b, &m, &k, lo, delta, &mut global));
+    Ok(out_words(py, global))
+}
+
+fn out_words<'py>(py: Python<'py>, v: Vec<u64>) -> Words<'py> {
+    v.into_pyarray(py)
 }

@@ -85,6 +85,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import DeviationError, FrameError
+from ...kernels import tinyot
 from ...kernels.modq import pack_bits, unpack_bits
 from ..api import XorShares, public_mask
 from ..commit import open_committed
@@ -533,16 +534,10 @@ class AuthBitDomain:
         # a uniform permutation from a 128-bit joint coin toss (expanded by Philox; public coins)
         key = int.from_bytes(self.joint_coins("buckets").random_bytes(16), "little")
         idx = np.random.Generator(np.random.Philox(key=key)).permutation(count * B).reshape(count, B)
-        grouped = np.take(leaky, idx, axis=0)   # one gather: (count, B, 3, 2P - 1)
-        x, y, z = grouped[:, :, 0], grouped[:, :, 1], grouped[:, :, 2]
-        d_rows = (y[:, :1] ^ y[:, 1:]).reshape(count * (B - 1), -1)   # d_k = y^1 XOR y^k, opened
+        d_rows, a, b = tinyot.open_(leaky, idx)              # d_k = y^1 XOR y^k, opened
         bits, macs, keys = self._split(d_rows)
         d = self.open_bits_partial(AuthBits.of(self, bits, macs, keys)).reshape(count, B - 1)
-        a = np.bitwise_xor.reduce(x, axis=1)
-        b = y[:, 0]
-        mask = (-(d.astype(np.uint64)))[:, :, None]   # all ones where d_k = 1
-        c = z[:, 0] ^ np.bitwise_xor.reduce(z[:, 1:] ^ (x[:, 1:] & mask), axis=1)
-        return a, np.ascontiguousarray(b), c
+        return a, b, tinyot.close(leaky, idx, d)
 
     def _leaky(self, count: int) -> np.ndarray:
         """``count`` leaky AND triples, z = x y checked, as rows (count, 3, 2P - 1): x, y, z each
@@ -573,8 +568,12 @@ class AuthBitDomain:
         # low 64 bits (the MACs' width: a wrong z passes with probability 2^-64)
         d64 = np.frombuffer(delta, dtype=np.uint64)[0]
         xmask = -(x.astype(np.uint64))
-        cy = self._global_mac(y, {p: t[p][0][count:] for p in others}, {p: q[p][0][count:] for p in others}, d64)
-        cz = self._global_mac(z, {p: tz[p][0] for p in others}, {p: qz[p][0] for p in others}, d64)
+        # the rows out (count, 3, 2P - 1) and, for y and z, each row's share of bit Delta
+        out = np.empty((count, 3, self.parties * 2 - 1), np.uint64)
+        macs, keys = [t[p][0] for p in others], [q[p][0] for p in others]
+        tinyot.rows_into(out, 0, x, macs, keys, 0, d64)
+        cy = tinyot.rows_into(out, 1, y, macs, keys, count, d64)
+        cz = tinyot.rows_into(out, 2, z, [tz[p][0] for p in others], [qz[p][0] for p in others], 0, d64)
         acc = (cy & xmask) ^ cz
         for p in others:
             rows, (dom, start) = q[p]
@@ -590,13 +589,6 @@ class AuthBitDomain:
         wide = np.zeros((count, 2), np.uint64)
         wide[:, 0] = acc
         self._and_check(wide, tag)
-        peers = self.parties - 1
-        out = np.empty((count, 3, 1 + 2 * peers), np.uint64)
-        for j, (bits, tt, qq, lo) in enumerate(((x, t, q, 0), (y, t, q, count), (z, tz, qz, 0))):
-            out[:, j, 0] = bits
-            for k, p in enumerate(others):
-                out[:, j, 1 + k] = tt[p][0][lo:lo + count].view(np.uint64)[:, 0]
-                out[:, j, 1 + peers + k] = qq[p][0][lo:lo + count].view(np.uint64)[:, 0]
         return out
 
     def _and_check(self, rows: np.ndarray, tag: str) -> None:
@@ -633,11 +625,3 @@ class AuthBitDomain:
             total ^= int.from_bytes(v, "little")
         if total:
             raise DeviationError(AND_CHECK_FAILED)
-
-    def _global_mac(self, bits: np.ndarray, t: dict, q: dict, delta: np.uint64) -> np.ndarray:
-        """XOR shares of bits x Delta over the rows' low 64 bits: b_i Delta_i XOR sum_j
-        (M_i^j XOR K_i^j), uint64 (count,)."""
-        out = (-(np.asarray(bits, dtype=np.uint64))) & delta
-        for p in self.others:
-            out ^= np.ascontiguousarray(t[p]).view(np.uint64)[:, 0] ^ np.ascontiguousarray(q[p]).view(np.uint64)[:, 0]
-        return out
