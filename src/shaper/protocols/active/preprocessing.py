@@ -19,7 +19,11 @@ fixed: a = sum_m r_m a^(m), c = sum_m r_m c^(m), and a second triple (a^, b, c^)
 coefficients r^. By the leftover hash lemma the s <= 40 bits a deviating party can learn (at a
 2^-s chance of not being caught) leave a uniform to within 2^-40 when 3 w >= w + 3 s, i.e.
 2 w >= 3 s (w = bitlen(q) >= 61 for s = 40); narrower moduli combine more
-(tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). Then a, b, c, a^, c^ are authenticated and the
+(tau = ceil(1 + 3 s / w): 4 at 50 bits, 5 at 31). The coefficients (r, r^: 2 tau per modulus)
+serve the whole batch: a strong extractor's seed may be reused over independent sources, and the
+triples' raw a^(m) are independent of each other and of the coins (drawn after every product),
+so N triples are within N 2^-40 of uniform together, as with fresh coefficients per triple.
+Then a, b, c, a^, c^ are authenticated and the
 second triple is *sacrificed* to check the first: with t from a joint coin, rho = t a - a^ is
 opened and t c - c^ - rho b must open to zero; an additive error e in c passes only if t e
 equals the error in c^, probability 1/q. Both openings go to the MAC check, run before a
@@ -216,8 +220,8 @@ def triples(engine: Any, count: int, moduli: tuple[int, ...], keys: int) -> tupl
             acc = add_mod(acc, part, qs)
         c_raw[:, :, col] = acc[:, 0].reshape(tau, count)
     # combine with coefficients fixed after the products (joint coins)
-    coins = engine.joint_coins("triple-coins")
-    r = np.stack([coins.below(q, 2 * tau * count) for q in moduli], axis=-1).reshape(2, tau, count, L)
+    coins = engine.joint_coins("triple-coins")   # one seed for the batch (module notes)
+    r = np.stack([coins.below(q, 2 * tau) for q in moduli], axis=-1).reshape(2, tau, 1, L)
     qs = moduli_array(moduli)
 
     def combine(x: np.ndarray, w: np.ndarray) -> np.ndarray:
