@@ -32,11 +32,14 @@ def pytest_collection_modifyitems(config, items):
 # which skips without the extension; BGV's plaintext algebra, slot simulator, AES circuit and its
 # serialisation, which numpy alone computes; threshold GHS's protocols, whose ring arithmetic is the
 # cyclotomic kernels that tests/kernels/test_cyclo.py and tests/crypto/bgv/test_scheme.py check on
-# every kernel): ``once`` as a group.
+# every kernel; the active engine's SPDZ2k ring, whose arithmetic is its own native ring kernels
+# with no fallback, and the AND triples' kernels, whose test runs the numpy path itself): ``once``
+# as a group.
 ONCE_PATHS = ("tests/net/", "tests/test_crash_safety.py", "tests/test_files.py", "tests/test_private_files.py",
               "tests/protocols/test_psi_okvs.py", "tests/crypto/bgv/test_algebra.py", "tests/crypto/bgv/test_slots.py",
               "tests/crypto/bgv/test_aes.py", "tests/crypto/bgv/test_serial.py", "tests/protocols/test_threshold_bgv.py",
-              "tests/protocols/test_threshold_bgv_trust.py")
+              "tests/protocols/test_threshold_bgv_trust.py", "tests/protocols/test_active_ring.py",
+              "tests/kernels/test_tinyot.py")
 
 
 @pytest.fixture(scope="session")
