@@ -392,16 +392,7 @@ pub fn cot_recv(t: &[u8], domain: u64, start: u64, choices: &[u64], corrections:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(n: usize, seed: u64) -> Vec<u64> {
-        let mut s = seed.wrapping_mul(0x9e3779b97f4a7c15) | 1;
-        (0..n).map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        }).collect()
-    }
+    use crate::ot::cot::tests::words;
 
     /// Elements as u128 pairs for L = 2 (the oracle: Rust's own wrapping u128).
     fn as_u128(v: &[u64]) -> Vec<u128> {

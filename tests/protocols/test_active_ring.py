@@ -278,6 +278,17 @@ def test_triples_are_right_at_every_level():
         assert set(bits) == {0, 1} and 90 < sum(bits) < 210
 
 
+def test_empty_arrays_go_through_every_operation():
+    def prog(session):
+        e = ActiveEngine(session)
+        x = e.share(np.zeros(0), owner=0)
+        y = e.share(np.zeros((0, 3)), owner=1)
+        return (x * x).reveal().shape, (y * 2.5).reveal(to=0), (y + 1).reveal().shape
+
+    res = run_in_memory(2, prog, timeout=60)
+    assert res[0][0] == (0,) and res[0][1].shape == (0, 3) and res[0][2] == (0, 3) and res[1][1] is None
+
+
 def test_the_ring_is_refused_by_name_without_its_kernels(monkeypatch):
     """Where the native ring kernels are not built the engine holds no ring and says so."""
     monkeypatch.setattr(spdz2k, "available", lambda: False)

@@ -300,11 +300,12 @@ pub fn add_corrections(share: &mut [u64], choices: &[u64], corrections: &[u64], 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::iknp::{message_len, IknpReceiver, IknpSender};
     use super::*;
 
-    fn words(n: usize, seed: u64) -> Vec<u64> {
+    /// Test data (xorshift), shared with the other modules' tests.
+    pub(crate) fn words(n: usize, seed: u64) -> Vec<u64> {
         let mut s = seed.wrapping_mul(0x9e3779b97f4a7c15) | 1;
         (0..n).map(|_| {
             s ^= s << 13;

@@ -384,6 +384,9 @@ class Ring:
     # -- triples -------------------------------------------------------------------------------------
     def take_triples(self, level: int, count: int) -> tuple[Wide, Wide, Wide]:
         """``count`` checked triples of a level (made in batches, the rest kept)."""
+        if count == 0:
+            empty = _empty(level)
+            return empty, empty, empty
         pool = self.triples.setdefault(level, [])
         have = sum(len(t[0]) for t in pool)
         if have < count:
@@ -505,6 +508,8 @@ class Ring:
     # -- random bits and truncation ------------------------------------------------------------------
     def random_bits(self, count: int) -> Wide:
         """``count`` authenticated random bits at level 1 (bits from squares at level 2)."""
+        if count == 0:
+            return _empty(1)
         have = sum(len(b) for b in self.bits)
         if have < count:
             self.bits.append(self._make_bits(max(count - have, 1024)))
@@ -544,6 +549,10 @@ class Ring:
         c = self.open(x + r, "truncation")[:, 0]
         shifted = (c.view(np.int64) >> np.int64(bits)).view(np.uint64)
         return self.add_public(Wide(1, z2k.neg(rs.share), z2k.neg(rs.mac)), shifted[:, None])
+
+
+def _empty(level: int) -> Wide:
+    return Wide(level, np.zeros((0, level + 1), np.uint64), np.zeros((0, level + 1), np.uint64))
 
 
 def _weighted(planes: np.ndarray, weights: np.ndarray) -> np.ndarray:
