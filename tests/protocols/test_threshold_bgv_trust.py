@@ -191,6 +191,17 @@ def test_key_directory_round_trip_and_refusals(tmp_path):
     os.chmod(d / "secret-share.shpr", 0o644)
     with pytest.raises(Exception, match="0600|mode|permission"):
         tb.JointKeys.load(d, insecure=True)
+    os.chmod(d / "secret-share.shpr", 0o600)
+    # the ledger is bound to its key: another key's is refused, a missing one is not recreated
+    other = tb.JointKeys(PARAMS, S.keygen(PARAMS, (), prg=Prg(b"\x0b" * 32)).public, sk.relin, {},
+                         SecretKeyShare(PARAMS, rows, 1, 3))
+    o = other.save(tmp_path / "other")
+    (d / "ledger.json").write_bytes((o / "ledger.json").read_bytes())
+    with pytest.raises(KeyValidationError, match="another key"):
+        tb.JointKeys.load(d, insecure=True)
+    (d / "ledger.json").unlink()
+    with pytest.raises(ConfigError, match="holds no ledger"):
+        tb.JointKeys.load(d, insecure=True)
     data = bytearray(serial.to_bytes(SecretKeyShare(PARAMS, rows, 1, 3)))
     data[24:26] = (3).to_bytes(2, "little")  # party index 3 of 3
     with pytest.raises(SerializationError, match="party 3 of 3"):

@@ -358,6 +358,49 @@ def test_key_directories_hold_the_public_keys_and_a_private_share(tmp_path):
         tc.JointKeys.load(tmp_path / "party1", insecure=True)
 
 
+def _local_keys(budget=tc.DEFAULT_BUDGET):
+    sk = ckks.SecretKey.generate(PARAMS)
+    return tc.JointKeys(PARAMS, ckks.public_key(sk), ckks.relin_key(sk), {}, ckks.SecretKeyShare(PARAMS, sk.ntt, 0, 2),
+                        ledger=tc.Ledger(budget=budget))
+
+
+def test_a_ledger_is_bound_to_its_key_and_never_recreated(tmp_path):
+    import json
+
+    from shaper.errors import KeyValidationError
+
+    first, second = _local_keys(budget=3), _local_keys(budget=3)
+    assert first.ledger.key == first.fingerprint() != second.fingerprint()
+    first.save(tmp_path / "first")
+    second.save(tmp_path / "second")
+    loaded = tc.JointKeys.load(tmp_path / "first", insecure=True)
+    loaded.ledger.spend(3)  # the first key's budget is spent
+    assert json.loads((tmp_path / "first" / tc.LEDGER_FILE).read_bytes())["key"] == first.fingerprint()
+    # a fresh ledger copied in from another key's directory: refused, not used
+    (tmp_path / "first" / tc.LEDGER_FILE).write_bytes((tmp_path / "second" / tc.LEDGER_FILE).read_bytes())
+    with pytest.raises(KeyValidationError, match="another key"):
+        tc.JointKeys.load(tmp_path / "first", insecure=True)
+    # a missing ledger beside a share: refused, never recreated with a fresh budget
+    (tmp_path / "first" / tc.LEDGER_FILE).unlink()
+    with pytest.raises(ConfigError, match="holds no ledger"):
+        tc.JointKeys.load(tmp_path / "first", insecure=True)
+    with pytest.raises(KeyValidationError, match="another key"):  # saving a key with another key's ledger
+        first.save(tmp_path / "third", ledger=second.ledger)
+    assert not (tmp_path / "third").exists()
+    # a ledger written before fingerprints (format 1) is bound to the key it is first loaded with
+    data = json.loads((tmp_path / "second" / tc.LEDGER_FILE).read_bytes())
+    data["format"] = "shaper-threshold-ckks-ledger/1"
+    del data["key"]
+    (tmp_path / "second" / tc.LEDGER_FILE).write_text(json.dumps(data))
+    assert tc.JointKeys.load(tmp_path / "second", insecure=True).ledger.key == second.fingerprint()
+    assert json.loads((tmp_path / "second" / tc.LEDGER_FILE).read_bytes())["key"] == second.fingerprint()
+    data["key"] = "ab" * 31 + "zz"
+    data["format"] = "shaper-threshold-ckks-ledger/2"
+    (tmp_path / "second" / tc.LEDGER_FILE).write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="bad key fingerprint"):
+        tc.JointKeys.load(tmp_path / "second", insecure=True)
+
+
 def test_a_failed_save_leaves_nothing(tmp_path, monkeypatch):
     sk = ckks.SecretKey.generate(PARAMS)
     keys = tc.JointKeys(PARAMS, ckks.public_key(sk), ckks.relin_key(sk), {},

@@ -23,7 +23,7 @@ from ..threshold_ckks.keystore import (
     read_share,
     write_key_directory,
 )
-from ..threshold_ckks.ledger import Ledger
+from ..threshold_ckks.ledger import Ledger, key_fingerprint
 
 __all__ = ["JointKeys", "PublicKeys"]
 
@@ -49,10 +49,16 @@ class PublicKeys:
                                            for u, k in self.galois.items())
         return out
 
+    def fingerprint(self) -> str:
+        """The key's fingerprint (of the serialised public key), which its ledger is bound to."""
+        return key_fingerprint(serial.to_bytes(self.public))
+
     def save(self, directory: str | os.PathLike, share: SecretKeyShare | None = None,
              ledger: Ledger | None = None) -> Path:
         """Writes the keys (and a party's ``share`` and ``ledger``, mode 0600) as a new directory,
-        atomically; refuses to overwrite one."""
+        atomically; refuses to overwrite one. The ledger is bound to this key."""
+        if ledger is not None:
+            ledger.bind(self.fingerprint())
         files = [("params.shpr", self.params), ("public.shpr", self.public),
                  ("relin.shpr", serial.SwitchingKeyFor(0, self.relin))]
         files += [(f"galois-{u}.shpr", serial.SwitchingKeyFor(u, k)) for u, k in sorted(self.galois.items())]
@@ -86,6 +92,9 @@ class JointKeys(PublicKeys):
     phases: list[Phase] = field(default_factory=list)
     ledger: Ledger = field(default_factory=lambda: Ledger(scheme="bgv"))
 
+    def __post_init__(self) -> None:
+        self.ledger.bind(self.fingerprint())
+
     def save(self, directory: str | os.PathLike, share: SecretKeyShare | None = None,
              ledger: Ledger | None = None) -> Path:
         return super().save(directory, share or self.share, ledger or self.ledger)
@@ -96,4 +105,4 @@ class JointKeys(PublicKeys):
         pub = PublicKeys.load(directory, insecure=insecure)
         share = read_share(directory, lambda f: serial.load(f, pub.params), SecretKeyShare, "a BGV secret-key share")
         return cls(pub.params, pub.public, pub.relin, pub.galois, share,
-                   ledger=Ledger.load(directory, scheme="bgv"))
+                   ledger=Ledger.load(directory, key=pub.fingerprint(), scheme="bgv"))

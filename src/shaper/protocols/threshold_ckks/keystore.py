@@ -24,7 +24,7 @@ from ...crypto import ckks
 from ...errors import ConfigError, KeyValidationError
 from ...files import atomic_directory, remove_stale
 from ...net.phases import Phase
-from .ledger import LEDGER_FILE, Ledger
+from .ledger import LEDGER_FILE, Ledger, key_fingerprint
 
 __all__ = ["SHARE_FILE", "JointKeys", "PublicKeys", "load_galois_keys", "open_key_directory", "read_share",
            "write_key_directory"]
@@ -107,13 +107,20 @@ class PublicKeys:
             out["rotation keys"] = sum(len(ckks.to_bytes(k)) for k in self.galois.values())
         return out
 
+    def fingerprint(self) -> str:
+        """The key's fingerprint (:func:`~.ledger.key_fingerprint` of the public key), which its
+        ledger is bound to."""
+        return key_fingerprint(ckks.to_bytes(self.public))
+
     def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
              ledger: Ledger | None = None) -> Path:
         """Writes the keys (and a party's ``share`` and ``ledger``, mode 0600) as a new directory,
         atomically: everything goes to a temporary sibling first, renamed into place only once
         complete, so a failure leaves nothing behind. Refuses to overwrite an existing directory.
-        The ledger stays attached to the new directory (every later entry and decryption is
-        written there)."""
+        The ledger is bound to this key (a ledger of another key is refused) and stays attached
+        to the new directory (every later entry and decryption is written there)."""
+        if ledger is not None:
+            ledger.bind(self.fingerprint())
         files = [("params.shpr", self.params), ("public.shpr", self.public), ("relin.shpr", self.relin)]
         files += [(f"galois-{g}.shpr", key) for g, key in sorted(self.galois.items())]
         return write_key_directory(directory, files, ckks.save, share, ledger)
@@ -142,6 +149,9 @@ class JointKeys(PublicKeys):
     #: what this party can account for and how many decryptions the key has left
     ledger: Ledger = field(default_factory=Ledger)
 
+    def __post_init__(self) -> None:
+        self.ledger.bind(self.fingerprint())
+
     def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
              ledger: Ledger | None = None) -> Path:
         return super().save(directory, share or self.share, ledger or self.ledger)
@@ -151,4 +161,5 @@ class JointKeys(PublicKeys):
         """A party's key directory: the public material and its share."""
         pub = PublicKeys.load(directory, insecure=insecure)
         share = read_share(directory, lambda f: ckks.load(f, pub.params), ckks.SecretKeyShare, "a secret-key share")
-        return cls(pub.params, pub.public, pub.relin, pub.galois, share, ledger=Ledger.load(directory))
+        return cls(pub.params, pub.public, pub.relin, pub.galois, share,
+                   ledger=Ledger.load(directory, key=pub.fingerprint()))

@@ -15,10 +15,19 @@ charged durably *before* anything is opened: a crash can lose a decryption, neve
 twice, and a charge that cannot be written (a full disk) stops the decryption. Re-keying (a new
 ``shaper fhe keygen``) starts a new ledger with a fresh budget; the old key's parties refuse
 once theirs is spent.
+
+**Bound to its key.** A ledger holds the fingerprint of the key it accounts for
+(:func:`key_fingerprint`: SHA-256 of the serialised public key), set when the key is made or
+first saved. Loading a key directory refuses a ledger bound to another key (a ledger copied in
+from another directory, with that key's budget and entries) and refuses a share without a
+ledger: a missing ledger is never recreated with a fresh budget beside a key that may have
+spent its own. (A ledger written before fingerprints, format 1, is bound to the key it is
+first loaded with.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -29,16 +38,24 @@ from typing import Any
 from ...crypto import ckks
 from ...crypto.bgv import serial as bgv_serial
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET, ciphertext_digest
-from ...errors import ConfigError, DecryptionRefused
+from ...errors import ConfigError, DecryptionRefused, KeyValidationError
 from ...files import remove_stale, write_atomic
 
-__all__ = ["LEDGER_FILE", "SCHEMES", "Entry", "Ledger", "digest_of"]
+__all__ = ["LEDGER_FILE", "SCHEMES", "Entry", "Ledger", "digest_of", "key_fingerprint"]
 
 LEDGER_FILE = "ledger.json"
 #: entries kept per ledger (a bound on the file a long-lived key can grow)
 MAX_ENTRIES = 1 << 20
 #: the schemes a ledger accounts for
 SCHEMES = ("ckks", "bgv")
+FORMAT = "shaper-threshold-ckks-ledger/2"
+FORMATS = ("shaper-threshold-ckks-ledger/1", FORMAT)  # 1: before fingerprints
+
+
+def key_fingerprint(public_key_bytes: bytes) -> str:
+    """The 64-hex fingerprint a ledger is bound to: SHA-256 over a domain label and the
+    serialised public key (which names its parameters)."""
+    return hashlib.sha256(b"shaper/threshold-key/v1\0" + bytes(public_key_bytes)).hexdigest()
 
 
 def digest_of(ct: Any) -> str:
@@ -77,12 +94,26 @@ class Ledger:
     key_method: str = "exact"
     #: the scheme of the key ("ckks" or "bgv")
     scheme: str = "ckks"
+    #: the fingerprint of the key this ledger accounts for (:func:`key_fingerprint`); None until bound
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"a decryption budget is a positive integer, got {self.budget!r}")
         if self.scheme not in SCHEMES:
             raise ConfigError(f"a ledger's scheme is one of {', '.join(SCHEMES)}, got {self.scheme!r}")
+
+    def bind(self, fingerprint: str) -> Ledger:
+        """Binds this ledger to the key of ``fingerprint`` (kept from the next write on); raises
+        :class:`~shaper.errors.KeyValidationError` if it is bound to another key."""
+        if self.key is None:
+            self.key = fingerprint
+        elif self.key != fingerprint:
+            where = f"{self.path}" if self.path is not None else "this ledger"
+            raise KeyValidationError(f"{where} accounts for another key (fingerprint {self.key[:16]}..., this key's "
+                                     f"{fingerprint[:16]}...): refusing to decrypt with another key's budget and "
+                                     "entries")
+        return self
 
     @property
     def remaining(self) -> int:
@@ -161,7 +192,7 @@ class Ledger:
 
     # -- disk ----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        return {"format": "shaper-threshold-ckks-ledger/1", "budget": self.budget, "spent": self.spent,
+        return {"format": FORMAT, "key": self.key, "budget": self.budget, "spent": self.spent,
                 "key_method": self.key_method, "scheme": self.scheme,
                 "entries": {d: e.as_dict() for d, e in self.entries.items()}}
 
@@ -176,17 +207,26 @@ class Ledger:
             write_atomic(self.path, json.dumps(self.to_json(), separators=(",", ":")).encode())
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, *, default_budget: int = DEFAULT_BUDGET, scheme: str = "ckks") -> Ledger:
-        """The ledger of a key directory; a directory without one (keys made before ledgers)
-        starts one with ``default_budget``. Refuses a ledger kept for another ``scheme``."""
+    def load(cls, directory: str | os.PathLike, *, key: str | None = None, scheme: str = "ckks") -> Ledger:
+        """The ledger of a key directory, bound to the key of fingerprint ``key`` when given (a
+        ledger of another key is a :class:`~shaper.errors.KeyValidationError`). A directory
+        without one is refused (:class:`~shaper.errors.ConfigError`): a fresh budget beside a key
+        that may have spent its own would undo the budget. Refuses a ledger kept for another
+        ``scheme``."""
         path = Path(directory) / LEDGER_FILE
         remove_stale(directory, LEDGER_FILE)  # a temporary of a write that was killed
         if not path.exists():
-            return cls(budget=default_budget, scheme=scheme).attach(directory)
+            raise ConfigError(f"{Path(directory)} holds no ledger ({LEDGER_FILE}): refusing to start a fresh decryption "
+                              "budget beside a key that may have spent its own (restore the ledger from a backup, or "
+                              "generate a new key)")
         try:
             data = json.loads(path.read_bytes())
-            if data.get("format") != "shaper-threshold-ckks-ledger/1":
+            if data.get("format") not in FORMATS:
                 raise ValueError("unknown format")
+            bound = data.get("key")
+            if bound is not None and (not isinstance(bound, str) or len(bound) != 64
+                                      or any(c not in "0123456789abcdef" for c in bound)):
+                raise ValueError(f"bad key fingerprint {str(bound)[:20]!r}")
             entries = {}
             for d, e in data["entries"].items():
                 if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
@@ -194,11 +234,17 @@ class Ledger:
                 entries[d] = Entry(d, str(e["kind"]), str(e["source"]), float(e["error"]), float(e["message"]),
                                    int(e["level"]), float(e["scale"]))
             ledger = cls(budget=int(data["budget"]), spent=int(data["spent"]), entries=entries,
-                         key_method=str(data.get("key_method", "exact")), scheme=str(data.get("scheme", "ckks")))
+                         key_method=str(data.get("key_method", "exact")), scheme=str(data.get("scheme", "ckks")),
+                         key=bound)
         except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
             raise ConfigError(f"{path} is not a readable ledger ({exc}); refusing to decrypt with an unknown budget") \
                 from None
         if ledger.scheme != scheme:
             raise ConfigError(f"{path} is the ledger of a {ledger.scheme.upper()} key, not of a {scheme.upper()} key")
         ledger.path = path
+        if key is not None:
+            legacy = ledger.key is None
+            ledger.bind(key)
+            if legacy:
+                ledger._save()  # a format-1 ledger, bound from now on
         return ledger
