@@ -78,6 +78,7 @@ import numpy as np
 
 from ...errors import ConfigError, ScaleError
 from .params import Parameters
+from .keys import gaussian_bound
 
 __all__ = ["DISCRETE_TABLE_ERROR", "ENCODE_FLOAT_STAGE", "KEY_METHODS", "ROUNDING_RULES", "TAIL_BITS", "AnyBound", "Bound", "NoiseModel",
            "SlotBound", "canonical_box_factor", "demo_bound", "discrete_gaussian_law", "encoding_float_error",
@@ -87,7 +88,7 @@ __all__ = ["DISCRETE_TABLE_ERROR", "ENCODE_FLOAT_STAGE", "KEY_METHODS", "ROUNDIN
 #: default statistical failure probability of each tail bound: 2^-64
 TAIL_BITS = 64
 #: key generation methods (:mod:`shaper.protocols.threshold_ckks.keygen`)
-KEY_METHODS = ("exact", "local")
+KEY_METHODS = ("exact", "local", "contributed")
 #: rules for rounding residues and key-switching digits (:class:`NoiseModel`): "worst" is the
 #: deterministic worst case (a proof), "tail" the independent-uniform heuristic
 ROUNDING_RULES = ("worst", "tail")
@@ -353,8 +354,10 @@ class NoiseModel:
     """The worst-case error bounds of CKKS operations under ``params`` (``shaper.crypto.ckks``
     as implemented: hybrid key switching with one special prime p and one digit per ciphertext
     prime), for keys made by ``parties`` parties with ``key_method`` "exact" (every error one
-    MPC discrete Gaussian of width ``params.sigma``) or "local" (every key error the sum of the
-    parties' own rounded Gaussians, clipped at 6 sigma); the single-key
+    MPC discrete Gaussian of width ``params.sigma``), "local" (every key error the sum of the
+    parties' own rounded Gaussians, clipped at 6 sigma) or "contributed" (the same, each party's
+    range-checked on the active engine: up to parties - 1 of them any coefficients within
+    +-floor(6 sigma), taken at their worst case, floor(6 sigma) W each); the single-key
     :class:`~shaper.crypto.ckks.KeySet` is ``key_method="local"`` with ``parties=1``. Tail bounds
     fail with probability <= 2^-``tail_bits`` each. ``rounding`` is "worst" (default:
     rounding residues and key-switching digits at their deterministic worst case, a proof) or
@@ -432,6 +435,8 @@ class NoiseModel:
         else:
             self.v_key = math.sqrt(self.parties) * self.v_gauss
             self.key_error = self.C_gauss * self.v_key * root
+            if key_method == "contributed":  # up to parties - 1 of the errors any values within the range check
+                self.key_error += (self.parties - 1) * gaussian_bound(sigma) * self.W
         self.secret = self.C * self.v_secret * root
         self.input_error = self.C_gauss * math.sqrt(self.parties) * self.v_gauss * root
         self.encryption_error = self.C_gauss * self.v_gauss * root

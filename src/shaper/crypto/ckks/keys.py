@@ -50,7 +50,7 @@ def _gaussian_table(sigma: float) -> tuple[np.ndarray, np.ndarray, int]:
     """Cumulative thresholds (uint64, out of 2^64) of the rounded Gaussian clipped at 6 sigma,
     and a 2^16-entry shortcut: the value for each top-16-bit prefix of the uniform word that no
     threshold splits (-1 - bound where one does)."""
-    bound = int(6 * sigma)
+    bound = gaussian_bound(sigma)
     ks = range(-bound, bound + 1)
     mass = [0.5 * (math.erf((k + 0.5) / (sigma * math.sqrt(2))) - math.erf((k - 0.5) / (sigma * math.sqrt(2))))
             for k in ks]
@@ -64,6 +64,11 @@ def _gaussian_table(sigma: float) -> tuple[np.ndarray, np.ndarray, int]:
     hi = np.searchsorted(cuts_arr, starts | np.uint64((1 << 48) - 1), side="right")
     shortcut = np.where(lo == hi, lo.astype(np.int64) - bound, -1 - bound)
     return cuts_arr, shortcut, bound
+
+
+def gaussian_bound(sigma: float) -> int:
+    """The largest |value| :func:`sample_gaussian` gives at ``sigma``: floor(6 sigma)."""
+    return int(6 * float(sigma))
 
 
 def sample_gaussian(shape: int | tuple[int, ...], sigma: float, prg: Prg | None = None) -> np.ndarray:

@@ -44,8 +44,8 @@ from .serial import to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "FLOOD_MODES", "KAPPA", "SECURITY_LAMBDA", "check_bound", "check_flood_fits",
            "check_vectors", "ciphertext_digest", "decode_opened", "decryption_precision", "decryption_share",
-           "flood_sigma", "joint_input_share", "local_errors", "public_key_share", "sample_flood", "seed_from_opened",
-           "square_share", "switching_key_share", "validate_ciphertexts"]
+           "flood_sigma", "joint_input_share", "local_errors", "local_errors_coefficients", "public_key_share",
+           "sample_flood", "seed_from_opened", "square_share", "switching_key_share", "validate_ciphertexts"]
 
 
 
@@ -85,7 +85,13 @@ def local_errors(params: Parameters, count: int) -> np.ndarray:
     """``count`` error polynomials this party samples on its own (sigma of the parameters), NTT
     rows (count, rows, N): the ``method="local"`` key generation adds them to its shares."""
     rows = list(range(len(params.primes)))
-    return small_to_rns(params, sample_gaussian((count, params.n), params.sigma), rows)
+    return small_to_rns(params, local_errors_coefficients(params, count), rows)
+
+
+def local_errors_coefficients(params: Parameters, count: int) -> np.ndarray:
+    """The same errors as integer coefficients (count, N), int64, |e| <= floor(6 sigma): what
+    a party inputs, range-checked, on the active engine."""
+    return sample_gaussian((count, params.n), params.sigma)
 
 
 def seed_from_opened(what: str, opened: np.ndarray) -> bytes:

@@ -67,7 +67,11 @@ from .check import MAX_INPUT, Openings, read_shape
 from .spdz2k import AuthRing
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
 
-__all__ = ["ActiveEngine"]
+__all__ = ["GAUSSIAN_CHUNK", "ActiveEngine"]
+
+#: Gaussian samples per run of the sampler's circuit (its 40 random bits per sample stay within
+#: one call's bound on random bits)
+GAUSSIAN_CHUNK = 1 << 16
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -147,6 +151,35 @@ class ActiveEngine(AuthBitDomain, Engine):
         if keys is None:  # as many as the weakest modulus the engine accepts needs at this soundness
             keys = self._alpha[q] = self.prg.below(key_range(q), math.ceil(self.soundness / (MIN_MODULUS_BITS - 2)))
         return keys
+
+    def mac_keys(self, moduli: Sequence[int]) -> np.ndarray:
+        """This party's MAC keys for every modulus of a basis, (L, K) uint64: what a party keeps
+        (secret, beside the shares) when authenticated shares outlive the job, e.g. a threshold
+        key's share; a later engine takes them back with :meth:`install_mac_keys`."""
+        return np.stack([self.alpha(q) for q in self._basis(moduli)])
+
+    def install_mac_keys(self, moduli: Sequence[int], keys: np.ndarray) -> None:
+        """Use kept MAC keys (L, K) (:meth:`mac_keys` of an earlier engine of this party) for
+        these moduli, so that shares authenticated under them check here. A modulus whose keys
+        this engine has already drawn and used differently is refused (its earlier values would
+        no longer check). The same key across jobs is SPDZ's global key kept for longer: each
+        check a deviating party fails still passes with probability at most 2^-soundness, so k
+        aborted tries give it at most k 2^-soundness."""
+        mods = self._basis(moduli)
+        arr = np.asarray(keys)
+        want = math.ceil(self.soundness / (MIN_MODULUS_BITS - 2))
+        if arr.dtype != np.uint64 or arr.shape != (len(mods), want):
+            raise ConfigError(f"kept MAC keys must be uint64 ({len(mods)}, {want}) for this basis at soundness "
+                              f"{self.soundness}, got {arr.dtype} {arr.shape}")
+        for q, row in zip(mods, arr):
+            if np.any(row >= np.uint64(key_range(q))):
+                raise ConfigError(f"a kept MAC key is out of range for modulus {q}")
+            have = self._alpha.get(q)
+            if have is not None and not np.array_equal(have, row):
+                raise ConfigError(f"this engine already authenticates modulus {q} under other MAC keys; install kept "
+                                  "keys before the engine uses their moduli")
+        for q, row in zip(mods, arr):
+            self._alpha[q] = row.copy()
 
     def keys(self, moduli: Sequence[int]) -> int:
         """MAC keys per value over this basis."""
@@ -512,10 +545,15 @@ class ActiveEngine(AuthBitDomain, Engine):
     def gaussian(self, count: int, moduli: Any, **kw: Any) -> AuthShares:
         """Discrete-Gaussian samples over the basis: the passive engine's circuit
         (:func:`~shaper.protocols.additive.sampling.gaussian`) on authenticated bits, its
-        output converted with daBits."""
+        output converted with daBits; in chunks of :data:`GAUSSIAN_CHUNK` samples (a call's
+        random bits are bounded)."""
         from ..additive import sampling
 
-        return sampling.gaussian(self, count, self._basis(moduli), **kw)
+        mods = self._basis(moduli)
+        count = int(count)
+        parts = [sampling.gaussian(self, min(GAUSSIAN_CHUNK, count - start), mods, **kw)
+                 for start in range(0, count, GAUSSIAN_CHUNK)]
+        return AuthShares.concat(parts) if parts else sampling.gaussian(self, 0, mods, **kw)
 
     # -- Z_2^64 fixed point: SPDZ2k (:mod:`.spdz2k`), where the native ring kernels are built -------------
     def _ring(self) -> spdz2k.Ring:

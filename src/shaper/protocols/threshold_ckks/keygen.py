@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 
 from ...crypto import ckks
-from ...crypto.ckks.keys import expand_seed
+from ...crypto.ckks.keys import expand_seed, gaussian_bound
 from ...crypto.ckks.multiparty import (
     DEFAULT_BUDGET,
     check_bound,
     check_vectors,
     local_errors,
+    local_errors_coefficients,
     public_key_share,
     square_share,
     switching_key_share,
@@ -41,12 +42,11 @@ from ...crypto.prg import Prg
 from ...errors import ConfigError, KeyValidationError
 from ...net.phases import Phases, Progress
 from ..additive.sampling import gaussian_tail
-from .commit import committed_open_rows
 from .decrypt import decrypt, plan_flood
 from .inputs import noise_model
-from .keystore import JointKeys
+from .keystore import AuthenticatedShare, JointKeys
 from .ledger import Ledger
-from .polys import joint_seed, share_rows
+from .polys import SharedRows, active, joint_seed, linear
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
 
@@ -83,41 +83,55 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
     me, parties = engine.session.index, engine.session.n
     phases = Phases(engine, progress)
 
-    def secret() -> np.ndarray:
-        s = share_rows(engine.ternary((n,), primes))
-        ctx.ntt(s, rows)
-        return s
+    auth = active(engine)
+
+    def ntt(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        ctx.ntt(out, rows)
+        return out
+
+    def secret() -> SharedRows:
+        return SharedRows.of(engine, engine.ternary((n,), primes)).map(ntt)
 
     s = phases.run("secret key (ternary)", secret, n)
 
-    def errors(count: int) -> np.ndarray:
-        if method == "local":  # this party's own error, added to its share
-            return local_errors(params, count)
-        e = engine.gaussian(count * n, primes, sigma=sigma).share.reshape(count, n, len(primes))
-        out = np.ascontiguousarray(np.swapaxes(e, 1, 2))  # (count, R, N)
-        ctx.ntt(out, rows)
-        return out
+    def errors(count: int) -> SharedRows | np.ndarray:
+        if method == "local":  # each party's own error
+            if not auth:
+                return local_errors(params, count)  # added to this party's share
+            return contributed_errors(engine, params, count).map(ntt)
+        e = SharedRows.of(engine, engine.gaussian(count * n, primes, sigma=sigma))  # (R, count n)
+        e = SharedRows(engine, _split(e.share, count), None if e.mac is None else _split(e.mac, count), e.primes)
+        return e.map(ntt)
 
     def public_key() -> ckks.PublicKey:  # b = -a s + e
         seed = joint_seed(engine, "pk")
         a = expand_seed(params, seed, rows, 1)[0]
-        b = public_key_share(params, s, a, errors(1)[0])
-        return ckks.PublicKey(params, np.stack([committed_open_rows(engine, b, primes, what="pk"), a]), seed)
+        e = errors(1)
+        if isinstance(e, SharedRows):
+            b = linear(lambda s_, e_: public_key_share(params, s_, a, e_[0]), s, e)
+        else:  # the passive engine's local errors: this party's own, on its share
+            b = s.map(lambda s_: public_key_share(params, s_, a, e[0]))
+        return ckks.PublicKey(params, np.stack([b.open("pk"), a]), seed)
 
     public = phases.run("public key", public_key, n)
 
-    def square() -> np.ndarray:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
-        alpha, alpha2 = engine.square_pairs(n, primes)
-        alpha, alpha2 = share_rows(alpha), share_rows(alpha2)
-        d = committed_open_rows(engine, ctx.sub(s, alpha, rows), primes, what="s2-masked")
-        return square_share(params, d, alpha, alpha2, me == 0)
+    def square() -> SharedRows:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
+        alpha, alpha2 = (SharedRows.of(engine, x) for x in engine.square_pairs(n, primes))
+        d = linear(lambda s_, a_: ctx.sub(s_, a_, rows), s, alpha).open("s2-masked")
+        s2 = linear(lambda a_, a2_: square_share(params, d, a_, a2_, False), alpha, alpha2)
+        return s2.add_public(ctx.mul(d, d, rows))
 
-    def switching(target: np.ndarray, galois: int, what: str) -> ckks.SwitchingKey:
+    def switching(target: SharedRows, galois: int, what: str) -> ckks.SwitchingKey:
         digits = len(params.moduli)
         seed = joint_seed(engine, what)
         a = expand_seed(params, seed, rows, digits)
-        b = switching_key_share(params, s, target, a, errors(digits))
-        opened = committed_open_rows(engine, b, primes, what=what)
+        e = errors(digits)
+        if isinstance(e, SharedRows):
+            b = linear(lambda s_, t_, e_: switching_key_share(params, s_, t_, a, e_), s, target, e)
+        else:
+            b = linear(lambda s_, t_: switching_key_share(params, s_, t_, a, e), s, target)
+        opened = b.open(what)
         return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([opened, a], axis=1)), galois, seed)
 
     s2 = phases.run("s^2 (square pairs)", square, n * len(primes))
@@ -127,10 +141,12 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         elements.append(ckks.conjugation_element(params))
     galois: dict[int, ckks.SwitchingKey] = {}
     for g in dict.fromkeys(elements):
-        galois[g] = phases.run(f"rotation key g={g}", lambda g=g: switching(ctx.automorph(s, g), g, f"galois-{g}"),
+        galois[g] = phases.run(f"rotation key g={g}",
+                               lambda g=g: switching(s.map(lambda x: ctx.automorph(x, g)), g, f"galois-{g}"),
                                n * len(params.moduli))
-    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s, me, parties), phases.done,
-                     ledger=Ledger(budget=int(budget), key_method=method))
+    macs = None if s.mac is None else AuthenticatedShare(engine.mac_keys(primes), s.mac)
+    keys = JointKeys(params, public, relin, galois, ckks.SecretKeyShare(params, s.share, me, parties), phases.done,
+                     ledger=Ledger(budget=int(budget), key_method=key_method(method, auth)), macs=macs)
     if check:
         phases.run("check (joint test decryption)",
                    lambda: check_joint_keys(engine, keys, rotations, conjugation))
@@ -161,3 +177,32 @@ def check_joint_keys(engine: Any, keys: JointKeys, rotations: list[int], conjuga
         err = float(np.max(np.abs(got - expected)))
         if not err < check_bound(flood.precision_bits, len(rotations) + conjugation) + float(nm.slot_error(bound)):
             raise KeyValidationError(f"the jointly generated {what} fails its test decryption (error {err:.3g})")
+
+
+def key_method(method: str, authenticated: bool) -> str:
+    """The key's error law as the noise model knows it: "exact" (MPC Gaussians), "local" (each
+    party's own, on the passive engine) or "contributed" (each party's own as a range-checked
+    input on the active engine: a deviating party's is any values within the range)."""
+    return "contributed" if method == "local" and authenticated else method
+
+
+def contributed_errors(engine: Any, params: ckks.Parameters, count: int) -> SharedRows:
+    """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
+    party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
+    6 sigma), each input by its party with every coefficient proven within [-6 sigma, 6 sigma]
+    (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`) before it is used: a
+    deviating party's error is then any values in that range, which the "contributed" noise
+    model bounds at their worst case."""
+    bound = gaussian_bound(params.sigma)
+    total = None
+    for owner in range(engine.session.n):
+        mine = local_errors_coefficients(params, count) if owner == engine.session.index else None
+        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound, moduli=params.primes)
+        total = x if total is None else total + x
+    return SharedRows.of(engine, total)
+
+
+def _split(rows: np.ndarray, count: int) -> np.ndarray:
+    """(..., R, count N) rows of ``count`` polynomials side by side as (..., count, R, N)."""
+    *lead, r, width = rows.shape
+    return np.ascontiguousarray(np.moveaxis(rows.reshape(*lead, r, count, width // count), -2, -3))

@@ -14,26 +14,81 @@ of that directory.
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...crypto import ckks
 from ...errors import ConfigError, KeyValidationError
-from ...files import atomic_directory, remove_stale
+from ...files import atomic_directory, check_private_file, remove_stale, write_private
 from ...net.phases import Phase
 from .ledger import LEDGER_FILE, Ledger, key_fingerprint
 
-__all__ = ["SHARE_FILE", "JointKeys", "PublicKeys", "load_galois_keys", "open_key_directory", "read_share",
-           "write_key_directory"]
+__all__ = ["MACS_FILE", "SHARE_FILE", "AuthenticatedShare", "JointKeys", "PublicKeys", "load_galois_keys",
+           "open_key_directory", "read_share", "write_key_directory"]
 
 SHARE_FILE = "secret-share.shpr"
+#: a key made on the active engine: this party's MAC keys and its MAC shares of s (mode 0600)
+MACS_FILE = "secret-macs.npz"
+
+
+@dataclass(frozen=True, eq=False)
+class AuthenticatedShare:
+    """What makes a party's share of s usable on the active engine in a later job: its MAC keys
+    for every prime of the basis, ``mac_keys`` (R, K_max) uint64 (the engine's
+    :meth:`~shaper.protocols.active.ActiveEngine.mac_keys`), and its MAC shares of s under them,
+    ``mac`` (K, R, N) in NTT form. As secret as the share (0600); never sent. A later job's
+    engine takes the keys back (:meth:`install`), so that s opens, and enters joint
+    encryptions and decryptions, MAC-checked."""
+
+    mac_keys: np.ndarray
+    mac: np.ndarray
+
+    def validate(self, params: ckks.Parameters) -> None:
+        primes = np.asarray(params.primes, dtype=np.uint64)
+        r, n = len(params.primes), params.n
+        if (self.mac_keys.dtype != np.uint64 or self.mac_keys.ndim != 2 or self.mac_keys.shape[0] != r
+                or self.mac.dtype != np.uint64 or self.mac.ndim != 3 or self.mac.shape[1:] != (r, n)
+                or not 1 <= self.mac.shape[0] <= self.mac_keys.shape[1]):
+            raise KeyValidationError(f"MAC shares {self.mac.shape} {self.mac.dtype} and keys {self.mac_keys.shape} "
+                                     f"{self.mac_keys.dtype} do not fit a key of {r} primes and N = {n}")
+        if np.any(self.mac >= primes[None, :, None]) or np.any(self.mac_keys >= primes[:, None]):
+            raise KeyValidationError("MAC shares or keys are not below their primes")
+
+    def install(self, engine: Any, params: ckks.Parameters) -> None:
+        """Gives ``engine`` (this party's active engine of a later job) the MAC keys of this
+        share (before it uses the key's primes)."""
+        engine.install_mac_keys(params.primes, self.mac_keys)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        np.savez(buf, format=np.array([1], np.uint64), mac_keys=self.mac_keys, mac=self.mac)
+        return buf.getvalue()
+
+    @classmethod
+    def read(cls, path: Path, params: ckks.Parameters) -> AuthenticatedShare:
+        """Reads and validates :data:`MACS_FILE` (numpy's npz, never unpickled; mode 0600)."""
+        check_private_file(path, "MAC share")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if set(z.files) != {"format", "mac_keys", "mac"} or z["format"].tolist() != [1]:
+                    raise ValueError(f"unexpected members {sorted(z.files)}")
+                out = cls(np.ascontiguousarray(z["mac_keys"]), np.ascontiguousarray(z["mac"]))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            raise KeyValidationError(f"{path} is not a readable MAC share ({exc})") from None
+        out.validate(params)
+        return out
 
 
 def write_key_directory(directory: str | os.PathLike, files: Iterable[tuple[str, Any]], save: Callable[[Any, Path], Any],
-                        share: Any = None, ledger: Ledger | None = None) -> Path:
+                        share: Any = None, ledger: Ledger | None = None,
+                        private: Iterable[tuple[str, bytes]] = ()) -> Path:
     """Writes ``files`` (name, object) with ``save(object, path)``, a party's ``share`` (as
     :data:`SHARE_FILE`) and ``ledger`` (both mode 0600) as a new directory, atomically (module
     docstring). Refuses to overwrite an existing directory; the ledger stays attached to it."""
@@ -46,6 +101,8 @@ def write_key_directory(directory: str | os.PathLike, files: Iterable[tuple[str,
             save(obj, tmp / name)
         if share is not None:
             save(share, tmp / SHARE_FILE)
+        for name, blob in private:
+            write_private(tmp / name, blob)
         if ledger is not None:
             ledger.attach(tmp)  # mode 0600, inside the directory renamed into place
     if ledger is not None:
@@ -113,8 +170,8 @@ class PublicKeys:
         return key_fingerprint(ckks.to_bytes(self.public))
 
     def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
-             ledger: Ledger | None = None) -> Path:
-        """Writes the keys (and a party's ``share`` and ``ledger``, mode 0600) as a new directory,
+             ledger: Ledger | None = None, macs: AuthenticatedShare | None = None) -> Path:
+        """Writes the keys (and a party's ``share``, ``ledger`` and ``macs``, mode 0600) as a new directory,
         atomically: everything goes to a temporary sibling first, renamed into place only once
         complete, so a failure leaves nothing behind. Refuses to overwrite an existing directory.
         The ledger is bound to this key (a ledger of another key is refused) and stays attached
@@ -123,7 +180,8 @@ class PublicKeys:
             ledger.bind(self.fingerprint())
         files = [("params.shpr", self.params), ("public.shpr", self.public), ("relin.shpr", self.relin)]
         files += [(f"galois-{g}.shpr", key) for g, key in sorted(self.galois.items())]
-        return write_key_directory(directory, files, ckks.save, share, ledger)
+        private = [] if macs is None else [(MACS_FILE, macs.to_bytes())]
+        return write_key_directory(directory, files, ckks.save, share, ledger, private)
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> PublicKeys:
@@ -148,18 +206,24 @@ class JointKeys(PublicKeys):
     phases: list[Phase] = field(default_factory=list)
     #: what this party can account for and how many decryptions the key has left
     ledger: Ledger = field(default_factory=Ledger)
+    #: on a key made by the active engine: this party's MAC keys and MAC shares of s
+    macs: AuthenticatedShare | None = None
 
     def __post_init__(self) -> None:
         self.ledger.bind(self.fingerprint())
+        if self.macs is not None:
+            self.macs.validate(self.params)
 
     def save(self, directory: str | os.PathLike, share: ckks.SecretKeyShare | None = None,
-             ledger: Ledger | None = None) -> Path:
-        return super().save(directory, share or self.share, ledger or self.ledger)
+             ledger: Ledger | None = None, macs: AuthenticatedShare | None = None) -> Path:
+        return super().save(directory, share or self.share, ledger or self.ledger, macs or self.macs)
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
         """A party's key directory: the public material and its share."""
         pub = PublicKeys.load(directory, insecure=insecure)
         share = read_share(directory, lambda f: ckks.load(f, pub.params), ckks.SecretKeyShare, "a secret-key share")
+        path = Path(directory) / MACS_FILE
+        macs = AuthenticatedShare.read(path, pub.params) if path.is_file() else None
         return cls(pub.params, pub.public, pub.relin, pub.galois, share,
-                   ledger=Ledger.load(directory, key=pub.fingerprint()))
+                   ledger=Ledger.load(directory, key=pub.fingerprint()), macs=macs)

@@ -14,6 +14,8 @@ recipient, where only the recipient learns the total.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,100 @@ import numpy as np
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["committed_open_rows", "joint_seed", "open_rows", "share_rows"]
+__all__ = ["SharedRows", "active", "committed_open_rows", "joint_seed", "linear", "open_rows", "share_rows"]
+
+
+def active(engine: Any) -> bool:
+    """Whether ``engine`` authenticates its shares (the active engine: MACs, checked openings)."""
+    return getattr(engine, "security", "passive") == "active"
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """A shared array of polynomials as this party's kernel rows (..., R, N) over ``primes`` (one
+    per row), with its MAC shares (K, ..., R, N) under the engine's keys on the active engine
+    (``mac`` None on the passive one). Every step of threshold key generation and joint
+    encryption is linear in the shares with public coefficients, so it runs on the share and on
+    every MAC share alike (:func:`linear`); public constants go in by :meth:`add_public`, and
+    :meth:`open` opens to every party: MAC-checked on the active engine, committed first on the
+    passive one."""
+
+    engine: Any
+    share: np.ndarray
+    mac: np.ndarray | None
+    primes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, engine: Any, x: Any) -> SharedRows:
+        """An engine sharing (..., N, R) (:class:`~shaper.protocols.api.ModShares`, or the active
+        engine's :class:`~shaper.protocols.active.AuthShares`) as kernel rows."""
+        share = np.ascontiguousarray(np.swapaxes(x.share, -1, -2))
+        mac = getattr(x, "mac", None)
+        return cls(engine, share, None if mac is None else np.ascontiguousarray(np.swapaxes(mac, -1, -2)),
+                   tuple(int(q) for q in x.moduli))
+
+    def map(self, f: Callable[[np.ndarray], np.ndarray]) -> SharedRows:
+        """f (linear, no constant term) on the share and on every MAC share."""
+        return linear(f, self)
+
+    def add_public(self, c: np.ndarray) -> SharedRows:
+        """x + c for public rows c (..., R, N): the first party adds c to its share, every party
+        alpha_k c to its k-th MAC share."""
+        qs = np.asarray(self.primes, dtype=np.uint64)[:, None]
+        c = np.ascontiguousarray(np.broadcast_to(c, self.share.shape), dtype=np.uint64)
+        share = _add(self.share, c, qs) if self.engine.session.index == 0 else self.share
+        if self.mac is None:
+            return SharedRows(self.engine, share, None, self.primes)
+        alpha = self.engine.mac_keys(self.primes)[:, :len(self.mac)]  # (R, K)
+        macs = [_add(m, _mul_rows(c, alpha[:, k], self.primes), qs) for k, m in enumerate(self.mac)]
+        return SharedRows(self.engine, share, np.stack(macs), self.primes)
+
+    def open(self, what: str) -> np.ndarray:
+        """The total opened to every party, as rows (..., R, N): on the active engine a partial
+        opening and the MAC check over everything opened since the last (a wrong share or MAC
+        share anywhere raises :class:`~shaper.errors.DeviationError` at every honest party before
+        this returns); on the passive engine committed before it is opened
+        (:func:`~.commit.committed_open_rows`)."""
+        if self.mac is None:
+            return committed_open_rows(self.engine, self.share, self.primes, what=what)
+        from ..active.shares import AuthShares
+
+        x = AuthShares(self.engine, np.ascontiguousarray(np.swapaxes(self.share, -1, -2)),
+                       np.ascontiguousarray(np.swapaxes(self.mac, -1, -2)), self.primes)
+        return np.ascontiguousarray(np.swapaxes(self.engine.reveal_mod(x), -1, -2))
+
+
+def linear(f: Callable[..., np.ndarray], *args: Any) -> SharedRows:
+    """f(*args) for f linear, with no constant term, in its :class:`SharedRows` arguments (the
+    others public): on the shares, and on the k-th MAC shares of every shared argument for each
+    key k. Every shared argument must be on one engine and basis, all with MACs or none."""
+    shared = [a for a in args if isinstance(a, SharedRows)]
+    if not shared:
+        raise ValueError("linear() needs at least one shared argument")
+    first = shared[0]
+    if any(a.primes != first.primes or a.engine is not first.engine or (a.mac is None) != (first.mac is None)
+           for a in shared):
+        raise ValueError("linear() combines shares of one engine and basis, all authenticated or none")
+    share = f(*(a.share if isinstance(a, SharedRows) else a for a in args))
+    if first.mac is None:
+        return SharedRows(first.engine, share, None, first.primes)
+    keys = min(len(a.mac) for a in shared)  # type: ignore[arg-type]
+    macs = [f(*(a.mac[k] if isinstance(a, SharedRows) else a for a in args)) for k in range(keys)]  # type: ignore[index]
+    return SharedRows(first.engine, share, np.stack(macs), first.primes)
+
+
+def _add(a: np.ndarray, b: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    s = a + b  # both below q < 2^62: no wrap
+    return np.where(s >= qs, s - qs, s)
+
+
+def _mul_rows(c: np.ndarray, scalars: np.ndarray, primes: tuple[int, ...]) -> np.ndarray:
+    """c (..., R, N) times one scalar per row, mod that row's prime."""
+    from ...kernels.modq import mul_mod
+
+    moved = np.ascontiguousarray(np.swapaxes(c, -1, -2))  # (..., N, R): limbs last
+    out = mul_mod(moved, np.asarray(scalars, dtype=np.uint64), primes)
+    return np.ascontiguousarray(np.swapaxes(out, -1, -2))
 
 
 def share_rows(x: Any) -> np.ndarray:

@@ -1,0 +1,217 @@
+"""Threshold CKKS key generation on the active engine: keys from authenticated shares, every
+opening MAC-checked, each party's MAC shares of s kept with its share for later jobs.
+
+Deviations (the harness of ``deviating.py``), at 2 and 3 parties, each asserted *caught*: every
+honest party raises :class:`~shaper.errors.DeviationError` (or, for a dropped message, a
+timeout) and no key is returned; nothing here is "harmless", because every message of key
+generation feeds a key.
+
+=================================  ============================================================
+deviation                          what stops it
+=================================  ============================================================
+an offset on any opening           the MAC check of that opening (the key's b, d = s - alpha,
+(first, middle, last, every one)   Beaver's and the samplers' openings)
+an offset on an input broadcast    the view comparison at the next check (equivocation) or the
+                                   range proof / MAC check of what depends on it
+an offset on a range proof         the verifier's polynomial check, naming the owner
+a local error beyond 6 sigma       the range proof of the owner's error input, naming the owner
+a wrong MAC share in a check       the MAC check
+a MAC share file tampered with     the next job's MAC-checked opening of s
+=================================  ============================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+
+import numpy as np
+import pytest
+
+from shaper.crypto import ckks
+from shaper.errors import ConfigError, KeyValidationError
+from shaper.net import run_in_memory
+from shaper.protocols import threshold_ckks as tc
+from shaper.protocols.active import ActiveEngine
+from shaper.protocols.ot import InsecureLinks
+from shaper.protocols.threshold_ckks.polys import SharedRows
+
+from .deviating import Deviation, run
+
+keygen_module = importlib.import_module("shaper.protocols.threshold_ckks.keygen")
+NATIVE = importlib.util.find_spec("shaper._native") is not None
+PARAMS = ckks.Parameters.from_literal(64, [50, 40, 40], 50, 40, insecure=True)
+ROWS = list(range(len(PARAMS.primes)))
+
+
+def _engine(session):
+    return ActiveEngine(session, links=None if NATIVE else InsecureLinks(session))
+
+
+def _centred(row: np.ndarray, q: int) -> np.ndarray:
+    v = row.astype(np.int64)
+    return np.where(v > q // 2, v - q, v)
+
+
+def _key_error(pk: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """b + a s in coefficient form on limb q_0: the public key's error."""
+    ctx = PARAMS.context
+    e = ctx.add(pk[0], ctx.mul(pk[1], s, ROWS), ROWS)
+    ctx.intt(e, ROWS)
+    return _centred(e[0], PARAMS.primes[0])
+
+
+def _keygen_job(session, method, rotations=(1,), check=True, out=None):
+    engine = _engine(session)
+    keys = tc.keygen(engine, PARAMS, rotations=list(rotations), method=method, check=check)
+    s = SharedRows(engine, keys.share.ntt, keys.macs.mac, PARAMS.primes).open("test: s")  # MAC-checked
+    if out is not None:
+        keys.save(f"{out}/{session.name}")
+    return {"pk": keys.public.data, "s": s, "method": keys.ledger.key_method, "keys": keys.macs.mac.shape[0],
+            "relin": keys.relin.data, "fingerprint": keys.fingerprint()}
+
+
+@pytest.mark.parametrize("parties,method", [(2, "exact"), (2, "local"), (3, "local")])
+def test_keys_from_authenticated_shares_work_and_s_opens_checked(parties, method):
+    res = run_in_memory(parties, _keygen_job, method, timeout=600)
+    first = res[0]
+    for r in res[1:]:
+        assert np.array_equal(r["pk"], first["pk"]) and np.array_equal(r["s"], first["s"])
+        assert r["fingerprint"] == first["fingerprint"]
+    assert first["method"] == ("exact" if method == "exact" else "contributed")
+    # s is ternary, and b + a s is an error within what the method allows
+    s = first["s"].copy()
+    PARAMS.context.intt(s, ROWS)
+    assert set(np.unique(_centred(s[0], PARAMS.primes[0]))) <= {-1, 0, 1}
+    err = _key_error(first["pk"], first["s"])
+    bound = 23 if method == "exact" else parties * ckks.keys.gaussian_bound(PARAMS.sigma)
+    assert 0 < np.abs(err).max() <= bound
+    # (check=True ran the joint test decryption of the relinearisation and rotation keys)
+
+
+def _persisted_job(session, out, tamper):
+    engine = _engine(session)
+    keys = tc.JointKeys.load(f"{out}/{session.name}", insecure=True)
+    keys.macs.install(engine, PARAMS)
+    share = keys.share.ntt.copy()
+    if tamper and session.index == 1:
+        share[0, 0] = (int(share[0, 0]) + 1) % PARAMS.primes[0]
+    return SharedRows(engine, share, keys.macs.mac, PARAMS.primes).open("test: s again")
+
+
+def test_a_later_job_opens_the_kept_share_under_the_kept_mac_keys(tmp_path):
+    res = run_in_memory(2, _keygen_job, "local", (), False, str(tmp_path), timeout=600)
+    d = tmp_path / "party0"
+    assert (d / tc.keystore.MACS_FILE).stat().st_mode & 0o777 == 0o600
+    later = run_in_memory(2, _persisted_job, str(tmp_path), False, timeout=600)
+    assert all(np.array_equal(s, res[0]["s"]) for s in later)
+    # a share changed on disk (one coefficient) no longer matches its MACs: the opening aborts
+    outcome = run(2, _persisted_job, str(tmp_path), True, timeout=30)
+    assert all(o[0] == "error" and o[1] == "DeviationError" for o in outcome), outcome
+
+
+def test_kept_mac_keys_are_validated(tmp_path):
+    run_in_memory(2, _keygen_job, "local", (), False, str(tmp_path), timeout=600)
+    d = tmp_path / "party0"
+    keys = tc.JointKeys.load(d, insecure=True)
+    with pytest.raises(KeyValidationError, match="do not fit"):
+        tc.keystore.AuthenticatedShare(keys.macs.mac_keys, keys.macs.mac[:, :2]).validate(PARAMS)
+    bad = keys.macs.mac.copy()
+    bad[0, 0, 0] = PARAMS.primes[0]
+    with pytest.raises(KeyValidationError, match="not below"):
+        tc.keystore.AuthenticatedShare(keys.macs.mac_keys, bad).validate(PARAMS)
+    (d / tc.keystore.MACS_FILE).write_bytes(b"not a zip")
+    with pytest.raises(KeyValidationError, match="not a readable MAC share"):
+        tc.JointKeys.load(d, insecure=True)
+    (d / tc.keystore.MACS_FILE).chmod(0o644)
+    with pytest.raises(KeyValidationError, match="mode 0644"):
+        tc.JointKeys.load(d, insecure=True)
+
+
+def test_installing_mac_keys_after_use_is_refused():
+    def job(session):
+        engine = _engine(session)
+        kept = engine.mac_keys(PARAMS.primes)
+        engine.random_mod((4,), PARAMS.primes)  # the engine's own keys in use
+        other = kept.copy()
+        other[0, 0] ^= np.uint64(1)
+        with pytest.raises(ConfigError, match="already authenticates"):
+            engine.install_mac_keys(PARAMS.primes, other)
+        engine.install_mac_keys(PARAMS.primes, kept)  # the same keys: fine
+        with pytest.raises(ConfigError, match="uint64"):
+            engine.install_mac_keys(PARAMS.primes, kept[:, :1])
+        return True
+
+    assert run_in_memory(2, job, timeout=120) == [True, True]
+
+
+# -- deviations --------------------------------------------------------------------------------------
+
+def _deviating_keygen(session, method):
+    return _keygen_job(session, method, (1,), True)["pk"]
+
+
+def _assert_caught(outcome, deviant):
+    honest = [o for i, o in enumerate(outcome) if i != deviant]
+    assert all(o[0] == "error" for o in honest), outcome
+    assert all(o[1] in ("DeviationError", "KeyValidationError", "PartyError", "TimeoutError", "ChannelClosed",
+                        "SessionAborted") for o in honest), outcome
+    assert any(o[1] == "DeviationError" for o in honest), outcome
+
+
+OPENINGS = [Deviation(r"act-open-\d+", "offset", nth=k, delta=3) for k in (0, 7, 20, 40)] + \
+    [Deviation(r"act-open-\d+", "offset", nth=None, delta=1, index=5)]
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("k", range(len(OPENINGS)))
+def test_an_offset_on_any_opening_of_key_generation_is_caught(parties, k):
+    d = OPENINGS[k]
+    dev = Deviation(d.tag, d.action, nth=d.nth, delta=d.delta, index=d.index)
+    _assert_caught(run(parties, _deviating_keygen, "local", deviant=parties - 1, deviations=[dev], timeout=20),
+                   parties - 1)
+    assert dev.fired
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("dev", [
+    Deviation(r"act-input-\d+", "offset", nth=3, delta=2),                      # a shifted input broadcast
+    Deviation(r"act-input-\d+", "equivocate", nth=5, delta=2),                  # different inputs to different peers
+    Deviation(r"act-range-\d+/proof", "offset", nth=0, delta=1, index=1),       # a forged range proof
+    Deviation(r"act-check-output-\d+/open", "offset", nth=0, delta=1),          # a wrong opened MAC difference
+], ids=["input", "equivocate", "range-proof", "mac-check"])
+def test_a_deviation_in_inputs_proofs_or_checks_is_caught(parties, dev):
+    dev = Deviation(dev.tag, dev.action, nth=dev.nth, delta=dev.delta, index=dev.index)
+    _assert_caught(run(parties, _deviating_keygen, "local", deviant=0, deviations=[dev], timeout=20), 0)
+    assert dev.fired
+
+
+_DEVIANT = threading.local()
+
+
+def _wide_errors(params, count):
+    e = _honest_errors(params, count)
+    if getattr(_DEVIANT, "on", False):
+        e[0, 0] = ckks.keys.gaussian_bound(params.sigma) + 1  # one coefficient one above the bound
+    return e
+
+
+_honest_errors = keygen_module.local_errors_coefficients
+
+
+def _out_of_range_job(session, deviant):
+    _DEVIANT.on = session.index == deviant
+    return _keygen_job(session, "local", (), False)["pk"]
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_local_error_one_above_its_bound_is_refused_naming_its_owner(parties, monkeypatch):
+    from shaper.protocols.active import ranges
+
+    monkeypatch.setattr(keygen_module, "local_errors_coefficients", _wide_errors)
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)  # a deviating owner skips its own refusal
+    outcome = run(parties, _out_of_range_job, parties - 1, timeout=20)
+    honest = outcome[:parties - 1]
+    assert all(o[0] == "error" and o[1] == "DeviationError" for o in honest), outcome
+    assert any(f"party{parties - 1}" in o[2] for o in honest), outcome
