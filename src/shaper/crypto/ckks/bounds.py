@@ -439,6 +439,8 @@ class NoiseModel:
                 self.key_error += (self.parties - 1) * gaussian_bound(sigma) * self.W
         self.secret = self.C * self.v_secret * root
         self.input_error = self.C_gauss * math.sqrt(self.parties) * self.v_gauss * root
+        if key_method == "contributed":  # the active engine's joint inputs: range-checked errors, as the keys'
+            self.input_error += (self.parties - 1) * gaussian_bound(sigma) * self.W
         self.encryption_error = self.C_gauss * self.v_gauss * root
         self.ephemeral = self.C * self.v_secret * root
         self.eta = encoding_float_error(n)

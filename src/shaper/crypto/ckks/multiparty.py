@@ -201,20 +201,33 @@ def ciphertext_digest(ct: Ciphertext) -> str:
     return hashlib.sha256(to_bytes(ct)).hexdigest()
 
 
-def decryption_precision(params: Parameters, scale: float, sigma: float, parties: int) -> float:
+def decryption_precision(params: Parameters, scale: float, sigma: float, parties: int, *,
+                         reach: float | None = None) -> float:
     """Expected bits of precision (-log2 of the largest slot error over all slots) that the
     flooding leaves at ``scale``: n parties' Gaussians of width sigma add up to sqrt(n) sigma per
     coefficient, which spreads over the N/2 slots with std sqrt(n) sigma sqrt(N/2) / scale (real
-    part); the largest of N/2 is about 4.5 std."""
-    std = float(sigma) * math.sqrt(parties) * math.sqrt(params.n / 2.0) / float(scale)
-    return float(-math.log2(4.5 * std))
+    part); the largest of N/2 is about 4.5 std.
+
+    With ``reach`` (the active engine: every flood a range-checked input within +-reach), the
+    bits guaranteed whatever n - 1 deviating parties choose: one honest Gaussian as above plus
+    n - 1 floods of any coefficients within the reach, at their worst case W reach each in the
+    canonical norm (W = csc(pi / 2N))."""
+    if reach is None:
+        std = float(sigma) * math.sqrt(parties) * math.sqrt(params.n / 2.0) / float(scale)
+        return float(-math.log2(4.5 * std))
+    from .bounds import canonical_box_factor
+
+    honest = 4.5 * float(sigma) * math.sqrt(params.n / 2.0)
+    worst = honest + (parties - 1) * canonical_box_factor(params.n) * float(reach)
+    return float(-math.log2(worst / float(scale)))
 
 
-def check_flood_fits(params: Parameters, sigma: float, parties: int) -> None:
+def check_flood_fits(params: Parameters, sigma: float, parties: int, *, reach: float | None = None) -> None:
     """Raises :class:`~shaper.errors.ConfigError` unless the flood (9 sigma sqrt(n) per
-    coefficient, beyond any Box-Muller value) takes at most an eighth of q_0 (the decryption's
-    one limb), leaving the rest to the message, as any CKKS decryption at level 0 needs."""
-    reach = 9.0 * float(sigma) * math.sqrt(parties)
+    coefficient, beyond any Box-Muller value; with ``reach``, n floods at their checked reach)
+    takes at most an eighth of q_0 (the decryption's one limb), leaving the rest to the message,
+    as any CKKS decryption at level 0 needs."""
+    reach = 9.0 * float(sigma) * math.sqrt(parties) if reach is None else float(parties) * float(reach)
     if not reach <= params.moduli[0] / 8:
         raise ConfigError(f"the flood (sigma 2^{math.log2(sigma):.1f}, reaching 2^{math.log2(reach):.1f}) would take "
                           f"more than an eighth of q_0 = 2^{math.log2(params.moduli[0]):.1f}: this ciphertext's error "

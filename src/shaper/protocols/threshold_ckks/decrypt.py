@@ -53,9 +53,12 @@ from ...crypto.ckks.multiparty import (
 )
 from ...errors import ConfigError, DecryptionRefused
 from .commit import committed_open_rows
-from .polys import open_rows
+from .polys import SharedRows, active, linear, open_rows
 
-__all__ = ["Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "plan_flood"]
+__all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "flood_reach", "plan_flood"]
+
+#: a flood's reach in sigmas (the Box-Muller sampler's largest value, sqrt(2 * 53 ln 2) = 8.57)
+FLOOD_REACH = 8.6
 
 
 @dataclass(frozen=True)
@@ -91,11 +94,14 @@ class Flood:
                 "budget": self.budget}
 
 
-def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = FloodPolicy()) -> Flood:
+def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = FloodPolicy(), *,
+               checked: bool | None = None) -> Flood:
     """The flood this party would use for ``cts``: E and the message bound from its ledger
     (raises :class:`~shaper.errors.DecryptionRefused` for a ciphertext it cannot account for),
     sigma_f from E, the key's budget and the policy; raises :class:`~shaper.errors.ConfigError`
-    when the flood would take more than an eighth of q_0."""
+    when the flood would take more than an eighth of q_0. ``checked`` (default: whether the key
+    has MAC shares, i.e. was made on the active engine): every flood is a range-checked input
+    of the active engine, and the precision is what n - 1 deviating floods leave at worst."""
     params = keys.params
     cts = validate_ciphertexts(params, cts)
     entries = keys.ledger.accounted(cts)
@@ -103,8 +109,10 @@ def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = 
     message = max(e.message for e in entries)
     sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam)
     parties = keys.share.parties
-    check_flood_fits(params, sigma, parties)
-    precision = min(decryption_precision(params, ct.scale, sigma, parties) for ct in cts)
+    checked = getattr(keys, "macs", None) is not None if checked is None else checked
+    reach = flood_reach(sigma) if checked else None
+    check_flood_fits(params, sigma, parties, reach=reach)
+    precision = min(decryption_precision(params, ct.scale, sigma, parties, reach=reach) for ct in cts)
     return Flood(error, message, keys.ledger.budget, sigma, precision, policy)
 
 
@@ -135,7 +143,7 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: 
     request: dict[str, Any] | None = None
     reason = ""
     try:
-        flood = plan_flood(keys, cts, policy)
+        flood = plan_flood(keys, cts, policy, checked=active(engine))
         keys.ledger.check_budget(len(cts))
         request = {"digests": digests, "to": to, **flood.request()}
         if approve is not None and not approve(dict(request)):
@@ -147,12 +155,53 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, to: 
     agree(session, request, reason)
     keys.ledger.spend(len(cts))
     f = sample_flood((len(cts), params.n), flood.sigma)
+    if active(engine):
+        opened = _open_authenticated(engine, keys, cts, f, flood.sigma, to)
+        return None if opened is None else decode_opened(params, opened, cts)
     shares = decryption_share(keys.share, cts, f)
     if to is None:  # opened to every party: committed first, so that no party sets the result by sending last
         opened = committed_open_rows(engine, shares, (params.moduli[0],), what="decryption", error=DecryptionRefused)
     else:
         opened = open_rows(engine, shares, (params.moduli[0],), to)
     return None if opened is None else decode_opened(params, opened, cts)
+
+
+def flood_reach(sigma: float) -> int:
+    """The largest |value| a flood of width sigma takes (:func:`~shaper.crypto.ckks.multiparty.sample_flood`:
+    Box-Muller on 53-bit uniforms reaches sqrt(2 * 53 ln 2) sigma < 8.6 sigma): the range each
+    party's flood is checked against on the active engine."""
+    return int(math.ceil(FLOOD_REACH * float(sigma)))
+
+
+def _open_authenticated(engine: Any, keys: Any, cts: list[ckks.Ciphertext], flood: np.ndarray, sigma: float,
+                        to: int | None) -> np.ndarray | None:
+    """The decryption on the active engine: c_0 + c_1 [s] + [f] on limb q_0, opened with the MAC
+    check (to ``to`` alone: masked by an input mask of the recipient's, which then knows its
+    value was checked). [f] is the sum of every party's own flood, each a range-checked input
+    within :func:`flood_reach` (a deviating party's is any values in that range, which
+    :func:`plan_flood` counts at their worst case); [s] the key's share with its MAC shares."""
+    params = keys.params
+    ctx = params.context
+    q0 = params.moduli[0]
+    s0 = keys.secret(engine).rows([0])
+    reach = flood_reach(sigma)
+    total = None
+    for owner in range(engine.session.n):
+        mine = flood if owner == engine.session.index else None
+        x = engine.share_mod_in_range(mine, owner=owner, lo=-reach, hi=reach, modulus=q0)
+        total = x if total is None else total + x
+    f = SharedRows.of(engine, total)  # (count, 1, N) coefficients
+
+    def ntt(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        ctx.ntt(out, [0])
+        return out
+
+    c1 = np.ascontiguousarray(np.stack([ct.data[1, :1] for ct in cts]))
+    c0 = np.ascontiguousarray(np.stack([ct.data[0, :1] for ct in cts]))
+    d = linear(lambda s_, f_: ctx.add(ctx.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)), [0]), f_, [0]),
+               s0, f.map(ntt)).add_public(c0)
+    return d.open("decryption", to)
 
 
 def agree(session: Any, request: dict, reason: str, tag: str = "tckks-decrypt") -> None:

@@ -29,6 +29,7 @@ one polynomial (the inputs' c_1 travel as 32-byte seeds). No MPC sampling.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from ...crypto.ckks.multiparty import joint_input_share
 from ...crypto.prg import Prg
 from ...errors import ConfigError
 from .commit import committed_open_rows
-from .polys import joint_seed
+from .polys import SharedRows, active, joint_seed, linear
 
 __all__ = ["announce", "encrypt_jointly", "noise_model"]
 
@@ -83,16 +84,74 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
     rows = params.mods(level)
     seeds = [hashlib.sha256(seed + k.to_bytes(4, "big")).digest() for k in range(count)]
     a = np.stack([uniform_poly(params, rows, Prg(s)) for s in seeds])
-    message = None
-    if me == owner:
-        encoder = ckks.Encoder(params)
-        message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
-    b = joint_input_share(keys.share, a, level, message)
-    c0 = committed_open_rows(engine, b, params.moduli[:level + 1], what=f"input-{tag}", error=ConfigError)
+    if active(engine):
+        c0, bound = _encrypt_authenticated(engine, keys, values if me == owner else None, owner, count, level, scale,
+                                           value_bound, a, tag)
+    else:
+        message = None
+        if me == owner:
+            encoder = ckks.Encoder(params)
+            message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
+        b = joint_input_share(keys.share, a, level, message)
+        c0 = committed_open_rows(engine, b, params.moduli[:level + 1], what=f"input-{tag}", error=ConfigError)
+        bound = noise_model(keys).joint_input(level, scale, value_bound)
     cts = [ckks.Ciphertext(params, np.stack([c0[k], a[k]]), scale, seeds[k]) for k in range(count)]
-    bound = noise_model(keys).joint_input(level, scale, value_bound)
     keys.ledger.record(cts, [bound] * count, kind="input", source=f"joint input {tag!r} of party {owner}")
     return cts
+
+
+def coefficient_bound(scale: float, value_bound: float) -> int:
+    """The largest |coefficient| an honest encoding of slot values within ``value_bound`` at
+    ``scale`` has: each coefficient is an average of the slots' (2/N) sum over N/2 of them, so
+    |m_j| <= scale * bound, plus 1/2 of rounding."""
+    return int(math.floor(float(scale) * float(value_bound))) + 1
+
+
+def enforced_value_bound(keys: Any, scale: float, value_bound: float) -> float:
+    """The slot bound the range check of :func:`coefficient_bound` enforces whatever the owner
+    does: a polynomial with |coefficients| <= c has ||m||_can <= W c (W = csc(pi / 2N), about
+    0.64 N, reached by coefficients of alternating signs), so W c / scale: log2(W) bits (13.4 at
+    N = 2^14) above the declared bound, the price of checking coefficients, not slots."""
+    return float(noise_model(keys).W * coefficient_bound(scale, value_bound) / float(scale))
+
+
+def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, owner: int, count: int, level: int,
+                           scale: float, value_bound: float, a: np.ndarray, tag: str) -> tuple[np.ndarray, Any]:
+    """The joint encryption on the active engine: c_0 = -a [s] + [e] + [m] on authenticated
+    shares, opened with the MAC check. [m]: the owner's encoded coefficients, a range-checked
+    input (each within :func:`coefficient_bound`, proven before anything depends on it); [e]:
+    every party's own Gaussian, range-checked (:func:`~.keygen.contributed_errors`); [s]: the
+    key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
+    from .keygen import contributed_errors
+
+    params = keys.params
+    secret = keys.secret(engine)  # refuses a key without MAC shares
+    ctx = params.context
+    rows = params.mods(level)
+    primes = tuple(params.primes[r] for r in rows)
+    limit = coefficient_bound(scale, value_bound)
+    coeffs = None
+    if values is not None:
+        encoder = ckks.Encoder(params)
+        coeffs = np.stack([np.rint(encoder.slots_to_coefficients(v) * scale) for v in values]).astype(np.int64)
+
+    def ntt(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        ctx.ntt(out, rows)
+        return out
+
+    m = SharedRows.of(engine, engine.share_mod_in_range(coeffs, owner=owner, lo=-limit, hi=limit, moduli=primes))
+    e = contributed_errors(engine, params, count, primes)
+    s = secret.rows(rows)
+
+    def phase(s_: np.ndarray, e_: np.ndarray, m_: np.ndarray) -> np.ndarray:
+        as_ = ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows)
+        return ctx.add(ctx.sub(e_, as_, rows), m_, rows)
+
+    c0 = linear(phase, s, e.map(ntt), m.map(ntt)).open(f"input-{tag}")
+    nm = NoiseModel(params, keys.share.parties, key_method="contributed")
+    bound = nm.joint_input(level, scale, enforced_value_bound(keys, scale, value_bound))
+    return c0, bound
 
 
 def announce(session: Any, header: dict, agreed: tuple[str, ...], owner: int | None, tag: str,

@@ -186,18 +186,20 @@ def key_method(method: str, authenticated: bool) -> str:
     return "contributed" if method == "local" and authenticated else method
 
 
-def contributed_errors(engine: Any, params: ckks.Parameters, count: int) -> SharedRows:
+def contributed_errors(engine: Any, params: ckks.Parameters, count: int,
+                       primes: tuple[int, ...] | None = None) -> SharedRows:
     """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
     party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
     6 sigma), each input by its party with every coefficient proven within [-6 sigma, 6 sigma]
     (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`) before it is used: a
     deviating party's error is then any values in that range, which the "contributed" noise
-    model bounds at their worst case."""
+    model bounds at their worst case. Over ``primes`` (default: every prime of the key)."""
     bound = gaussian_bound(params.sigma)
     total = None
     for owner in range(engine.session.n):
         mine = local_errors_coefficients(params, count) if owner == engine.session.index else None
-        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound, moduli=params.primes)
+        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound,
+                                      moduli=params.primes if primes is None else primes)
         total = x if total is None else total + x
     return SharedRows.of(engine, total)
 

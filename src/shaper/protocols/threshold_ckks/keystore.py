@@ -218,6 +218,21 @@ class JointKeys(PublicKeys):
              ledger: Ledger | None = None, macs: AuthenticatedShare | None = None) -> Path:
         return super().save(directory, share or self.share, ledger or self.ledger, macs or self.macs)
 
+    def secret(self, engine: Any) -> Any:
+        """This party's share of s (NTT rows over every prime) as a
+        :class:`~.polys.SharedRows` of ``engine``: on the active engine with its MAC shares, the
+        MAC keys given to the engine first (a key made on the passive engine has none, and is
+        refused there with a :class:`~shaper.errors.ConfigError`)."""
+        from .polys import SharedRows, active
+
+        if not active(engine):
+            return SharedRows(engine, self.share.ntt, None, tuple(self.params.primes))
+        if self.macs is None:
+            raise ConfigError("this key was made on the passive engine (it has no MAC shares of s); the active engine "
+                              "needs a key made on it (shaper fhe keygen --security active)")
+        self.macs.install(engine, self.params)
+        return SharedRows(engine, self.share.ntt, self.macs.mac, tuple(self.params.primes))
+
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
         """A party's key directory: the public material and its share."""

@@ -71,19 +71,32 @@ class SharedRows:
         macs = [_add(m, _mul_rows(c, alpha[:, k], self.primes), qs) for k, m in enumerate(self.mac)]
         return SharedRows(self.engine, share, np.stack(macs), self.primes)
 
-    def open(self, what: str) -> np.ndarray:
-        """The total opened to every party, as rows (..., R, N): on the active engine a partial
-        opening and the MAC check over everything opened since the last (a wrong share or MAC
-        share anywhere raises :class:`~shaper.errors.DeviationError` at every honest party before
-        this returns); on the passive engine committed before it is opened
-        (:func:`~.commit.committed_open_rows`)."""
+    def open(self, what: str, to: int | None = None, *, error: type[Exception] | None = None) -> np.ndarray | None:
+        """The total opened to every party (``to`` None) or to party ``to`` alone (None
+        elsewhere), as rows (..., R, N). On the active engine: a partial opening (to one party:
+        masked by an input mask of its own) and the MAC check over everything opened since the
+        last, so a wrong share or MAC share anywhere raises
+        :class:`~shaper.errors.DeviationError` at every honest party before this returns, and
+        the recipient knows its value was checked. On the passive engine: committed before it
+        is opened to every party (:func:`~.commit.committed_open_rows`, raising ``error`` for a
+        broken commitment), a plain opening to one."""
         if self.mac is None:
-            return committed_open_rows(self.engine, self.share, self.primes, what=what)
+            if to is not None:
+                return open_rows(self.engine, self.share, self.primes, to)
+            kw = {} if error is None else {"error": error}
+            return committed_open_rows(self.engine, self.share, self.primes, what=what, **kw)
         from ..active.shares import AuthShares
 
         x = AuthShares(self.engine, np.ascontiguousarray(np.swapaxes(self.share, -1, -2)),
                        np.ascontiguousarray(np.swapaxes(self.mac, -1, -2)), self.primes)
-        return np.ascontiguousarray(np.swapaxes(self.engine.reveal_mod(x), -1, -2))
+        out = self.engine.reveal_mod(x, to)
+        return None if out is None else np.ascontiguousarray(np.swapaxes(out, -1, -2))
+
+    def rows(self, index: list[int]) -> SharedRows:
+        """The kernel rows ``index`` (the primes of a level), shares and MAC shares alike."""
+        return SharedRows(self.engine, np.ascontiguousarray(self.share[..., index, :]),
+                          None if self.mac is None else np.ascontiguousarray(self.mac[..., index, :]),
+                          tuple(self.primes[r] for r in index))
 
 
 def linear(f: Callable[..., np.ndarray], *args: Any) -> SharedRows:
