@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 from shaper.crypto import ckks
+from shaper.crypto.ckks.bounds import NoiseModel
 from shaper.errors import ConfigError, KeyValidationError
 from shaper.net import run_in_memory
 from shaper.protocols import threshold_ckks as tc
@@ -215,3 +216,145 @@ def test_a_local_error_one_above_its_bound_is_refused_naming_its_owner(parties, 
     honest = outcome[:parties - 1]
     assert all(o[0] == "error" and o[1] == "DeviationError" for o in honest), outcome
     assert any(f"party{parties - 1}" in o[2] for o in honest), outcome
+
+
+# -- joint inputs and decryption on the active engine ----------------------------------------------
+
+X = np.linspace(-1, 1, PARAMS.slots)
+
+
+def _full_job(session, to):
+    engine = _engine(session)
+    keys = tc.keygen(engine, PARAMS, rotations=[1], method="local", check=False)
+    (cx,) = tc.encrypt_jointly(engine, keys, X if session.index == session.n - 1 else None, value_bound=1.0)
+    (sq,) = tc.evaluate(keys, tc.parse("square,rotate:1"), [cx])
+    floods = [tc.plan_flood(keys, [c]) for c in (cx, sq)]
+    return {"fresh": tc.decrypt(engine, keys, cx), "square": tc.decrypt(engine, keys, sq, to=to), "floods": floods,
+            "message": keys.ledger.find(cx).message}
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_joint_inputs_and_decryptions_on_the_active_engine_are_right(parties):
+    res = run_in_memory(parties, _full_job, 0, timeout=600)
+    fresh_flood, square_flood = res[0]["floods"]
+    for r in res:
+        assert np.max(np.abs(r["fresh"] - X)) <= 2.0 ** -fresh_flood.precision_bits
+    assert np.max(np.abs(res[0]["square"] - np.roll(X * X, -1))) <= 2.0 ** -square_flood.precision_bits
+    assert all(r["square"] is None for r in res[1:])  # a private output: the others learn nothing
+    # the ledger holds the bound the range check enforces (W c / scale), not the declared one
+    W = NoiseModel(PARAMS, parties).W
+    assert res[0]["message"] == pytest.approx(PARAMS.scale * W * (int(PARAMS.scale) + 1) / PARAMS.scale)
+    # the worst-case precision (n - 1 floods anywhere in their checked range) is below the honest one
+    from shaper.crypto.ckks.multiparty import decryption_precision
+
+    honest = decryption_precision(PARAMS, PARAMS.scale, fresh_flood.sigma, parties)
+    assert fresh_flood.precision_bits < honest
+
+
+def _saved_keys_job(session, out):
+    engine = _engine(session)
+    keys = tc.keygen(engine, PARAMS, method="local", check=False)
+    keys.save(f"{out}/{session.name}")
+    return True
+
+
+def _encrypt_job(session, out, values):
+    engine = _engine(session)
+    keys = tc.JointKeys.load(f"{out}/{session.name}", insecure=True)
+    mine = values if session.index == 0 else None
+    (cx,) = tc.encrypt_jointly(engine, keys, mine, value_bound=1.0, owner=0)
+    return ckks.to_bytes(cx)
+
+
+def _decrypt_job(session, out, blob, to):
+    engine = _engine(session)
+    keys = tc.JointKeys.load(f"{out}/{session.name}", insecure=True)
+    return tc.decrypt(engine, keys, ckks.from_bytes(blob, PARAMS, insecure=True), to=to)
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def saved(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"active-keys-{request.param}")
+    run_in_memory(request.param, _saved_keys_job, str(out), timeout=600)
+    return request.param, str(out)
+
+
+def test_an_input_owner_beyond_its_bound_is_refused_naming_it(saved, monkeypatch):
+    parties, out = saved
+    from shaper.protocols.active import ranges
+
+    inputs = importlib.import_module("shaper.protocols.threshold_ckks.inputs")
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)  # a deviating owner skips its own refusals
+    monkeypatch.setattr(inputs, "_check_values", lambda v, slots, bound: np.atleast_2d(np.asarray(v, np.float64)))
+    encode = inputs.ckks.Encoder.slots_to_coefficients
+    limit = inputs.coefficient_bound(PARAMS.scale, 1.0)  # the constant 1 encodes as scale in coefficient 0
+
+    def attempt(coefficient):
+        def wide(self, values):
+            m = encode(self, values)
+            m[0] = coefficient / PARAMS.scale  # coefficient 0 rounds to ``coefficient``
+            return m
+
+        with monkeypatch.context() as m:
+            m.setattr(inputs.ckks.Encoder, "slots_to_coefficients", wide)
+            return run(parties, _encrypt_job, out, np.ones(PARAMS.slots), timeout=20)
+
+    for coefficient in (limit + 1, limit + (1 << 20), -limit - 1):  # one unit above, far above, one below
+        outcome = attempt(coefficient)
+        assert all(o[0] == "error" and o[1] == "DeviationError" and "party0" in o[2] for o in outcome[1:]), outcome
+    assert all(o[0] == "ok" for o in attempt(limit)) and all(o[0] == "ok" for o in attempt(-limit))  # the bound
+
+
+@pytest.mark.parametrize("dev", [
+    Deviation(r"act-open-\d+", "offset", nth=None, delta=1, index=7),   # any term added to a share of c_0 (and more)
+    Deviation(r"act-input-\d+", "offset", nth=0, delta=5),              # a shifted input (its message or error)
+    Deviation(r"act-input-\d+", "equivocate", nth=1, delta=5),          # different inputs to different peers
+    Deviation(r"act-range-\d+/proof", "offset", nth=0, delta=1, index=3),
+], ids=["c0-share", "input", "equivocate", "range-proof"])
+def test_a_deviation_in_a_joint_encryption_is_caught(saved, dev):
+    parties, out = saved
+    dev = Deviation(dev.tag, dev.action, nth=dev.nth, delta=dev.delta, index=dev.index)
+    _assert_caught(run(parties, _encrypt_job, out, X, deviant=0, deviations=[dev], timeout=20), 0)
+    assert dev.fired
+
+
+@pytest.mark.parametrize("to", [None, 0])
+@pytest.mark.parametrize("dev", [
+    Deviation(r"act-open-\d+", "offset", nth=None, delta=1, index=3),   # an offset on the decryption share
+    Deviation(r"act-range-\d+/proof", "offset", nth=0, delta=1, index=3),
+    Deviation(r"act-check-(private )?output-\d+/open", "offset", nth=0, delta=1),  # a wrong MAC difference
+], ids=["share", "range-proof", "mac-check"])
+def test_a_deviation_in_a_joint_decryption_is_caught(saved, dev, to):
+    parties, out = saved
+    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
+    dev = Deviation(dev.tag, dev.action, nth=dev.nth, delta=dev.delta, index=dev.index)
+    deviant = parties - 1  # never the recipient
+    outcome = run(parties, _decrypt_job, out, blob, to, deviant=deviant, deviations=[dev], timeout=20)
+    _assert_caught(outcome, deviant)
+    assert dev.fired
+
+
+def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
+    parties, out = saved
+    from shaper.protocols.active import ranges
+
+    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
+    decrypt = importlib.import_module("shaper.protocols.threshold_ckks.decrypt")
+    real = decrypt.sample_flood
+    deviant = parties - 1
+
+    def flood(shape, sigma, prg=None):
+        f = real(shape, sigma, prg)
+        if getattr(_DEVIANT, "on", False):
+            f.reshape(-1)[5] = decrypt.flood_reach(sigma) + 1  # one coefficient one above its reach
+        return f
+
+    def job(session):
+        _DEVIANT.on = session.index == deviant
+        return _decrypt_job(session, out, blob, 0)
+
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
+    monkeypatch.setattr(decrypt, "sample_flood", flood)
+    outcome = run(parties, job, timeout=20)
+    honest = outcome[:deviant]
+    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in honest), outcome
