@@ -317,6 +317,29 @@ def test_fhe_keygen_encrypt_and_decrypt_on_two_hosts(tmp_path):
 
 
 @NEEDS_NATIVE
+def test_fhe_on_the_active_engine_from_the_command_line(tmp_path, capsys):
+    """`fhe keygen --security active`: the key carries MAC shares, and encryption, evaluation
+    and decryption follow it onto the active engine; a parties file that asks for the passive
+    engine is refused with that key."""
+    assert main(["fhe", "keygen", "--local", "2", "--out", str(tmp_path / "k"), "--security", "active", "--method",
+                 "local", *FHE_PARAMS]) == 0
+    assert "active engine" in capsys.readouterr().out
+    assert stat.S_IMODE((tmp_path / "k" / "party0" / "secret-macs.npz").stat().st_mode) == 0o600
+    (tmp_path / "x.csv").write_text("1.5\n-2\n0.5\n")
+    assert main(["fhe", "encrypt", "--local", "2", "--keys", str(tmp_path / "k"), "--input", str(tmp_path / "x.csv"),
+                 "--bound", "2", "--out", str(tmp_path / "x.ct"), "--insecure"]) == 0
+    assert main(["fhe", "decrypt", "--local", "2", "--keys", str(tmp_path / "k"), "--ciphertext",
+                 str(tmp_path / "x.ct"), "--out", str(tmp_path / "x.out.csv"), "--insecure"]) == 0
+    assert np.allclose(np.loadtxt(tmp_path / "x.out.csv", delimiter=",")[:3], [1.5, -2, 0.5], atol=1e-3)
+    _parties_file(tmp_path, "bank", "shop")  # security = "passive" is refused with an active key
+    text = (tmp_path / "parties.toml").read_text()
+    (tmp_path / "parties.toml").write_text('security = "passive"\n' + text)
+    assert main(["fhe", "decrypt", "--parties", str(tmp_path / "parties.toml"), "--me", "bank", "--keys",
+                 str(tmp_path / "k" / "party0"), "--ciphertext", str(tmp_path / "x.ct"), "--insecure"]) == 2
+    assert "made on the active engine" in capsys.readouterr().err
+
+
+@NEEDS_NATIVE
 def test_fhe_local_keygen_demo_and_clear_errors(tmp_path, capsys):
     assert main(["fhe", "keygen", "--local", "3", "--out", str(tmp_path / "k"), *FHE_PARAMS]) == 0
     assert sorted(p.name for p in (tmp_path / "k").iterdir()) == ["party0", "party1", "party2"]

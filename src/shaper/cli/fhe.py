@@ -18,6 +18,7 @@ The options are parsed here; the jobs are :mod:`shaper.jobs.fhe`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA
@@ -31,6 +32,8 @@ from .common import (
     local_from_keys,
     out_option,
     party_options,
+    security_of,
+    security_option,
     where,
 )
 
@@ -60,6 +63,8 @@ def add_parser(subparsers: Any) -> None:
                     help=f"decryptions (ciphertexts) the key serves before its parties refuse (default {DEFAULT_BUDGET}; "
                          "128 with --rotations cnn, one CNN job); the flood grows with sqrt(Q)")
     _method_option(kg)
+    security_option(kg, "passive")
+    kg.set_defaults(active_engine=True)
     _params_options(kg)
 
     enc = command(sub, "encrypt", run_encrypt, "encrypt a vector jointly (its error chosen by no party)",
@@ -77,6 +82,7 @@ def add_parser(subparsers: Any) -> None:
                      help="the largest |value| (default 1; every party the same): the decryption's flood is sized by it")
     out_option(enc, "ciphertext file to write", metavar="FILE", required=True)
     _key_dir_insecure_option(enc)
+    enc.set_defaults(active_engine=True)  # the engine follows the key
 
     ev = command(sub, "eval", run_eval, "evaluate an agreed circuit on accounted ciphertexts (every party)",
                  "Every party runs the same circuit itself on its own copies of the inputs (no network): the "
@@ -112,6 +118,7 @@ def add_parser(subparsers: Any) -> None:
                      help=f"statistical security parameter lambda, at least 40 (default {SECURITY_LAMBDA})")
     out_option(dec, "write the real parts of the slots (.npy or .csv)", metavar="FILE")
     _key_dir_insecure_option(dec)
+    dec.set_defaults(active_engine=True)  # the engine follows the key
 
     demo = command(sub, "demo", run_demo, "n parties: joint keys, one encrypts, one computes, all decrypt",
                    "Runs every party here (--local N, the default with 3 parties) or one party on each host "
@@ -211,12 +218,29 @@ def run_keygen(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
     local = where(args)
+    args.engine_security = security_of(args, "passive")
     return fhe.keygen_command(args, local, _chain(args.params, args.insecure), _rotations(args.rotations))
+
+
+def _file_security(args: argparse.Namespace) -> None:
+    """A parties file's ``security``, which the key of an encryption or decryption must match
+    (the engine follows the key)."""
+    if getattr(args, "parties", None):
+        from ..net.config import load_parties
+        from ..protocols.threshold_ckks.keystore import MACS_FILE
+
+        args.file_security = load_parties(args.parties).security
+        made = "active" if args.keys and (Path(args.keys) / MACS_FILE).is_file() else "passive"
+        if args.keys and args.file_security is not None and args.file_security != made:  # before connecting
+            raise ConfigError(f"the parties file asks for security = {args.file_security!r}, but {args.keys} holds a key "
+                              f"made on the {made} engine: a key runs on the engine it was made on (re-key with "
+                              f"shaper fhe keygen --security {args.file_security})")
 
 
 def run_encrypt(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
+    _file_security(args)
     return fhe.encrypt_command(args, local_from_keys(args))
 
 
@@ -229,6 +253,7 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_decrypt(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
+    _file_security(args)
     return fhe.decrypt_command(args, local_from_keys(args))
 
 

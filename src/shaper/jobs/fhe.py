@@ -37,13 +37,27 @@ from ..protocols.additive import AdditiveEngine
 from ..protocols.triples import OtTriples
 
 __all__ = ["check_digest", "check_new_key_dirs", "decrypt_job", "decrypt_local", "demo_job", "encrypt_job",
-           "encrypt_local", "engine_for", "eval_job", "eval_local", "keygen_job", "keygen_local", "local_key_dirs",
-           "parameters", "read_vector"]
+           "encrypt_local", "engine_for", "eval_job", "eval_local", "key_security", "keygen_job", "keygen_local",
+           "local_key_dirs", "parameters", "read_vector"]
 
 
-def engine_for(session: Any) -> Any:
-    """The n-party engine key generation and decryption run on: OT-extension preprocessing."""
+def engine_for(session: Any, security: str = "passive") -> Any:
+    """The n-party engine key generation, joint encryption and decryption run on: the passive
+    additive engine (OT-extension preprocessing) or, with ``security="active"``, the active one
+    (MACs, checked openings, range-checked contributions: any deviation aborts)."""
+    if security == "active":
+        from ..protocols.active import ActiveEngine
+
+        return ActiveEngine(session)
+    if security != "passive":
+        raise ConfigError(f"security is 'active' or 'passive', got {security!r}")
     return AdditiveEngine(session, triple_source=OtTriples(), frac_bits=0)
+
+
+def key_security(keys: Any) -> str:
+    """The engine a key works on: "active" for a key made on the active engine (it carries this
+    party's MAC shares of s), "passive" otherwise."""
+    return "active" if getattr(keys, "macs", None) is not None else "passive"
 
 
 def parameters(chain: tuple, insecure: bool = False) -> ckks.Parameters:
@@ -56,7 +70,8 @@ def parameters(chain: tuple, insecure: bool = False) -> ckks.Parameters:
 
 def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[int] = (), conjugation: bool = False,
                method: str = "exact", check: bool = True, insecure: bool = False, budget: int = tc.DEFAULT_BUDGET,
-               out: str | os.PathLike | None = None, progress: Progress | None = None, engine: Any = None) -> dict:
+               out: str | os.PathLike | None = None, progress: Progress | None = None, engine: Any = None,
+               security: str = "passive") -> dict:
     """One party's key generation as a job: builds the engine (``engine``, default
     :func:`engine_for`) and the parameters from ``chain`` (N, q bits, p bits, scale bits), runs
     :func:`~shaper.protocols.threshold_ckks.keygen`, writes the keys to ``out`` (a new
@@ -64,7 +79,12 @@ def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[in
     totals as plain data."""
     params = parameters(chain, insecure)
     start, sent0 = time.perf_counter(), session.stats.bytes_sent
-    keys = tc.keygen(engine if engine is not None else engine_for(session), params, rotations=rotations,
+    if engine is None:
+        from .mpc import agree_on_security
+
+        agree_on_security(session, security)
+        engine = engine_for(session, security)
+    keys = tc.keygen(engine, params, rotations=rotations,
                      conjugation=conjugation, method=method, check=check, budget=budget, progress=progress)
     seconds = time.perf_counter() - start
     if out is not None:
@@ -73,6 +93,7 @@ def keygen_job(session: Any, chain: tuple = CNN_CHAIN, *, rotations: Iterable[in
             "bytes_sent": session.stats.bytes_sent - sent0, "phases": [_phase_row(p) for p in keys.phases],
             "sizes": keys.sizes(), "rotation_keys": len(keys.galois), "method": method,
             "fingerprint": params.fingerprint.hex(), "out": None if out is None else str(out),
+            "security": key_security(keys),
             "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining}
 
 
@@ -134,10 +155,16 @@ def read_vector(path: str | os.PathLike, slots: int | None = None) -> np.ndarray
     return values
 
 
-def _joint_keys(session: Any, keys_dir: str | os.PathLike, insecure: bool = False) -> tc.JointKeys:
+def _joint_keys(session: Any, keys_dir: str | os.PathLike, insecure: bool = False,
+                security: str | None = None) -> tc.JointKeys:
     """A party's key directory, checked against the session (same parties, same order);
-    ``insecure``: accept one made with test parameters (``fhe keygen --insecure``)."""
+    ``insecure``: accept one made with test parameters (``fhe keygen --insecure``). The engine
+    follows the key (:func:`key_security`); ``security`` (a parties file's) must match it."""
     keys = tc.JointKeys.load(keys_dir, insecure=insecure)
+    if security is not None and security != key_security(keys):
+        raise ConfigError(f"the parties file asks for security = {security!r}, but {keys_dir} holds a key made on the "
+                          f"{key_security(keys)} engine: a key runs on the engine it was made on (re-key with shaper "
+                          f"fhe keygen --security {security})")
     if keys.share.parties != session.n:
         raise ConfigError(f"{keys_dir} holds a share of a {keys.share.parties}-party key, this job has {session.n} parties")
     if keys.share.index != session.index:
@@ -157,14 +184,16 @@ def read_bounded(path: str | os.PathLike, slots: int, bound: float) -> np.ndarra
 
 
 def encrypt_job(session: Any, keys_dir: str | os.PathLike, input_path: str | os.PathLike | None,
-                out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None, insecure: bool = False) -> dict:
+                out: str | os.PathLike | None, *, bound: float = 1.0, engine: Any = None, insecure: bool = False,
+                security: str | None = None) -> dict:
     """One party's side of a joint encryption (:func:`~shaper.protocols.threshold_ckks.encrypt_jointly`):
     the party with ``input_path`` brings the vector (|values| <= ``bound``, which every party
     must give alike), every party writes the ciphertext to ``out`` (when given) and records it in
     its ledger. Returns the count of values (at the owner), the digest and the file."""
-    keys = _joint_keys(session, keys_dir, insecure)
+    keys = _joint_keys(session, keys_dir, insecure, security)
     values = None if input_path is None else read_bounded(input_path, keys.params.slots, bound)
-    ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session), keys, values, value_bound=bound,
+    ct = tc.encrypt_jointly(engine if engine is not None else engine_for(session, key_security(keys)), keys, values,
+                            value_bound=bound,
                             tag="shaper fhe encrypt")[0]
     if out is not None:
         ckks.save(ct, out)
@@ -234,12 +263,12 @@ def check_digest(digest: str | None) -> str | None:
 
 def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.PathLike, *, to: str | None = None,
                 digest: str | None = None, policy: tc.FloodPolicy = tc.FloodPolicy(), engine: Any = None,
-                insecure: bool = False) -> dict:
+                insecure: bool = False, security: str | None = None) -> dict:
     """One party's part of a joint decryption as a job: loads its key directory (share and
     ledger) and the ciphertext file, and decrypts to party ``to`` (every party when None). It
     consents only to a ciphertext its ledger accounts for (a joint input, or an output of an
     evaluation it ran), while the budget lasts, and, with ``digest`` (64 hex), only to that one."""
-    keys = _joint_keys(session, keys_dir, insecure)
+    keys = _joint_keys(session, keys_dir, insecure, security)
     want = check_digest(digest)
     ct = ckks.load(ciphertext, keys.params)
     if not isinstance(ct, ckks.Ciphertext):
@@ -248,7 +277,8 @@ def decrypt_job(session: Any, keys_dir: str | os.PathLike, ciphertext: str | os.
         raise ConfigError(f"decryption recipient {to!r} is not a party of this job ({', '.join(session.parties)})")
     target = None if to is None else session.parties.index(to)
     start = time.perf_counter()
-    values = tc.decrypt(engine if engine is not None else engine_for(session), keys, ct, to=target, policy=policy,
+    values = tc.decrypt(engine if engine is not None else engine_for(session, key_security(keys)), keys, ct, to=target,
+                        policy=policy,
                         approve=None if want is None else lambda req: req["digests"] == [want])
     flood = tc.plan_flood(keys, [ct], policy)
     return {"party": session.name, "digest": tc.ciphertext_digest(ct), "values": values,
@@ -347,10 +377,11 @@ def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[
     out = Path(args.out)
     budget = args.budget if args.budget is not None else (CNN_BUDGET if rotations == CNN_ROTATIONS else tc.DEFAULT_BUDGET)
     options = {"rotations": rotations, "conjugation": args.conjugation, "method": args.method, "insecure": args.insecure,
-               "budget": budget}
+               "budget": budget, "security": getattr(args, "engine_security", "passive")}
     if local is not None:
         check_new_key_dirs(out, local)
-        print(f"{local} parties as local processes over TLS: joint key generation ({args.method}), "
+        print(f"{local} parties as local processes over TLS: joint key generation ({args.method}, "
+              f"{options['security']} engine), "
               f"{len(rotations)} rotation keys", flush=True)
         results = keygen_local(local, out, chain, options, show_progress)
         print_phases(results[0])
@@ -365,7 +396,8 @@ def keygen_command(args: Any, local: int | None, chain: tuple, rotations: tuple[
         report = keygen_job(session, chain, out=out, progress=show_progress, **options)
         print_phases(report)
         print(session.stats.table(f"traffic of {args.me}"))
-    print(f"keys written to {out} (secret-key share and ledger mode 0600); {report['budget_left']} of "
+    print(f"keys written to {out} ({report['security']} engine; secret-key share and ledger mode 0600); "
+          f"{report['budget_left']} of "
           f"{report['budget']} decryptions left")
     return 0
 
@@ -398,7 +430,8 @@ def encrypt_command(args: Any, local: int | None) -> int:
     from ..net import Session
 
     with Session.from_config(args.parties, me=args.me, key=args.key) as session:
-        r = encrypt_job(session, args.keys, args.input, args.out, bound=args.bound, insecure=args.insecure)
+        r = encrypt_job(session, args.keys, args.input, args.out, bound=args.bound, insecure=args.insecure,
+                        security=getattr(args, "file_security", None))
     what = f"{r['values']} values" if r["values"] is not None else "another party's values"
     print(f"{what} encrypted jointly to {r['out']} (SHA-256 {r['digest']}); recorded in {args.keys}'s ledger")
     return 0
@@ -432,6 +465,7 @@ def decrypt_command(args: Any, local: int | None) -> int:
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             report = decrypt_job(session, args.keys, args.ciphertext, to=args.to, digest=args.digest, policy=policy,
+                                 security=getattr(args, "file_security", None),
                                  insecure=args.insecure)
         if report["values"] is None:
             print(f"ciphertext {report['digest']} decrypted jointly for {args.to}; nothing learnt here "
