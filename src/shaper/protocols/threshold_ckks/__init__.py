@@ -39,9 +39,20 @@ What each party learns:
   because a party consents only to ciphertexts in its own ledger: joint inputs and outputs of
   evaluations it ran itself. Anything else is refused before anything is opened.
 
-What remains: a party that deviates inside the joint encryption can add a message beyond the
-declared bound (no range proof); a party that deviates inside the MPC engine can make keys or
+What remains on the passive engine: a party that deviates inside the joint encryption can add a
+message beyond the declared bound; a party that deviates inside the MPC engine can make keys or
 results wrong, not choose them; any party can abort.
+
+**On the active engine** (:class:`~shaper.protocols.active.ActiveEngine`; the key then carries
+this party's MAC shares of s, :class:`.keystore.AuthenticatedShare`, and encryption and
+decryption run on that engine too): any n - 1 parties may deviate arbitrarily. Every opening of
+key generation, joint encryption and decryption is MAC-checked, and every contributed term is a
+range-checked input before anything depends on it: local key errors and joint-input errors
+within +-floor(6 sigma), the owner's encoded coefficients within floor(scale B) + 1, each flood
+within +-ceil(8.6 sigma_f). The honest parties abort (naming the owner of a failed range proof)
+or the output is right; the ledger records the enforced bounds (the message's at W times the
+coefficient bound), and :func:`plan_flood` reports the precision n - 1 deviating floods leave
+at worst. docs/threshold-ckks.md, "On the active engine", has the table and the costs.
 """
 
 from ...crypto.ckks.multiparty import (

@@ -27,6 +27,12 @@ view is 2^-lambda close to one that shows only the results). The argument needs 
 error of *every* decrypted ciphertext, whatever the parties chose to encrypt and compute: that is
 what the accounting buys. A party that deviates inside the protocol (sends a wrong share) can
 make the result wrong, not learn more.
+
+**On the active engine** (a key with MAC shares): the opening is c_0 + c_1 [s] + [f] on
+authenticated shares, [f] the sum of every party's flood, each a range-checked input within
+:func:`flood_reach`; MAC-checked, and to one recipient masked by its own input mask, so a wrong
+share aborts before the recipient unmasks anything. The precision in :class:`Flood` is then the
+worst case over what n - 1 deviating floods can add within their range.
 """
 
 from __future__ import annotations

@@ -24,6 +24,14 @@ the bound does not cover (docs/threshold-ckks.md, "What remains").
 
 Cost: per vector, one multiplication a_k s_i per limb, one Gaussian polynomial and one opening of
 one polynomial (the inputs' c_1 travel as 32-byte seeds). No MPC sampling.
+
+**On the active engine** (a key made there, :func:`_encrypt_authenticated`): c_0 = -a [s] + [e]
++ [m] on authenticated shares, opened with the MAC check. The owner's encoded coefficients are a
+range-checked input (each within :func:`coefficient_bound`, so a value one unit beyond it is
+refused, naming the owner, and the bound itself accepted), every party's error a range-checked
+input within +-floor(6 sigma). A term added to a share of c_0 fails the MAC check. The ledger
+records the bound the check enforces, :func:`enforced_value_bound` (W c / scale: log2 W bits
+above the declared slot bound, the price of checking coefficients rather than slots).
 """
 
 from __future__ import annotations
