@@ -1,5 +1,6 @@
-"""Threshold CKKS key generation on the active engine: keys from authenticated shares, every
-opening MAC-checked, each party's MAC shares of s kept with its share for later jobs.
+"""Threshold CKKS on the active engine: key generation from authenticated shares (each party's
+MAC shares of s kept with its share for later jobs), joint inputs and joint decryptions, every
+opening MAC-checked and every contributed term range-checked.
 
 Deviations (the harness of ``deviating.py``), at 2 and 3 parties, each asserted *caught*: every
 honest party raises :class:`~shaper.errors.DeviationError` (or, for a dropped message, a
@@ -17,7 +18,16 @@ an offset on a range proof         the verifier's polynomial check, naming the o
 a local error beyond 6 sigma       the range proof of the owner's error input, naming the owner
 a wrong MAC share in a check       the MAC check
 a MAC share file tampered with     the next job's MAC-checked opening of s
+an input owner beyond its bound    the range proof of the owner's coefficients, naming it (one
+(one unit, 2^20 units, below)      unit above is refused, the bound itself accepted)
+a term added to a share of c_0     the MAC check of c_0's opening
+a shifted or equivocated input     the view comparison / MAC check
+a decryption share shifted         the MAC check (to all, or to one recipient before it unmasks)
+a flood one above its reach        the range proof of that party's flood, naming it
 =================================  ============================================================
+
+One deviation is harmless rather than caught, and is not listed: a party that shifts its own
+input-mask broadcast changes only its own (masking) input, which nothing depends on.
 """
 
 from __future__ import annotations
