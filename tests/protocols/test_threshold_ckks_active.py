@@ -25,9 +25,6 @@ a shifted or equivocated input     the view comparison / MAC check
 a decryption share shifted         the MAC check (to all, or to one recipient before it unmasks)
 a flood one above its reach        the range proof of that party's flood, naming it
 =================================  ============================================================
-
-One deviation is harmless rather than caught, and is not listed: a party that shifts its own
-input-mask broadcast changes only its own (masking) input, which nothing depends on.
 """
 
 from __future__ import annotations
