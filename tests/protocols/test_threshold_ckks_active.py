@@ -47,7 +47,7 @@ from shaper.protocols.threshold_ckks.polys import SharedRows
 
 from .deviating import Deviation, run
 
-keygen_module = importlib.import_module("shaper.protocols.threshold_ckks.keygen")
+keygen_module = importlib.import_module("shaper.protocols.threshold_ckks.polys")
 NATIVE = importlib.util.find_spec("shaper._native") is not None
 PARAMS = ckks.Parameters.from_literal(64, [50, 40, 40], 50, 40, insecure=True)
 ROWS = list(range(len(PARAMS.primes)))

@@ -49,7 +49,7 @@ from ...crypto.ckks.multiparty import joint_input_share
 from ...crypto.prg import Prg
 from ...errors import ConfigError
 from .commit import committed_open_rows
-from .polys import SharedRows, active, joint_seed, linear
+from .polys import SharedRows, active, contributed_errors, joint_seed, linear
 
 __all__ = ["announce", "encrypt_jointly", "noise_model"]
 
@@ -130,8 +130,6 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     input (each within :func:`coefficient_bound`, proven before anything depends on it); [e]:
     every party's own Gaussian, range-checked (:func:`~.keygen.contributed_errors`); [s]: the
     key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
-    from .keygen import contributed_errors
-
     params = keys.params
     secret = keys.secret(engine)  # refuses a key without MAC shares
     ctx = params.context

@@ -27,13 +27,12 @@ from typing import Any
 import numpy as np
 
 from ...crypto import ckks
-from ...crypto.ckks.keys import expand_seed, gaussian_bound
+from ...crypto.ckks.keys import expand_seed
 from ...crypto.ckks.multiparty import (
     DEFAULT_BUDGET,
     check_bound,
     check_vectors,
     local_errors,
-    local_errors_coefficients,
     public_key_share,
     square_share,
     switching_key_share,
@@ -46,7 +45,7 @@ from .decrypt import decrypt, plan_flood
 from .inputs import noise_model
 from .keystore import AuthenticatedShare, JointKeys
 from .ledger import Ledger
-from .polys import SharedRows, active, joint_seed, linear
+from .polys import SharedRows, active, contributed_errors, joint_seed, linear
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
 
@@ -184,24 +183,6 @@ def key_method(method: str, authenticated: bool) -> str:
     party's own, on the passive engine) or "contributed" (each party's own as a range-checked
     input on the active engine: a deviating party's is any values within the range)."""
     return "contributed" if method == "local" and authenticated else method
-
-
-def contributed_errors(engine: Any, params: ckks.Parameters, count: int,
-                       primes: tuple[int, ...] | None = None) -> SharedRows:
-    """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
-    party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
-    6 sigma), each input by its party with every coefficient proven within [-6 sigma, 6 sigma]
-    (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`) before it is used: a
-    deviating party's error is then any values in that range, which the "contributed" noise
-    model bounds at their worst case. Over ``primes`` (default: every prime of the key)."""
-    bound = gaussian_bound(params.sigma)
-    total = None
-    for owner in range(engine.session.n):
-        mine = local_errors_coefficients(params, count) if owner == engine.session.index else None
-        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound,
-                                      moduli=params.primes if primes is None else primes)
-        total = x if total is None else total + x
-    return SharedRows.of(engine, total)
 
 
 def _split(rows: np.ndarray, count: int) -> np.ndarray:

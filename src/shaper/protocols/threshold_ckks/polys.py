@@ -20,10 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ...crypto.ckks.keys import gaussian_bound
+from ...crypto.ckks.multiparty import local_errors_coefficients
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["SharedRows", "active", "committed_open_rows", "joint_seed", "linear", "open_rows", "share_rows"]
+__all__ = ["SharedRows", "active", "committed_open_rows", "contributed_errors", "joint_seed", "linear", "open_rows",
+           "share_rows"]
 
 
 def active(engine: Any) -> bool:
@@ -151,3 +154,21 @@ def joint_seed(engine: Any, what: str) -> bytes:
     """A 32-byte seed no party chose alone: uniform shares opened with commit-before-open
     (:func:`~shaper.protocols.threshold_ckks.commit.committed_seed`), hashed with ``what``."""
     return committed_seed(engine, what)
+
+
+def contributed_errors(engine: Any, params: Any, count: int,
+                       primes: tuple[int, ...] | None = None) -> SharedRows:
+    """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
+    party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
+    6 sigma), each input by its party with every coefficient proven within [-6 sigma, 6 sigma]
+    (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`) before it is used: a
+    deviating party's error is then any values in that range, which the "contributed" noise
+    model bounds at their worst case. Over ``primes`` (default: every prime of the key)."""
+    bound = gaussian_bound(params.sigma)
+    total = None
+    for owner in range(engine.session.n):
+        mine = local_errors_coefficients(params, count) if owner == engine.session.index else None
+        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound,
+                                      moduli=params.primes if primes is None else primes)
+        total = x if total is None else total + x
+    return SharedRows.of(engine, total)
