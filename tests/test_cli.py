@@ -337,6 +337,9 @@ def test_fhe_on_the_active_engine_from_the_command_line(tmp_path, capsys):
     assert main(["fhe", "decrypt", "--parties", str(tmp_path / "parties.toml"), "--me", "bank", "--keys",
                  str(tmp_path / "k" / "party0"), "--ciphertext", str(tmp_path / "x.ct"), "--insecure"]) == 2
     assert "made on the active engine" in capsys.readouterr().err
+    assert main(["fhe", "demo", "--local", "2", "--security", "active", "--method", "local", *FHE_PARAMS]) == 0
+    out = capsys.readouterr().out
+    assert "active engine" in out and "largest error" in out
 
 
 @NEEDS_NATIVE

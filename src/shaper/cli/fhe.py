@@ -127,6 +127,8 @@ def add_parser(subparsers: Any) -> None:
     party_options(demo, local_help=f"run N parties here as processes over loopback TLS (2..16; {DEMO_PARTIES} "
                                    "when no parties file is given)")
     _method_option(demo)
+    security_option(demo, "passive")
+    demo.set_defaults(active_engine=True)
     _params_options(demo)
 
 
@@ -263,6 +265,7 @@ def run_demo(args: argparse.Namespace) -> int:
     if local_count(args) is None and not args.parties and not args.me:
         args.local = DEMO_PARTIES
     local = where(args)
+    args.engine_security = security_of(args, "passive")
     return fhe.demo_command(args, local, _chain(args.params, args.insecure))
 
 

@@ -318,15 +318,19 @@ def _decrypt_party(session: Any, root: str, ciphertext: str, to: str | None, dig
 # -- the demo --------------------------------------------------------------------------------------
 
 def demo_job(session: Any, chain: tuple, rotations: tuple[int, ...], method: str, insecure: bool,
-             verbose: bool, engine: Any = None) -> dict:
-    """The whole demo in one party (see the module docstring)."""
+             verbose: bool, engine: Any = None, security: str = "passive") -> dict:
+    """The whole demo in one party (see the module docstring), on the ``security`` engine."""
     def progress(event: dict) -> None:
         if verbose and session.index == 0 and event["status"] == "done":
             print(f"  {event['phase']:<34s} {event['seconds']:7.2f} s {event['bytes'] / 1e6:9.1f} MB sent by party 0",
                   flush=True)
 
     params = parameters(chain, insecure)
-    engine = engine if engine is not None else engine_for(session)
+    if engine is None:
+        from .mpc import agree_on_security
+
+        agree_on_security(session, security)
+        engine = engine_for(session, security)
     start = time.perf_counter()
     keys = tc.keygen(engine, params, rotations=rotations, method=method, progress=progress)
     keygen_s = time.perf_counter() - start
@@ -484,10 +488,12 @@ def decrypt_command(args: Any, local: int | None) -> int:
 
 def demo_command(args: Any, local: int | None, chain: tuple) -> int:
     """``shaper fhe demo``: ``local`` parties here, or this party of a parties file."""
+    security = getattr(args, "engine_security", "passive")
     if local is not None:
-        print(f"{local} parties as local processes over TLS generate one CKKS key in MPC ({args.method}); "
-              f"party0's x is encrypted jointly, every party computes rot(x*x, 1), all decrypt jointly", flush=True)
-        results = launch(local, demo_job, chain, (1,), args.method, args.insecure, True, timeout=None)
+        print(f"{local} parties as local processes over TLS generate one CKKS key in MPC ({args.method}, {security} "
+              f"engine); party0's x is encrypted jointly, every party computes rot(x*x, 1), all decrypt jointly",
+              flush=True)
+        results = launch(local, demo_job, chain, (1,), args.method, args.insecure, True, None, security, timeout=None)
         r, busiest, where_ = results[0], max(x["bytes_sent"] for x in results), "on every party"
     else:
         from ..net import Session
@@ -495,7 +501,7 @@ def demo_command(args: Any, local: int | None, chain: tuple) -> int:
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             print(f"{session.n} parties generate one CKKS key in MPC ({args.method}); {session.parties[0]}'s x "
                   "is encrypted jointly, every party computes rot(x*x, 1), all decrypt jointly", flush=True)
-            r = demo_job(session, chain, (1,), args.method, args.insecure, True)
+            r = demo_job(session, chain, (1,), args.method, args.insecure, True, security=security)
             print(session.stats.table(f"traffic of {args.me}"))
         busiest, where_ = r["bytes_sent"], f"at {args.me}"
     print(r["params"])
