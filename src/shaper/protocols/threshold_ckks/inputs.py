@@ -36,6 +36,7 @@ above the declared slot bound, the price of checking coefficients rather than sl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from typing import Any
@@ -155,8 +156,12 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
         return ctx.add(ctx.sub(e_, as_, rows), m_, rows)
 
     c0 = linear(phase, s, e.map(ntt), m.map(ntt)).open(f"input-{tag}")
+    # the phase is m + e: m any polynomial with coefficients within c (the whole of it counted as
+    # message, at W c), e the parties' range-checked errors; the honest encoding's rounding of the
+    # declared values stays in the error (conservative), not an encoding error of the W c bound
     nm = NoiseModel(params, keys.share.parties, key_method="contributed")
-    bound = nm.joint_input(level, scale, enforced_value_bound(keys, scale, value_bound))
+    declared = nm.joint_input(level, scale, value_bound)
+    bound = dataclasses.replace(declared, message=float(scale) * enforced_value_bound(keys, scale, value_bound))
     return c0, bound
 
 
