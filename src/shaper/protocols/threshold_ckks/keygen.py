@@ -17,6 +17,15 @@ so a mismatch raises :class:`~shaper.errors.KeyValidationError` at every honest 
 the party, and no key is returned. A party that deviates otherwise inside the (passive) MPC can
 still make the keys wrong, which the check decryption (:func:`check_joint_keys`) catches for keys
 that do not work, but it cannot choose them.
+
+On the active engine (:class:`~shaper.protocols.active.ActiveEngine`) every step runs on
+authenticated shares (:class:`~.polys.SharedRows`: each local step linear in the shares, applied
+to the MAC shares alike), every opening is MAC-checked, and ``method="local"`` takes each party's
+error as a range-checked input (:func:`~.polys.contributed_errors`; the ledger's key method is
+then "contributed"): a party that deviates anywhere makes every honest party raise
+:class:`~shaper.errors.DeviationError` before any key is returned. The keys carry this party's
+MAC keys and MAC shares of s (:class:`~.keystore.AuthenticatedShare`), which later joint
+encryptions and decryptions use.
 """
 
 from __future__ import annotations
