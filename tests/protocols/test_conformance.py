@@ -213,4 +213,6 @@ def test_conversions_match_python_integers(conv_kind):
             assert all(limb == limbs[0] for limb in limbs), f"{key}: the limbs hold different integers"
             assert max(abs(v) for v in limbs[0]) <= bound
         assert set(_centered(r["ternary"][:, 0], basis[0])) == {-1, 0, 1}
-    assert 20 < sum(res[0]["dabit-bits"]) < 50  # 70 uniform bits: 2^-9 of missing this by chance
+    # 70 uniform bits: within 6 standard deviations of 35 (2^-29 of missing this by chance; the old
+    # 20..50, 2^-9 per case, failed once in a CI run of ten such cases); constant bits still fail
+    assert 10 < sum(res[0]["dabit-bits"]) < 60
