@@ -59,7 +59,7 @@ from ...crypto.ckks.multiparty import (
 )
 from ...errors import ConfigError, DecryptionRefused
 from .commit import committed_open_rows
-from .polys import SharedRows, active, linear, open_rows
+from .polys import active, contributed, linear, open_rows
 
 __all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "flood_reach", "plan_flood"]
 
@@ -191,22 +191,11 @@ def _open_authenticated(engine: Any, keys: Any, cts: list[ckks.Ciphertext], floo
     q0 = params.moduli[0]
     s0 = keys.secret(engine).rows([0])
     reach = flood_reach(sigma)
-    total = None
-    for owner in range(engine.session.n):
-        mine = flood if owner == engine.session.index else None
-        x = engine.share_mod_in_range(mine, owner=owner, lo=-reach, hi=reach, modulus=q0)
-        total = x if total is None else total + x
-    f = SharedRows.of(engine, total)  # (count, 1, N) coefficients
-
-    def ntt(x: np.ndarray) -> np.ndarray:
-        out = np.array(x, dtype=np.uint64, copy=True)
-        ctx.ntt(out, [0])
-        return out
-
+    f = contributed(engine, flood, -reach, reach, modulus=q0).ntt(ctx, [0])  # (count, 1, N)
     c1 = np.ascontiguousarray(np.stack([ct.data[1, :1] for ct in cts]))
     c0 = np.ascontiguousarray(np.stack([ct.data[0, :1] for ct in cts]))
     d = linear(lambda s_, f_: ctx.add(ctx.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)), [0]), f_, [0]),
-               s0, f.map(ntt)).add_public(c0)
+               s0, f).add_public(c0)
     return d.open("decryption", to)
 
 

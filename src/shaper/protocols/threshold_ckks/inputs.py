@@ -129,7 +129,7 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     """The joint encryption on the active engine: c_0 = -a [s] + [e] + [m] on authenticated
     shares, opened with the MAC check. [m]: the owner's encoded coefficients, a range-checked
     input (each within :func:`coefficient_bound`, proven before anything depends on it); [e]:
-    every party's own Gaussian, range-checked (:func:`~.keygen.contributed_errors`); [s]: the
+    every party's own Gaussian, range-checked (:func:`~.polys.contributed_errors`); [s]: the
     key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
     params = keys.params
     secret = keys.secret(engine)  # refuses a key without MAC shares
@@ -142,11 +142,6 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
         encoder = ckks.Encoder(params)
         coeffs = np.stack([np.rint(encoder.slots_to_coefficients(v) * scale) for v in values]).astype(np.int64)
 
-    def ntt(x: np.ndarray) -> np.ndarray:
-        out = np.array(x, dtype=np.uint64, copy=True)
-        ctx.ntt(out, rows)
-        return out
-
     m = SharedRows.of(engine, engine.share_mod_in_range(coeffs, owner=owner, lo=-limit, hi=limit, moduli=primes))
     e = contributed_errors(engine, params, count, primes)
     s = secret.rows(rows)
@@ -155,7 +150,7 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
         as_ = ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows)
         return ctx.add(ctx.sub(e_, as_, rows), m_, rows)
 
-    c0 = linear(phase, s, e.map(ntt), m.map(ntt)).open(f"input-{tag}")
+    c0 = linear(phase, s, e.ntt(ctx, rows), m.ntt(ctx, rows)).open(f"input-{tag}")
     # the phase is m + e: m any polynomial with coefficients within c (the whole of it counted as
     # message, at W c), e the parties' range-checked errors; the honest encoding's rounding of the
     # declared values stays in the error (conservative), not an encoding error of the W c bound

@@ -93,13 +93,8 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
 
     auth = active(engine)
 
-    def ntt(x: np.ndarray) -> np.ndarray:
-        out = np.array(x, dtype=np.uint64, copy=True)
-        ctx.ntt(out, rows)
-        return out
-
     def secret() -> SharedRows:
-        return SharedRows.of(engine, engine.ternary((n,), primes)).map(ntt)
+        return SharedRows.of(engine, engine.ternary((n,), primes)).ntt(ctx, rows)
 
     s = phases.run("secret key (ternary)", secret, n)
 
@@ -107,10 +102,10 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         if method == "local":  # each party's own error
             if not auth:
                 return local_errors(params, count)  # added to this party's share
-            return contributed_errors(engine, params, count).map(ntt)
+            return contributed_errors(engine, params, count).ntt(ctx, rows)
         e = SharedRows.of(engine, engine.gaussian(count * n, primes, sigma=sigma))  # (R, count n)
         e = SharedRows(engine, _split(e.share, count), None if e.mac is None else _split(e.mac, count), e.primes)
-        return e.map(ntt)
+        return e.ntt(ctx, rows)
 
     def public_key() -> ckks.PublicKey:  # b = -a s + e
         seed = joint_seed(engine, "pk")

@@ -22,11 +22,12 @@ import numpy as np
 
 from ...crypto.ckks.keys import gaussian_bound
 from ...crypto.ckks.multiparty import local_errors_coefficients
+from ...kernels.modq import add_mod, mul_mod
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["SharedRows", "active", "committed_open_rows", "contributed_errors", "joint_seed", "linear", "open_rows",
-           "share_rows"]
+__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "contributed_errors", "joint_seed", "linear",
+           "open_rows", "share_rows"]
 
 
 def active(engine: Any) -> bool:
@@ -62,16 +63,26 @@ class SharedRows:
         """f (linear, no constant term) on the share and on every MAC share."""
         return linear(f, self)
 
+    def ntt(self, ctx: Any, rows: list[int]) -> SharedRows:
+        """The NTT (``ctx``'s, over kernel rows ``rows``) of every polynomial, shares and MAC
+        shares alike (a copy: the kernel works in place)."""
+        def one(x: np.ndarray) -> np.ndarray:
+            out = np.array(x, dtype=np.uint64, copy=True)
+            ctx.ntt(out, rows)
+            return out
+
+        return self.map(one)
+
     def add_public(self, c: np.ndarray) -> SharedRows:
         """x + c for public rows c (..., R, N): the first party adds c to its share, every party
         alpha_k c to its k-th MAC share."""
         qs = np.asarray(self.primes, dtype=np.uint64)[:, None]
         c = np.ascontiguousarray(np.broadcast_to(c, self.share.shape), dtype=np.uint64)
-        share = _add(self.share, c, qs) if self.engine.session.index == 0 else self.share
+        share = add_mod(self.share, c, qs) if self.engine.session.index == 0 else self.share
         if self.mac is None:
             return SharedRows(self.engine, share, None, self.primes)
         alpha = self.engine.mac_keys(self.primes)[:, :len(self.mac)]  # (R, K)
-        macs = [_add(m, _mul_rows(c, alpha[:, k], self.primes), qs) for k, m in enumerate(self.mac)]
+        macs = [add_mod(m, _mul_rows(c, alpha[:, k], self.primes), qs) for k, m in enumerate(self.mac)]
         return SharedRows(self.engine, share, np.stack(macs), self.primes)
 
     def open(self, what: str, to: int | None = None, *, error: type[Exception] | None = None) -> np.ndarray | None:
@@ -121,15 +132,8 @@ def linear(f: Callable[..., np.ndarray], *args: Any) -> SharedRows:
     return SharedRows(first.engine, share, np.stack(macs), first.primes)
 
 
-def _add(a: np.ndarray, b: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    s = a + b  # both below q < 2^62: no wrap
-    return np.where(s >= qs, s - qs, s)
-
-
 def _mul_rows(c: np.ndarray, scalars: np.ndarray, primes: tuple[int, ...]) -> np.ndarray:
     """c (..., R, N) times one scalar per row, mod that row's prime."""
-    from ...kernels.modq import mul_mod
-
     moved = np.ascontiguousarray(np.swapaxes(c, -1, -2))  # (..., N, R): limbs last
     out = mul_mod(moved, np.asarray(scalars, dtype=np.uint64), primes)
     return np.ascontiguousarray(np.swapaxes(out, -1, -2))
@@ -156,19 +160,27 @@ def joint_seed(engine: Any, what: str) -> bytes:
     return committed_seed(engine, what)
 
 
+def contributed(engine: Any, mine: Any, lo: int, hi: int, **basis: Any) -> SharedRows:
+    """The sum of every party's own values, each a range-checked input of the active engine
+    (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`: every entry proven within
+    [lo, hi] before anything depends on it, a failed proof naming its owner), as rows: ``mine``
+    is this party's (the same shape at every party), ``basis`` ``modulus=q`` or ``moduli=...``.
+    A deviating party's summand is then any values in the range, nothing else."""
+    total = None
+    for owner in range(engine.session.n):
+        x = engine.share_mod_in_range(mine if owner == engine.session.index else None, owner=owner, lo=lo, hi=hi,
+                                      **basis)
+        total = x if total is None else total + x
+    return SharedRows.of(engine, total)
+
+
 def contributed_errors(engine: Any, params: Any, count: int,
                        primes: tuple[int, ...] | None = None) -> SharedRows:
     """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
     party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
-    6 sigma), each input by its party with every coefficient proven within [-6 sigma, 6 sigma]
-    (:meth:`~shaper.protocols.active.ActiveEngine.share_mod_in_range`) before it is used: a
-    deviating party's error is then any values in that range, which the "contributed" noise
-    model bounds at their worst case. Over ``primes`` (default: every prime of the key)."""
+    6 sigma), each proven within [-6 sigma, 6 sigma] (:func:`contributed`): a deviating party's
+    error is then any values in that range, which the "contributed" noise model bounds at their
+    worst case. Over ``primes`` (default: every prime of the key)."""
     bound = gaussian_bound(params.sigma)
-    total = None
-    for owner in range(engine.session.n):
-        mine = local_errors_coefficients(params, count) if owner == engine.session.index else None
-        x = engine.share_mod_in_range(mine, owner=owner, lo=-bound, hi=bound,
-                                      moduli=params.primes if primes is None else primes)
-        total = x if total is None else total + x
-    return SharedRows.of(engine, total)
+    return contributed(engine, local_errors_coefficients(params, count), -bound, bound,
+                       moduli=params.primes if primes is None else primes)
