@@ -236,3 +236,106 @@ def test_punctured_trees_give_every_leaf_but_the_point():
         _native.vole_ggm_punctured(chosen, points + np.uint64(64), h)
     with pytest.raises(ValueError, match="outside"):
         _native.vole_leaf_values(got.reshape(-1, 16), P, 2, 1 << h, points + np.uint64(32))
+
+
+# -- range proofs on the pairwise pool -----------------------------------------------------------
+B40 = 1 << 40
+WIDE_ENTRIES = [int(v) for v in np.random.default_rng(7).integers(-B40, B40, 3000)] + [-B40, B40, 0]
+
+
+def pool_range_program(session, values=WIDE_ENTRIES, lo=-B40, hi=B40):
+    """3003 entries of 41 bits: 23 committed values each, a batch that takes the pairwise pool."""
+    e = ActiveEngine(session)
+    x = e.share_mod_in_range(values if session.index == 0 else None, owner=0, modulus=P, lo=lo, hi=hi)
+    return [int(v) - P if int(v) > P // 2 else int(v) for v in x.reveal()[..., 0].ravel()], e.pairwise.runs
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_pairwise_pool_parts_are_each_pairs_vole(parties):
+    """Every pair (owner, i) holds a VOLE under i's own key: K_i + S_i = alpha_i y, and the
+    owner's MAC shares are alpha_o y + sum_i S_i (checked against every party's key)."""
+    def prog(session):
+        e = ActiveEngine(session)
+        values, macs = e.pairwise.take(e, P, 2, 0, 1000)
+        return values, macs, [int(a) for a in e.alpha(P)[:2]]
+
+    res = run_in_memory(parties, prog)
+    y, parts, alpha_o = res[0]
+    assert parts.shape == (2 * (parties - 1), 1000)
+    for i in range(1, parties):
+        _, k_i, alpha_i = res[i]
+        s_i = parts[2 * (i - 1):2 * i]
+        for key in range(2):
+            assert [(int(a) + int(b)) % P for a, b in zip(k_i[key], s_i[key])] == \
+                [alpha_i[key] * int(v) % P for v in y]
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_large_range_checked_input_takes_the_pool_and_keeps_its_bounds(parties):
+    res = run_in_memory(parties, pool_range_program)
+    assert all(r[0] == WIDE_ENTRIES and r[1] >= 1 for r in res)
+
+
+def test_a_deviating_owner_on_the_pool_cannot_input_one_past_the_bound(monkeypatch):
+    from shaper.protocols.active import ranges
+
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
+    res = run(3, pool_range_program, WIDE_ENTRIES[:-1] + [B40 + 1], timeout=30)
+    assert_all_stopped(res, 0, words="range proof failed")
+
+
+@pytest.mark.parametrize("parties, index", [(2, 5), (3, None)])
+def test_a_shifted_commitment_correction_is_caught_before_any_proof(parties, index):
+    dev = [Deviation(tag=r"act-range-correct-\d+", action="offset", delta=1, index=index, nth=0)]
+    res = run(parties, pool_range_program, deviant=0, deviations=dev, timeout=30)
+    assert dev[0].fired
+    assert_all_stopped(res, 0, words="MAC check failed")
+
+
+class KeyShift:
+    """OT links whose party, as a COPE receiver, adds ``shift`` to its MAC key (the choice
+    value) in one row of its first batch: here the base of the pool's first run."""
+
+    def __init__(self, session, shift, row=1):
+        from shaper.protocols.ot import links_for
+
+        self.links, self.shift, self.row, self.done = links_for(session), shift, row, False
+
+    def __getattr__(self, name):
+        return getattr(self.links, name)
+
+    def cot(self, receive, send, moduli, bits):
+        if not self.done and receive:
+            self.done = True
+            receive = {p: v.copy() for p, v in receive.items()}
+            for v in receive.values():
+                v[self.row] = np.uint64((int(v[self.row]) + self.shift) % (1 << bits))
+        return self.links.cot(receive, send, moduli, bits)
+
+
+@pytest.mark.parametrize("parties, shifts, words", [
+    (3, {1: 1, 2: -1}, "did not use one MAC key"),   # the global key stays right: the pairwise answers
+    (2, {1: 1}, "MAC check failed"),                 # the global key is off
+])
+def test_verifiers_that_shift_their_keys_in_the_pools_base_get_no_proof(parties, shifts, words):
+    """Verifiers shift their keys in the pool's base (two of them by +1 and -1, which keeps every
+    MAC check right): their pool values then fail their pairwise relation by a combination of
+    the owner's secret base values, the owner's check of their answers fails, and no proof is
+    sent (a proof over such a VOLE would give entries away)."""
+    from .test_active import _Recorder
+
+    views = {}
+
+    def prog(session):
+        if session.index == 0:
+            return pool_range_program(session)
+        view = views.setdefault(session.index, {})
+        recorded = _Recorder(session, view)
+        e = ActiveEngine(recorded, links=KeyShift(recorded, shifts[session.index]))
+        e.share_mod_in_range(None, owner=0, modulus=P, lo=-B40, hi=B40)
+        return "ok"
+
+    res = run(parties, prog, timeout=30)
+    assert res[0][0] == "error" and words in res[0][2], res[0]
+    for i in range(1, parties):
+        assert not any(t.endswith("/proof") for t in views[i].get("arrays", {}))

@@ -129,6 +129,8 @@ class ActiveEngine(AuthBitDomain, Engine):
         # authenticated randomness by silent VOLE for large batches (:mod:`.vole`); every party
         # must make the same choice (the default follows the native extension, as the OT does)
         self.silent = vole.SilentPool() if (vole.available() if silent is None else silent) else None
+        # the same, with each owner's MAC shares kept per peer: the range proofs' commitments
+        self.pairwise = vole.SilentPool(pairwise=True) if self.silent is not None else None
         self.triples_made = 0
         # the ring Z_2^64 (SPDZ2k) needs the native ring kernels and OT links that give their rows
         self._z2k: spdz2k.Ring | None = None

@@ -30,7 +30,8 @@ equals the error in c^, probability 1/q. Both openings go to the MAC check, run 
 triple is handed out.
 
 **Silent authentication** (:mod:`.vole`; batches of 2^16 values or more, or what the pool
-already holds: :func:`silent_for`). The engine's pool holds authenticated values made by silent
+already holds: :func:`silent_for`; a batch over several moduli takes the limbs the pool holds
+from it and the others by COPE). The engine's pool holds authenticated values made by silent
 VOLE: each sender's own (known to it alone) and the sum of every party's (known to none). A
 batch of shares is then authenticated by each sender's broadcast correction, x_j minus its pool
 values (:func:`_authenticate_silent`: one word per value and peer, no OTs); a triple takes b from
@@ -93,6 +94,16 @@ def authenticate(engine: Any, share: np.ndarray, moduli: tuple[int, ...], keys: 
     senders = list(range(engine.parties)) if senders is None else list(senders)
     if silent_for(engine, n, moduli, keys, senders):
         return _authenticate_silent(engine, share, moduli, keys, senders, phase)
+    pooled = [c for c, q in enumerate(moduli) if silent_for(engine, n, (q,), keys, senders)]
+    if pooled:  # the limbs the pool holds from it, the others by COPE (every party splits alike)
+        rest = [c for c in range(L) if c not in pooled]
+        a = _authenticate_silent(engine, np.ascontiguousarray(share[:, pooled]), tuple(moduli[c] for c in pooled), keys,
+                                 senders, phase)
+        b = authenticate(engine, np.ascontiguousarray(share[:, rest]), tuple(moduli[c] for c in rest), keys,
+                         senders=senders, phase=phase)
+        order = np.argsort(pooled + rest)
+        return AuthShares(engine, np.concatenate([a.share, b.share], axis=-1)[..., order],
+                          np.concatenate([a.mac, b.mac], axis=-1)[..., order], moduli)
     # one random extra value per modulus, from the senders only, so that the opened combination
     # is uniform (it hides the batch)
     extra = engine.uniform_mod((1,), moduli) if engine.me in senders else np.zeros((1, L), np.uint64)

@@ -29,6 +29,13 @@ as integers, u, v in [0, 2^k) with u + v = hi - lo and 2^(k+1) < q, so lo <= x <
 entry one above the bound is refused, the bound itself accepted. A failed proof makes i raise
 :class:`~shaper.errors.DeviationError` naming the owner; the others stop when i does.
 
+**Commitments.** Batches of :data:`~.vole.SILENT_MIN` values or more (or what the pool holds)
+take the engine's pairwise silent pool (:mod:`.vole` with ``pairwise``): the owner's pool values
+y, each pair (o, i) holding K_i = M_y + alpha_i y, and the owner's broadcast corrections x - y
+(one word per value and verifier, against COPE's 40 per key). Smaller batches use COPE
+(:func:`~.cope.cope_checked`). The owner's polynomial sums take e_k(y, y - 1, ...) from a table
+of the 2^w digit values, so they cost 2^w products per digit instead of 2^(2w - 1).
+
 Before any proof, three checks: the batch also authenticates one random value, and a random
 combination of the batch plus it is opened into the engine's MAC check, which runs at once
 (MASCOT's check that the owner's correlated OTs used one value each, and that every party's
@@ -36,15 +43,18 @@ combination of the batch plus it is opened into the engine's MAC check, which ru
 opened combination and the owner compares (:func:`~.cope.cope_checked`: a verifier
 chooses its key row by row, and two verifiers shifting theirs by +d and -d on one chunk keep
 the global key right while their pairwise VOLEs, and so the proofs, would give entries away;
-every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer). Only
-then does the owner send its proofs; each verifier has masks of its own. Cost per entry and
-other party: 1 + 2 ceil(k / d) committed values (k = bitlen(hi - lo)), each 8 bytes per bit of
-a MAC key (40) and key; the owner's polynomial work is 2^(2d-1) products per digit. One
-modulus at a time.
+every chunk carries a fresh uniform value of the owner's, so a varied key cannot answer; on the
+pool, a key varied in its base leaves K_i off by a combination of the owner's uniform base
+values, which the answer cannot predict either). Only then does the owner send its proofs; each
+verifier has masks of its own. Cost per entry and other party: 1 + 2 ceil(k / d) committed
+values (k = bitlen(hi - lo)), each 8 bytes (a correction) plus about 1 byte of pool on the pool,
+8 bytes per bit of a MAC key (40) and key by COPE; the owner's polynomial work is 2^d products
+per digit and key. One modulus at a time.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -55,6 +65,7 @@ from ...kernels.modq import add_mod, mul_mod, neg_mod, sub_mod
 from .check import dot_mod, read_shape
 from .cope import cope_checked
 from .shares import AuthShares
+from .vole import SILENT_MIN
 
 __all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "input_in_range_basis", "refuse_outside"]
 
@@ -87,6 +98,57 @@ def _poly_mul_linear(coeffs: list[np.ndarray], m: np.ndarray, c: np.ndarray, q: 
         out.append(add_mod(mul_mod(coeffs[e][:, None], m[:, None], mods)[:, 0],
                            mul_mod(coeffs[e - 1][:, None], c[:, None], mods)[:, 0], qs))
     out.append(mul_mod(coeffs[-1][:, None], c[:, None], mods)[:, 0])
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _elementary(w: int, q: int) -> list[list[int]]:
+    """E[k][v] = e_k(v, v - 1, ..., v - 2^w + 1) mod q for v in [0, 2^w): the coefficient of X^k
+    in prod_t (1 + (v - t) X)."""
+    table = []
+    for v in range(1 << w):
+        poly = [1]
+        for t in range(1 << w):
+            c = v - t
+            poly = [(a + (poly[i - 1] * c if i else 0)) % q for i, a in enumerate(poly + [0])]
+        table.append(poly)
+    return [[table[v][k] for v in range(1 << w)] for k in range((1 << w) + 1)]
+
+
+def _digit_sums(y: np.ndarray, m_y: np.ndarray, chi: np.ndarray, w: int, q: int) -> list[int]:
+    """The owner's sums over digits j of chi_j prod_t (m_j + (y_j - t) X), coefficients 0..2^w - 1.
+
+    The coefficient of X^k is m^(2^w - k) e_k(y - 0, ..., y - 2^w + 1), and e_k of a digit in
+    [0, 2^w) comes from a table: so the sum is sum_v E[k][v] (sum over digits of value v of
+    chi m^(2^w - k)): 2^w vector products and grouped sums instead of 2^(2w - 1) products.
+    Digits outside [0, 2^w) (only a deviating owner has them) take the product itself."""
+    W = 1 << w
+    qs = np.uint64(q)
+    out = [0] * W
+    bad = y >= np.uint64(W)
+    if np.any(bad):  # a deviating owner's own proof: the product, term by term
+        coeffs = [np.ones(int(bad.sum()), np.uint64)]
+        for t in range(W):
+            coeffs = _poly_mul_linear(coeffs, m_y[bad], sub_mod(y[bad], np.uint64(t), qs), q)
+        out = [dot_mod(chi[bad], c, q) for c in coeffs[:W]]
+        y, m_y, chi = y[~bad], m_y[~bad], chi[~bad]
+    if not len(y):
+        return out
+    order = np.argsort(y, kind="stable")
+    present, starts = np.unique(y[order], return_index=True)
+    table = _elementary(w, q)
+    power = chi.copy()  # chi m^p, p = 1 .. W
+    for p in range(1, W + 1):
+        power = mul_mod(power[:, None], m_y[:, None], (q,))[:, 0]
+        k = W - p
+        v = power[order]
+        lo = np.add.reduceat(v & np.uint64(0xFFFFFFFF), starts)
+        hi = np.add.reduceat(v >> np.uint64(32), starts)
+        row = table[k]
+        acc = out[k]
+        for val, a, b in zip(present.tolist(), lo.tolist(), hi.tolist()):
+            acc += row[val] * ((b << 32) + a)
+        out[k] = acc % q
     return out
 
 
@@ -151,7 +213,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         committed = np.concatenate(batch)
     else:
         committed = np.zeros(total, np.uint64)
-    parts, zparts, z = cope_checked(engine, committed, q, keys, owner)  # owner: {i: S_i}; i: {owner: K_i}
+    parts, zparts, z = _commit(engine, committed, q, keys, owner)  # owner: {i: S_i}; i: {owner: K_i}
     qs = np.uint64(q)
     alpha = engine.alpha(q)[:keys]
     # every committed value and every chunk's check value z, authenticated: the owner's share is
@@ -238,14 +300,8 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
                 m_dig = m_vals[off_u:off_mask]
                 for w in classes:
                     sel = digit_width == w
-                    coeffs = [np.ones(int(sel.sum()), np.uint64)]
-                    y = digits_all[sel]
-                    m_y = m_dig[sel]
-                    for t in range(1 << w):
-                        coeffs = _poly_mul_linear(coeffs, m_y, sub_mod(y, np.uint64(t), qs), q)
                     # the top coefficient is prod (y - t) = 0 for a digit in range: not sent
-                    chi = chi_dig[sel]
-                    sums = [dot_mod(chi, c, q) for c in coeffs[:1 << w]]
+                    sums = _digit_sums(digits_all[sel], m_dig[sel], chi_dig[sel], w, q)
                     start = mask_at[(peer, w, key)]
                     r = committed[start:start + (1 << w) - 1]
                     m_r = m_vals[start:start + (1 << w) - 1]
@@ -285,6 +341,43 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         raise DeviationError(f"party {ses.parties[owner]!r}'s range proof failed: an entry outside [{lo}, {hi}] or "
                              "a proof that does not match its commitments; nothing depends on the input")
     return _result(batch_shares, n, D, shape, digits)
+
+
+def _commit(engine: Any, committed: np.ndarray, q: int, keys: int, owner: int
+            ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+    """The owner's commitments as pairwise VOLEs with every verifier, in the form of
+    :func:`~.cope.cope_checked`: on the engine's pairwise silent pool (:mod:`.vole`) for batches of
+    :data:`~.vole.SILENT_MIN` or more (or what the pool holds), else by COPE.
+
+    On the pool, the owner takes pool values y (known to it, with parts S_i per verifier i, who
+    holds K_i = alpha_i y - S_i) and broadcasts the corrections x - y; a verifier adds alpha_i
+    (x - y) to its K_i. A verifier's key enters only its local products and the first run's
+    base (COPE, no check column): had it varied its key there, its K_i would be off by a
+    combination of the owner's uniform base values, which the pairwise answers below (weights
+    over every committed value) expose except with probability 1/q. So no chunk check values
+    are needed: the second and third results are empty. The corrections join the views, which
+    the MAC check compares before any proof."""
+    pool = getattr(engine, "pairwise", None)
+    total = len(committed)
+    if pool is None or not (total >= SILENT_MIN or pool.available(q, keys, owner) >= total):
+        return cope_checked(engine, committed, q, keys, owner)
+    ses, me = engine.session, engine.me
+    qs = np.uint64(q)
+    values, macs = pool.take(engine, q, keys, owner, total)
+    tag = engine._tag("range-correct")
+    if me == owner:
+        corrections = sub_mod(committed, values, qs)
+        ses.broadcast(corrections, tag)
+        peers = [p for p in range(engine.parties) if p != me]
+        parts = {p: macs[i * keys:(i + 1) * keys] for i, p in enumerate(peers)}
+    else:
+        corrections = ses.recv_array(owner, tag, dtype=np.uint64, shape=(total,))
+        if np.any(corrections >= qs):
+            raise FrameError(f"party {ses.parties[owner]!r} sent a commitment correction out of range")
+        alpha = engine.alpha(q)[:keys]
+        parts = {owner: add_mod(macs, mul_mod(alpha[:, None, None], corrections[None, :, None], (q,))[..., 0], qs)}
+    engine.openings.witness(corrections, "range-checked input: commitments")
+    return parts, {p: np.zeros((keys, 0), np.uint64) for p in parts}, np.zeros(0, np.uint64)
 
 
 def _result(batch: AuthShares, n: int, digits_per_entry: int, shape: list[int], digits: bool) -> Any:

@@ -26,6 +26,13 @@ a batch for every owner at once; :class:`SilentPool` hands them out in order.
    combination plus z is opened and goes to the MAC check (:meth:`~.engine.ActiveEngine.check`)
    with the rest of the job's openings, before anything depending on the batch is output.
 
+**Pairwise pools.** A pairwise proof between the owner and one verifier i (:mod:`.ranges`)
+needs the pair's own VOLE, K_i = M + alpha_i y, not only the sum over every party. With
+``pairwise`` the owner keeps its MAC shares per peer through the run (its base's COPE parts,
+each peer's leaves and correction at the points, LPN applied to each), which costs the owner
+n - 1 times its LPN rows; a verifier's MAC shares are pairwise already. The run's check is the
+same (on their sum).
+
 **Parameters** (:data:`LPN`): N = 642,048 outputs from k = 19,870 base values and t = 2,508
 regular noise positions in trees of 2^8 leaves, Wolverine's set for its set-up phase (ePrint
 2020/925, Table 2; 128-bit security against the attacks analysed there, for any field). The
@@ -119,10 +126,12 @@ def available() -> bool:
 class SilentPool:
     """Batches made by :func:`produce`, per (modulus, keys, owner): this party's values (only
     where it is the owner) and MAC shares, handed out in order. Every party keeps the same
-    counts, so takes stay in step."""
+    counts, so takes stay in step. ``pairwise``: the owner keeps its MAC shares per peer
+    (:func:`produce`), for proofs run pair by pair (:mod:`.ranges`)."""
 
-    def __init__(self, params: LpnParams = LPN) -> None:
+    def __init__(self, params: LpnParams = LPN, *, pairwise: bool = False) -> None:
         self.params = params
+        self.pairwise = pairwise
         # per (q, keys, owner): batches [values or None, macs (keys, n), next unused]
         self._held: dict[tuple[int, int, int], list[list[Any]]] = {}
         self._reserve: dict[tuple[int, int], dict[int, Any]] = {}  # each owner's next base
@@ -148,7 +157,7 @@ class SilentPool:
             if short == [ALL]:
                 made, nxt = produce(engine, q, keys, range(engine.parties), self.params, shared=True, reserve=reserve)
             else:
-                made, nxt = produce(engine, q, keys, short, self.params, reserve=reserve)
+                made, nxt = produce(engine, q, keys, short, self.params, reserve=reserve, pairwise=self.pairwise)
             reserve.update(nxt)
             self.runs += 1
             for o, (values, macs) in made.items():
@@ -177,7 +186,8 @@ class SilentPool:
 
 
 def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnParams = LPN, *,
-            shared: bool = False, reserve: dict[int, tuple[np.ndarray | None, np.ndarray]] | None = None
+            shared: bool = False, reserve: dict[int, tuple[np.ndarray | None, np.ndarray]] | None = None,
+            pairwise: bool = False
             ) -> tuple[dict[int, tuple[np.ndarray | None, np.ndarray]], dict[int, tuple[np.ndarray | None, np.ndarray]]]:
     """One silent-VOLE run (module notes) for every owner in ``owners`` (every party takes part):
     ({owner: (its values at the owner / None elsewhere, this party's MAC shares (keys, count))},
@@ -185,11 +195,18 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
     dict has one entry under :data:`ALL`, the sum of the owners' values (this party's share: its
     own values), uniform to every party. ``reserve``: each owner's base from an earlier run's
     outputs (:attr:`LpnParams.base_values` of them, as this run returns them); without it the
-    base is authenticated by MASCOT's correlated OTs."""
+    base is authenticated by MASCOT's correlated OTs.
+
+    ``pairwise``: at an owner, the MAC shares are its parts per peer instead of their sum: rows
+    (peers in order, ``keys`` rows each) S_i with K_i + S_i = alpha_i y, K_i being peer i's MAC
+    shares of the owner's values (every pair holds a VOLE with i's key as Delta); the MAC shares
+    are alpha_o y + sum_i S_i. The LPN costs (n - 1) times the owner's rows."""
     me, n_parties = engine.me, engine.parties
     owners = sorted(set(owners))
     if shared and owners != list(range(n_parties)):
         raise ValueError("a shared silent-VOLE run needs every party as an owner")
+    if shared and pairwise:
+        raise ValueError("a shared silent-VOLE run sums its owners: it has no pairwise parts")
     k, t, h, N = params.base, params.trees, params.depth, params.outputs
     m = 1 << h
     kb = params.base_values
@@ -209,7 +226,9 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
                                             owners)
         base_mac = {}
         for o in owners:
-            if o == me:
+            if o == me and pairwise:
+                base_mac[o] = np.concatenate([send_parts[p] for p in peers])
+            elif o == me:
                 mac = mul_mod(alpha[:, None], np.broadcast_to(base, (keys, kb)).copy(), (q,))
                 for part in send_parts.values():
                     mac = add_mod(mac, part, qs)
@@ -248,6 +267,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
         mu = None
         at = np.arange(t, dtype=np.int64) * m + points.astype(np.int64)
         fix = np.zeros((keys, t), np.uint64)
+        parts = []  # pairwise: each peer's (values, fix)
         for p in peers:
             pair = engine.session.recv_array(p, tag + "/sums", dtype=np.uint8, shape=(count, 2, 16))
             d = engine.session.recv_array(p, tag + "/d", dtype=np.uint64, shape=(keys, t))
@@ -261,9 +281,18 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             leaves = kernel.ggm_punctured(chosen, points, h)
             values, tree_sums = kernel.leaf_values(leaves, q, keys, m, points)
             del leaves
+            if pairwise:
+                parts.append((values, sub_mod(d, tree_sums, qs)))
+                continue
             mu = values if mu is None else add_mod(mu, values, qs)
             fix = add_mod(fix, sub_mod(d, tree_sums, np.uint64(q)), np.uint64(q))
-        mu[:, at] = add_mod(base_mac[me][:, k:k + t], fix, np.uint64(q))
+        if pairwise:  # peer i's part at the points: S_i(beta) + K_i(beta) + v_i(p) = alpha_i beta + v_i(p)
+            for i, (values, fix) in enumerate(parts):
+                values[:, at] = add_mod(base_mac[me][i * keys:(i + 1) * keys, k:k + t], fix, qs)
+            mu = np.concatenate([v for v, _ in parts])
+            del parts
+        else:
+            mu[:, at] = add_mod(base_mac[me][:, k:k + t], fix, np.uint64(q))
         noise = np.zeros(N, np.uint64)
         noise[at] = base[k:k + t]
 
@@ -303,7 +332,7 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             if o == me:
                 rows_base += [base[None, :k], base_mac[o][:, :k]]
                 rows_noise += [noise[None, :], mu]
-                layout.append((o, 1 + keys))
+                layout.append((o, 1 + base_mac[o].shape[0]))
             else:
                 rows_base.append(base_mac[o][:, :k])
                 rows_noise.append(neg_mod(mine_v.pop(o), qs))
@@ -315,15 +344,19 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             heads[o] = out[row:row + width, :kb]
             row += width
     made: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
+    own = {ALL} if shared else {me}  # whose rows start with this party's values
     for key, rows in groups:
-        made[key] = (rows[0, kb:], rows[1:, kb:]) if rows.shape[0] == 1 + keys else (None, rows[:, kb:])
-    nxt = {o: ((rows[0].copy(), np.ascontiguousarray(rows[1:])) if rows.shape[0] == 1 + keys
+        made[key] = (rows[0, kb:], rows[1:, kb:]) if key in own else (None, rows[:, kb:])
+    nxt = {o: ((rows[0].copy(), np.ascontiguousarray(rows[1:])) if o == me
                else (None, np.ascontiguousarray(rows))) for o, rows in heads.items()}
 
     # 4. the check: the coins weigh every base value and every output (the whole run's, the next
     # base included), plus z
     share = np.zeros(1, np.uint64)
     mac = np.zeros(keys, np.uint64)
+    if pairwise and me in owners:  # the owner's MAC shares of its base: alpha_o y + sum_i S_i
+        base_mac[me] = add_mod(mul_mod(alpha[:, None], np.broadcast_to(base, (keys, kb)).copy(), (q,)),
+                               _peer_sum(base_mac[me], keys, q), qs)
     for o, seed in zip(owners, base_seeds):
         rows = np.ascontiguousarray(base_mac[o][:, :kb - 1] if o != me else
                                     np.concatenate([base_mac[o][:, :kb - 1], base[None, :kb - 1]]))
@@ -333,9 +366,21 @@ def produce(engine: Any, q: int, keys: int, owners: Sequence[int], params: LpnPa
             share = add_mod(share, add_mod(sums[keys:], base[kb - 1:], qs), qs)
     for (key, rows), seed in zip(groups, out_seeds):
         sums = sums_of[key] if key in sums_of else kernel.weighted_sums(rows, q, seed)
-        if rows.shape[0] == 1 + keys:  # this party's own values first, then its MAC shares
+        if key in own:  # this party's own values first, then its MAC shares (or parts)
             share = add_mod(share, sums[:1], qs)
-            sums = sums[1:]
+            if pairwise:
+                sums = add_mod(mul_mod(alpha[:, None], np.full((keys, 1), sums[0], np.uint64), (q,))[:, 0],
+                               _peer_sum(sums[1:, None], keys, q)[:, 0], qs)
+            else:
+                sums = sums[1:]
         mac = add_mod(mac, sums, qs)
     engine.open_partial(AuthShares(engine, share[:, None], mac[:, None, None], (q,)), "silent VOLE")
     return made, nxt
+
+
+def _peer_sum(parts: np.ndarray, keys: int, q: int) -> np.ndarray:
+    """sum over peers of a pairwise owner's parts ((peers x keys), cols) -> (keys, cols)."""
+    out = parts[:keys]
+    for i in range(1, parts.shape[0] // keys):
+        out = add_mod(out, parts[i * keys:(i + 1) * keys], np.uint64(q))
+    return out
