@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from meta import write_json  # noqa: E402
 from shaper.jobs.fhe import engine_for, parameters  # noqa: E402
-from shaper.ml.cnn.params import CNN_CHAIN  # noqa: E402
+from shaper.ml.cnn.params import CNN_CHAIN, CNN_ROTATIONS  # noqa: E402
 from shaper.net import launch  # noqa: E402
 from shaper.protocols import threshold_ckks as tc  # noqa: E402
 from shaper.protocols.ot import links_for  # noqa: E402
@@ -87,7 +87,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--logn", type=int, default=None, help="ring degree 2^LOGN with a small test chain "
                                                          "(50, 40, 40 : 50 : 40; insecure) instead of the CNN's")
-    ap.add_argument("--rotations", default="", metavar="R,...", help="rotation keys to include in key generation")
+    ap.add_argument("--rotations", default="", metavar="R,...", help="rotation keys to include in key generation "
+                    "('cnn': the CNN's plan's steps)")
     ap.add_argument("--values", type=int, default=1000, help="values in the joint input (default 1000)")
     ap.add_argument("--passive-method", default="exact", choices=("exact", "local"))
     ap.add_argument("--active-method", default="local", choices=("exact", "local"))
@@ -96,7 +97,8 @@ def main() -> int:
     args = ap.parse_args()
     insecure = args.logn is not None
     chain = CNN_CHAIN if args.logn is None else (1 << args.logn, (50, 40, 40), 50, 40)
-    rotations = [int(r) for r in args.rotations.split(",") if r.strip()]
+    rotations = (list(CNN_ROTATIONS) if args.rotations == "cnn" else
+                 [int(r) for r in args.rotations.split(",") if r.strip()])
     runs: dict[str, list[dict]] = {"passive": [], "active": []}
     for k in range(args.repeats):
         order = ("passive", "active") if k % 2 == 0 else ("active", "passive")
