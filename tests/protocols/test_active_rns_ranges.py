@@ -157,3 +157,23 @@ class ShapeSwitching(ActiveEngine):
 def test_different_shapes_in_different_limbs_are_caught():
     res = run(2, program, CKKS, 0, ShapeSwitching, (0,), [1, 2, 3], deviant=0, timeout=30)
     assert_all_stopped(res, 0, words="different shapes in different limbs")
+
+
+@pytest.mark.parametrize("anchor", [(2305843009213693951,), ((1 << 61) - 1, 2305843009213693967),
+                                    (2305843009213693967, 2305843009213693973, 1152921504606683137)])
+def test_the_vectorised_crt_gives_the_centred_integers_in_every_target(anchor):
+    """crt_into (Garner digits, the sign from Q/2's digits, Horner per target) against Python's
+    integers: random values over the whole centred range, its ends, and small ones of both signs."""
+    import math
+    import random
+
+    from shaper.protocols.active.lift import crt_into
+
+    rng = random.Random(5)
+    big = math.prod(anchor)
+    xs = [rng.randrange(-big // 2 + 1, big // 2 + 1) for _ in range(500)] + [big // 2, -(big // 2) + 1, 0, -1, 1]
+    xs += [rng.randrange(-(1 << 40), 1 << 40) for _ in range(200)]
+    residues = np.array([[x % q for q in anchor] for x in xs], dtype=np.uint64)
+    targets = (9007199251660801, 1152921504606683137, 2305843009213693951)
+    got = crt_into(residues, anchor, targets)
+    assert got.tolist() == [[x % q for q in targets] for x in xs]

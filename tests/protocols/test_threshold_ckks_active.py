@@ -365,3 +365,73 @@ def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch
     outcome = run(parties, job, timeout=20)
     honest = outcome[:deviant]
     assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in honest), outcome
+
+
+# -- floods made ahead -------------------------------------------------------------------------------
+def _prepared_job(session, out, blob, shift=None):
+    engine = _engine(session)
+    keys = tc.JointKeys.load(f"{out}/{session.name}", insecure=True)
+    ct = ckks.from_bytes(blob, PARAMS, insecure=True)
+    plan = tc.prepare_floods(engine, keys, 2, [ct])
+    held = [tc.prepared_floods(engine, keys, plan.sigma)]
+    if shift is not None and session.index == shift:  # a deviating party shifts its share of the next opening
+        engine.reserved[next(iter(engine.reserved))][0].share[0, 0, 3] += np.uint64(1)
+    got = [tc.decrypt(engine, keys, ct), tc.decrypt(engine, keys, ct, to=0)]
+    held.append(tc.prepared_floods(engine, keys, plan.sigma))
+    return got, held, plan.precision_bits
+
+
+def test_floods_made_ahead_serve_later_decryptions_in_order(saved):
+    parties, out = saved
+    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
+    res = run_in_memory(parties, _prepared_job, out, blob, timeout=600)
+    for i, (got, held, bits) in enumerate(res):
+        assert held == [2, 0]  # both decryptions took theirs: no flood made, no range proof, at decryption
+        assert np.max(np.abs(got[0] - X)) <= 2.0 ** -bits
+        assert (got[1] is None) == (i != 0)
+    assert np.max(np.abs(res[0][0][1] - X)) <= 2.0 ** -res[0][2]
+
+
+def test_a_prepared_flood_changed_after_its_check_is_caught_at_the_opening(saved):
+    parties, out = saved
+    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
+    outcome = run(parties, _prepared_job, out, blob, parties - 1, timeout=20)
+    _assert_caught(outcome, parties - 1)
+
+
+def test_a_prepared_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
+    parties, out = saved
+    from shaper.protocols.active import ranges
+
+    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
+    decrypt = importlib.import_module("shaper.protocols.threshold_ckks.decrypt")
+    real = decrypt.sample_flood
+    deviant = parties - 1
+
+    def flood(shape, sigma, prg=None):
+        f = real(shape, sigma, prg)
+        if getattr(_DEVIANT, "on", False):
+            f.reshape(-1)[-1] = -decrypt.flood_reach(sigma) - 1  # the second decryption's, one below its reach
+        return f
+
+    def job(session):
+        _DEVIANT.on = session.index == deviant
+        return _prepared_job(session, out, blob)
+
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
+    monkeypatch.setattr(decrypt, "sample_flood", flood)
+    outcome = run(parties, job, timeout=20)
+    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in outcome[:deviant])
+
+
+def test_floods_are_made_ahead_only_with_a_width_and_a_count(saved):
+    parties, out = saved
+
+    def job(session, count, sigma):
+        engine = _engine(session)
+        keys = tc.JointKeys.load(f"{out}/{session.name}", insecure=True)
+        return tc.prepare_floods(engine, keys, count, sigma=sigma)
+
+    for count, sigma, words in ((0, 2.0 ** 30, "positive count"), (1, None, "needs the flood's width")):
+        with pytest.raises(Exception, match=words):
+            run_in_memory(parties, job, count, sigma, timeout=60)

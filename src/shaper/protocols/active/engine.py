@@ -124,6 +124,9 @@ class ActiveEngine(AuthBitDomain, Engine):
         self._step = 0
         self._failed: str | None = None
         self._pool: dict[tuple[int, ...], Any] = {}  # checked triples reserved ahead, by basis
+        #: what protocols above made ahead on this engine (e.g. range-checked decryption floods),
+        #: by a key of their own; every party holds the same, so takes stay in step
+        self.reserved: dict[Any, Any] = {}
         if silent and not vole.available():
             raise ConfigError("silent VOLE needs the native extension (build it: pip install -e .)")
         # authenticated randomness by silent VOLE for large batches (:mod:`.vole`); every party

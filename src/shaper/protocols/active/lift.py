@@ -28,7 +28,7 @@ from ...errors import ConfigError, DeviationError
 from ...kernels.modq import basis, lift_public
 from .shares import AuthShares
 
-__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "crt", "flat_auth", "from_flat", "lift",
+__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "crt", "crt_into", "flat_auth", "from_flat", "lift",
            "lift_bound", "lift_fits", "select_limbs", "subset_sums", "uniform_bits", "wide_anchor"]
 
 MASK_SLACK = 40        # bits by which a mask outweighs the sum it hides
@@ -43,6 +43,49 @@ def crt(residues: np.ndarray, moduli: Sequence[int]) -> list[int]:
     big = math.prod(moduli)
     coef = [(big // q) * pow(big // q, -1, q) for q in moduli]
     return [sum(int(r) * c for r, c in zip(row, coef)) % big for row in residues]
+
+
+def crt_into(residues: np.ndarray, moduli: Sequence[int], targets: Sequence[int]) -> np.ndarray:
+    """Rows of residues (R, L) over ``moduli`` as the integers x in (-Q/2, Q/2] they stand for
+    (Q = prod moduli), reduced into every target modulus: uint64 (R, len(targets)). Vectorised:
+    Garner's mixed-radix digits v (x = v_0 + q_0 (v_1 + q_1 (v_2 + ...))), the sign from comparing
+    them with Q/2's digits from the top, then Horner in each target. The same integers as
+    :func:`crt` with the centring and :func:`~shaper.kernels.modq.lift_public`."""
+    from ...kernels.modq import mul_mod, sub_mod
+
+    r = np.asarray(residues, dtype=np.uint64)
+    mods = [int(q) for q in moduli]
+    m = len(mods)
+    digits = [r[:, 0].copy()]
+    for lv in range(1, m):
+        ql = mods[lv]
+        qs = np.uint64(ql)
+        t = r[:, lv] % qs
+        for j in range(lv):
+            t = sub_mod(t, digits[j] % qs, qs)
+            t = mul_mod(t[:, None], np.full((len(t), 1), pow(mods[j], -1, ql), np.uint64), (ql,))[:, 0]
+        digits.append(t)
+    half, hd = math.prod(mods) // 2, []
+    for q in mods:
+        hd.append(half % q)
+        half //= q
+    above = np.zeros(len(r), bool)
+    decided = np.zeros(len(r), bool)
+    for lv in reversed(range(m)):
+        h = np.uint64(hd[lv])
+        above |= ~decided & (digits[lv] > h)
+        decided |= digits[lv] != h
+    big = math.prod(mods)
+    out = np.empty((len(r), len(targets)), np.uint64)
+    for c, q in enumerate(targets):
+        q = int(q)
+        qs = np.uint64(q)
+        acc = digits[m - 1] % qs
+        for lv in reversed(range(m - 1)):
+            acc = mul_mod(acc[:, None], np.full((len(acc), 1), mods[lv] % q, np.uint64), (q,))[:, 0]
+            acc = (acc + digits[lv] % qs) % qs
+        out[:, c] = np.where(above, sub_mod(acc, np.uint64(big % q), qs), acc)
+    return out
 
 
 def subset_sums(chi: np.ndarray, x: np.ndarray, col_moduli: Sequence[int]) -> np.ndarray:
@@ -190,7 +233,5 @@ def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...],
     if any(v > beta for v in crt(t, union)):
         raise DeviationError("the lift's range check failed: a party's inputs are not one small integer across the "
                              "limbs")
-    big_a = math.prod(anchor)
-    cint = np.array([v - big_a if v > big_a // 2 else v for v in crt(c, anchor)], dtype=object)
     r_rest = select_limbs(r, [union.index(q) for q in rest], engine.keys(anchor + rest))
-    return engine.add_public_residues(-r_rest, lift_public(cint, rest))
+    return engine.add_public_residues(-r_rest, crt_into(c, anchor, rest))

@@ -64,7 +64,7 @@ from ...crypto.ckks.multiparty import (
     flood_sigma,
 )
 from ...net.phases import Phase
-from .decrypt import Flood, FloodPolicy, decrypt, decrypt_many, plan_flood
+from .decrypt import Flood, FloodPolicy, decrypt, decrypt_many, plan_flood, prepare_floods, prepared_floods
 from .evaluation import Circuit, chain, evaluate, identity, parse
 from .inputs import encrypt_jointly, noise_model
 from .keygen import METHODS, check_joint_keys, keygen
@@ -74,4 +74,5 @@ from .ledger import LEDGER_FILE, Ledger
 __all__ = ["DEFAULT_BUDGET", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
            "Flood", "FloodPolicy", "JointKeys", "Ledger", "Phase", "PublicKeys", "chain", "check_joint_keys",
            "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate",
-           "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood"]
+           "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood", "prepare_floods",
+           "prepared_floods"]

@@ -59,9 +59,10 @@ from ...crypto.ckks.multiparty import (
 )
 from ...errors import ConfigError, DecryptionRefused
 from .commit import committed_open_rows
-from .polys import active, contributed, linear, open_rows
+from .polys import SharedRows, active, contributed, linear, open_rows
 
-__all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "flood_reach", "plan_flood"]
+__all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "flood_reach", "plan_flood",
+           "prepare_floods", "prepared_floods"]
 
 #: a flood's reach in sigmas (the Box-Muller sampler's largest value, sqrt(2 * 53 ln 2) = 8.57)
 FLOOD_REACH = 8.6
@@ -190,13 +191,77 @@ def _open_authenticated(engine: Any, keys: Any, cts: list[ckks.Ciphertext], floo
     ctx = params.context
     q0 = params.moduli[0]
     s0 = keys.secret(engine).rows([0])
-    reach = flood_reach(sigma)
-    f = contributed(engine, flood, -reach, reach, modulus=q0).ntt(ctx, [0])  # (count, 1, N)
+    f = _take_floods(engine, params, sigma, len(cts))
+    if f is None:
+        reach = flood_reach(sigma)
+        f = contributed(engine, flood, -reach, reach, modulus=q0).ntt(ctx, [0])  # (count, 1, N)
     c1 = np.ascontiguousarray(np.stack([ct.data[1, :1] for ct in cts]))
     c0 = np.ascontiguousarray(np.stack([ct.data[0, :1] for ct in cts]))
     d = linear(lambda s_, f_: ctx.add(ctx.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)), [0]), f_, [0]),
                s0, f).add_public(c0)
     return d.open("decryption", to)
+
+
+def prepare_floods(engine: Any, keys: Any, count: int, cts: Sequence[ckks.Ciphertext] | None = None, *,
+                   sigma: float | None = None, policy: FloodPolicy = FloodPolicy()) -> Flood | None:
+    """Make the floods of ``count`` later decryptions now, on the active engine: every party's
+    flood for each, a range-checked input within :func:`flood_reach` as in a decryption, in one
+    batch (so the proofs share their pool runs and rounds), held by the engine. A later
+    decryption whose flood has the same width takes them in order instead of making its own,
+    and then only opens c_0 + c_1 [s] + [f] with the MAC check. Every party calls this alike.
+
+    The width: ``sigma``, or the flood :func:`plan_flood` gives for ``cts`` (ciphertexts like
+    the ones to be decrypted: the same ledger bound), returned. A deviating party's flood is
+    bound to its range when it is made, before any ciphertext it would be used on exists; the
+    honest party's is its own fresh Gaussian, used once. Nothing is decrypted or charged to the
+    ledger here. On the passive engine there is nothing to check, and this does nothing."""
+    if not active(engine):
+        return None
+    if not isinstance(count, int) or count < 1:
+        raise ConfigError(f"the floods to make ahead must be a positive count, got {count!r}")
+    plan = None
+    if sigma is None:
+        if not cts:
+            raise ConfigError("prepare_floods needs the flood's width: sigma= or ciphertexts like the ones to decrypt")
+        plan = plan_flood(keys, cts, policy, checked=True)
+        sigma = plan.sigma
+    params = keys.params
+    reach = flood_reach(sigma)
+    check_flood_fits(params, sigma, keys.share.parties, reach=reach)
+    keys.secret(engine)  # the key's MAC keys into the engine before it authenticates anything on its primes
+    f = contributed(engine, sample_flood((count, params.n), sigma), -reach, reach,
+                    modulus=params.moduli[0]).ntt(params.context, [0])
+    engine.reserved.setdefault(("tckks-flood", params.moduli[0], params.n, reach), []).append(f)
+    return plan
+
+
+def prepared_floods(engine: Any, keys: Any, sigma: float) -> int:
+    """How many floods of width ``sigma`` the engine holds for ``keys``' decryptions."""
+    held = getattr(engine, "reserved", {}).get(("tckks-flood", keys.params.moduli[0], keys.params.n,
+                                                flood_reach(sigma)), [])
+    return sum(len(f.share) for f in held)
+
+
+def _take_floods(engine: Any, params: Any, sigma: float, count: int) -> SharedRows | None:
+    """``count`` floods made ahead (:func:`prepare_floods`), or None when fewer are held (every
+    party decides alike: they hold the same)."""
+    held = getattr(engine, "reserved", {}).get(("tckks-flood", params.moduli[0], params.n, flood_reach(sigma)))
+    if not held or sum(len(f.share) for f in held) < count:
+        return None
+    parts = []
+    while count:
+        f = held[0]
+        step = min(count, len(f.share))
+        parts.append(SharedRows(engine, f.share[:step], f.mac[:, :step], f.primes))
+        if step == len(f.share):
+            held.pop(0)
+        else:
+            held[0] = SharedRows(engine, f.share[step:], f.mac[:, step:], f.primes)
+        count -= step
+    if len(parts) == 1:
+        return parts[0]
+    return SharedRows(engine, np.concatenate([p.share for p in parts]), np.concatenate([p.mac for p in parts], axis=1),
+                      parts[0].primes)
 
 
 def agree(session: Any, request: dict, reason: str, tag: str = "tckks-decrypt") -> None:
