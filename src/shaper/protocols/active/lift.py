@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import ConfigError, DeviationError
-from ...kernels.modq import basis, lift_public
+from ...kernels.modq import add_mod, basis, mul_mod, sub_mod
 from .shares import AuthShares
 
 __all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "crt", "crt_into", "flat_auth", "from_flat", "lift",
@@ -51,7 +51,6 @@ def crt_into(residues: np.ndarray, moduli: Sequence[int], targets: Sequence[int]
     Garner's mixed-radix digits v (x = v_0 + q_0 (v_1 + q_1 (v_2 + ...))), the sign from comparing
     them with Q/2's digits from the top, then Horner in each target. The same integers as
     :func:`crt` with the centring and :func:`~shaper.kernels.modq.lift_public`."""
-    from ...kernels.modq import mul_mod, sub_mod
 
     r = np.asarray(residues, dtype=np.uint64)
     mods = [int(q) for q in moduli]
@@ -89,23 +88,25 @@ def crt_into(residues: np.ndarray, moduli: Sequence[int], targets: Sequence[int]
 
 
 def subset_sums(chi: np.ndarray, x: np.ndarray, col_moduli: Sequence[int]) -> np.ndarray:
-    """sum_l chi_jl x_l mod q_c: chi (S, N) of 0/1, x (N, C) residues < 2^62, column c mod
-    ``col_moduli[c]``; (S, C) uint64. Exact: 21-bit chunks summed in float64 (N 2^21 < 2^53)."""
-    s, n = chi.shape
-    cols = x.shape[1]
-    acc = [np.zeros((s, cols), np.float64) for _ in range(3)]
+    """sum_l chi_jl x_l mod q_c: chi (..., S, N) of 0/1, x (..., N, C) residues < 2^62, column c
+    mod ``col_moduli[c]``; (..., S, C) uint64 (leading axes: independent batches). Exact: 21-bit
+    chunks summed in float64 (N 2^21 < 2^53), then combined mod q."""
+
+    *lead, s, n = chi.shape
+    cols = x.shape[-1]
+    acc = [np.zeros((*lead, s, cols), np.float64) for _ in range(3)]
     mask = np.uint64((1 << 21) - 1)
     for start in range(0, n, CHUNK):
-        c = chi[:, start:start + CHUNK].astype(np.float64)
-        part = x[start:start + CHUNK]
+        c = chi[..., start:start + CHUNK].astype(np.float64)
+        part = x[..., start:start + CHUNK, :]
         for k in range(3):
             acc[k] += c @ ((part >> np.uint64(21 * k)) & mask).astype(np.float64)
-    out = np.empty((s, cols), np.uint64)
-    for col, q in enumerate(col_moduli):
-        lo, mid, hi = (a[:, col].astype(np.int64) for a in acc)
-        for j in range(s):
-            out[j, col] = (int(lo[j]) + (int(mid[j]) << 21) + (int(hi[j]) << 42)) % q
-    return out
+    mods = [int(q) for q in col_moduli]
+    qs = np.asarray(mods, dtype=np.uint64)
+    lo, mid, hi = (a.astype(np.uint64) % qs for a in acc)
+    shift = [np.asarray([pow(2, b, q) for q in mods], dtype=np.uint64) for b in (21, 42)]
+    out = add_mod(lo, mul_mod(mid, np.broadcast_to(shift[0], mid.shape), mods), qs)
+    return add_mod(out, mul_mod(hi, np.broadcast_to(shift[1], hi.shape), mods), qs)
 
 
 def flat_auth(x: AuthShares) -> tuple[np.ndarray, list[int]]:

@@ -409,6 +409,7 @@ def _weighted(digits: np.ndarray, weights: np.ndarray, q: int) -> np.ndarray:
 
 # -- over an RNS basis ----------------------------------------------------------------------------------
 DIGIT_CHECK_BATCH = 1 << 10   # digits per masked subset-sum check
+DIGIT_CHECK_GROUP = 32        # batches of them summed in one product
 
 
 def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[int, ...], lo: int,
@@ -460,11 +461,16 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
                              owner=owner, moduli=anchor)
     coins = engine.joint_coins("range-digits")
     cols, col_mods = flat_auth(u_a)
+    # every batch of digits at once (zero rows pad the last; a zero digit adds nothing), a group
+    # of batches per product to bound the memory
+    padded = np.zeros((batches * DIGIT_CHECK_BATCH, cols.shape[1]), np.uint64)
+    padded[:count] = cols
+    padded = padded.reshape(batches, DIGIT_CHECK_BATCH, cols.shape[1])
     sums = []
-    for b in range(batches):
-        block = cols[b * DIGIT_CHECK_BATCH:(b + 1) * DIGIT_CHECK_BATCH]
-        chi = (coins.uint64((s, len(block))) & np.uint64(1)).astype(bool)
-        sums.append(subset_sums(chi, block, col_mods))
+    for b in range(0, batches, DIGIT_CHECK_GROUP):
+        block = padded[b:b + DIGIT_CHECK_GROUP]
+        chi = (coins.uint64((len(block), s, DIGIT_CHECK_BATCH)) & np.uint64(1)).astype(bool)
+        sums.append(subset_sums(chi, block, col_mods).reshape(-1, cols.shape[1]))
     summed = from_flat(engine, np.concatenate(sums), anchor, keys)
     t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
     engine.check("range-checked input: one integer in every limb")
