@@ -177,3 +177,45 @@ def test_the_vectorised_crt_gives_the_centred_integers_in_every_target(anchor):
     targets = (9007199251660801, 1152921504606683137, 2305843009213693951)
     got = crt_into(residues, anchor, targets)
     assert got.tolist() == [[x % q for q in targets] for x in xs]
+
+
+# -- small ranges: one proof limb, the other limbs checked into it ---------------------------------
+SMALL = [-19, 19, 0, 5, -7] * 300  # 1500 entries: two batches of the consistency check
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_small_range_is_proven_in_one_limb_and_is_one_integer_everywhere(parties):
+    from shaper.protocols.active import ranges
+
+    assert ranges._small_fits(CKKS, 38) and not ranges._small_fits(CKKS, 1000)
+    res = run(parties, program, CKKS, 0, ActiveEngine, (), SMALL, -19, 19, timeout=30)
+    assert all(r[0] == "ok" for r in res)
+    assert centered(res[0][1], CKKS) == [SMALL] * len(CKKS)
+
+
+class SmallSkewing(ActiveEngine):
+    """An owner whose plain input in the limbs besides the proof limb is off by one in one limb
+    (``what`` "value": entry 1000; "mask": the check's first mask)."""
+
+    what = "value"
+
+    def share_mod(self, values, *, owner, moduli):
+        mods = tuple(moduli)
+        target = len(SMALL) if self.what == "value" else None
+        if owner == self.me and values is not None and len(mods) > 1 and \
+                (len(values) == target or (target is None and len(mods) == len(CKKS))):
+            values = np.array([int(v) for v in values], dtype=object)
+            q = math.prod(mods)
+            values[0 if target is None else 1000] += (q // mods[1]) * pow(q // mods[1], -1, mods[1]) % q
+        return super().share_mod(values, owner=owner, moduli=mods)
+
+
+class MaskSkewing(SmallSkewing):
+    what = "mask"
+
+
+@pytest.mark.parametrize("cls", [SmallSkewing, MaskSkewing])
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_small_range_input_off_in_one_limb_is_caught(cls, parties):
+    res = run(parties, program, CKKS, 0, cls, (0,), SMALL, -19, 19, deviant=0, timeout=30)
+    assert_all_stopped(res, 0, words="not one integer in every limb")

@@ -437,6 +437,8 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
         raise ConfigError(f"an empty range [{lo}, {hi}]")
     if engine.me == owner:
         refuse_outside([int(v) for v in np.asarray(values).ravel()], lo, hi)
+    if _small_fits(mods, hi - lo):
+        return _small_over_basis(engine, values, owner, mods, lo, hi)
     # from public numbers only: the owner's count is not public yet
     anchor = wide_anchor(mods, hi - lo, engine.parties)
     keys = engine.keys(mods + tuple(q for q in anchor if q not in mods))
@@ -479,6 +481,81 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
                              "every limb (its digits differ between limbs); nothing depends on the input")
     # 3. into the rest of the basis
     return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+
+
+def _small_bound(span: int) -> tuple[int, int]:
+    """(beta, mask bits) of the small-range consistency check: a batch's subset sum of x - lo is
+    at most DIGIT_CHECK_BATCH span, its mask 40 bits wider."""
+    top = DIGIT_CHECK_BATCH * span
+    m_bits = 40 + top.bit_length()
+    return top + (1 << m_bits), m_bits
+
+
+def _small_fits(mods: tuple[int, ...], span: int) -> bool:
+    """Whether a range of ``span`` is proven in one limb (the widest) and checked into the others
+    (:func:`_small_over_basis`): the proof needs 2^(k+1) < q, the check 2 (beta + span) < q."""
+    q = max(mods)
+    k = sum(digit_widths(span))
+    return len(mods) > 1 and (1 << (k + 1)) < q and 2 * (_small_bound(span)[0] + span) < q and \
+        (1 << _small_bound(span)[1]) <= 1 << 63
+
+
+def _small_over_basis(engine: Any, values: Any, owner: int, mods: tuple[int, ...], lo: int, hi: int) -> AuthShares:
+    """A small range over a basis: the proof in the widest limb q_a, the owner's plain input in
+    the others, and a check that they are one integer.
+
+    The check: per batch of DIGIT_CHECK_BATCH entries and each of S = soundness coin vectors
+    chi, t = sum chi (x - lo) + M opened in every limb, M an integer below 2^m of the owner's
+    (input in every limb; m = 40 bits above the sum, so t hides it to 2^-40). Honest, t is one
+    integer at most beta < q_a / 2 in every limb: so t_a <= beta and t_a = t_j mod q_j. An entry
+    whose residue in limb j is not its limb-a integer changes (t_a, t_j) by a pair whose CRT
+    value is at least q_a - span from that integer's, so of chi_i = 0 and 1 at most one passes,
+    and each sum with probability at most 1/2 (chi is drawn after every input): all S pass with
+    at most 2^-S. One proof limb instead of an anchor's, and no lift (whose masks every party
+    inputs in every limb)."""
+    from .lift import flat_auth, from_flat, subset_sums
+
+    q_a = max(mods)
+    a = mods.index(q_a)
+    rest = tuple(q for q in mods if q != q_a)
+    keys = engine.keys(mods)
+    x_a = engine._limb_in_range(values, owner, q_a, lo, hi, keys)[0]
+    shape = x_a.shape
+    count = x_a.size
+    flat = None if engine.me != owner else np.asarray([int(v) for v in np.asarray(values).ravel()], dtype=object)
+    x_r = engine.share_mod(flat, owner=owner, moduli=rest)
+    if x_r.size != count:
+        raise DeviationError(f"party {engine.session.parties[owner]!r} input a different count in different limbs")
+    parts = [x_r.limb(c) for c in range(len(rest))]
+    parts.insert(a, x_a.reshape(count))
+    x = AuthShares(engine, np.concatenate([p.share for p in parts], axis=-1),
+                   np.concatenate([p.mac[:keys] for p in parts], axis=-1), mods)
+    s = engine.soundness
+    beta, m_bits = _small_bound(hi - lo)
+    batches = -(-count // DIGIT_CHECK_BATCH)
+    masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
+                             owner=owner, moduli=mods)
+    coins = engine.joint_coins("range-small")
+    cols, col_mods = flat_auth(x - lo)
+    padded = np.zeros((batches * DIGIT_CHECK_BATCH, cols.shape[1]), np.uint64)
+    padded[:count] = cols
+    padded = padded.reshape(batches, DIGIT_CHECK_BATCH, cols.shape[1])
+    sums = []
+    for b in range(0, batches, DIGIT_CHECK_GROUP):
+        block = padded[b:b + DIGIT_CHECK_GROUP]
+        chi = (coins.uint64((len(block), s, DIGIT_CHECK_BATCH)) & np.uint64(1)).astype(bool)
+        sums.append(subset_sums(chi, block, col_mods).reshape(-1, cols.shape[1]))
+    summed = from_flat(engine, np.concatenate(sums), mods, keys)
+    t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
+    engine.check("range-checked input: one integer in every limb")
+    t_a = t[:, a]
+    ok = bool(np.all(t_a <= np.uint64(beta)))
+    for j, q in enumerate(mods):
+        ok &= j == a or bool(np.all(t_a % np.uint64(q) == t[:, j]))
+    if not ok:
+        raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
+                             "every limb; nothing depends on the input")
+    return x.reshape(shape)
 
 
 def _stack_limbs(engine: Any, parts: list[AuthShares], anchor: tuple[int, ...], keys: int) -> AuthShares:
