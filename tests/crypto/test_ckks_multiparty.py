@@ -167,12 +167,35 @@ def _sum_rows(parts):
     return total
 
 
+def _real_success_bits(sigma, e, q, a, work, kappa=mp.KAPPA):
+    """log2 of the real-view success bound (R_a p)^((a - 1) / a): R_a = exp(a Q E^2 / (2 sigma^2))
+    over Q decryptions, p = 2^(work - kappa) (RLWE against 2^work operations)."""
+    log2_r = a * q * e ** 2 / (2 * sigma ** 2) / np.log(2)
+    return (log2_r + work - kappa) * (a - 1) / a
+
+
 def test_flood_width_follows_the_renyi_and_statistical_arguments():
-    """key-recovery: Q E^2 / sigma^2 = (kappa - 2 lambda) ln 2 (R_2 = 2^(kappa - 2 lambda));
-    statistical: sigma = sqrt(24 Q) 2^(lambda / 2) E; the flood's samples have that width."""
+    """key-recovery: at the Renyi order the width is sized for, an attacker with 2^64 work (and
+    one with none) succeeds in the real view with probability exactly 2^-lambda, and no other
+    order gives a narrower flood the same guarantee (a grid search, independent of the closed
+    form); statistical: sigma = sqrt(24 Q) 2^(lambda / 2) E; the flood's samples have that width."""
     e, q = 1000.0, 1024
     sigma = mp.flood_sigma(e, q)
-    assert q * e ** 2 / sigma ** 2 == pytest.approx((mp.KAPPA - 2 * mp.SECURITY_LAMBDA) * np.log(2))
+    for work in (mp.WORK_BITS, 0):
+        s = mp.flood_sigma(e, q, work=work)
+        a = mp.renyi_order(mp.SECURITY_LAMBDA, work=work)
+        assert _real_success_bits(s, e, q, a, work) == pytest.approx(-mp.SECURITY_LAMBDA)
+        # the narrowest width any order a in (1, 64] allows for the same bound
+        best = min(np.sqrt(b * q * e ** 2 / (2 * np.log(2) * (mp.KAPPA - work - mp.SECURITY_LAMBDA * b / (b - 1))))
+                   for b in np.linspace(1.01, 64, 20000) if mp.KAPPA - work - mp.SECURITY_LAMBDA * b / (b - 1) > 0)
+        assert s == pytest.approx(best, rel=1e-4)
+    assert sigma == mp.flood_sigma(e, q, work=64)
+    # the constant-work argument of order 2 (R_2 = 2^(kappa - 2 lambda)) is within 2 % of its optimum;
+    # 2^64 work costs about 1.57 bits
+    assert mp.flood_sigma(e, q, work=0) == pytest.approx(e * np.sqrt(q / (48 * np.log(2))), rel=0.02)
+    assert np.log2(sigma / mp.flood_sigma(e, q, work=0)) == pytest.approx(1.574, abs=0.01)
+    with pytest.raises(ConfigError, match="kappa - work > lambda"):
+        mp.flood_sigma(e, q, work=90)
     assert mp.flood_sigma(e, q, mode="statistical") == pytest.approx(np.sqrt(24 * q) * 2 ** 20 * e)
     assert mp.flood_sigma(2 * e, 4 * q) == pytest.approx(4 * sigma)  # linear in E, sqrt in Q
     f = mp.sample_flood(1 << 16, sigma, Prg(bytes(32)))

@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA
+from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA, WORK_BITS
 from ..errors import ConfigError
 from .common import (
     command,
@@ -116,6 +116,9 @@ def add_parser(subparsers: Any) -> None:
                           "precision)")
     dec.add_argument("--security", type=int, default=SECURITY_LAMBDA, metavar="LAMBDA",
                      help=f"statistical security parameter lambda, at least 40 (default {SECURITY_LAMBDA})")
+    dec.add_argument("--work", type=int, default=WORK_BITS, metavar="BITS",
+                     help=f"key-recovery: the attacker's work the argument allows for, 2^BITS operations (default "
+                          f"{WORK_BITS}; every party the same)")
     out_option(dec, "write the real parts of the slots (.npy or .csv)", metavar="FILE")
     _key_dir_insecure_option(dec)
     dec.set_defaults(active_engine=True)  # the engine follows the key

@@ -459,7 +459,7 @@ def decrypt_command(args: Any, local: int | None) -> int:
     if not args.keys:
         raise ConfigError("pass --keys DIR (this party's key directory; with --local N the one holding party0 ..)")
     check_digest(args.digest)
-    policy = tc.FloodPolicy(mode=args.flood, lam=args.security)
+    policy = tc.FloodPolicy(mode=args.flood, lam=args.security, work=args.work)
     if local is not None:
         results = decrypt_local(args.keys, args.ciphertext, parties=local, to=args.to, digest=args.digest,
                                 policy=policy, insecure=args.insecure)

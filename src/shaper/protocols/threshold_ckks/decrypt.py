@@ -47,7 +47,9 @@ import numpy as np
 from ...crypto import ckks
 from ...crypto.ckks.multiparty import (
     FLOOD_MODES,
+    KAPPA,
     SECURITY_LAMBDA,
+    WORK_BITS,
     check_flood_fits,
     ciphertext_digest,
     decode_opened,
@@ -70,17 +72,23 @@ FLOOD_REACH = 8.6
 
 @dataclass(frozen=True)
 class FloodPolicy:
-    """How wide the flood is: ``mode`` "key-recovery" (default) or "statistical", and the
-    statistical security parameter ``lam`` (>= 40). Every party must use the same policy."""
+    """How wide the flood is: ``mode`` "key-recovery" (default) or "statistical", the
+    statistical security parameter ``lam`` (>= 40) and, for key recovery, the attacker's work in
+    bits (``work``, default 64: the argument holds against 2^64 operations). Every party must use
+    the same policy."""
 
     mode: str = "key-recovery"
     lam: int = SECURITY_LAMBDA
+    work: int = WORK_BITS
 
     def __post_init__(self) -> None:
         if self.mode not in FLOOD_MODES:
             raise ConfigError(f"flood mode must be one of {', '.join(FLOOD_MODES)}, got {self.mode!r}")
         if not isinstance(self.lam, int) or self.lam < 40:
             raise ConfigError(f"lambda must be an integer of at least 40, got {self.lam!r}")
+        if not isinstance(self.work, int) or not 0 <= self.work < KAPPA - self.lam:
+            raise ConfigError(f"the attacker's work must be 0 .. {KAPPA - self.lam - 1} bits (kappa {KAPPA} - lambda), "
+                              f"got {self.work!r}")
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ class Flood:
 
     def request(self) -> dict[str, Any]:
         return {"sigma_bits": round(math.log2(self.sigma), 9), "mode": self.policy.mode, "lambda": self.policy.lam,
-                "budget": self.budget}
+                "work": self.policy.work, "budget": self.budget}
 
 
 def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = FloodPolicy(), *,
@@ -114,7 +122,7 @@ def plan_flood(keys: Any, cts: Sequence[ckks.Ciphertext], policy: FloodPolicy = 
     entries = keys.ledger.accounted(cts)
     error = max(e.error for e in entries)
     message = max(e.message for e in entries)
-    sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam)
+    sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam, work=policy.work)
     parties = keys.share.parties
     checked = getattr(keys, "macs", None) is not None if checked is None else checked
     reach = flood_reach(sigma) if checked else None
