@@ -50,7 +50,7 @@ import numpy as np
 from ..arrays import is_sparse
 from ..crypto import encoding
 from ..errors import ConfigError, ShaperError
-from ..kernels.modq import add_mod, lift_public, moduli_array, mul_mod, neg_mod
+from ..kernels.modq import add_mod, lift_public, moduli_array, mul_mod, neg_mod, pack_bits, unpack_bits
 
 __all__ = ["DOMAINS", "Engine", "ModShares", "Shared", "UnsupportedConversion", "XorShares", "public_mask",
            "public_matmul", "stack_bits"]
@@ -209,6 +209,19 @@ class XorShares:
         """Stack along a new leading axis (a bit-plane stack)."""
         first = parts[0]
         return XorShares(first.engine, np.stack([p.words for p in parts]), first.bits)
+
+    def lanes(self, start: int, stop: int) -> "XorShares":
+        """Bits ``start`` .. ``stop`` - 1 of the bit axis (every leading index alike)."""
+        if not 0 <= start < stop <= self.bits:
+            raise ValueError(f"lanes {start}..{stop} of {self.bits} bits")
+        return XorShares(self.engine, pack_bits(unpack_bits(self.words, self.bits)[..., start:stop]), stop - start)
+
+    @staticmethod
+    def join(parts: Sequence["XorShares"]) -> "XorShares":
+        """Concatenate along the bit axis (the same leading shape)."""
+        first = parts[0]
+        return XorShares(first.engine, pack_bits(np.concatenate([unpack_bits(p.words, p.bits) for p in parts], axis=-1)),
+                         sum(p.bits for p in parts))
 
     def __repr__(self) -> str:
         return f"XorShares(shape={self.shape})"

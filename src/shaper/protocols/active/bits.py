@@ -195,6 +195,21 @@ class AuthBits(XorShares):
         return AuthBits(first.engine, np.stack([p.words for p in parts]), first.bits,
                         np.stack([p.macs for p in parts], axis=1), np.stack([p.keys for p in parts], axis=1))
 
+    def lanes(self, start: int, stop: int) -> "AuthBits":
+        """Bits ``start`` .. ``stop`` - 1 of the bit axis, each with its MACs and keys."""
+        if not 0 <= start < stop <= self.bits:
+            raise ValueError(f"lanes {start}..{stop} of {self.bits} bits")
+        return AuthBits.of(self.engine, self.plain()[..., start:stop], self.macs[..., start:stop],
+                           self.keys[..., start:stop])
+
+    @staticmethod
+    def join(parts: Sequence["AuthBits"]) -> "AuthBits":
+        """Concatenate along the bit axis (the same leading shape)."""
+        first = parts[0]
+        return AuthBits.of(first.engine, np.concatenate([p.plain() for p in parts], axis=-1),
+                           np.concatenate([p.macs for p in parts], axis=-1),
+                           np.concatenate([p.keys for p in parts], axis=-1))
+
     def __repr__(self) -> str:
         return f"AuthBits(shape={self.shape}, party={self.engine.me})"
 

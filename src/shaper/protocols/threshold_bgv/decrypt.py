@@ -53,10 +53,11 @@ import numpy as np
 from ...crypto.bgv import scheme
 from ...crypto.bgv.multiparty import SecretKeyShare, decryption_share
 from ...errors import ConfigError, DecryptionRefused
-from ..additive.convert import const_bits
+from ..active.shares import AuthShares
 from ..api import ModShares, XorShares
 from ..threshold_ckks.decrypt import agree
 from ..threshold_ckks.ledger import digest_of
+from ..threshold_ckks.polys import SharedRows, active, linear
 
 __all__ = ["decrypt_bits", "decrypt_many", "plan"]
 
@@ -65,54 +66,63 @@ MAX_CIPHERTEXTS = 1 << 12
 
 
 def _phase_bits(engine: Any, s_share: Any, cts: Sequence[scheme.Ciphertext]) -> tuple[XorShares, int]:
-    """XOR shares of the level-0 phases' bits, (w, W) over len(cts)·φ coefficients, and q_0."""
+    """XOR shares of the level-0 phases' bits, (w, W) over len(cts)·φ coefficients, and q_0.
+    ``s_share``: a :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare`, its evaluation rows, or
+    (the active engine) a :class:`~shaper.protocols.threshold_ckks.polys.SharedRows` of s with
+    its MAC shares: then the phase is computed on authenticated shares and converted with the
+    engine's checked conversion (authenticated bits)."""
     params = cts[0].params
     ring = scheme._ring(params)
+    q0 = int(params.primes[0])
+    parts = [scheme.switch_to(ct, 0).parts for ct in cts]
+    if isinstance(s_share, SharedRows):
+        c1 = np.ascontiguousarray(np.stack([p[1] for p in parts]))  # (count, 1, φ)
+        c0 = np.ascontiguousarray(np.stack([ring.inverse(np.ascontiguousarray(p[0]), [0]) for p in parts]))
+        s0 = s_share.rows([0])
+        v = linear(lambda s_: ring.inverse(ring.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)), [0]), [0]),
+                   s0).add_public(c0)
+        x = AuthShares(engine, np.ascontiguousarray(v.share.reshape(-1, 1)),
+                       np.ascontiguousarray(v.mac.reshape(v.mac.shape[0], -1, 1)), (q0,))
+        return engine.mod_to_bits(x), q0
     rows = s_share.rows if isinstance(s_share, SecretKeyShare) else s_share
     s0 = np.ascontiguousarray(rows[:1])
-    q0 = int(params.primes[0])
-    v = np.concatenate([decryption_share(ring, s0, scheme.switch_to(ct, 0).parts, engine.me == 0) for ct in cts])
+    v = np.concatenate([decryption_share(ring, s0, p, engine.me == 0) for p in parts])
     return engine.mod_to_bits(ModShares(engine, v[:, None], (q0,))), q0
 
 
 def _at_least(engine: Any, bits: XorShares, q0: int, bounds: Sequence[int]) -> list[XorShares]:
     """[v ≥ b] for each public b in 1..q0 − 1, as the carries of v + 2^w − b (w = bitlen(q0)):
-    one ripple of w AND layers for all bounds together (each layer batched)."""
+    one ripple of w AND layers for all bounds together (each layer batched). Only the shares'
+    own operations (XOR with public words, AND, indexing), so any engine's bits work."""
     w = q0.bit_length()
     consts = [(1 << w) - b for b in bounds]
-    words = bits.words.shape[1]
-    carry = np.zeros((len(consts), words), np.uint64)  # shares of 0
+    k = len(consts)
+    words = bits.words.shape[-1]
+    plane = bits[0]
+    carry = type(plane).stack([plane & False] * k)  # shares of 0
     for j in range(w):
         ones = np.asarray([(c >> j) & 1 for c in consts], dtype=bool)[:, None]
-        s = np.broadcast_to(bits.words[j], carry.shape)
-        x, y = XorShares(engine, s, bits.bits), XorShares(engine, carry, bits.bits)
-        flip = np.where(ones, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0)) if engine.me == 0 else np.uint64(0)
-        both = XorShares(engine, x.words ^ flip, bits.bits) & XorShares(engine, y.words ^ flip, bits.bits)
-        carry = both.words ^ flip  # t = 1: s OR c = NOT(NOT s AND NOT c); t = 0: s AND c
-    return [XorShares(engine, carry[k], bits.bits) for k in range(len(consts))]
+        flip = np.broadcast_to(np.where(ones, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0)), (k, words))
+        s = type(plane).stack([bits[j]] * k)
+        # t = 1: s OR c = NOT(NOT s AND NOT c); t = 0: s AND c
+        carry = ((s ^ flip) & (carry ^ flip)) ^ flip
+    return [carry[i] for i in range(k)]
 
 
 def _plain(engine: Any, bits: XorShares, above: XorShares) -> XorShares:
     """LSB(v) XOR [v > (q0 − 1)/2]: the parity of the centred phase."""
-    return XorShares(engine, bits.words[0] ^ above.words, bits.bits)
+    return bits[0] ^ above
 
 
 def _any(engine: Any, bad: XorShares) -> XorShares:
-    """One shared bit (bit 0 of one word): the OR of ``bad``'s lanes (its padding ignored)."""
-    count = bad.bits
-    valid = np.full(bad.words.shape, np.uint64(0xFFFFFFFFFFFFFFFF))
-    if count % 64:
-        valid[-1] = np.uint64((1 << (count % 64)) - 1)
-    fill = np.uint64(0) if engine.me else ~valid  # padding lanes count as "in range"
-    words = ((~bad).words & valid) ^ fill           # shares of NOT bad
-    while words.size > 1:  # AND of all words by halves; an odd word out meets an all-ones word
-        if words.size % 2:
-            words = np.concatenate([words, const_bits(engine, 1, 1, 64).words])
-        half = words.size // 2
-        words = (XorShares(engine, words[:half], 64) & XorShares(engine, words[half:], 64)).words
-    for shift in (32, 16, 8, 4, 2, 1):  # AND of the 64 lanes into lane 0
-        words = (XorShares(engine, words, 64) & XorShares(engine, words >> np.uint64(shift), 64)).words
-    return ~XorShares(engine, words, 1)
+    """One shared bit: the OR of ``bad``'s lanes, as NOT of the AND of their negations, by
+    halves (an odd lane out joins the next round)."""
+    good = ~bad
+    while good.bits > 1:
+        half = good.bits // 2
+        folded = good.lanes(0, half) & good.lanes(half, 2 * half)
+        good = folded if good.bits % 2 == 0 else type(good).join([folded, good.lanes(2 * half, good.bits)])
+    return ~good
 
 
 def decrypt_bits(engine: Any, s_share: Any, ct: Any, to: int | None = None) -> np.ndarray | None:
@@ -182,7 +192,7 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to
         reason = str(exc)
     agree(session, request, reason, tag="tbgv-decrypt")
     keys.ledger.spend(len(cts))
-    bits, q0 = _phase_bits(engine, keys.share, cts)
+    bits, q0 = _phase_bits(engine, keys.secret(engine) if active(engine) else keys.share, cts)
     above, low, high = _at_least(engine, bits, q0, [(q0 + 1) // 2, q0 // 4, q0 - q0 // 4 + 1])
     if engine.reveal_bits(_any(engine, low & ~high))[0]:  # some q0/4 <= v <= q0 - q0/4
         raise scheme.NoiseBudgetExceeded("a jointly decrypted phase reached q_0/4 (checked inside the MPC): the "

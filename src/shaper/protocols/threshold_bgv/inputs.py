@@ -32,13 +32,13 @@ import numpy as np
 from ...crypto.bgv import scheme
 from ...crypto.bgv.multiparty import joint_input_noise, joint_input_share
 from ...crypto.bgv.serial import ciphertext_digest
-from ...crypto.ckks.keys import sample_gaussian
+from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
 from ...crypto.prg import Prg, default_prg
-from ...errors import ConfigError
+from ...errors import ConfigError, DeviationError
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.inputs import announce
 from ..threshold_ckks.ledger import Entry
-from ..threshold_ckks.polys import joint_seed
+from ..threshold_ckks.polys import SharedRows, active, contributed, joint_seed, linear
 
 __all__ = ["encrypt_jointly", "entry"]
 
@@ -71,19 +71,52 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, owner: int | 
     seed = joint_seed(engine, f"bgv-input/{tag}")
     a = np.stack([scheme._uniform(ring, chain, Prg(hashlib.sha256(seed + k.to_bytes(4, "big")).digest()))
                   for k in range(count)])
-    prg = default_prg()
-    e2 = np.stack([ring.encode_signed(2 * sample_gaussian(params.phi, params.sigma, prg), chain)
-                   for _ in range(count)])
-    message = None
-    if me == owner:
-        ev = scheme.Evaluator(params)
-        message = np.stack([ev.encode(v).evaluation(ring, params.max_level) for v in values])
-    b = joint_input_share(ring, np.ascontiguousarray(keys.share.rows[chain]), a, e2, message)
-    c0 = committed_open_rows(engine, b, params.primes, what=f"bgv-input-{tag}", error=ConfigError)
+    if active(engine):
+        c0 = _c0_authenticated(engine, keys, values if me == owner else None, owner, count, a, tag)
+    else:
+        prg = default_prg()
+        e2 = np.stack([ring.encode_signed(2 * sample_gaussian(params.phi, params.sigma, prg), chain)
+                       for _ in range(count)])
+        message = None
+        if me == owner:
+            ev = scheme.Evaluator(params)
+            message = np.stack([ev.encode(v).evaluation(ring, params.max_level) for v in values])
+        b = joint_input_share(ring, np.ascontiguousarray(keys.share.rows[chain]), a, e2, message)
+        c0 = committed_open_rows(engine, b, params.primes, what=f"bgv-input-{tag}", error=ConfigError)
     noise = joint_input_noise(params, float(params.phi), session.n)  # worst-case message: the same at every party
     cts = [scheme.Ciphertext(np.stack([c0[k], a[k]]), params.max_level, noise, params) for k in range(count)]
     keys.ledger.record_entries([entry(ct, "input", f"joint input {tag!r} of party {owner}") for ct in cts])
     return cts
+
+
+def _c0_authenticated(engine: Any, keys: Any, values: Any, owner: int, count: int, a: np.ndarray,
+                      tag: str) -> np.ndarray:
+    """c_0 = −a·[s] + [2e] + [m] on the active engine, opened with the MAC check: the owner's
+    plaintext coefficients a range-checked input within [0, 1] (a GF(2) polynomial; anything
+    else is refused naming the owner), e the sum of every party's own rounded Gaussian, each
+    range-checked within ±⌊6σ⌋ (:func:`~shaper.protocols.threshold_ckks.polys.contributed`). No
+    party adds an unchecked term: a term added to a share of c_0 fails the MAC check."""
+    params = keys.params
+    ring = scheme._ring(params)
+    chain = ring.chain(params.max_level)
+    primes = tuple(int(params.basis[i]) for i in chain)
+    s = keys.secret(engine).rows(chain)
+    bits = None
+    if values is not None:
+        ev = scheme.Evaluator(params)
+        bits = np.stack([ev.encode(v).bits for v in values]).astype(np.int64)
+    m = SharedRows.of(engine, engine.share_mod_in_range(bits, owner=owner, lo=0, hi=1, moduli=primes))
+    if m.share.shape[0] != count:
+        raise DeviationError(f"party {engine.session.parties[owner]!r} input {m.share.shape[0]} plaintexts, "
+                             f"announced {count}")
+    bound = gaussian_bound(float(params.sigma))
+    prg = default_prg()
+    mine = np.stack([np.clip(sample_gaussian(params.phi, params.sigma, prg), -bound, bound) for _ in range(count)])
+    e = contributed(engine, mine, -bound, bound, moduli=primes)
+    c0 = linear(lambda s_, e_, m_: ring.add(joint_input_share(ring, s_, a, ring.forward(ring.add(e_, e_, chain), chain)),
+                                           ring.forward(m_, chain), chain),
+                s, e, m)
+    return c0.open(f"bgv-input-{tag}")
 
 
 def entry(ct: scheme.Ciphertext, kind: str, source: str) -> Entry:

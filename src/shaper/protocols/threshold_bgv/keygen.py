@@ -32,13 +32,15 @@ from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
 from ...crypto.bgv.slots import SlotEvaluator
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET
-from ...crypto.prg import Prg
+from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
+from ...crypto.prg import Prg, default_prg
 from ...errors import KeyValidationError
 from ...net.phases import Phases, Progress
 from ..additive.sampling import gaussian_tail, hamming_weight
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.ledger import Ledger
-from ..threshold_ckks.polys import joint_seed, share_rows
+from ..threshold_ckks.keystore import AuthenticatedShare
+from ..threshold_ckks.polys import SharedRows, active, contributed, joint_seed, linear, share_rows
 from .decrypt import decrypt_bits
 from .keystore import JointKeys
 
@@ -52,6 +54,8 @@ def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check
     ``automorphisms``); ``budget``: the decryptions the key allows (its ledger). Returns this
     party's :class:`~.keystore.JointKeys`."""
     ledger = Ledger(budget=budget, scheme="bgv")  # a bad budget fails here, before any MPC work
+    if active(engine):
+        return _keygen_active(engine, params, galois, check, ledger, progress)
     gaussian_tail(float(params.sigma))  # a width the MPC sampler builds, or a ConfigError first
     ring = scheme._ring(params)
     basis = params.basis
@@ -111,6 +115,78 @@ def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check
     return joint
 
 
+def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check: bool, ledger: Ledger,
+                   progress: Progress | None) -> JointKeys:
+    """:func:`keygen` on the active engine: s from the engine's ternary or fixed-weight sampler
+    (authenticated), every error the sum of every party's own rounded Gaussian, each a
+    range-checked input within ±⌊6σ⌋ (:func:`~shaper.protocols.threshold_ckks.polys.contributed`),
+    every key's b computed on authenticated shares and opened with the MAC check, s² from
+    square pairs with d = s − α opened checked. A deviating party can abort, or choose its own
+    errors within their range; the noise estimates assume σ per error, and the decryption's
+    range check refuses a phase that a worse error pushed past q_0/4."""
+    ring = scheme._ring(params)
+    basis = tuple(int(q) for q in params.basis)
+    full = list(range(len(basis)))
+    chain = ring.chain(params.max_level)
+    phi = params.phi
+    me = engine.session.index
+    phases = Phases(engine, progress)
+    bound = gaussian_bound(float(params.sigma))
+
+    def secret() -> SharedRows:
+        if params.hamming_weight is None:
+            x = engine.ternary((phi,), basis)
+        else:
+            x = engine.hamming_weight(1, phi, params.hamming_weight, basis).reshape(phi)
+        return SharedRows.of(engine, x).map(lambda r: ring.forward(r, full))
+
+    s = phases.run("secret key", secret, phi)
+
+    def errors(count: int, limbs: list[int]) -> SharedRows:  # 2e, evaluation form
+        prg = default_prg()
+        mine = np.stack([np.clip(sample_gaussian(phi, params.sigma, prg), -bound, bound) for _ in range(count)])
+        e = contributed(engine, mine, -bound, bound, moduli=tuple(basis[i] for i in limbs))
+        return e.map(lambda r: ring.forward(ring.add(r, r, limbs), limbs))
+
+    def uniform(seed: bytes, count: int, limbs: list[int]) -> np.ndarray:
+        prg = Prg(seed)
+        return np.stack([scheme._uniform(ring, limbs, prg) for _ in range(count)])
+
+    def public_key() -> scheme.PublicKey:
+        a = uniform(joint_seed(engine, "bgv-pk"), 1, chain)[0]
+        b = linear(lambda s_, e_: multiparty.public_key_share(ring, s_, a, e_[0]), s.rows(chain), errors(1, chain))
+        return scheme.PublicKey(params, b.open("bgv-pk"), a)
+
+    public = phases.run("public key", public_key, phi)
+
+    def square() -> SharedRows:  # open d = s - alpha; s^2 = d^2 + 2 d alpha + alpha^2
+        alpha, alpha2 = (SharedRows.of(engine, x) for x in engine.square_pairs(phi, basis))
+        d = linear(lambda s_, a_: ring.sub(s_, a_, full), s, alpha).open("bgv-s2-masked")
+        s2 = linear(lambda a_, a2_: multiparty.square_share(ring, d, a_, a2_, False), alpha, alpha2)
+        return s2.add_public(ring.mul(d, d, full))
+
+    def switching(target: SharedRows, what: str) -> scheme.SwitchingKey:
+        a = uniform(joint_seed(engine, what), params.digits, full)
+        b = linear(lambda s_, t_, e_: multiparty.switching_key_share(ring, s_, t_, a, e_), s, target,
+                   errors(params.digits, full))
+        return scheme.SwitchingKey(params, b.open(what), a)
+
+    s2 = phases.run("s^2 (square pairs)", square, phi * len(basis))
+    relin = phases.run("relinearisation key", lambda: switching(s2, "bgv-rlk"), phi * params.digits)
+    keys: dict[int, scheme.SwitchingKey] = {}
+    for u in sorted({int(u) % params.m for u in galois} - {1}):
+        keys[u] = phases.run(f"automorphism key u={u}",
+                             lambda u=u: switching(s.map(lambda r: ring.automorphism(r, u)), f"bgv-u{u}"),
+                             phi * params.digits)
+    ledger.key_method = "contributed"
+    share = SecretKeyShare(params, s.share, me, engine.session.n)
+    joint = JointKeys(params, public, relin, keys, share, phases.done, ledger,
+                      macs=AuthenticatedShare(engine.mac_keys(basis), s.mac))
+    if check:
+        phases.run("check (joint test decryption to bits)", lambda: check_joint_keys(engine, joint))
+    return joint
+
+
 def check_joint_keys(engine: Any, keys: JointKeys) -> None:
     """Encrypts a jointly seeded slot vector x, computes x·x and κ_u(x) for every automorphism key,
     decrypts each to bits jointly and compares with the slot simulator; a key that does not work
@@ -123,7 +199,8 @@ def check_joint_keys(engine: Any, keys: JointKeys) -> None:
     cx = scheme.encrypt(keys.public, ev.encode(x), prg=prg)
     tests = [("relinearisation key", ev.mul(cx, cx), sim.mul(x, x))]
     tests += [(f"automorphism key u={u}", ev.automorphism(cx, u), sim.automorphism(x, u)) for u in keys.galois]
-    got = decrypt_bits(engine, keys.share, [ct for _, ct, _ in tests])  # one conversion for every test
+    share = keys.secret(engine) if active(engine) else keys.share
+    got = decrypt_bits(engine, share, [ct for _, ct, _ in tests])  # one conversion for every test
     for (what, _, want), bits in zip(tests, got, strict=True):
         if not np.array_equal(alg.decode(bits), want):
             raise KeyValidationError(f"the jointly generated BGV {what} fails its test decryption")

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...crypto.bgv import scheme, serial
 from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
-from ...errors import KeyValidationError
+from ...errors import ConfigError, KeyValidationError
 from ...net.phases import Phase
 from ..threshold_ckks.keystore import (
+    MACS_FILE,
+    AuthenticatedShare,
     load_galois_keys,
     open_key_directory,
     read_share,
@@ -54,15 +57,17 @@ class PublicKeys:
         return key_fingerprint(serial.to_bytes(self.public))
 
     def save(self, directory: str | os.PathLike, share: SecretKeyShare | None = None,
-             ledger: Ledger | None = None) -> Path:
-        """Writes the keys (and a party's ``share`` and ``ledger``, mode 0600) as a new directory,
-        atomically; refuses to overwrite one. The ledger is bound to this key."""
+             ledger: Ledger | None = None, macs: AuthenticatedShare | None = None) -> Path:
+        """Writes the keys (and a party's ``share``, ``ledger`` and, for a key made on the active
+        engine, ``macs``: all mode 0600) as a new directory, atomically; refuses to overwrite
+        one. The ledger is bound to this key."""
         if ledger is not None:
             ledger.bind(self.fingerprint())
         files = [("params.shpr", self.params), ("public.shpr", self.public),
                  ("relin.shpr", serial.SwitchingKeyFor(0, self.relin))]
         files += [(f"galois-{u}.shpr", serial.SwitchingKeyFor(u, k)) for u, k in sorted(self.galois.items())]
-        return write_key_directory(directory, files, serial.save, share, ledger)
+        private = [] if macs is None else [(MACS_FILE, macs.to_bytes())]
+        return write_key_directory(directory, files, serial.save, share, ledger, private)
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> PublicKeys:
@@ -91,18 +96,42 @@ class JointKeys(PublicKeys):
     share: SecretKeyShare = field(default=None)  # type: ignore[assignment]
     phases: list[Phase] = field(default_factory=list)
     ledger: Ledger = field(default_factory=lambda: Ledger(scheme="bgv"))
+    #: on a key made by the active engine: this party's MAC keys and MAC shares of s (evaluation
+    #: rows over the basis, special primes included)
+    macs: AuthenticatedShare | None = None
 
     def __post_init__(self) -> None:
         self.ledger.bind(self.fingerprint())
+        if self.macs is not None:
+            self.macs.validate(self.params)
 
     def save(self, directory: str | os.PathLike, share: SecretKeyShare | None = None,
-             ledger: Ledger | None = None) -> Path:
-        return super().save(directory, share or self.share, ledger or self.ledger)
+             ledger: Ledger | None = None, macs: AuthenticatedShare | None = None) -> Path:
+        return super().save(directory, share or self.share, ledger or self.ledger, macs or self.macs)
+
+    def secret(self, engine: Any) -> Any:
+        """This party's share of s (evaluation rows over the basis) as a
+        :class:`~shaper.protocols.threshold_ckks.polys.SharedRows` of ``engine``: on the active
+        engine with its MAC shares, the MAC keys given to the engine first (a key made on the
+        passive engine has none and is refused there; on the passive engine, the plain rows)."""
+        from ..threshold_ckks.polys import SharedRows, active
+
+        basis = tuple(int(q) for q in self.params.basis)
+        if not active(engine):
+            return SharedRows(engine, self.share.rows, None, basis)
+        if self.macs is None:
+            raise ConfigError("this BGV key was made on the passive engine (it has no MAC shares of s); the active "
+                              "engine needs a key made on it")
+        self.macs.install(engine, self.params)
+        return SharedRows(engine, self.share.rows, self.macs.mac, basis)
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, insecure: bool = False) -> JointKeys:
-        """A party's BGV key directory: the public material, its share and its ledger."""
+        """A party's BGV key directory: the public material, its share, its ledger and (a key made
+        on the active engine) its MAC shares."""
         pub = PublicKeys.load(directory, insecure=insecure)
         share = read_share(directory, lambda f: serial.load(f, pub.params), SecretKeyShare, "a BGV secret-key share")
+        path = Path(directory) / MACS_FILE
+        macs = AuthenticatedShare.read(path, pub.params) if path.is_file() else None
         return cls(pub.params, pub.public, pub.relin, pub.galois, share,
-                   ledger=Ledger.load(directory, key=pub.fingerprint(), scheme="bgv"))
+                   ledger=Ledger.load(directory, key=pub.fingerprint(), scheme="bgv"), macs=macs)

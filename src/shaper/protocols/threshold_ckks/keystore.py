@@ -30,7 +30,7 @@ from ...files import atomic_directory, check_private_file, remove_stale, write_p
 from ...net.phases import Phase
 from .ledger import LEDGER_FILE, Ledger, key_fingerprint
 
-__all__ = ["MACS_FILE", "SHARE_FILE", "AuthenticatedShare", "JointKeys", "PublicKeys", "load_galois_keys",
+__all__ = ["MACS_FILE", "SHARE_FILE", "AuthenticatedShare", "JointKeys", "PublicKeys", "key_rows", "load_galois_keys",
            "open_key_directory", "read_share", "write_key_directory"]
 
 SHARE_FILE = "secret-share.shpr"
@@ -50,9 +50,12 @@ class AuthenticatedShare:
     mac_keys: np.ndarray
     mac: np.ndarray
 
-    def validate(self, params: ckks.Parameters) -> None:
-        primes = np.asarray(params.primes, dtype=np.uint64)
-        r, n = len(params.primes), params.n
+    def validate(self, params: Any) -> None:
+        """Checks the arrays against a key's basis and ring (CKKS's primes and N; BGV's basis,
+        special primes included, and φ: :func:`key_rows`)."""
+        basis, n = key_rows(params)
+        primes = np.asarray(basis, dtype=np.uint64)
+        r = len(basis)
         if (self.mac_keys.dtype != np.uint64 or self.mac_keys.ndim != 2 or self.mac_keys.shape[0] != r
                 or self.mac.dtype != np.uint64 or self.mac.ndim != 3 or self.mac.shape[1:] != (r, n)
                 or not 1 <= self.mac.shape[0] <= self.mac_keys.shape[1]):
@@ -61,10 +64,10 @@ class AuthenticatedShare:
         if np.any(self.mac >= primes[None, :, None]) or np.any(self.mac_keys >= primes[:, None]):
             raise KeyValidationError("MAC shares or keys are not below their primes")
 
-    def install(self, engine: Any, params: ckks.Parameters) -> None:
+    def install(self, engine: Any, params: Any) -> None:
         """Gives ``engine`` (this party's active engine of a later job) the MAC keys of this
         share (before it uses the key's primes)."""
-        engine.install_mac_keys(params.primes, self.mac_keys)
+        engine.install_mac_keys(key_rows(params)[0], self.mac_keys)
 
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
@@ -72,7 +75,7 @@ class AuthenticatedShare:
         return buf.getvalue()
 
     @classmethod
-    def read(cls, path: Path, params: ckks.Parameters) -> AuthenticatedShare:
+    def read(cls, path: Path, params: Any) -> AuthenticatedShare:
         """Reads and validates :data:`MACS_FILE` (numpy's npz, never unpickled; mode 0600)."""
         check_private_file(path, "MAC share")
         try:
@@ -84,6 +87,14 @@ class AuthenticatedShare:
             raise KeyValidationError(f"{path} is not a readable MAC share ({exc})") from None
         out.validate(params)
         return out
+
+
+def key_rows(params: Any) -> tuple[tuple[int, ...], int]:
+    """(the primes a key's share has rows over, the row length): CKKS's ``primes`` and N, BGV's
+    ``basis`` (its chain and special primes) and φ."""
+    if hasattr(params, "phi"):
+        return tuple(int(q) for q in params.basis), int(params.phi)
+    return tuple(int(q) for q in params.primes), int(params.n)
 
 
 def write_key_directory(directory: str | os.PathLike, files: Iterable[tuple[str, Any]], save: Callable[[Any, Path], Any],
