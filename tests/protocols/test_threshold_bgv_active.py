@@ -1,0 +1,224 @@
+"""Threshold GHS (BGV) on the active engine: keys from authenticated shares, joint inputs whose
+plaintext bits are range-checked, decryption to bits through the engine's checked Z_q → Z_2
+conversion, against the single-key slot simulator; and deviating parties, at 2 and 3 parties:
+
+=====================================  ========================================================
+deviation                              what stops it
+=====================================  ========================================================
+an offset on any opening of key        the MAC check of that opening (b of a key, d = s − α,
+generation                             the samplers' openings): no key is returned
+an input owner whose plaintext         its range proof (coefficients within [0, 1]), naming it
+coefficient is 2 (or q − 1)
+a term added to a share of c_0         the MAC check of c_0's opening
+an offset on any opening of the        the MAC checks of the conversion to bits: nothing is
+decryption                             decrypted
+a key made on the passive engine       refused on the active engine (it has no MAC shares)
+=====================================  ========================================================
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import threading
+
+import numpy as np
+import pytest
+
+from shaper.crypto.bgv import params as P
+from shaper.crypto.bgv import scheme as S
+from shaper.crypto.bgv.slots import SlotEvaluator
+from shaper.net import run_in_memory
+from shaper.protocols import threshold_bgv as tb
+from shaper.protocols.active import ActiveEngine
+from shaper.protocols.ot import InsecureLinks
+
+from .deviating import Deviation, run
+from .test_active import assert_all_stopped
+
+NATIVE = importlib.util.find_spec("shaper._native") is not None
+PARAMS = P.named("test-257")
+ALG = S.algebra(PARAMS.m)
+X = (np.arange(ALG.nslots) * 7 % (1 << ALG.d)).astype(np.uint64)
+U = 3  # the automorphism key made and used
+SQUARE_ROT = tb.Circuit("square, then X -> X^3", 1, lambda ev, xs: [ev.automorphism(ev.mul(xs[0], xs[0]), U)])
+
+
+def _engine(session):
+    return ActiveEngine(session, links=None if NATIVE else InsecureLinks(session))
+
+
+def _want(x):
+    sim = SlotEvaluator(ALG)
+    return sim.automorphism(sim.mul(x, x), U)
+
+
+def _full_job(session, out=None):
+    engine = _engine(session)
+    keys = tb.keygen(engine, PARAMS, (U,), check=True)  # the key check decrypts to bits on this engine too
+    ring = S._ring(PARAMS)
+    s = keys.secret(engine).open("test: s")  # test only: s, MAC-checked, to check its law and the pk
+    coeffs = ring.inverse(np.ascontiguousarray(s), list(range(len(PARAMS.basis))))
+    (ct,) = tb.encrypt_jointly(engine, keys, X if session.index == 0 else None)
+    (y,) = tb.evaluate(keys, SQUARE_ROT, [ct])
+    everyone = tb.decrypt_many(engine, keys, [ct, y])
+    to0 = tb.decrypt_many(engine, keys, [y], to=0)
+    if out is not None:
+        keys.save(os.path.join(out, session.name))
+    return {"s": coeffs, "everyone": everyone, "to0": to0, "method": keys.ledger.key_method}
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_keys_inputs_and_decryption_on_the_active_engine_are_right(parties, tmp_path):
+    res = run_in_memory(parties, _full_job, str(tmp_path), timeout=600)
+    q0 = PARAMS.primes[0]
+    s0 = res[0]["s"][0].astype(np.int64)
+    s0 = np.where(s0 > q0 // 2, s0 - q0, s0)
+    assert set(np.unique(s0).tolist()) <= {-1, 0, 1} and np.count_nonzero(s0) > PARAMS.phi // 4
+    for r in res:
+        assert r["method"] == "contributed"
+        assert np.array_equal(ALG.decode(r["everyone"][0]), X)
+        assert np.array_equal(ALG.decode(r["everyone"][1]), _want(X))
+    assert np.array_equal(ALG.decode(res[0]["to0"][0]), _want(X))
+    assert all(r["to0"] is None for r in res[1:])  # a private output: the others learn nothing
+    macs = tmp_path / "party0" / "secret-macs.npz"
+    assert stat.S_IMODE(macs.stat().st_mode) == 0o600
+
+
+def _later_job(session, out):
+    engine = _engine(session)
+    keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+    (ct,) = tb.encrypt_jointly(engine, keys, X if session.index == 1 else None)
+    return tb.decrypt_many(engine, keys, [ct], to=1)
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def saved(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"bgv-active-{request.param}")
+
+    def job(session):
+        keys = tb.keygen(_engine(session), PARAMS, (), check=False)
+        keys.save(os.path.join(str(out), session.name))
+        return True
+
+    run_in_memory(request.param, job, timeout=600)
+    return request.param, str(out)
+
+
+def test_a_later_job_uses_the_kept_share_under_the_kept_mac_keys(saved):
+    parties, out = saved
+    res = run_in_memory(parties, _later_job, out, timeout=600)
+    assert np.array_equal(ALG.decode(res[1][0]), X) and res[0] is None
+
+
+def test_a_passive_key_is_refused_on_the_active_engine(tmp_path):
+    from tests.protocols.dealer_engine import engine_for_tests
+
+    def make(session):
+        tb.keygen(engine_for_tests(session), PARAMS, (), check=False).save(os.path.join(str(tmp_path), session.name))
+        return True
+
+    run_in_memory(2, make, timeout=600)
+    with pytest.raises(Exception, match="made on the passive engine"):
+        run_in_memory(2, _later_job, str(tmp_path), timeout=60)
+
+
+def _keygen_job(session):
+    tb.keygen(_engine(session), PARAMS, (U,), check=False)
+    return "ok"
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("nth", [0, 5, None], ids=["first", "sixth", "every"])
+def test_an_offset_on_any_opening_of_key_generation_is_caught(parties, nth):
+    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=0)
+    res = run(parties, _keygen_job, deviant=parties - 1, deviations=[dev], timeout=30)
+    assert dev.fired
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
+
+
+_DEVIANT = threading.local()
+
+
+def _encrypt_job(session, out):
+    engine = _engine(session)
+    keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+    (ct,) = tb.encrypt_jointly(engine, keys, X if session.index == 0 else None)
+    return S.Ciphertext(ct.parts, ct.level, ct.noise, ct.params).parts.shape
+
+
+@pytest.mark.parametrize("value", [2, -1], ids=["two", "q-1"])
+def test_an_input_owner_with_a_coefficient_outside_gf2_is_refused_naming_it(saved, monkeypatch, value):
+    parties, out = saved
+    from shaper.protocols.active import ranges
+
+    real = S.Evaluator.encode
+
+    def encode(self, slots):
+        pt = real(self, slots)
+        if getattr(_DEVIANT, "on", False):
+            bits = pt.bits.astype(np.int64)
+            bits[3] = value
+            return S.Plaintext(bits, pt.norm)
+        return pt
+
+    def job(session):
+        _DEVIANT.on = session.index == 0
+        return _encrypt_job(session, out)
+
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)  # the owner skips its own refusal
+    monkeypatch.setattr(S.Evaluator, "encode", encode)
+    res = run(parties, job, timeout=30)
+    assert_all_stopped(res, 0, words="party0")
+
+
+def test_a_term_added_to_a_share_of_c0_is_caught(saved):
+    parties, out = saved
+    from shaper.protocols.threshold_ckks import polys
+
+    real = polys.SharedRows.open
+
+    def shifted(self, what, to=None, **kw):
+        if what.startswith("bgv-input") and getattr(_DEVIANT, "on", False):
+            share = self.share.copy()
+            share.reshape(-1)[5] = (int(share.reshape(-1)[5]) + 1) % self.primes[0]
+            self = polys.SharedRows(self.engine, share, self.mac, self.primes)
+        return real(self, what, to, **kw)
+
+    def job(session):
+        _DEVIANT.on = session.index == parties - 1
+        return _encrypt_job(session, out)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(polys.SharedRows, "open", shifted):
+        res = run(parties, job, timeout=30)
+    assert_all_stopped(res, parties - 1, words="MAC check failed")
+
+
+_CTS: dict[int, S.Ciphertext] = {}
+
+
+def _input_job(session, out):
+    """A joint input each party keeps (its ledger, on disk, accounts for it in a later job)."""
+    engine = _engine(session)
+    keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+    (_CTS[session.index],) = tb.encrypt_jointly(engine, keys, X if session.index == 0 else None)
+    return True
+
+
+@pytest.mark.parametrize("nth", [0, None], ids=["first", "every"])
+def test_an_offset_on_any_opening_of_a_decryption_is_caught(saved, nth):
+    parties, out = saved
+    run_in_memory(parties, _input_job, out, timeout=600)
+
+    def job(session):
+        engine = _engine(session)
+        keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+        return tb.decrypt_many(engine, keys, [_CTS[session.index]])
+
+    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=0)
+    res = run(parties, job, deviant=parties - 1, deviations=[dev], timeout=60)
+    assert dev.fired
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
