@@ -63,27 +63,33 @@ def _pin(index: int) -> None:
         pass
 
 
-def party_job(session: Any, params: str, data: np.ndarray, insecure: bool) -> dict:
+def party_job(session: Any, params: str, data: np.ndarray, insecure: bool, security: str = "passive") -> dict:
     """One party on one core: the whole threshold AES job, with CPU seconds and peak RSS."""
+    from shaper.jobs.fhe import engine_for
+
     _pin(session.index)
     me, last = session.index, session.n - 1
     cpu0 = time.process_time()
     r = aes_party(session, params, aes_key=FIPS_197_KEY if me == 0 else None, data=data if me == last else None,
-                  insecure=insecure)
+                  insecure=insecure, engine=engine_for(session, security))
     r["cpu_seconds"] = time.process_time() - cpu0
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return r
 
 
-def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, insecure: bool) -> dict:
+def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, insecure: bool,
+            security: str = "passive") -> dict:
     shaped = bool(config.bandwidth)
-    print(f"-- {parties} parties, {params}{', shaped' if shaped else ''} ...", file=sys.stderr, flush=True)
+    print(f"-- {parties} parties, {params}{', shaped' if shaped else ''}, {security} engine ...", file=sys.stderr,
+          flush=True)
     t0 = time.perf_counter()
     try:
-        res = launch(parties, party_job, params, data, insecure, config=config, workers_per_party=1, timeout=None)
+        res = launch(parties, party_job, params, data, insecure, security, config=config, workers_per_party=1,
+                     timeout=None)
     except (PartyError, OSError, MemoryError) as exc:  # a failed row is reported, the others still run
         print(f"   FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        return {"parties": parties, "params": params, "shaped": shaped, "error": f"{type(exc).__name__}: {exc}"}
+        return {"parties": parties, "params": params, "shaped": shaped, "engine": security,
+                "error": f"{type(exc).__name__}: {exc}"}
     launch_s = time.perf_counter() - t0
 
     def phase(name: str) -> dict:
@@ -94,7 +100,8 @@ def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, inse
     got = next(r["output"] for r in res if r["output"] is not None)
     want = clear_aes(data, FIPS_197_KEY)
     wrong = int(np.count_nonzero(np.any(got != want, axis=1)))
-    row = {"parties": parties, "params": params, "shaped": shaped, "bandwidth_bit_s": config.bandwidth,
+    row = {"parties": parties, "params": params, "shaped": shaped, "engine": security,
+           "bandwidth_bit_s": config.bandwidth,
            "latency_s": config.latency, "m": res[0]["m"], "phi": res[0]["phi"], "security": res[0]["security"],
            "secret": res[0]["secret"], "blocks": len(data),
            "keygen": phase("key generation"), "encrypt_blocks": phase("joint encryption of the blocks"),
@@ -116,14 +123,16 @@ def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, inse
 
 
 def print_report(rows: list[dict]) -> None:
-    print(f"{'n':>2s} {'shaped':>6s} {'keygen s':>9s} {'GB/party':>8s} {'enc s':>6s} {'eval s':>7s} {'dec s':>6s} "
+    print(f"{'n':>2s} {'engine':>7s} {'shaped':>6s} {'keygen s':>9s} {'GB/party':>8s} {'enc s':>6s} {'eval s':>7s} {'dec s':>6s} "
           f"{'dec MB':>7s} {'job s':>7s} {'RSS MB':>7s} {'blocks':>7s}")
     for r in rows:
         if "keygen" not in r:
-            print(f"{r['parties']:2d} {'yes' if r['shaped'] else 'no':>6s} FAILED: {r['error']}")
+            print(f"{r['parties']:2d} {r.get('engine', 'passive'):>7s} {'yes' if r['shaped'] else 'no':>6s} FAILED: "
+                  f"{r['error']}")
             continue
         enc = r["encrypt_blocks"]["wall_s"] + r["encrypt_round_keys"]["wall_s"]
-        print(f"{r['parties']:2d} {'yes' if r['shaped'] else 'no':>6s} {r['keygen']['wall_s']:9.1f} "
+        print(f"{r['parties']:2d} {r.get('engine', 'passive'):>7s} {'yes' if r['shaped'] else 'no':>6s} "
+              f"{r['keygen']['wall_s']:9.1f} "
               f"{r['keygen']['bytes_sent_max'] / 1e9:8.2f} {enc:6.2f} {r['evaluate']['wall_s']:7.1f} "
               f"{r['decrypt']['wall_s']:6.2f} {r['decrypt']['bytes_sent_max'] / 1e6:7.1f} {r['job_wall_s']:7.1f} "
               f"{max(r['peak_rss_mb']):7d} {r['blocks'] - r['wrong_blocks']:3d}/{r['blocks']:<3d}")
@@ -148,6 +157,8 @@ def main() -> int:
     ap.add_argument("--latency", default="40ms")
     ap.add_argument("--quick", action="store_true", help="the 257 ring (insecure, 1 block), 2 parties, no shaping")
     ap.add_argument("--insecure", action="store_true", help="allow a test parameter set")
+    ap.add_argument("--security", default="passive", help="engines, e.g. 'passive,active' (every row on each; the "
+                    "active engine: MACs, range-checked errors and inputs, checked conversions)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.quick:
@@ -159,18 +170,22 @@ def main() -> int:
     p = resolve_params(args.params, args.insecure)
     data = default_data(aes.aes_layout(scheme.algebra(p.m)).nblocks)
     started = time.time()
-    rows = [run_row(n, args.params, data, NetConfig(timeout=7200), args.insecure) for n in counts]
+    engines = [x.strip() for x in args.security.split(",") if x.strip()]
+    rows = [run_row(n, args.params, data, NetConfig(timeout=7200), args.insecure, sec) for n in counts for sec in engines]
     shaped = NetConfig(bandwidth=parse_rate(args.bandwidth), latency=parse_duration(args.latency), timeout=7200)
-    rows += [run_row(n, args.params, data, shaped, args.insecure) for n in shaped_counts]
+    rows += [run_row(n, args.params, data, shaped, args.insecure, sec) for n in shaped_counts for sec in engines]
     print_report(rows)
-    failed = [f"{r['parties']} parties{' shaped' if r['shaped'] else ''}: {r['error']}" for r in rows if "error" in r]
+    failed = [f"{r['parties']} parties{' shaped' if r['shaped'] else ''} ({r['engine']}): {r['error']}"
+              for r in rows if "error" in r]
     if args.json:
         cores = available_cores()
         settings = {"params": args.params, "parties": counts, "shaped_parties": shaped_counts,
                     "bandwidth": args.bandwidth if shaped_counts else None,
                     "latency": args.latency if shaped_counts else None, "cores": cores, "cores_per_party": 1,
                     "pinning": f"party i on core i mod {cores}", "transport": "loopback TLS 1.3 (shaper.net.launch)",
-                    "engine": "AdditiveEngine with OT-extension triples on demand (shaper.jobs.fhe.engine_for)",
+                    "engine": "shaper.jobs.fhe.engine_for(session, security): passive, the AdditiveEngine with "
+                              "OT-extension triples on demand; active, the ActiveEngine",
+                    "security": engines,
                     "roles": "party0 the AES key, the last party the blocks and the result; every party evaluates",
                     "quick": args.quick, "duration_s": round(time.time() - started, 1)}
         write_json(args.json, {"meta": {"settings": settings, "paper": PAPER, "targets": TARGETS}, "rows": rows,

@@ -67,11 +67,15 @@ from .check import MAX_INPUT, Openings, read_shape
 from .spdz2k import AuthRing
 from .shares import MIN_MODULUS_BITS, SOUNDNESS, AuthShares, check_soundness, key_range, soundness_bits
 
-__all__ = ["GAUSSIAN_CHUNK", "ActiveEngine"]
+__all__ = ["GAUSSIAN_CHUNK", "MIN_POOLED", "POOL_PAYS", "ActiveEngine"]
 
 #: Gaussian samples per run of the sampler's circuit (its 40 random bits per sample stay within
 #: one call's bound on random bits)
 GAUSSIAN_CHUNK = 1 << 16
+#: values per modulus from which a pool run is cheaper in bytes than COPE (:meth:`ActiveEngine.expect_many`)
+POOL_PAYS = 1 << 15
+#: the smallest batch that takes the pool once a job expects many values
+MIN_POOLED = 1 << 10
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,11 +138,23 @@ class ActiveEngine(AuthBitDomain, Engine):
         self.silent = vole.SilentPool() if (vole.available() if silent is None else silent) else None
         # the same, with each owner's MAC shares kept per peer: the range proofs' commitments
         self.pairwise = vole.SilentPool(pairwise=True) if self.silent is not None else None
+        #: the smallest batch per modulus that starts a pool run (:data:`~.vole.SILENT_MIN`): a job
+        #: that knows it will authenticate many values per modulus in small batches lowers it
+        #: (:meth:`expect_many`), every party alike
+        self.silent_min = vole.SILENT_MIN
         self.triples_made = 0
         # the ring Z_2^64 (SPDZ2k) needs the native ring kernels and OT links that give their rows
         self._z2k: spdz2k.Ring | None = None
         ring = spdz2k.available() and (links is None or hasattr(links, "rows"))
         self.domains = type(self).domains | {"ring"} if ring else type(self).domains  # type: ignore[misc]
+
+    def expect_many(self, per_modulus: int) -> None:
+        """A job announces that it will authenticate about ``per_modulus`` values per modulus in
+        all (every party calls it alike): from the size where one pool run costs less than COPE
+        for them (its first run's base is about 21,000 values' worth of COPE bytes), batches of
+        any size above :data:`MIN_POOLED` take the silent pool."""
+        if self.silent is not None and per_modulus >= POOL_PAYS:
+            self.silent_min = min(self.silent_min, MIN_POOLED)
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _tag(self, what: str) -> str:

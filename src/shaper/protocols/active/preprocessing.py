@@ -129,7 +129,7 @@ def silent_for(engine: Any, count: int, moduli: Sequence[int], keys: int, owners
     pool = getattr(engine, "silent", None)
     if pool is None or count == 0:
         return False
-    if count >= SILENT_MIN:
+    if count >= getattr(engine, "silent_min", SILENT_MIN):
         return True
     keys_of = [ALL] if sorted(owners) == list(range(engine.parties)) else list(owners)
     return all(pool.available(q, keys, o) >= count for q in moduli for o in keys_of)

@@ -359,7 +359,7 @@ def _commit(engine: Any, committed: np.ndarray, q: int, keys: int, owner: int
     the MAC check compares before any proof."""
     pool = getattr(engine, "pairwise", None)
     total = len(committed)
-    if pool is None or not (total >= SILENT_MIN or pool.available(q, keys, owner) >= total):
+    if pool is None or not (total >= getattr(engine, "silent_min", SILENT_MIN) or pool.available(q, keys, owner) >= total):
         return cope_checked(engine, committed, q, keys, owner)
     ses, me = engine.session, engine.me
     qs = np.uint64(q)

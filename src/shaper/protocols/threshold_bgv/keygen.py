@@ -132,6 +132,10 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
     me = engine.session.index
     phases = Phases(engine, progress)
     bound = gaussian_bound(float(params.sigma))
+    automorphisms = sorted({int(u) % params.m for u in galois} - {1})
+    # every error a range-checked input, each entry 1 + 2 x 2 committed digits, per limb: many small
+    # batches per prime that the silent pool serves cheaper than COPE
+    engine.expect_many(5 * phi * params.digits * (2 + len(automorphisms)))
 
     def secret() -> SharedRows:
         if params.hamming_weight is None:
@@ -174,7 +178,7 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
     s2 = phases.run("s^2 (square pairs)", square, phi * len(basis))
     relin = phases.run("relinearisation key", lambda: switching(s2, "bgv-rlk"), phi * params.digits)
     keys: dict[int, scheme.SwitchingKey] = {}
-    for u in sorted({int(u) % params.m for u in galois} - {1}):
+    for u in automorphisms:
         keys[u] = phases.run(f"automorphism key u={u}",
                              lambda u=u: switching(s.map(lambda r: ring.automorphism(r, u)), f"bgv-u{u}"),
                              phi * params.digits)
