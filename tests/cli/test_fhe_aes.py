@@ -99,6 +99,22 @@ def test_threshold_aes_with_local_parties_writes_and_reuses_the_key_directories(
 
 
 @NATIVE
+def test_threshold_aes_on_the_active_engine_and_its_key_follows_the_engine(tmp_path, capsys):
+    """`fhe aes --security active`: keys from authenticated shares, range-checked inputs and a
+    checked decryption to bits give FIPS-197 C.1; the key directories then carry MAC shares, and
+    reusing them on the passive engine is refused before anything runs."""
+    common = ["fhe", "aes", "--local", "2", "--params", "test-257", "--insecure", "--keys", str(tmp_path / "keys")]
+    assert main([*common, "--security", "active"]) == 0
+    out = capsys.readouterr().out
+    assert "key generation in MPC" in out and "1/1 blocks right" in out and "FIPS-197 C.1" in out
+    assert stat.S_IMODE((tmp_path / "keys" / "party0" / "secret-macs.npz").stat().st_mode) == 0o600
+    assert main(common) == 2
+    assert "made on the active engine" in capsys.readouterr().err
+    assert main(["fhe", "aes", "--single-key", "--security", "active", "--params", "test-257", "--insecure"]) == 2
+    assert "runs no MPC" in capsys.readouterr().err
+
+
+@NATIVE
 def test_threshold_aes_on_two_hosts_only_the_recipient_learns_the_blocks(tmp_path):
     from tests.test_cli import _parties_file
 

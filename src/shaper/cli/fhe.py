@@ -167,6 +167,8 @@ def add_parser(subparsers: Any) -> None:
                                                    "parties, the data owner's")
     out_option(aes, "write the decrypted blocks (binary; with parties, at the recipient)", metavar="FILE")
     aes.add_argument("--insecure", action="store_true", help="allow a test or comparison parameter set")
+    security_option(aes, "passive")
+    aes.set_defaults(active_engine=True)
     json_option(aes)
 
 
@@ -279,5 +281,9 @@ def run_aes(args: argparse.Namespace) -> int:
     if args.single_key:
         if local_count(args) is not None or args.parties or args.me:
             raise ConfigError("--single-key runs one process: leave out --local / --parties / --me")
+        if args.security == "active":
+            raise ConfigError("--single-key runs no MPC: --security active needs parties (--local N or --parties)")
+        args.engine_security = "passive"
         return bgv.aes_command(args, None)
+    args.engine_security = security_of(args, "passive")
     return bgv.aes_command(args, where(args))

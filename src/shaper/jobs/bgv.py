@@ -231,6 +231,10 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
         if keys.params != p or keys.share.parties != n or keys.share.index != me:
             raise ConfigError(f"{keys_dir} holds party {keys.share.index} of {keys.share.parties}'s key for "
                               f"{keys.params.name!r}; this job is party {me} of {n} with {p.name!r}")
+        made_active = keys.macs is not None
+        if made_active != (getattr(engine, "security", "passive") == "active"):
+            raise ConfigError(f"{keys_dir} holds a key made on the {'active' if made_active else 'passive'} engine; "
+                              f"run this job on that engine (--security {'active' if made_active else 'passive'})")
         missing = sorted(set(int(u) % p.m for u in plan["automorphisms"]) - {1} - set(keys.galois))
         if missing:
             raise ConfigError(f"{keys_dir} lacks the automorphism keys AES needs (u = {missing[:4]}...)")
@@ -274,7 +278,7 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
 def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = None, aes_key: bytes | None = None,
               data: np.ndarray | None = None, keys_root: str | os.PathLike | None = None, insecure: bool = False,
               budget: int = DEFAULT_BUDGET, roles: tuple = (None, None, None), progress: Any = None,
-              config: Any = None) -> list[dict[str, Any]]:
+              config: Any = None, security: str = "passive") -> list[dict[str, Any]]:
     """Every party of :func:`aes_party` here (processes over loopback TLS; ``config`` a
     :class:`~shaper.net.NetConfig`, e.g. shaped); ``roles``: (key owner, data owner, recipient)
     as party names (party0 ..) or None for the defaults; ``keys_root``/party<i> are the key
@@ -296,7 +300,7 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
         data = default_data(count)
     key = FIPS_197_KEY if aes_key is None else aes_key
     results = launch(parties, _aes_local_party, params, key, data, None if keys_root is None else str(keys_root),
-                     insecure, budget, tuple(roles), progress, config=config, timeout=None)
+                     insecure, budget, tuple(roles), progress, security, config=config, timeout=None)
     want = clear_aes(data, key)
     for r in results:
         if r["output"] is not None:
@@ -308,9 +312,11 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
 
 
 def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, keys_root: str | None, insecure: bool,
-                     budget: int, roles: tuple, progress: Any) -> dict[str, Any]:
+                     budget: int, roles: tuple, progress: Any, security: str = "passive") -> dict[str, Any]:
     """aes_party for launch (module level: launch may spawn): only the owners use key and data."""
     from pathlib import Path
+
+    from .fhe import engine_for
 
     me = session.index
     key_owner = _role(session, roles[0], 0, "the AES key owner")
@@ -318,7 +324,7 @@ def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, ke
     return aes_party(session, params, key_owner=key_owner, data_owner=data_owner, recipient=roles[2],
                      aes_key=key if me == key_owner else None, data=data if me == data_owner else None,
                      keys_dir=None if keys_root is None else Path(keys_root) / session.name, insecure=insecure,
-                     budget=budget, progress=progress if me == 0 else None)
+                     budget=budget, progress=progress if me == 0 else None, engine=engine_for(session, security))
 
 
 def _read_inputs(args: Any) -> tuple[bytes | None, np.ndarray | None]:
@@ -389,8 +395,9 @@ def aes_command(args: Any, local: int | None = None) -> int:
         print(f"threshold AES-128 under BGV ({args.params}): {local} parties as local processes over TLS generate "
               "the key in MPC, encrypt the key and the blocks jointly, each evaluate AES, and decrypt jointly to bits "
               "for the recipient", flush=True)
+        security = getattr(args, "engine_security", "passive")
         results = aes_local(local, args.params, blocks=args.blocks, aes_key=key, data=data, keys_root=args.keys,
-                            insecure=args.insecure, budget=args.budget, roles=roles, progress=show)
+                            insecure=args.insecure, budget=args.budget, roles=roles, progress=show, security=security)
         report = next(r for r in results if r["output"] is not None)
         busiest = max(r["bytes_sent"] for r in results)
         where_ = "by the busiest party"
@@ -400,9 +407,12 @@ def aes_command(args: Any, local: int | None = None) -> int:
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             print(f"threshold AES-128 under BGV ({args.params}), {session.n} parties: key in MPC, joint inputs, every "
                   "party evaluates, joint decryption to bits", flush=True)
+            from .fhe import engine_for
+
             report = aes_party(session, args.params, key_owner=args.key_owner, data_owner=args.data_owner,
                                recipient=args.to, aes_key=key, data=data, blocks=args.blocks, keys_dir=args.keys,
-                               insecure=args.insecure, budget=args.budget, progress=show)
+                               insecure=args.insecure, budget=args.budget, progress=show,
+                               engine=engine_for(session, getattr(args, "engine_security", "passive")))
             print(session.stats.table(f"traffic of {args.me}"))
         busiest, where_ = report["bytes_sent"], f"by {args.me}"
     print(f"{'phase':<44s} {'seconds':>9s} {'MB sent':>12s}")
