@@ -22,6 +22,14 @@ any decryption any number of times. What each learns: the opened keys; its own s
 inputs; per joint decryption, the recipient(s) the plaintext bits (every slot) and every party
 one bit (whether a phase may have wrapped). Nothing of the noise is opened, so no flooding is
 needed; the accounting is what stops a plaintext that depends on s.
+
+On the active engine (:class:`~shaper.protocols.active.ActiveEngine`; every function here
+follows the engine it is given) any n − 1 parties may deviate arbitrarily inside the
+sub-protocols too: every share carries MACs, every opening is MAC-checked, every key error,
+input error and plaintext coefficient is a range-checked input, and the decryption converts to
+authenticated bits; the honest parties abort (naming the owner of a failed range proof) or the
+output is right. The key directory then holds the party's MAC keys and MAC shares of s
+(``secret-macs.npz``, 0600).
 """
 
 from .decrypt import decrypt_bits, decrypt_many, plan

@@ -31,7 +31,10 @@ provenance it knows: joint inputs (c_1 from a joint seed, the error no party cho
 outputs of evaluations it ran itself on them. The range check makes the second crafted kind fail
 with one bit opened, even if the accounting were bypassed.
 
-Security model (the engine's): passive MPC, dishonest majority; any n − 1 parties may collude.
+Security model (the engine's): on the passive engine, passive MPC, dishonest majority; any
+n − 1 parties may collude. On the active engine the phase is computed on authenticated shares of
+s (a key made there), converted to authenticated bits and opened checked: any n − 1 parties may
+deviate, and a deviation aborts before anything is opened.
 The recipient(s) learn the plaintext polynomial's coefficients mod 2, hence every slot, and
 every party learns the range check's bit. Decryption to every party opens the bits without a
 commitment: a party that sends last could flip them (it could make them wrong inside the passive

@@ -14,8 +14,9 @@ a party whose opening does not match its commitment is named in a
 seeded slot vector is encrypted, multiplied and moved by every automorphism key, decrypted to
 bits jointly and compared with the plaintext slot simulator.
 
-Security model: the engine's (passive, dishonest majority); the commitments stop a party that
-sends last from choosing a key. The keys come back as a :class:`~.keystore.JointKeys` with this
+Security model: the engine's. On the passive engine (dishonest majority) the commitments stop a
+party that sends last from choosing a key; on the active engine (:func:`_keygen_active`) every
+opening is MAC-checked and every error range-checked. The keys come back as a :class:`~.keystore.JointKeys` with this
 party's :class:`~shaper.crypto.bgv.multiparty.SecretKeyShare` and a fresh ledger (the key's
 decryption budget); ``keys.save(dir)`` writes the key directory.
 """
