@@ -30,8 +30,6 @@ import textwrap
 import numpy as np
 import pytest
 
-from shaper.cli import main
-
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("shaper._native") is None
                                 or os.environ.get("SHAPER_NATIVE", "").lower() in ("off", "0", "no", "false"),
                                 reason="the active engine's OT extension needs the native extension")
@@ -72,14 +70,9 @@ def _names(n):
 
 
 def _parties_file(tmp_path, names):
-    import socket
+    from tests.test_cli import _parties_file as write
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = sock.getsockname()[1]
-    sock.close()
-    assert main(["certs", "--parties", *names, "--out", str(tmp_path / "certs"),
-                 "--write-parties", str(tmp_path / "parties.toml"), "--base-port", str(base)]) == 0
+    write(tmp_path, *names)
     return str(tmp_path / "parties.toml")
 
 

@@ -465,13 +465,13 @@ def test_two_verifiers_that_pool_their_views_learn_nothing_of_the_entry(monkeypa
 
 class ChunkLinks:
     """Correlated-OT links whose owner, as a receiver, shifts the choice value (its MAC key) of
-    one row (key, chunk) of its first batch by ``delta``."""
+    one row (key, chunk) of its first batch by ``shift``."""
 
-    def __init__(self, session, row, delta):
+    def __init__(self, session, row, shift):
         from shaper.protocols.ot import links_for
 
         self.links = links_for(session) if NATIVE else InsecureLinks(session)
-        self.row, self.delta, self.done = row, delta, False
+        self.row, self.shift, self.done = row, shift, False  # (not "delta": the links' own delta() is used)
 
     def __getattr__(self, name):
         return getattr(self.links, name)
@@ -481,7 +481,7 @@ class ChunkLinks:
             self.done = True
             receive = {p: v.copy() for p, v in receive.items()}
             for v in receive.values():
-                v[self.row] = np.uint64((int(v[self.row]) + self.delta) % (1 << bits))
+                v[self.row] = np.uint64((int(v[self.row]) + self.shift) % (1 << bits))
         return self.links.cot(receive, send, moduli, bits)
 
 
@@ -499,7 +499,7 @@ def test_two_verifiers_that_shift_their_keys_against_each_other_get_no_proof():
             return "ok"
         view = views.setdefault(session.index, {})
         recorded = _Recorder(session, view)
-        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=1, delta=1 if session.index == 1 else -1))
+        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=1, shift=1 if session.index == 1 else -1))
         e.share_mod_in_range(None, owner=0, modulus=P, lo=0, hi=1000)
         return "ok"
 
@@ -522,7 +522,7 @@ def test_a_verifier_that_varies_its_key_gets_no_proof():
             return "ok"
         view = views.setdefault(session.index, {})
         recorded = _Recorder(session, view)
-        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=0, delta=1))
+        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=0, shift=1))
         e.share_mod_in_range(None, owner=0, modulus=P, lo=0, hi=15)
         return "ok"
 

@@ -292,27 +292,6 @@ def test_a_shifted_commitment_correction_is_caught_before_any_proof(parties, ind
     assert_all_stopped(res, 0, words="MAC check failed")
 
 
-class KeyShift:
-    """OT links whose party, as a COPE receiver, adds ``shift`` to its MAC key (the choice
-    value) in one row of its first batch: here the base of the pool's first run."""
-
-    def __init__(self, session, shift, row=1):
-        from shaper.protocols.ot import links_for
-
-        self.links, self.shift, self.row, self.done = links_for(session), shift, row, False
-
-    def __getattr__(self, name):
-        return getattr(self.links, name)
-
-    def cot(self, receive, send, moduli, bits):
-        if not self.done and receive:
-            self.done = True
-            receive = {p: v.copy() for p, v in receive.items()}
-            for v in receive.values():
-                v[self.row] = np.uint64((int(v[self.row]) + self.shift) % (1 << bits))
-        return self.links.cot(receive, send, moduli, bits)
-
-
 @pytest.mark.parametrize("parties, shifts, words", [
     (3, {1: 1, 2: -1}, "did not use one MAC key"),   # the global key stays right: the pairwise answers
     (2, {1: 1}, "MAC check failed"),                 # the global key is off
@@ -322,7 +301,7 @@ def test_verifiers_that_shift_their_keys_in_the_pools_base_get_no_proof(parties,
     MAC check right): their pool values then fail their pairwise relation by a combination of
     the owner's secret base values, the owner's check of their answers fails, and no proof is
     sent (a proof over such a VOLE would give entries away)."""
-    from .test_active import _Recorder
+    from .test_active import ChunkLinks, _Recorder
 
     views = {}
 
@@ -331,7 +310,7 @@ def test_verifiers_that_shift_their_keys_in_the_pools_base_get_no_proof(parties,
             return pool_range_program(session)
         view = views.setdefault(session.index, {})
         recorded = _Recorder(session, view)
-        e = ActiveEngine(recorded, links=KeyShift(recorded, shifts[session.index]))
+        e = ActiveEngine(recorded, links=ChunkLinks(recorded, row=1, shift=shifts[session.index]))
         e.share_mod_in_range(None, owner=0, modulus=P, lo=-B40, hi=B40)
         return "ok"
 

@@ -341,7 +341,10 @@ def test_a_deviation_in_a_joint_decryption_is_caught(saved, dev, to):
     assert dev.fired
 
 
-def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
+def _flood_beyond_reach(saved, monkeypatch, job_of, index, sign):
+    """The last party's flood has entry ``index`` one past its reach (``sign`` +1 above, -1
+    below) and it skips its own refusal; ``job_of(out, blob)`` is every party's job. Every other
+    party must stop with a DeviationError naming it."""
     parties, out = saved
     from shaper.protocols.active import ranges
 
@@ -353,18 +356,21 @@ def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch
     def flood(shape, sigma, prg=None):
         f = real(shape, sigma, prg)
         if getattr(_DEVIANT, "on", False):
-            f.reshape(-1)[5] = decrypt.flood_reach(sigma) + 1  # one coefficient one above its reach
+            f.reshape(-1)[index] = sign * (decrypt.flood_reach(sigma) + 1)
         return f
 
     def job(session):
         _DEVIANT.on = session.index == deviant
-        return _decrypt_job(session, out, blob, 0)
+        return job_of(session, out, blob)
 
     monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
     monkeypatch.setattr(decrypt, "sample_flood", flood)
     outcome = run(parties, job, timeout=20)
-    honest = outcome[:deviant]
-    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in honest), outcome
+    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in outcome[:deviant])
+
+
+def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
+    _flood_beyond_reach(saved, monkeypatch, lambda session, out, blob: _decrypt_job(session, out, blob, 0), 5, 1)
 
 
 # -- floods made ahead -------------------------------------------------------------------------------
@@ -400,28 +406,8 @@ def test_a_prepared_flood_changed_after_its_check_is_caught_at_the_opening(saved
 
 
 def test_a_prepared_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
-    parties, out = saved
-    from shaper.protocols.active import ranges
-
-    blob = run_in_memory(parties, _encrypt_job, out, X, timeout=600)[0]
-    decrypt = importlib.import_module("shaper.protocols.threshold_ckks.decrypt")
-    real = decrypt.sample_flood
-    deviant = parties - 1
-
-    def flood(shape, sigma, prg=None):
-        f = real(shape, sigma, prg)
-        if getattr(_DEVIANT, "on", False):
-            f.reshape(-1)[-1] = -decrypt.flood_reach(sigma) - 1  # the second decryption's, one below its reach
-        return f
-
-    def job(session):
-        _DEVIANT.on = session.index == deviant
-        return _prepared_job(session, out, blob)
-
-    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
-    monkeypatch.setattr(decrypt, "sample_flood", flood)
-    outcome = run(parties, job, timeout=20)
-    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in outcome[:deviant])
+    # the second decryption's flood, one below its reach
+    _flood_beyond_reach(saved, monkeypatch, _prepared_job, -1, -1)
 
 
 def test_floods_are_made_ahead_only_with_a_width_and_a_count(saved):

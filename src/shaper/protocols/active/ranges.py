@@ -429,7 +429,7 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
        proof);
     3. x - lo is lifted (:func:`~.dabits.lift`) into the basis' other limbs.
     The masks make the sums' openings 2^-40-close to independent of the digits."""
-    from .lift import crt, flat_auth, from_flat, lift, subset_sums, wide_anchor
+    from .lift import crt, lift, wide_anchor
 
     mods = tuple(moduli)
     lo, hi = int(lo), int(hi)
@@ -452,19 +452,34 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     x_a = _stack_limbs(engine, xs, anchor, keys)
     u_a = _stack_limbs(engine, us, anchor, keys)
     # 2. one integer across the anchor, digit by digit
-    s = engine.soundness
-    count = u_a.size
-    batches = -(-count // DIGIT_CHECK_BATCH)
     m_bits = 40 + (15 * DIGIT_CHECK_BATCH + 1).bit_length()
     beta = 15 * DIGIT_CHECK_BATCH + (1 << m_bits)
     if beta >= min(anchor) - 16:
         raise ConfigError(f"the anchor {anchor} is too narrow for the digit check")
+    t = _masked_subset_sums(engine, u_a, owner, m_bits, "range-digits")
+    engine.check("range-checked input: one integer in every limb")
+    if any(v > beta for v in crt(t, anchor)):
+        raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
+                             "every limb (its digits differ between limbs); nothing depends on the input")
+    # 3. into the rest of the basis
+    return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+
+
+def _masked_subset_sums(engine: Any, x: AuthShares, owner: int, m_bits: int, what: str) -> np.ndarray:
+    """Per batch of DIGIT_CHECK_BATCH entries of ``x`` (flat, over its basis) and each of S =
+    soundness coin vectors chi (drawn now, after every input): sum chi x plus a mask below
+    2^m_bits that ``owner`` inputs in every limb, opened (not yet checked): (batches S, L)."""
+    from .lift import flat_auth, from_flat, subset_sums
+
+    s = engine.soundness
+    count = x.size
+    batches = -(-count // DIGIT_CHECK_BATCH)
     masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
-                             owner=owner, moduli=anchor)
-    coins = engine.joint_coins("range-digits")
-    cols, col_mods = flat_auth(u_a)
-    # every batch of digits at once (zero rows pad the last; a zero digit adds nothing), a group
-    # of batches per product to bound the memory
+                             owner=owner, moduli=x.moduli)
+    coins = engine.joint_coins(what)
+    cols, col_mods = flat_auth(x)
+    # every batch at once (zero rows pad the last; a zero adds nothing), a group of batches per
+    # product to bound the memory
     padded = np.zeros((batches * DIGIT_CHECK_BATCH, cols.shape[1]), np.uint64)
     padded[:count] = cols
     padded = padded.reshape(batches, DIGIT_CHECK_BATCH, cols.shape[1])
@@ -473,14 +488,8 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
         block = padded[b:b + DIGIT_CHECK_GROUP]
         chi = (coins.uint64((len(block), s, DIGIT_CHECK_BATCH)) & np.uint64(1)).astype(bool)
         sums.append(subset_sums(chi, block, col_mods).reshape(-1, cols.shape[1]))
-    summed = from_flat(engine, np.concatenate(sums), anchor, keys)
-    t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
-    engine.check("range-checked input: one integer in every limb")
-    if any(v > beta for v in crt(t, anchor)):
-        raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
-                             "every limb (its digits differ between limbs); nothing depends on the input")
-    # 3. into the rest of the basis
-    return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+    summed = from_flat(engine, np.concatenate(sums), x.moduli, x.keys)
+    return engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
 
 
 def _small_bound(span: int) -> tuple[int, int]:
@@ -513,8 +522,6 @@ def _small_over_basis(engine: Any, values: Any, owner: int, mods: tuple[int, ...
     and each sum with probability at most 1/2 (chi is drawn after every input): all S pass with
     at most 2^-S. One proof limb instead of an anchor's, and no lift (whose masks every party
     inputs in every limb)."""
-    from .lift import flat_auth, from_flat, subset_sums
-
     q_a = max(mods)
     a = mods.index(q_a)
     rest = tuple(q for q in mods if q != q_a)
@@ -530,23 +537,8 @@ def _small_over_basis(engine: Any, values: Any, owner: int, mods: tuple[int, ...
     parts.insert(a, x_a.reshape(count))
     x = AuthShares(engine, np.concatenate([p.share for p in parts], axis=-1),
                    np.concatenate([p.mac[:keys] for p in parts], axis=-1), mods)
-    s = engine.soundness
     beta, m_bits = _small_bound(hi - lo)
-    batches = -(-count // DIGIT_CHECK_BATCH)
-    masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
-                             owner=owner, moduli=mods)
-    coins = engine.joint_coins("range-small")
-    cols, col_mods = flat_auth(x - lo)
-    padded = np.zeros((batches * DIGIT_CHECK_BATCH, cols.shape[1]), np.uint64)
-    padded[:count] = cols
-    padded = padded.reshape(batches, DIGIT_CHECK_BATCH, cols.shape[1])
-    sums = []
-    for b in range(0, batches, DIGIT_CHECK_GROUP):
-        block = padded[b:b + DIGIT_CHECK_GROUP]
-        chi = (coins.uint64((len(block), s, DIGIT_CHECK_BATCH)) & np.uint64(1)).astype(bool)
-        sums.append(subset_sums(chi, block, col_mods).reshape(-1, cols.shape[1]))
-    summed = from_flat(engine, np.concatenate(sums), mods, keys)
-    t = engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
+    t = _masked_subset_sums(engine, x - lo, owner, m_bits, "range-small")
     engine.check("range-checked input: one integer in every limb")
     t_a = t[:, a]
     ok = bool(np.all(t_a <= np.uint64(beta)))

@@ -32,7 +32,8 @@ make the result wrong, not learn more.
 authenticated shares, [f] the sum of every party's flood, each a range-checked input within
 :func:`flood_reach`; MAC-checked, and to one recipient masked by its own input mask, so a wrong
 share aborts before the recipient unmasks anything. The precision in :class:`Flood` is then the
-worst case over what n - 1 deviating floods can add within their range.
+worst case over what n - 1 deviating floods can add within their range. The floods can be made
+ahead (:func:`prepare_floods`): the decryption then only opens.
 """
 
 from __future__ import annotations
