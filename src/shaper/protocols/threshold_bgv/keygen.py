@@ -48,15 +48,20 @@ from .keystore import JointKeys
 __all__ = ["keygen"]
 
 
-def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check: bool = True,
+def keygen(engine: Any, params: Parameters, galois: Iterable[int] = (), *, check: bool | None = None,
            budget: int = DEFAULT_BUDGET, progress: Progress | None = None) -> JointKeys:
     """BGV keys made inside the MPC; every party calls this with its engine and the same
     arguments. ``galois``: the automorphism exponents u to make keys for (e.g. an AES plan's
-    ``automorphisms``); ``budget``: the decryptions the key allows (its ledger). Returns this
+    ``automorphisms``); ``budget``: the decryptions the key allows (its ledger). ``check``: the
+    joint test decryption (:func:`check_joint_keys`); by default on the passive engine, where a
+    party deviating inside the MPC could make a key wrong, and not on the active one, where every
+    opening is MAC-checked, so the keys are the agreed function of s and the checked errors (the
+    test would cost one checked conversion to bits of φ coefficients per key). Returns this
     party's :class:`~.keystore.JointKeys`."""
     ledger = Ledger(budget=budget, scheme="bgv")  # a bad budget fails here, before any MPC work
     if active(engine):
-        return _keygen_active(engine, params, galois, check, ledger, progress)
+        return _keygen_active(engine, params, galois, bool(check), ledger, progress)
+    check = True if check is None else check
     gaussian_tail(float(params.sigma))  # a width the MPC sampler builds, or a ConfigError first
     ring = scheme._ring(params)
     basis = params.basis
