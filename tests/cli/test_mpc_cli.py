@@ -128,12 +128,12 @@ def test_a_command_without_the_active_engine_refuses_a_file_that_asks_for_it(tmp
     parties.write_text('session_id = "s"\nsecurity = "active"\n'
                        f'[[party]]\nname = "a"\nhost = "127.0.0.1"\nport = 7000\nfingerprint = "{pins[0]}"\n'
                        f'[[party]]\nname = "b"\nhost = "127.0.0.1"\nport = 7001\nfingerprint = "{pins[1]}"\n')
-    for argv in (["fhe", "aes", "--keys", str(tmp_path / "k")], ["psi", "--data", str(tmp_path / "x.csv"),
-                                                                  "--id-column", "id", "--out", str(tmp_path / "o")]):
+    for argv in (["psi", "--data", str(tmp_path / "x.csv"), "--id-column", "id", "--out", str(tmp_path / "o")],):
         assert main([*argv, "--parties", str(parties), "--me", "a"]) == 2
         err = capsys.readouterr().err
         assert 'asks for security = "active"' in err and "does not run yet" in err, err
-    # threshold CKKS does run on it: key generation takes the file's engine, and a decryption
+    # threshold AES and CKKS do run on it (fhe aes takes the file's engine, tests/cli/test_fhe_aes.py):
+    # key generation takes the file's engine, and a decryption
     # with a key made on the passive engine is refused by name, before it connects
     (tmp_path / "k").mkdir()
     (tmp_path / "k" / "params.shpr").write_bytes(b"")

@@ -285,5 +285,6 @@ def run_aes(args: argparse.Namespace) -> int:
             raise ConfigError("--single-key runs no MPC: --security active needs parties (--local N or --parties)")
         args.engine_security = "passive"
         return bgv.aes_command(args, None)
+    local = where(args)  # --local or --parties, not both: before the parties file is read
     args.engine_security = security_of(args, "passive")
-    return bgv.aes_command(args, where(args))
+    return bgv.aes_command(args, local)
