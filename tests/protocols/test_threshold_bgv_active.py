@@ -38,6 +38,10 @@ from .deviating import Deviation, run
 from .test_active import assert_all_stopped
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None
+#: the deviations and the 3-party runs need the native kernels to stay quick; without them (or with
+#: SHAPER_NATIVE=off) the 2-party run of the whole protocol still runs on the pure-Python paths
+FAST = pytest.mark.skipif(not NATIVE or os.environ.get("SHAPER_NATIVE", "").lower() in ("off", "0", "no", "false"),
+                          reason="the deviating-party runs need the native kernels to stay quick")
 PARAMS = P.named("test-257")
 ALG = S.algebra(PARAMS.m)
 X = (np.arange(ALG.nslots) * 7 % (1 << ALG.d)).astype(np.uint64)
@@ -69,7 +73,7 @@ def _full_job(session, out=None):
     return {"s": coeffs, "everyone": everyone, "to0": to0, "method": keys.ledger.key_method}
 
 
-@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("parties", [2, pytest.param(3, marks=FAST)])
 def test_keys_inputs_and_decryption_on_the_active_engine_are_right(parties, tmp_path):
     res = run_in_memory(parties, _full_job, str(tmp_path), timeout=600)
     q0 = PARAMS.primes[0]
@@ -106,12 +110,14 @@ def saved(request, tmp_path_factory):
     return request.param, str(out)
 
 
+@FAST
 def test_a_later_job_uses_the_kept_share_under_the_kept_mac_keys(saved):
     parties, out = saved
     res = run_in_memory(parties, _later_job, out, timeout=600)
     assert np.array_equal(ALG.decode(res[1][0]), X) and res[0] is None
 
 
+@FAST
 def test_a_passive_key_is_refused_on_the_active_engine(tmp_path):
     from tests.protocols.dealer_engine import engine_for_tests
 
@@ -129,6 +135,7 @@ def _keygen_job(session):
     return "ok"
 
 
+@FAST
 @pytest.mark.parametrize("parties", [2, 3])
 @pytest.mark.parametrize("nth", [0, 5, None], ids=["first", "sixth", "every"])
 def test_an_offset_on_any_opening_of_key_generation_is_caught(parties, nth):
@@ -148,6 +155,7 @@ def _encrypt_job(session, out):
     return S.Ciphertext(ct.parts, ct.level, ct.noise, ct.params).parts.shape
 
 
+@FAST
 @pytest.mark.parametrize("value", [2, -1], ids=["two", "q-1"])
 def test_an_input_owner_with_a_coefficient_outside_gf2_is_refused_naming_it(saved, monkeypatch, value):
     parties, out = saved
@@ -173,6 +181,7 @@ def test_an_input_owner_with_a_coefficient_outside_gf2_is_refused_naming_it(save
     assert_all_stopped(res, 0, words="party0")
 
 
+@FAST
 def test_a_term_added_to_a_share_of_c0_is_caught(saved):
     parties, out = saved
     from shaper.protocols.threshold_ckks import polys
@@ -208,6 +217,7 @@ def _input_job(session, out):
     return True
 
 
+@FAST
 @pytest.mark.parametrize("nth", [0, None], ids=["first", "every"])
 def test_an_offset_on_any_opening_of_a_decryption_is_caught(saved, nth):
     parties, out = saved
