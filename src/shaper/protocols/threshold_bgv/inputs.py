@@ -106,9 +106,9 @@ def _c0_authenticated(engine: Any, keys: Any, values: Any, owner: int, count: in
         ev = scheme.Evaluator(params)
         bits = np.stack([ev.encode(v).bits for v in values]).astype(np.int64)
     m = SharedRows.of(engine, engine.share_mod_in_range(bits, owner=owner, lo=0, hi=1, moduli=primes))
-    if m.share.shape[0] != count:
-        raise DeviationError(f"party {engine.session.parties[owner]!r} input {m.share.shape[0]} plaintexts, "
-                             f"announced {count}")
+    if m.share.shape != (count, len(chain), params.phi):
+        raise DeviationError(f"party {engine.session.parties[owner]!r} input plaintexts of shape "
+                             f"{m.share.shape[::2]}, announced ({count}, {params.phi})")
     bound = gaussian_bound(float(params.sigma))
     prg = default_prg()
     mine = np.stack([np.clip(sample_gaussian(params.phi, params.sigma, prg), -bound, bound) for _ in range(count)])
