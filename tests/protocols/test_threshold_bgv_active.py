@@ -232,3 +232,21 @@ def test_an_offset_on_any_opening_of_a_decryption_is_caught(saved, nth):
     res = run(parties, job, deviant=parties - 1, deviations=[dev], timeout=60)
     assert dev.fired
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
+
+
+@FAST
+def test_a_fixed_weight_secret_on_the_active_engine_has_exactly_its_weight():
+    """GHS's sparse secret (exactly h nonzero ±1, the engine's shuffle) under the active engine;
+    the key check (a joint decryption to bits on this engine) passes."""
+    params = P.Parameters.from_primes(257, PARAMS.primes, PARAMS.special, hamming_weight=17, name="w", insecure=True)
+
+    def job(session):
+        engine = _engine(session)
+        keys = tb.keygen(engine, params, (U,), check=True)
+        s = keys.secret(engine).open("test: s")
+        q = params.basis[0]
+        c = S._ring(params).inverse(np.ascontiguousarray(s), list(range(len(params.basis))))[0].astype(np.int64)
+        return np.where(c > q // 2, c - q, c)
+
+    c = run_in_memory(2, job, timeout=600)[0]
+    assert np.count_nonzero(c) == 17 and set(np.unique(c).tolist()) <= {-1, 0, 1}

@@ -32,13 +32,13 @@ import numpy as np
 from ...crypto.bgv import scheme
 from ...crypto.bgv.multiparty import joint_input_noise, joint_input_share
 from ...crypto.bgv.serial import ciphertext_digest
-from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
+from ...crypto.ckks.keys import sample_gaussian
 from ...crypto.prg import Prg, default_prg
 from ...errors import ConfigError, DeviationError
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.inputs import announce
 from ..threshold_ckks.ledger import Entry
-from ..threshold_ckks.polys import SharedRows, active, contributed, joint_seed, linear
+from ..threshold_ckks.polys import SharedRows, active, contributed_errors, joint_seed, linear
 
 __all__ = ["encrypt_jointly", "entry"]
 
@@ -109,10 +109,7 @@ def _c0_authenticated(engine: Any, keys: Any, values: Any, owner: int, count: in
     if m.share.shape != (count, len(chain), params.phi):
         raise DeviationError(f"party {engine.session.parties[owner]!r} input plaintexts of shape "
                              f"{m.share.shape[::2]}, announced ({count}, {params.phi})")
-    bound = gaussian_bound(float(params.sigma))
-    prg = default_prg()
-    mine = np.stack([np.clip(sample_gaussian(params.phi, params.sigma, prg), -bound, bound) for _ in range(count)])
-    e = contributed(engine, mine, -bound, bound, moduli=primes)
+    e = contributed_errors(engine, params, count, primes)
     c0 = linear(lambda s_, e_, m_: ring.add(joint_input_share(ring, s_, a, ring.forward(ring.add(e_, e_, chain), chain)),
                                            ring.forward(m_, chain), chain),
                 s, e, m)

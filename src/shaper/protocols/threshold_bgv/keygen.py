@@ -33,15 +33,14 @@ from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
 from ...crypto.bgv.slots import SlotEvaluator
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET
-from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
-from ...crypto.prg import Prg, default_prg
+from ...crypto.prg import Prg
 from ...errors import KeyValidationError
 from ...net.phases import Phases, Progress
 from ..additive.sampling import gaussian_tail, hamming_weight
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.ledger import Ledger
 from ..threshold_ckks.keystore import AuthenticatedShare
-from ..threshold_ckks.polys import SharedRows, active, contributed, joint_seed, linear, share_rows
+from ..threshold_ckks.polys import SharedRows, active, contributed_errors, joint_seed, linear, share_rows
 from .decrypt import decrypt_bits
 from .keystore import JointKeys
 
@@ -137,7 +136,6 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
     phi = params.phi
     me = engine.session.index
     phases = Phases(engine, progress)
-    bound = gaussian_bound(float(params.sigma))
     automorphisms = sorted({int(u) % params.m for u in galois} - {1})
     # every error a range-checked input, each entry 1 + 2 x 2 committed digits, per limb: many small
     # batches per prime that the silent pool serves cheaper than COPE
@@ -153,9 +151,7 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
     s = phases.run("secret key", secret, phi)
 
     def errors(count: int, limbs: list[int]) -> SharedRows:  # 2e, evaluation form
-        prg = default_prg()
-        mine = np.stack([np.clip(sample_gaussian(phi, params.sigma, prg), -bound, bound) for _ in range(count)])
-        e = contributed(engine, mine, -bound, bound, moduli=tuple(basis[i] for i in limbs))
+        e = contributed_errors(engine, params, count, tuple(basis[i] for i in limbs))
         return e.map(lambda r: ring.forward(ring.add(r, r, limbs), limbs))
 
     def uniform(seed: bytes, count: int, limbs: list[int]) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...crypto.ckks.keys import gaussian_bound
+from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
 from ...crypto.ckks.multiparty import local_errors_coefficients
 from ...kernels.modq import add_mod, mul_mod
 from ..api import ModShares
@@ -180,7 +180,9 @@ def contributed_errors(engine: Any, params: Any, count: int,
     party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
     6 sigma), each proven within [-6 sigma, 6 sigma] (:func:`contributed`): a deviating party's
     error is then any values in that range, which the "contributed" noise model bounds at their
-    worst case. Over ``primes`` (default: every prime of the key)."""
+    worst case. Over ``primes`` (default: every prime of the key). CKKS's ring degree N, or
+    BGV's φ (parameters with ``phi``)."""
     bound = gaussian_bound(params.sigma)
-    return contributed(engine, local_errors_coefficients(params, count), -bound, bound,
-                       moduli=params.primes if primes is None else primes)
+    mine = (sample_gaussian((count, params.phi), params.sigma) if hasattr(params, "phi")
+            else local_errors_coefficients(params, count))
+    return contributed(engine, mine, -bound, bound, moduli=params.primes if primes is None else primes)
