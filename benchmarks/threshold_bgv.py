@@ -12,7 +12,8 @@ includes its preprocessing; GMPFHE reports its tuple generation apart). Shaped r
 
 Per row: key generation (wall seconds, the slowest party; bytes sent per party, max; its phases
 at party 0), the joint encryptions, the evaluation (every party, in parallel), the joint
-decryption of all blocks to bits (wall seconds and bytes, preprocessing included; it starts after a
+decryption of all blocks (to bits inside the MPC, or flooded and opened with
+``--security active:flood``; wall seconds and bytes, preprocessing included; it starts after a
 barrier, so it does not include waiting for the slowest evaluator, which is reported apart), the whole
 job, each party's CPU seconds and peak RSS, and the check of every block against
 ``cryptography``'s AES-128 (block 0 is FIPS-197 C.1).
@@ -63,7 +64,8 @@ def _pin(index: int) -> None:
         pass
 
 
-def party_job(session: Any, params: str, data: np.ndarray, insecure: bool, security: str = "passive") -> dict:
+def party_job(session: Any, params: str, data: np.ndarray, insecure: bool, security: str = "passive",
+              decrypt: str = "bits") -> dict:
     """One party on one core: the whole threshold AES job, with CPU seconds and peak RSS."""
     from shaper.jobs.fhe import engine_for
 
@@ -71,7 +73,7 @@ def party_job(session: Any, params: str, data: np.ndarray, insecure: bool, secur
     me, last = session.index, session.n - 1
     cpu0 = time.process_time()
     r = aes_party(session, params, aes_key=FIPS_197_KEY if me == 0 else None, data=data if me == last else None,
-                  insecure=insecure, engine=engine_for(session, security))
+                  insecure=insecure, engine=engine_for(session, security), decrypt=decrypt)
     r["cpu_seconds"] = time.process_time() - cpu0
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return r
@@ -79,16 +81,20 @@ def party_job(session: Any, params: str, data: np.ndarray, insecure: bool, secur
 
 def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, insecure: bool,
             security: str = "passive") -> dict:
+    """One row; ``security`` names the engine and, after a colon, the decryption method
+    ("active:flood"; default bits)."""
+    security, _, decrypt = security.partition(":")
+    decrypt = decrypt or "bits"
     shaped = bool(config.bandwidth)
-    print(f"-- {parties} parties, {params}{', shaped' if shaped else ''}, {security} engine ...", file=sys.stderr,
-          flush=True)
+    print(f"-- {parties} parties, {params}{', shaped' if shaped else ''}, {security} engine, decryption: {decrypt} ...",
+          file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
-        res = launch(parties, party_job, params, data, insecure, security, config=config, workers_per_party=1,
+        res = launch(parties, party_job, params, data, insecure, security, decrypt, config=config, workers_per_party=1,
                      timeout=None)
     except (PartyError, OSError, MemoryError) as exc:  # a failed row is reported, the others still run
         print(f"   FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        return {"parties": parties, "params": params, "shaped": shaped, "engine": security,
+        return {"parties": parties, "params": params, "shaped": shaped, "engine": security, "decrypt_method": decrypt,
                 "error": f"{type(exc).__name__}: {exc}"}
     launch_s = time.perf_counter() - t0
 
@@ -100,7 +106,7 @@ def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, inse
     got = next(r["output"] for r in res if r["output"] is not None)
     want = clear_aes(data, FIPS_197_KEY)
     wrong = int(np.count_nonzero(np.any(got != want, axis=1)))
-    row = {"parties": parties, "params": params, "shaped": shaped, "engine": security,
+    row = {"parties": parties, "params": params, "shaped": shaped, "engine": security, "decrypt_method": decrypt,
            "bandwidth_bit_s": config.bandwidth,
            "latency_s": config.latency, "m": res[0]["m"], "phi": res[0]["phi"], "security": res[0]["security"],
            "secret": res[0]["secret"], "blocks": len(data),
@@ -123,15 +129,19 @@ def run_row(parties: int, params: str, data: np.ndarray, config: NetConfig, inse
 
 
 def print_report(rows: list[dict]) -> None:
-    print(f"{'n':>2s} {'engine':>7s} {'shaped':>6s} {'keygen s':>9s} {'GB/party':>8s} {'enc s':>6s} {'eval s':>7s} {'dec s':>6s} "
+    def label(r: dict) -> str:
+        m = r.get("decrypt_method", "bits")
+        return r.get("engine", "passive") + ("" if m == "bits" else f":{m}")
+
+    print(f"{'n':>2s} {'engine':>13s} {'shaped':>6s} {'keygen s':>9s} {'GB/party':>8s} {'enc s':>6s} {'eval s':>7s} {'dec s':>6s} "
           f"{'dec MB':>7s} {'job s':>7s} {'RSS MB':>7s} {'blocks':>7s}")
     for r in rows:
         if "keygen" not in r:
-            print(f"{r['parties']:2d} {r.get('engine', 'passive'):>7s} {'yes' if r['shaped'] else 'no':>6s} FAILED: "
+            print(f"{r['parties']:2d} {label(r):>13s} {'yes' if r['shaped'] else 'no':>6s} FAILED: "
                   f"{r['error']}")
             continue
         enc = r["encrypt_blocks"]["wall_s"] + r["encrypt_round_keys"]["wall_s"]
-        print(f"{r['parties']:2d} {r.get('engine', 'passive'):>7s} {'yes' if r['shaped'] else 'no':>6s} "
+        print(f"{r['parties']:2d} {label(r):>13s} {'yes' if r['shaped'] else 'no':>6s} "
               f"{r['keygen']['wall_s']:9.1f} "
               f"{r['keygen']['bytes_sent_max'] / 1e9:8.2f} {enc:6.2f} {r['evaluate']['wall_s']:7.1f} "
               f"{r['decrypt']['wall_s']:6.2f} {r['decrypt']['bytes_sent_max'] / 1e6:7.1f} {r['job_wall_s']:7.1f} "
@@ -140,6 +150,16 @@ def print_report(rows: list[dict]) -> None:
           f"{PAPER['keygen_GB']} GB; decryption {PAPER['decrypt_online_s']['LAN']} / {PAPER['decrypt_online_s']['WAN']} "
           f"s online + {PAPER['decrypt_tuples_s']['LAN']} / {PAPER['decrypt_tuples_s']['WAN']} s of tuples; eval "
           f"{PAPER['eval_s']} s")
+    done = [r for r in rows if "keygen" in r]
+    for act in (r for r in done if r["engine"] == "active"):
+        base = next((r for r in done if r["engine"] == "passive" and r["parties"] == act["parties"]
+                     and r["shaped"] == act["shaped"]), None)
+        if base is not None:
+            print(f"{act['parties']} parties{' shaped' if act['shaped'] else ''}, {label(act)} / {label(base)}: keygen "
+                  f"{act['keygen']['wall_s'] / base['keygen']['wall_s']:.2f}x time, "
+                  f"{act['keygen']['bytes_sent_max'] / base['keygen']['bytes_sent_max']:.2f}x bytes; decryption "
+                  f"{act['decrypt']['wall_s'] / base['decrypt']['wall_s']:.2f}x time, "
+                  f"{act['decrypt']['bytes_sent_max'] / base['decrypt']['bytes_sent_max']:.2f}x bytes")
     two = next((r for r in rows if r.get("parties") == 2 and not r["shaped"] and "keygen" in r), None)
     if two:
         print(f"2 parties, LAN: keygen {PAPER['keygen_s']['LAN'] / two['keygen']['wall_s']:.0f}x faster, "
@@ -158,7 +178,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="the 257 ring (insecure, 1 block), 2 parties, no shaping")
     ap.add_argument("--insecure", action="store_true", help="allow a test parameter set")
     ap.add_argument("--security", default="passive", help="engines, e.g. 'passive,active' (every row on each; the "
-                    "active engine: MACs, range-checked errors and inputs, checked conversions)")
+                    "active engine: MACs, range-checked errors and inputs, checked conversions), each with the "
+                    "decryption method after a colon: 'passive,active:flood' (default bits)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.quick:

@@ -166,6 +166,10 @@ def add_parser(subparsers: Any) -> None:
     aes.add_argument("--input", metavar="FILE", help="the plaintext blocks: a binary file of 16-byte blocks; with "
                                                    "parties, the data owner's")
     out_option(aes, "write the decrypted blocks (binary; with parties, at the recipient)", metavar="FILE")
+    aes.add_argument("--decrypt", choices=("bits", "flood"), default="bits",
+                     help="the joint decryption: bits (default: the phase converted to bits inside the MPC, nothing "
+                          "else opened) or flood (each party's range-checked Gaussian flood, the flooded phase "
+                          "opened to the recipient: far cheaper on the active engine; docs/bgv.md)")
     aes.add_argument("--insecure", action="store_true", help="allow a test or comparison parameter set")
     security_option(aes, "passive")
     aes.set_defaults(active_engine=True)

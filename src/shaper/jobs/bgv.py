@@ -163,13 +163,15 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
               data_owner: int | str | None = None, recipient: int | str | None = None,
               aes_key: bytes | None = None, data: np.ndarray | None = None, blocks: int | None = None,
               keys_dir: str | os.PathLike | None = None, insecure: bool = False, budget: int = DEFAULT_BUDGET,
-              progress: Any = None, engine: Any = None) -> dict[str, Any]:
+              progress: Any = None, engine: Any = None, decrypt: str = "bits") -> dict[str, Any]:
     """One party's side of threshold AES (module docstring). Roles are party names or indices:
     ``key_owner`` (default the first party) passes ``aes_key`` (16 bytes; default FIPS-197's),
     ``data_owner`` (default the last) passes ``data`` ((n, 16) uint8; default FIPS-197 C.1's
     plaintext then random blocks, ``blocks`` of them or as many as the slots hold), ``recipient``
     (default the data owner) learns the result. ``keys_dir``: this party's key directory, loaded when it exists
-    (every party must have one then) and written after key generation when it does not.
+    (every party must have one then) and written after key generation when it does not. ``decrypt``:
+    the joint decryption's method (:data:`~shaper.protocols.threshold_bgv.METHODS`: "bits", the
+    phase converted inside the MPC, or "flood", flooded and opened; every party must name the same).
     Returns the phases (seconds, bytes sent), the figures, and at the recipient the blocks."""
     from pathlib import Path
 
@@ -187,8 +189,10 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
     data_owner = _role(session, data_owner, n - 1, "the data owner")
     recipient = _role(session, recipient, data_owner, "the recipient")
     have = keys_dir is not None and Path(keys_dir).exists()
+    if decrypt not in tb.METHODS:
+        raise ConfigError(f"--decrypt takes {' or '.join(tb.METHODS)}, got {decrypt!r}")
     mine: dict[str, Any] = {"params": p.fingerprint().hex(), "roles": [key_owner, data_owner, recipient],
-                            "have_keys": have}
+                            "have_keys": have, "decrypt": decrypt}
     if aes_key is not None and me != key_owner:
         raise ConfigError(f"an AES key is the key owner's ({session.parties[key_owner]}) to give, not "
                           f"{session.name}'s")
@@ -211,11 +215,11 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
     session.broadcast(mine, "bgv-aes-setup")
     setup = {session.name: mine, **session.gather("bgv-aes-setup")}
     for name, theirs in setup.items():
-        agreed = ("params", "roles", "have_keys")
+        agreed = ("params", "roles", "have_keys", "decrypt")
         if not isinstance(theirs, dict) or any(theirs.get(k) != mine[k] for k in agreed):
             raise ConfigError(f"party {name!r} runs a different AES job ({ {k: theirs.get(k) for k in agreed} }; "
                               f"ours { {k: mine[k] for k in agreed} }): same parameters, roles and key directories "
-                              "(all new or all existing) at every party")
+                              "(all new or all existing) and decryption method at every party")
     blocks = setup[session.parties[data_owner]].get("blocks")
     if not (isinstance(blocks, int) and 1 <= blocks <= capacity):
         raise ConfigError(f"the data owner announced {blocks!r} blocks; 1..{capacity} fit")
@@ -253,7 +257,8 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
     (out,) = phases.run("evaluate AES-128 (every party)", lambda: tb.evaluate(keys, tb.aes128(), state + round_keys))
     room = tb.plan(keys, [out])["room_bits"][0]
     phases.run("wait for every party's evaluation", lambda: session.barrier("bgv-aes-evaluated"))
-    bits = phases.run("joint decryption to bits", lambda: tb.decrypt_many(engine, keys, [out], to=recipient))
+    bits = phases.run("joint decryption to bits" if decrypt == "bits" else "joint decryption, flooded",
+                      lambda: tb.decrypt_many(engine, keys, [out], to=recipient, method=decrypt))
     got = None if bits is None else aes.unpack_blocks(alg.decode(bits[0]), alg, blocks)
     rows = [{"name": ph.name, "seconds": round(ph.seconds, 3), "bytes_sent": ph.bytes_sent} for ph in phases.done]
     return {
@@ -271,14 +276,14 @@ def aes_party(session: Any, params: str = "aes-53261", *, key_owner: int | str |
         "sizes": keys.sizes(), "levels_used": p.max_level - out.level, "capacity_bits": round(room, 1),
         "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining, "fips_197_defaults": fips,
         "fips_197_c1": bool(got is not None and fips and bytes(got[0]) == FIPS_197_CIPHERTEXT),
-        "keys_dir": None if keys_dir is None else str(keys_dir), "output": got,
+        "keys_dir": None if keys_dir is None else str(keys_dir), "output": got, "decrypt": decrypt,
     }
 
 
 def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = None, aes_key: bytes | None = None,
               data: np.ndarray | None = None, keys_root: str | os.PathLike | None = None, insecure: bool = False,
               budget: int = DEFAULT_BUDGET, roles: tuple = (None, None, None), progress: Any = None,
-              config: Any = None, security: str = "passive") -> list[dict[str, Any]]:
+              config: Any = None, security: str = "passive", decrypt: str = "bits") -> list[dict[str, Any]]:
     """Every party of :func:`aes_party` here (processes over loopback TLS; ``config`` a
     :class:`~shaper.net.NetConfig`, e.g. shaped); ``roles``: (key owner, data owner, recipient)
     as party names (party0 ..) or None for the defaults; ``keys_root``/party<i> are the key
@@ -300,7 +305,7 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
         data = default_data(count)
     key = FIPS_197_KEY if aes_key is None else aes_key
     results = launch(parties, _aes_local_party, params, key, data, None if keys_root is None else str(keys_root),
-                     insecure, budget, tuple(roles), progress, security, config=config, timeout=None)
+                     insecure, budget, tuple(roles), progress, security, decrypt, config=config, timeout=None)
     want = clear_aes(data, key)
     for r in results:
         if r["output"] is not None:
@@ -312,7 +317,8 @@ def aes_local(parties: int, params: str = "aes-53261", *, blocks: int | None = N
 
 
 def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, keys_root: str | None, insecure: bool,
-                     budget: int, roles: tuple, progress: Any, security: str = "passive") -> dict[str, Any]:
+                     budget: int, roles: tuple, progress: Any, security: str = "passive",
+                     decrypt: str = "bits") -> dict[str, Any]:
     """aes_party for launch (module level: launch may spawn): only the owners use key and data."""
     from pathlib import Path
 
@@ -324,7 +330,8 @@ def _aes_local_party(session: Any, params: str, key: bytes, data: np.ndarray, ke
     return aes_party(session, params, key_owner=key_owner, data_owner=data_owner, recipient=roles[2],
                      aes_key=key if me == key_owner else None, data=data if me == data_owner else None,
                      keys_dir=None if keys_root is None else Path(keys_root) / session.name, insecure=insecure,
-                     budget=budget, progress=progress if me == 0 else None, engine=engine_for(session, security))
+                     budget=budget, progress=progress if me == 0 else None, engine=engine_for(session, security),
+                     decrypt=decrypt)
 
 
 def _read_inputs(args: Any) -> tuple[bytes | None, np.ndarray | None]:
@@ -397,7 +404,8 @@ def aes_command(args: Any, local: int | None = None) -> int:
               "for the recipient", flush=True)
         security = getattr(args, "engine_security", "passive")
         results = aes_local(local, args.params, blocks=args.blocks, aes_key=key, data=data, keys_root=args.keys,
-                            insecure=args.insecure, budget=args.budget, roles=roles, progress=show, security=security)
+                            insecure=args.insecure, budget=args.budget, roles=roles, progress=show, security=security,
+                            decrypt=args.decrypt)
         report = next(r for r in results if r["output"] is not None)
         busiest = max(r["bytes_sent"] for r in results)
         where_ = "by the busiest party"
@@ -412,7 +420,8 @@ def aes_command(args: Any, local: int | None = None) -> int:
             report = aes_party(session, args.params, key_owner=args.key_owner, data_owner=args.data_owner,
                                recipient=args.to, aes_key=key, data=data, blocks=args.blocks, keys_dir=args.keys,
                                insecure=args.insecure, budget=args.budget, progress=show,
-                               engine=engine_for(session, getattr(args, "engine_security", "passive")))
+                               engine=engine_for(session, getattr(args, "engine_security", "passive")),
+                               decrypt=args.decrypt)
             print(session.stats.table(f"traffic of {args.me}"))
         busiest, where_ = report["bytes_sent"], f"by {args.me}"
     print(f"{'phase':<44s} {'seconds':>9s} {'MB sent':>12s}")

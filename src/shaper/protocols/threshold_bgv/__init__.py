@@ -32,11 +32,11 @@ output is right. The key directory then holds the party's MAC keys and MAC share
 (``secret-macs.npz``, 0600).
 """
 
-from .decrypt import decrypt_bits, decrypt_many, plan
+from .decrypt import METHODS, Flood, decrypt_bits, decrypt_many, plan, plan_flood
 from .evaluation import Circuit, aes128, evaluate
 from .inputs import encrypt_jointly
 from .keygen import check_joint_keys, keygen
 from .keystore import JointKeys, PublicKeys
 
-__all__ = ["Circuit", "JointKeys", "PublicKeys", "aes128", "check_joint_keys", "decrypt_bits", "decrypt_many",
-           "encrypt_jointly", "evaluate", "keygen", "plan"]
+__all__ = ["METHODS", "Circuit", "Flood", "JointKeys", "PublicKeys", "aes128", "check_joint_keys", "decrypt_bits",
+           "decrypt_many", "encrypt_jointly", "evaluate", "keygen", "plan", "plan_flood"]

@@ -40,7 +40,23 @@ every party learns the range check's bit. Decryption to every party opens the bi
 commitment: a party that sends last could flip them (it could make them wrong inside the passive
 engine anyway), not learn more.
 
-Cost: one Z_q → Z_2 conversion of φ coefficients of log2 q_0 bits ((n − 1) ripple-carry modular
+**The flooded method** (``method="flood"``; SPDZ's distributed decryption with threshold CKKS's
+flood). At the lowest level d where it fits, the recipient is opened v + 2 sum_i f_i mod Q_d,
+f_i each party's own Gaussian of width sigma_f (:func:`~shaper.crypto.ckks.multiparty.flood_sigma`
+with E = sqrt(φ) · 32 · RMS, this party's own noise estimate of the phase, the key's budget and
+the attacker's work: the key-recovery argument of docs/threshold-ckks.md), on the active engine
+each a range-checked input within 8.6 sigma_f and the opening MAC-checked. The flood is even, so
+the parity of the centred opening is the plaintext bit; it fits where 32 · RMS + 2 n · 8.6
+sigma_f ≤ Q_d / 4. What it reveals beyond the bits: the recipient(s) see the phase's error
+plus the floods, which hides the error in the sense of the key-recovery argument (an attacker
+with 2^64 work recovers s, or anything else whose recovery from the bits alone is that hard,
+with probability at most 2^-40 over the key's budget), not statistically: the bits method
+reveals nothing but the bits. Its cost is one range-checked input per coefficient and party
+and one opening, against the bits method's conversion; the noise estimate it is sized by is
+HElib's heuristic (:mod:`shaper.crypto.bgv.scheme`), not a proof. A phase beyond its bound
+is refused at the recipient (:class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded`).
+
+Cost of the bits method: one Z_q → Z_2 conversion of φ coefficients of log2 q_0 bits ((n − 1) ripple-carry modular
 adders, :func:`shaper.protocols.additive.convert.mod_to_bits`), three comparisons with public
 constants, and an OR tree; the public switch to q_0 first keeps the circuit at q_0's 40 bits
 instead of the whole chain's (the recommendation of our research notes, ghs.md §5).
@@ -48,24 +64,34 @@ instead of the whole chain's (the recommendation of our research notes, ghs.md �
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...crypto.bgv import scheme
 from ...crypto.bgv.multiparty import SecretKeyShare, decryption_share
+from ...crypto.ckks.multiparty import flood_sigma, sample_flood
 from ...errors import ConfigError, DecryptionRefused
+from ...kernels.modq import add_mod
+from ..active.ranges import digit_widths
 from ..active.shares import AuthShares
 from ..api import ModShares, XorShares
-from ..threshold_ckks.decrypt import agree
+from ..threshold_ckks.decrypt import FloodPolicy, agree, flood_reach
 from ..threshold_ckks.ledger import digest_of
-from ..threshold_ckks.polys import SharedRows, active, linear
+from ..threshold_ckks.polys import SharedRows, active, contributed, linear
 
-__all__ = ["decrypt_bits", "decrypt_many", "plan"]
+__all__ = ["METHODS", "Flood", "decrypt_bits", "decrypt_many", "plan", "plan_flood"]
 
 #: the most ciphertexts one joint decryption takes (bounds what a request can make a party compute)
 MAX_CIPHERTEXTS = 1 << 12
+#: how a joint decryption turns the phase into bits: converted inside the MPC, or flooded and opened
+METHODS = ("bits", "flood")
+#: the widest flood span (bits) a range-checked input over several primes is proven for (its
+#: anchor's helper primes are near 2^61)
+_BASIS_SPAN_BITS = 58
 
 
 def _phase_bits(engine: Any, s_share: Any, cts: Sequence[scheme.Ciphertext]) -> tuple[XorShares, int]:
@@ -162,8 +188,133 @@ def plan(keys: Any, cts: Sequence[scheme.Ciphertext]) -> dict[str, Any]:
     return {"digests": [e.digest for e in entries], "budget": keys.ledger.budget, "room_bits": room}
 
 
+@dataclass(frozen=True)
+class Flood:
+    """The flood of one flooded joint decryption as a party plans it (:func:`plan_flood`): the
+    level it opens at, the bound of the phase's coefficients there (32 RMS), E = sqrt(φ) times
+    that (E >= ||e||_2), the width sigma_f each party adds (twice its Gaussian: the flood is
+    even), the reach 8.6 sigma_f a flood is range-checked within, the parties, the key's budget,
+    the policy and log2 Q_d."""
+
+    level: int
+    phase_bound: float
+    error_bound: float
+    sigma: float
+    reach: int
+    parties: int
+    budget: int
+    policy: FloodPolicy
+    log_q: float
+
+    @property
+    def opened_bound(self) -> float:
+        """The largest |centred opening| with honest noise and floods within their reach."""
+        return self.phase_bound + 2.0 * self.parties * self.reach
+
+    @property
+    def room_bits(self) -> float:
+        """Bits between the opening's bound and Q_d / 4."""
+        return self.log_q - 2 - math.log2(self.opened_bound)
+
+    def request(self) -> dict[str, Any]:
+        return {"method": "flood", "level": self.level, "sigma_bits": round(math.log2(self.sigma), 9),
+                "mode": self.policy.mode, "lambda": self.policy.lam, "work": self.policy.work, "budget": self.budget}
+
+
+def plan_flood(keys: Any, cts: Sequence[scheme.Ciphertext], policy: FloodPolicy = FloodPolicy(), *,
+               parties: int | None = None, checked: bool | None = None) -> Flood:
+    """The flooded decryption this party would run for ``cts``: its own noise estimates (ledger,
+    raising :class:`~shaper.errors.DecryptionRefused` for a ciphertext it cannot account for),
+    and the lowest level where the phase plus every party's flood stays within Q_d / 4. With
+    ``checked`` (default: the key has MAC shares) the flood's span must also be one the
+    range-checked input proves. Raises :class:`~shaper.errors.ConfigError` naming the bits
+    missing when no level fits (decrypt with ``method="bits"`` then)."""
+    params = keys.params
+    cts = list(cts)
+    entries = keys.ledger.accounted(cts)
+    ring = scheme._ring(params)
+    n = int(parties if parties is not None else keys.share.parties)
+    checked = getattr(keys, "macs", None) is not None if checked is None else checked
+    top = min(ct.level for ct in cts)
+    short = math.inf
+    for d in range(top + 1):
+        rms = max(scheme._switched(ring, e.error, ct.level, d) for ct, e in zip(cts, entries, strict=True))
+        phase = scheme.TAIL * rms
+        error = math.sqrt(params.phi) * phase
+        sigma = flood_sigma(error, keys.ledger.budget, mode=policy.mode, lam=policy.lam, work=policy.work)
+        reach = flood_reach(sigma)
+        log_q = sum(math.log2(q) for q in params.primes[:d + 1])
+        flood = Flood(d, phase, error, sigma, reach, n, keys.ledger.budget, policy, log_q)
+        span = 2 * reach
+        provable = not checked or (
+            (1 << (sum(digit_widths(span)) + 1)) < int(params.primes[0]) if d == 0 else span.bit_length() <= _BASIS_SPAN_BITS)
+        if flood.room_bits >= 0 and provable:
+            return flood
+        short = min(short, -flood.room_bits if flood.room_bits < 0 else span.bit_length() - _BASIS_SPAN_BITS)
+    raise ConfigError(f"a flooded decryption of these ciphertexts does not fit at any level up to {top} "
+                      f"({short:.1f} bits short: the flood of mode {policy.mode!r} over a budget of "
+                      f"{keys.ledger.budget} is too wide for the noise left); decrypt with method='bits'")
+
+
+def _residues(values: np.ndarray, primes: Sequence[int]) -> np.ndarray:
+    """Signed int64 values (..., φ) as residue rows (..., R, φ) over ``primes``."""
+    v = np.asarray(values, dtype=np.int64)
+    return np.ascontiguousarray(np.stack([np.mod(v, np.int64(q)).astype(np.uint64) for q in primes], axis=-2))
+
+
+def _open_flooded(engine: Any, keys: Any, cts: list[scheme.Ciphertext], flood: Flood,
+                  to: int | None) -> np.ndarray | None:
+    """c_0 + c_1 [s] + 2 [f] at level d in coefficient form, opened to ``to`` (every party when
+    None): rows (count, d + 1, φ) there, None elsewhere. [f] is the sum of every party's flood,
+    on the active engine each a range-checked input within the flood's reach and the opening
+    MAC-checked (to one recipient, masked by its own input mask)."""
+    params = keys.params
+    ring = scheme._ring(params)
+    limbs = list(range(flood.level + 1))
+    primes = tuple(int(q) for q in params.primes[:flood.level + 1])
+    parts = [scheme.switch_to(ct, flood.level).parts for ct in cts]
+    c1 = np.ascontiguousarray(np.stack([p[1] for p in parts]))
+    c0 = np.ascontiguousarray(np.stack([ring.inverse(np.ascontiguousarray(p[0]), limbs) for p in parts]))
+    mine = sample_flood((len(cts), params.phi), flood.sigma)
+    if active(engine):
+        f = contributed(engine, mine, -flood.reach, flood.reach, moduli=primes)
+    else:
+        f = SharedRows(engine, _residues(mine, primes), None, primes)
+    qs = np.asarray(primes, dtype=np.uint64)[:, None]
+    s = keys.secret(engine).rows(limbs)
+    v = linear(lambda s_, f_: add_mod(ring.inverse(ring.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)),
+                                                            limbs), limbs), add_mod(f_, f_, qs), qs), s, f)
+    return v.add_public(c0).open("decryption", to, error=DecryptionRefused)
+
+
+def _plaintext_bits(opened: np.ndarray, primes: Sequence[int], bound: float) -> np.ndarray:
+    """The parity of each centred opening (uint8 (count, φ)) from residue rows (count, R, φ);
+    :class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded` when one lies beyond ``bound``."""
+    if len(primes) == 1:
+        q = int(primes[0])
+        x = opened[:, 0].astype(np.int64)
+        centred = np.where(x > q // 2, x - q, x)
+        peak = int(np.max(np.abs(centred)))
+        bits = (centred & 1).astype(np.uint8)
+    else:
+        big_q = math.prod(int(q) for q in primes)
+        total = np.zeros(opened.shape[0::2], dtype=object)
+        for k, q in enumerate(primes):
+            m = big_q // int(q)
+            total = (total + opened[:, k].astype(object) * (m * pow(m, -1, int(q)))) % big_q
+        centred = np.where(total > big_q // 2, total - big_q, total)
+        peak = max(abs(int(c)) for c in centred.ravel())
+        bits = np.vectorize(lambda c: int(c) & 1, otypes=[np.uint8])(centred)
+    if peak > bound:
+        raise scheme.NoiseBudgetExceeded(f"a flooded phase reached 2^{math.log2(peak):.1f}, beyond its bound "
+                                         f"2^{math.log2(bound):.1f}: the ciphertext's noise outgrew its estimate and "
+                                         "its bits cannot be trusted")
+    return bits
+
+
 def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to: int | None = None,
-                 approve: Callable[[dict], bool] | None = None) -> np.ndarray | None:
+                 approve: Callable[[dict], bool] | None = None, method: str = "bits",
+                 policy: FloodPolicy = FloodPolicy()) -> np.ndarray | None:
     """Joint decryption of accounted ciphertexts in one consent round: the plaintext bits
     (uint8 (len(cts), φ)) at party ``to`` (every party when None), None elsewhere; decode
     slots with ``scheme.algebra(m).decode``. ``keys`` is this party's
@@ -171,7 +322,12 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to
     refuse it. Raises :class:`~shaper.errors.DecryptionRefused` at every party unless every
     party accounts for every ciphertext, has budget left, agrees on the request and consents,
     and :class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded` at every party if a phase may have
-    wrapped (module docstring)."""
+    wrapped (module docstring). ``method``: "bits" (the phase converted inside the MPC; nothing
+    but the bits is opened) or "flood" (the phase flooded by ``policy`` and opened, the module
+    docstring's flooded method: far cheaper on the active engine, and it reveals the flooded
+    error as threshold CKKS does)."""
+    if method not in METHODS:
+        raise ConfigError(f"a BGV joint decryption's method is one of {', '.join(METHODS)}, got {method!r}")
     params = keys.params
     cts = list(cts)
     if not 1 <= len(cts) <= MAX_CIPHERTEXTS:
@@ -184,10 +340,15 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to
     session = engine.session
     if to is not None and not (isinstance(to, int) and 0 <= to < session.n):
         raise ConfigError(f"decryption recipient {to!r} is not a party index 0..{session.n - 1}")
-    request: dict[str, Any] = {"digests": [digest_of(ct) for ct in cts], "to": to}
+    request: dict[str, Any] = {"digests": [digest_of(ct) for ct in cts], "to": to, "method": method}
     reason = ""
+    flood: Flood | None = None
     try:
-        request["budget"] = plan(keys, cts)["budget"]
+        if method == "flood":
+            flood = plan_flood(keys, cts, policy, parties=session.n, checked=active(engine))
+            request.update(flood.request())
+        else:
+            request["budget"] = plan(keys, cts)["budget"]
         keys.ledger.check_budget(len(cts))
         if approve is not None and not approve(dict(request)):
             reason = "not approved"
@@ -195,6 +356,11 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to
         reason = str(exc)
     agree(session, request, reason, tag="tbgv-decrypt")
     keys.ledger.spend(len(cts))
+    if flood is not None:
+        opened = _open_flooded(engine, keys, cts, flood, to)
+        if opened is None:
+            return None
+        return _plaintext_bits(opened, params.primes[:flood.level + 1], flood.opened_bound)
     bits, q0 = _phase_bits(engine, keys.secret(engine) if active(engine) else keys.share, cts)
     above, low, high = _at_least(engine, bits, q0, [(q0 + 1) // 2, q0 // 4, q0 - q0 // 4 + 1])
     if engine.reveal_bits(_any(engine, low & ~high))[0]:  # some q0/4 <= v <= q0 - q0/4
