@@ -1,7 +1,7 @@
 """``shaper fhe aes``: AES-128 evaluated under BGV from the command line, checked against a clear
 AES (FIPS-197 C.1 in block 0), with one key (--single-key) or a joint key made in MPC (--local N,
---parties FILE --me NAME: joint inputs, every party evaluates, decryption to bits for the
-recipient only), with its options' refusals."""
+--parties FILE --me NAME: joint inputs, every party evaluates, decryption to bits, or flooded,
+for the recipient only), with its options' refusals."""
 
 from __future__ import annotations
 
@@ -108,6 +108,9 @@ def test_threshold_aes_on_the_active_engine_and_its_key_follows_the_engine(tmp_p
     out = capsys.readouterr().out
     assert "key generation in MPC" in out and "1/1 blocks right" in out and "FIPS-197 C.1" in out
     assert stat.S_IMODE((tmp_path / "keys" / "party0" / "secret-macs.npz").stat().st_mode) == 0o600
+    assert main([*common, "--security", "active", "--decrypt", "flood"]) == 0  # the kept keys, a flooded decryption
+    out = capsys.readouterr().out
+    assert "joint decryption, flooded" in out and "1/1 blocks right" in out and "FIPS-197 C.1" in out
     assert main(common) == 2
     assert "made on the active engine" in capsys.readouterr().err
     assert main(["fhe", "aes", "--single-key", "--security", "active", "--params", "test-257", "--insecure"]) == 2
@@ -135,6 +138,7 @@ def test_threshold_aes_on_two_hosts_only_the_recipient_learns_the_blocks(tmp_pat
     (["--local", "2", "--params", "test-257", "--insecure", "--to", "carol"], "the recipient 'carol' is not a party"),
     (["--local", "2", "--params", "test-257", "--insecure", "--budget", "0"], "--budget must be a positive"),
     (["--local", "2", "--parties", "p.toml"], "not both"),
+    (["--local", "2", "--params", "test-257", "--insecure", "--decrypt", "parity"], "invalid choice: 'parity'"),
 ])
 def test_threshold_aes_refuses_bad_options_in_one_line(capsys, extra, problem):
     assert main(["fhe", "aes", *extra]) == 2

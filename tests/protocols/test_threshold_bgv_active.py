@@ -13,6 +13,10 @@ a term added to a share of c_0         the MAC check of c_0's opening
 an offset on any opening of the        the MAC checks of the conversion to bits: nothing is
 decryption                             decrypted
 a key made on the passive engine       refused on the active engine (it has no MAC shares)
+a flood one past its reach (flooded    the range proof of that party's flood, naming it, before
+decryption)                            anything is opened
+an offset on a flooded decryption      the MAC check of the opening (to one recipient: checked
+share                                  there before it unmasks)
 =====================================  ========================================================
 """
 
@@ -250,3 +254,75 @@ def test_a_fixed_weight_secret_on_the_active_engine_has_exactly_its_weight():
 
     c = run_in_memory(2, job, timeout=600)[0]
     assert np.count_nonzero(c) == 17 and set(np.unique(c).tolist()) <= {-1, 0, 1}
+
+
+# -- the flooded decryption on the active engine -----------------------------------------------------
+
+SQUARE = tb.Circuit("square", 1, lambda ev, xs: [ev.mul(xs[0], xs[0])])
+
+
+def _flood_job(session, out, to=None):
+    engine = _engine(session)
+    keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+    (ct,) = tb.encrypt_jointly(engine, keys, X if session.index == 0 else None)
+    (y,) = tb.evaluate(keys, SQUARE, [ct])
+    return tb.decrypt_many(engine, keys, [ct, y], to=to, method="flood")
+
+
+@FAST
+@pytest.mark.parametrize("to", [None, 0], ids=["to-all", "to-0"])
+def test_a_flooded_decryption_on_the_active_engine_is_right(saved, to):
+    parties, out = saved
+    res = run_in_memory(parties, _flood_job, out, to, timeout=600)
+    sim = SlotEvaluator(ALG)
+    for r in (res if to is None else res[:1]):
+        assert np.array_equal(ALG.decode(r[0]), X) and np.array_equal(ALG.decode(r[1]), sim.mul(X, X))
+    if to is not None:
+        assert all(r is None for r in res[1:])
+
+
+@FAST
+def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch):
+    """The last party's flood has one entry one past its reach (it skips its own refusal): every
+    other party stops with a DeviationError naming it, before anything is opened."""
+    import importlib
+
+    from shaper.protocols.active import ranges
+
+    parties, out = saved
+    decrypt = importlib.import_module("shaper.protocols.threshold_bgv.decrypt")
+    real = decrypt.sample_flood
+    deviant = parties - 1
+    flag = threading.local()
+
+    def flood(shape, sigma, prg=None):
+        f = real(shape, sigma, prg)
+        if getattr(flag, "on", False):
+            f.reshape(-1)[7] = decrypt.flood_reach(sigma) + 1
+        return f
+
+    def job(session):
+        flag.on = session.index == deviant
+        return _flood_job(session, out, 0)
+
+    monkeypatch.setattr(ranges, "refuse_outside", lambda *a: None)
+    monkeypatch.setattr(decrypt, "sample_flood", flood)
+    outcome = run(parties, job, timeout=60)
+    assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in outcome[:deviant])
+
+
+@FAST
+@pytest.mark.parametrize("nth", [0, None], ids=["first", "every"])
+def test_an_offset_on_a_flooded_decryption_share_is_caught(saved, nth):
+    parties, out = saved
+    run_in_memory(parties, _input_job, out, timeout=600)
+
+    def job(session):
+        engine = _engine(session)
+        keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
+        return tb.decrypt_many(engine, keys, [_CTS[session.index]], to=0, method="flood")
+
+    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=3)
+    res = run(parties, job, deviant=parties - 1, deviations=[dev], timeout=60)
+    assert dev.fired
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))

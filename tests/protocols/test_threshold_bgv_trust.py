@@ -378,3 +378,48 @@ def _setup_job(session, roles):
 def test_parties_that_disagree_on_the_job_stop_before_any_key_is_made():
     with pytest.raises(PartyError, match="runs a different AES job"):
         run_in_memory(2, _setup_job, [(0, 1), (1, 1)], timeout=60)
+
+
+# -- the flooded decryption: the same bits, the same rules ------------------------------------------
+
+def _flood_job(session):
+    engine = engine_for_tests(session)
+    keys = tb.keygen(engine, PARAMS, ROT, budget=4)
+    (x,) = tb.encrypt_jointly(engine, keys, X if session.index == 1 else None, tag="x")
+    (y,) = tb.evaluate(keys, _square_then(ROT[0]), [x])
+    flood = tb.plan_flood(keys, [x, y])
+    got = tb.decrypt_many(engine, keys, [x, y], to=0, method="flood")
+    alone = S.encrypt(keys.public, keys.evaluator().encode(X), prg=Prg(b"\x08" * 32))
+    out = {"got": got, "flood": flood, "bits": tb.decrypt_many(engine, keys, [y], method="bits")}
+    out["alone"] = _sent(session, lambda: tb.decrypt_many(engine, keys, [alone], method="flood"))
+    low = S.switch_to(y, 0)  # y at level 0, accounted: a statistical flood does not fit under q_0
+    keys.ledger.record_entries([Entry(serial.ciphertext_digest(low), "output", "test: y at level 0", low.noise, 1.0,
+                                      0, 1.0)])
+    policy = tb.decrypt.FloodPolicy(mode="statistical", lam=80, work=0)
+    out["wide"] = _sent(session, lambda: tb.decrypt_many(engine, keys, [low], method="flood", policy=policy))
+    out["method"] = _sent(session, lambda: tb.decrypt_many(engine, keys, [y], method="parity"))
+    wrap = _wrap_ciphertext(PARAMS)  # the accounting bypassed: the recipient's bound check refuses it
+    keys.ledger.record_entries([Entry(serial.ciphertext_digest(wrap), "input", "forced by the test", 1.0, 1.0, 0, 1.0)])
+    out["wrapped"] = _sent(session, lambda: tb.decrypt_many(engine, keys, [wrap], method="flood"))
+    out["spent"] = keys.ledger.spent
+    return out
+
+
+def test_the_flooded_decryption_gives_the_bits_under_the_same_rules():
+    res = run_in_memory(3, _flood_job, timeout=300)
+    sim = SlotEvaluator(ALG)
+    want = sim.automorphism(sim.mul(X, X), ROT[0])
+    got = res[0]["got"]
+    assert np.array_equal(ALG.decode(got[0]), X) and np.array_equal(ALG.decode(got[1]), want)
+    assert np.array_equal(got[1], res[0]["bits"][0])  # the same plaintext polynomial as the bits method
+    assert res[1]["got"] is None and res[2]["got"] is None  # to=0: the others learn nothing
+    flood = res[0]["flood"]
+    assert flood.room_bits >= 0 and flood.sigma > flood.error_bound  # the flood is wider than the error it hides
+    assert flood.opened_bound < PARAMS.primes[0] / 4 or flood.level > 0
+    for r in res:
+        assert r["alone"][0].startswith("DecryptionRefused") and "unknown provenance" in r["alone"][0]
+        assert r["alone"][1] < 2000  # consent messages only
+        assert r["wide"][0].startswith("DecryptionRefused") and "method='bits'" in r["wide"][0]
+        assert r["method"][0].startswith("ConfigError") and "bits, flood" in r["method"][0] and r["method"][1] == 0
+        assert r["wrapped"][0].startswith("NoiseBudgetExceeded") and "beyond its bound" in r["wrapped"][0]
+        assert r["spent"] == 4  # x and y, y again by bits, the wrapped one; the refusals charged nothing

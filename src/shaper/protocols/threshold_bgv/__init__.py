@@ -12,6 +12,8 @@ joint seeds, ledger, consent round and key directory they use):
 * :mod:`.evaluation` — :func:`evaluate`: agreed circuits (:func:`aes128`) every party runs;
 * :mod:`.decrypt` — :func:`decrypt_many`: accounting, consent, budget, an in-MPC range check and
   the conversion of the phase to its plaintext bits; :func:`decrypt_bits` is its bare core;
+  ``method="flood"`` floods the phase instead (:func:`plan_flood`) and opens it: the parity of
+  the centred opening is the bit;
 * :mod:`.keystore` — :class:`PublicKeys`, :class:`JointKeys` and the key directory.
 
 Threat model (docs/bgv.md has the table). Any n − 1 parties may collude. Inside the
@@ -21,13 +23,15 @@ Outside them a party may do anything: choose circuits, craft ciphertexts, encryp
 any decryption any number of times. What each learns: the opened keys; its own share; joint
 inputs; per joint decryption, the recipient(s) the plaintext bits (every slot) and every party
 one bit (whether a phase may have wrapped). Nothing of the noise is opened, so no flooding is
-needed; the accounting is what stops a plaintext that depends on s.
+needed; the accounting is what stops a plaintext that depends on s. The flooded decryption opens
+the error plus every party's flood to the recipient(s) instead (threshold CKKS's key-recovery
+argument, docs/bgv.md).
 
 On the active engine (:class:`~shaper.protocols.active.ActiveEngine`; every function here
 follows the engine it is given) any n − 1 parties may deviate arbitrarily inside the
 sub-protocols too: every share carries MACs, every opening is MAC-checked, every key error,
-input error and plaintext coefficient is a range-checked input, and the decryption converts to
-authenticated bits; the honest parties abort (naming the owner of a failed range proof) or the
+input error, plaintext coefficient and flood is a range-checked input, and the decryption
+converts to authenticated bits (or opens the flooded phase MAC-checked); the honest parties abort (naming the owner of a failed range proof) or the
 output is right. The key directory then holds the party's MAC keys and MAC shares of s
 (``secret-macs.npz``, 0600).
 """
