@@ -138,11 +138,16 @@ def test_threshold_aes_on_two_hosts_only_the_recipient_learns_the_blocks(tmp_pat
     (["--local", "2", "--params", "test-257", "--insecure", "--to", "carol"], "the recipient 'carol' is not a party"),
     (["--local", "2", "--params", "test-257", "--insecure", "--budget", "0"], "--budget must be a positive"),
     (["--local", "2", "--parties", "p.toml"], "not both"),
-    (["--local", "2", "--params", "test-257", "--insecure", "--decrypt", "parity"], "invalid choice: 'parity'"),
 ])
 def test_threshold_aes_refuses_bad_options_in_one_line(capsys, extra, problem):
     assert main(["fhe", "aes", *extra]) == 2
     assert problem in capsys.readouterr().err
+
+
+def test_threshold_aes_refuses_an_unknown_decryption_method(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["fhe", "aes", "--local", "2", "--params", "test-257", "--insecure", "--decrypt", "parity"])
+    assert stop.value.code == 2 and "invalid choice: 'parity'" in capsys.readouterr().err
 
 
 @NATIVE
