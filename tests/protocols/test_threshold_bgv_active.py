@@ -222,17 +222,20 @@ def _input_job(session, out):
 
 
 @FAST
+@pytest.mark.parametrize("method, to", [("bits", None), ("flood", 0)])
 @pytest.mark.parametrize("nth", [0, None], ids=["first", "every"])
-def test_an_offset_on_any_opening_of_a_decryption_is_caught(saved, nth):
+def test_an_offset_on_any_opening_of_a_decryption_is_caught(saved, nth, method, to):
+    """To bits (every opening of the conversion) or flooded (the opening of the flooded phase, to
+    party 0: checked there before it unmasks)."""
     parties, out = saved
     run_in_memory(parties, _input_job, out, timeout=600)
 
     def job(session):
         engine = _engine(session)
         keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
-        return tb.decrypt_many(engine, keys, [_CTS[session.index]])
+        return tb.decrypt_many(engine, keys, [_CTS[session.index]], to=to, method=method)
 
-    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=0)
+    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=0 if method == "bits" else 3)
     res = run(parties, job, deviant=parties - 1, deviations=[dev], timeout=60)
     assert dev.fired
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
@@ -309,20 +312,3 @@ def test_a_flood_beyond_its_reach_is_refused_naming_its_party(saved, monkeypatch
     monkeypatch.setattr(decrypt, "sample_flood", flood)
     outcome = run(parties, job, timeout=60)
     assert all(o[0] == "error" and o[1] == "DeviationError" and f"party{deviant}" in o[2] for o in outcome[:deviant])
-
-
-@FAST
-@pytest.mark.parametrize("nth", [0, None], ids=["first", "every"])
-def test_an_offset_on_a_flooded_decryption_share_is_caught(saved, nth):
-    parties, out = saved
-    run_in_memory(parties, _input_job, out, timeout=600)
-
-    def job(session):
-        engine = _engine(session)
-        keys = tb.JointKeys.load(os.path.join(out, session.name), insecure=True)
-        return tb.decrypt_many(engine, keys, [_CTS[session.index]], to=0, method="flood")
-
-    dev = Deviation(r"act-open-\d+", "offset", nth=nth, delta=1, index=3)
-    res = run(parties, job, deviant=parties - 1, deviations=[dev], timeout=60)
-    assert dev.fired
-    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
