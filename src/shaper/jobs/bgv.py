@@ -400,8 +400,8 @@ def aes_command(args: Any, local: int | None = None) -> int:
 
     if local is not None:
         print(f"threshold AES-128 under BGV ({args.params}): {local} parties as local processes over TLS generate "
-              "the key in MPC, encrypt the key and the blocks jointly, each evaluate AES, and decrypt jointly to bits "
-              "for the recipient", flush=True)
+              "the key in MPC, encrypt the key and the blocks jointly, each evaluate AES, and decrypt jointly "
+              f"({'to bits' if args.decrypt == 'bits' else 'flooded'}) for the recipient", flush=True)
         security = getattr(args, "engine_security", "passive")
         results = aes_local(local, args.params, blocks=args.blocks, aes_key=key, data=data, keys_root=args.keys,
                             insecure=args.insecure, budget=args.budget, roles=roles, progress=show, security=security,
@@ -414,7 +414,8 @@ def aes_command(args: Any, local: int | None = None) -> int:
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             print(f"threshold AES-128 under BGV ({args.params}), {session.n} parties: key in MPC, joint inputs, every "
-                  "party evaluates, joint decryption to bits", flush=True)
+                  f"party evaluates, joint decryption ({'to bits' if args.decrypt == 'bits' else 'flooded'})",
+                  flush=True)
             from .fhe import engine_for
 
             report = aes_party(session, args.params, key_owner=args.key_owner, data_owner=args.data_owner,
