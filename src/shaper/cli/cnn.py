@@ -24,13 +24,10 @@ from .common import (
     deprecation,
     group,
     json_option,
-    key_matches_file,
     local_count,
     local_from_keys,
     out_option,
     party_options,
-    security_of,
-    security_option,
     where,
 )
 
@@ -58,12 +55,9 @@ def add_parser(subparsers: Any) -> None:
                       help=f"how many of the bundled MNIST test images to classify (1..{SAMPLE})")
     demo.add_argument("--images", type=int, dest="mnist_sample", action=_ImagesCount, help=argparse.SUPPRESS,
                       default=argparse.SUPPRESS)
-    demo.add_argument("--method", choices=("exact", "local"), default=None,
-                      help="key generation: exact (every error sampled in MPC, GMPFHE; the passive engine's "
-                           "default) or local (each party adds its own error, on the active engine a range-checked "
-                           "input; its default)")
-    security_option(demo, "passive")
-    demo.set_defaults(active_engine=True)
+    demo.add_argument("--method", choices=("exact", "local"), default="exact",
+                      help="key generation: exact (every error sampled in MPC, GMPFHE) or local (each party adds "
+                           "its own error; faster)")
     _encrypt_option(demo)
     demo.add_argument("--single-key", action="store_true",
                       help="one process under an ordinary single-key CKKS key instead of n parties")
@@ -88,7 +82,6 @@ def add_parser(subparsers: Any) -> None:
     infer.add_argument("--evaluator", metavar="NAME", help=argparse.SUPPRESS)  # retired: every party evaluates
     out_option(infer, "client: write the logits (.npy or .csv)", metavar="FILE")
     infer.add_argument("--report", metavar="FILE", help="client: write an HTML report")
-    infer.set_defaults(active_engine=True)  # the engine follows the key
 
     plan = command(sub, "plan", run_plan, "print the packing plan: cost, levels, rotation keys")
     json_option(plan, "also write the plan as JSON ('-': standard output, instead of the table)")
@@ -139,23 +132,14 @@ def _demo_local(args: argparse.Namespace) -> int | None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..jobs import cnn
 
-    if args.single_key:
-        if args.security == "active":
-            raise ConfigError("--single-key runs no MPC: --security active needs parties (--local N or --parties)")
-        args.engine_security = "passive"
-        return cnn.demo_command(args, None)
-    local = _demo_local(args)
-    args.engine_security = security_of(args, "passive")
-    return cnn.demo_command(args, local)
+    return cnn.demo_command(args, None if args.single_key else _demo_local(args))
 
 
 def run_infer(args: argparse.Namespace) -> int:
     from ..jobs import cnn
 
-    key_matches_file(args)
     return cnn.infer_command(args, local_from_keys(args))
 
 

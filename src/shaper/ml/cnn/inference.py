@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -246,25 +246,14 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
             raise ConfigError("the CNN circuit got no image ciphertexts")
         return evaluate(ev, xs, w, trace=trace)
 
-    def joint(nm: Any, level: int, scale: float, value_bound: float) -> Any:
-        """What a joint input of these values records: on an active key ("contributed" errors)
-        the bound its range check enforces, W c at c = scale x bound per coefficient
-        (:func:`~shaper.protocols.threshold_ckks.inputs.enforced_value_bound`)."""
-        want = nm.joint_input(level, scale, value_bound)
-        if nm.key_method == "contributed":
-            from ...protocols.threshold_ckks.inputs import coefficient_bound
-
-            want = replace(want, message=float(nm.W) * coefficient_bound(scale, value_bound))
-        return want
-
     def bounds(nm: Any, given: list[Any]) -> list[Any]:
         for k, b in enumerate(given):
             if k < n_weights:
                 level, scale = trace.specs[P.WEIGHT_NAMES[k]]
-                want, what = joint(nm, level, scale, bound), f"weight {P.WEIGHT_NAMES[k]}"
+                want, what = nm.joint_input(level, scale, bound), f"weight {P.WEIGHT_NAMES[k]}"
             else:
                 level, scale = trace.specs["image"]
-                want, what = joint(nm, level, scale, 1.0), f"image {k - n_weights}"
+                want, what = nm.joint_input(level, scale, 1.0), f"image {k - n_weights}"
             if b.level != level or b.error > want.error or b.message > want.message:
                 raise ConfigError(f"the CNN circuit's {what} was not encrypted jointly at the plan's level and "
                                   f"bound (level {b.level}, error 2^{np.log2(b.error):.1f}, message "
