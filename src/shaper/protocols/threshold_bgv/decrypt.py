@@ -246,11 +246,12 @@ def plan_flood(keys: Any, cts: Sequence[scheme.Ciphertext], policy: FloodPolicy 
         log_q = sum(math.log2(q) for q in params.primes[:d + 1])
         flood = Flood(d, phase, error, sigma, reach, n, keys.ledger.budget, policy, log_q)
         span = 2 * reach
-        provable = not checked or (
-            (1 << (sum(digit_widths(span)) + 1)) < int(params.primes[0]) if d == 0 else span.bit_length() <= _BASIS_SPAN_BITS)
-        if flood.room_bits >= 0 and provable:
+        # bits beyond what the range-checked input proves: 2^(k+1) < q_0 in one limb, the anchor's span over several
+        over = (sum(digit_widths(span)) + 2 - int(params.primes[0]).bit_length() if d == 0
+                else span.bit_length() - _BASIS_SPAN_BITS) if checked else 0
+        if flood.room_bits >= 0 and over <= 0:
             return flood
-        short = min(short, -flood.room_bits if flood.room_bits < 0 else span.bit_length() - _BASIS_SPAN_BITS)
+        short = min(short, max(-flood.room_bits, over))
     raise ConfigError(f"a flooded decryption of these ciphertexts does not fit at any level up to {top} "
                       f"({short:.1f} bits short: the flood of mode {policy.mode!r} over a budget of "
                       f"{keys.ledger.budget} is too wide for the noise left); decrypt with method='bits'")
