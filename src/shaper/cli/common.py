@@ -94,23 +94,6 @@ def security_option(p: argparse.ArgumentParser, default: str) -> None:
                         f"while every party follows the protocol); default: the parties file's, else {default}")
 
 
-def key_matches_file(args: argparse.Namespace) -> None:
-    """A parties file's ``security``, which the key in ``args.keys`` must match (the engine of an
-    encryption, decryption or inference follows the key): refused before connecting."""
-    if getattr(args, "parties", None):
-        from pathlib import Path
-
-        from ..net.config import load_parties
-        from ..protocols.threshold_ckks.keystore import MACS_FILE
-
-        args.file_security = load_parties(args.parties).security
-        made = "active" if args.keys and (Path(args.keys) / MACS_FILE).is_file() else "passive"
-        if args.keys and args.file_security is not None and args.file_security != made:  # before connecting
-            raise ConfigError(f"the parties file asks for security = {args.file_security!r}, but {args.keys} holds a key "
-                              f"made on the {made} engine: a key runs on the engine it was made on (re-key with "
-                              f"shaper fhe keygen --security {args.file_security})")
-
-
 def security_of(args: argparse.Namespace, default: str) -> str:
     """The engine a command runs: --security, else the parties file's ``security``, else ``default``;
     a flag that contradicts the parties file is refused."""

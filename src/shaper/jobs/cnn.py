@@ -131,7 +131,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
 
     with phases.phase("agree on the setting"):
         hello = {"images": 0 if images is None else int(len(images)), "model": model is not None,
-                 "encrypt": list(encrypt), "key": _key_fingerprint(keys), "security": key_security(keys),
+                 "encrypt": list(encrypt), "key": _key_fingerprint(keys),
                  "model_digest": None if model is None else _model_digest(model),
                  "bound": None if model is None else model_bound(model),
                  "declared": None if model is None else
@@ -140,7 +140,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
         hellos = {session.name: hello, **session.gather("cnn-hello")}
     names = list(session.parties)
     for name, h in hellos.items():
-        for k in ("encrypt", "key", "security"):
+        for k in ("encrypt", "key"):
             if h.get(k) != hello[k]:
                 raise ConfigError(f"party {name!r} runs with {k} = {h.get(k)!r}, we with {hello[k]!r}")
     clients = [n for n in names if hellos[n]["images"]]
@@ -200,7 +200,6 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     report: dict[str, Any] = {
         "party": session.name, "parties": session.n, "role": _role(me, client, owner),
         "client": names[client], "model_owner": names[owner], "evaluator": "every party",
-        "security": key_security(keys),
         "encrypt": list(encrypt), "images": count, "phases": _rows(phases), "cost": trace.cost(),
         "bytes_sent": session.stats.bytes_sent, "output_bytes": len(ckks.to_bytes(outputs[0])),
         "precision_bits": flood.precision_bits, "sigma": flood.sigma, "error_bound": flood.error_bound,
@@ -252,12 +251,10 @@ def _role(me: int, client: int, owner: int) -> str:
     return " + ".join(roles + ["evaluator"])
 
 
-def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], progress: bool,
-             security: str = "passive") -> dict:
-    """``shaper cnn demo`` in one party: joint key generation with the plan's rotation keys on the
-    ``security`` engine (the active one: each party's own range-checked errors, ``method``
-    "local"), then :func:`infer_job` with party 0 as the client (the first ``count`` bundled MNIST
-    test images) and the last party as the model owner (the bundled trained model)."""
+def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], progress: bool) -> dict:
+    """``shaper cnn demo`` in one party: joint key generation with the plan's rotation keys, then
+    :func:`infer_job` with party 0 as the client (the first ``count`` bundled MNIST test images)
+    and the last party as the model owner (the bundled trained model)."""
     def show(event: dict) -> None:
         if not progress or session.index != 0:
             return
@@ -269,10 +266,7 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
 
     params = cnn_parameters()
     steps = P.trace(params).rotation_steps
-    from .mpc import agree_on_security
-
-    agree_on_security(session, security)
-    engine = engine_for(session, security)
+    engine = engine_for(session)
     t = time.perf_counter()
     keys = tc.keygen(engine, params, rotations=steps, method=method, budget=cnn_budget(count),
                      progress=lambda e: show({**e, "phase": "key generation: " + e["phase"]}))
@@ -295,12 +289,11 @@ def demo_job(session: Any, count: int, method: str, encrypt: tuple[str, ...], pr
 
 
 
-def demo_local(parties: int, count: int, method: str, encrypt: tuple[str, ...], progress: bool = True,
-               security: str = "passive") -> list[dict]:
+def demo_local(parties: int, count: int, method: str, encrypt: tuple[str, ...], progress: bool = True) -> list[dict]:
     """:func:`demo_job` at every party here, as processes over loopback TLS."""
     from ..net import launch
 
-    return launch(parties, demo_job, count, method, encrypt, progress, security, timeout=None)
+    return launch(parties, demo_job, count, method, encrypt, progress, timeout=None)
 
 
 def infer_local(root: str | os.PathLike, images: Any, labels: Any, model: Any, encrypt: tuple[str, ...],
@@ -452,7 +445,6 @@ def demo_command(args: Any, local: int | None) -> int:
     from ..ml.cnn.inference import confusion, predictions, single_key
 
     encrypt = encrypt_option(args.encrypt)
-    security = "passive"  # the CNN runs on keys made on the passive engine (infer_job)
     count = args.mnist_sample
     if not 1 <= count <= mnist.SAMPLE_COUNT:
         flag = getattr(args, "sample_flag", "--mnist-sample")
@@ -472,10 +464,10 @@ def demo_command(args: Any, local: int | None) -> int:
         extra: dict[str, Any] = {}
     else:
         if local is not None:
-            print(f"{local} parties as local processes over TLS: joint CKKS key in MPC ({args.method} method, "
-                  f"{security} engine), party0 = client ({count} images), party{local - 1} = model owner; "
+            print(f"{local} parties as local processes over TLS: joint CKKS key in MPC ({args.method} method), "
+                  f"party0 = client ({count} images), party{local - 1} = model owner; "
                   f"{' and '.join(encrypt)} encrypted", flush=True)
-            results = demo_local(local, count, args.method, encrypt, security=security)
+            results = demo_local(local, count, args.method, encrypt)
             parties, busiest = local, max(x["bytes_sent"] for x in results)
             r = results[0]
         else:
@@ -483,10 +475,10 @@ def demo_command(args: Any, local: int | None) -> int:
 
             with Session.from_config(args.parties, me=args.me, key=args.key) as session:
                 parties = session.n
-                print(f"{parties} parties: joint CKKS key in MPC ({args.method} method, {security} engine), "
-                      f"{session.parties[0]} = client ({count} images), {session.parties[-1]} = model owner; "
+                print(f"{parties} parties: joint CKKS key in MPC ({args.method} method), {session.parties[0]} = "
+                      f"client ({count} images), {session.parties[-1]} = model owner; "
                       f"{' and '.join(encrypt)} encrypted", flush=True)
-                r = demo_job(session, count, args.method, encrypt, True, security)
+                r = demo_job(session, count, args.method, encrypt, True)
                 print(session.stats.table(f"traffic of {args.me}"))
             busiest = r["bytes_sent"]
             if "logits" not in r:
@@ -495,7 +487,7 @@ def demo_command(args: Any, local: int | None) -> int:
         logits, phases = r["logits"], [{"name": "key generation (" + r["keygen"]["method"] + ")",
                                         "seconds": r["keygen"]["seconds"],
                                         "bytes_sent": sum(p["bytes_sent"] for p in r["keygen"]["phases"])}] + r["phases"]
-        setting = f"{parties}-party threshold key ({args.method} key generation, {security} engine)"
+        setting = f"{parties}-party threshold key ({args.method} key generation)"
         extra = {"evaluator": r["evaluator"], "joint decryption to": r["client"],
                  ("busiest party sent (MB)" if local is not None else f"{args.me} sent (MB)"): f"{busiest / 1e6:.0f}",
                  "decryption precision (bits)": f"{r['precision_bits']:.1f}"}

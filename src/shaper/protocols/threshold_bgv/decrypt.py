@@ -257,12 +257,6 @@ def plan_flood(keys: Any, cts: Sequence[scheme.Ciphertext], policy: FloodPolicy 
                       f"{keys.ledger.budget} is too wide for the noise left); decrypt with method='bits'")
 
 
-def _residues(values: np.ndarray, primes: Sequence[int]) -> np.ndarray:
-    """Signed int64 values (..., φ) as residue rows (..., R, φ) over ``primes``."""
-    v = np.asarray(values, dtype=np.int64)
-    return np.ascontiguousarray(np.stack([np.mod(v, np.int64(q)).astype(np.uint64) for q in primes], axis=-2))
-
-
 def _open_flooded(engine: Any, keys: Any, cts: list[scheme.Ciphertext], flood: Flood,
                   to: int | None) -> np.ndarray | None:
     """c_0 + c_1 [s] + 2 [f] at level d in coefficient form, opened to ``to`` (every party when
@@ -280,7 +274,7 @@ def _open_flooded(engine: Any, keys: Any, cts: list[scheme.Ciphertext], flood: F
     if active(engine):
         f = contributed(engine, mine, -flood.reach, flood.reach, moduli=primes)
     else:
-        f = SharedRows(engine, _residues(mine, primes), None, primes)
+        f = SharedRows(engine, np.ascontiguousarray(ring.from_signed(mine, limbs)), None, primes)
     qs = np.asarray(primes, dtype=np.uint64)[:, None]
     s = keys.secret(engine).rows(limbs)
     v = linear(lambda s_, f_: add_mod(ring.inverse(ring.mul(c1, np.ascontiguousarray(np.broadcast_to(s_, c1.shape)),
@@ -291,21 +285,18 @@ def _open_flooded(engine: Any, keys: Any, cts: list[scheme.Ciphertext], flood: F
 def _plaintext_bits(opened: np.ndarray, primes: Sequence[int], bound: float) -> np.ndarray:
     """The parity of each centred opening (uint8 (count, φ)) from residue rows (count, R, φ);
     :class:`~shaper.crypto.bgv.scheme.NoiseBudgetExceeded` when one lies beyond ``bound``."""
-    if len(primes) == 1:
+    if len(primes) == 1:  # int64 throughout
         q = int(primes[0])
         x = opened[:, 0].astype(np.int64)
-        centred = np.where(x > q // 2, x - q, x)
-        peak = int(np.max(np.abs(centred)))
-        bits = (centred & 1).astype(np.uint8)
-    else:
-        big_q = math.prod(int(q) for q in primes)
-        total = np.zeros(opened.shape[0::2], dtype=object)
-        for k, q in enumerate(primes):
-            m = big_q // int(q)
-            total = (total + opened[:, k].astype(object) * (m * pow(m, -1, int(q)))) % big_q
-        centred = np.where(total > big_q // 2, total - big_q, total)
-        peak = max(abs(int(c)) for c in centred.ravel())
-        bits = np.vectorize(lambda c: int(c) & 1, otypes=[np.uint8])(centred)
+    else:  # the CRT in Python integers (object arrays): a level above 0 is the rare case
+        q = math.prod(int(p) for p in primes)
+        x = np.zeros(opened.shape[0::2], dtype=object)
+        for k, p in enumerate(primes):
+            m = q // int(p)
+            x = (x + opened[:, k].astype(object) * (m * pow(m, -1, int(p)))) % q
+    centred = np.where(x > q // 2, x - q, x)
+    peak = int(np.max(np.abs(centred)))
+    bits = (centred % 2).astype(np.uint8)
     if peak > bound:
         raise scheme.NoiseBudgetExceeded(f"a flooded phase reached 2^{math.log2(peak):.1f}, beyond its bound "
                                          f"2^{math.log2(bound):.1f}: the ciphertext's noise outgrew its estimate and "
