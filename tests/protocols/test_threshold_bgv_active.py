@@ -150,6 +150,68 @@ def test_an_offset_on_any_opening_of_key_generation_is_caught(parties, nth):
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
 
 
+@FAST
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("nth, index", [(0, 0), (2, 28 * 250 + 5), (None, 11)], ids=["pk", "a-key-limb", "every-key"])
+def test_a_term_added_to_a_share_of_a_key_in_any_limb_is_caught(parties, nth, index):
+    """A key's b opens as every party's share plus its own error, the error proven in one anchor
+    prime only: a term added to a share in any limb (the public key's first coefficient, limb 5
+    of the automorphism key, every key), the deviating party's own view agreeing with what it
+    sent, moves b off the committed errors there."""
+    from shaper.protocols.active import ActiveEngine as Engine
+
+    real = Engine.open_sum
+    seen, fired = [], []
+
+    def shifted(self, residues, moduli, phase):
+        if getattr(_DEVIANT, "on", False):
+            seen.append(phase)
+            if nth is None or len(seen) - 1 == nth:
+                residues = residues.copy()
+                flat = residues.reshape(-1)
+                q = int(moduli[index % residues.shape[-1]])
+                flat[index] = (int(flat[index]) + 1) % q
+                fired.append(phase)
+        return real(self, residues, moduli, phase)
+
+    def job(session):
+        _DEVIANT.on = session.index == parties - 1
+        return _keygen_job(session)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(Engine, "open_sum", shifted):
+        res = run(parties, job, timeout=60)
+    assert fired  # the first deviation stops the key generation
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
+
+
+@FAST
+@pytest.mark.parametrize("parties", [2, 3])
+def test_an_error_other_than_the_committed_one_in_every_limb_is_caught(parties):
+    """The deviating party commits (and proves in range) one error in the anchor prime and adds
+    another, itself in range and the same integer in every limb of the basis, to its shares of
+    the keys: the check compares every limb with the anchor and stops every honest party."""
+    from shaper.protocols.active import ranges
+
+    real = ranges.input_in_range
+
+    def committed_other(engine, values, **kw):
+        if values is not None and getattr(_DEVIANT, "on", False) and kw["q"] > 1 << 61:
+            values = np.where(values > kw["lo"], values - 1, values + 1)
+        return real(engine, values, **kw)
+
+    def job(session):
+        _DEVIANT.on = session.index == parties - 1
+        return _keygen_job(session)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(ranges, "input_in_range", committed_other):
+        res = run(parties, job, timeout=60)
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
+
+
 _DEVIANT = threading.local()
 
 

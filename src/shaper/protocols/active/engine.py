@@ -245,6 +245,21 @@ class ActiveEngine(AuthBitDomain, Engine):
         return total
 
     @guarded
+    def open_sum(self, residues: np.ndarray, moduli: Any, phase: str) -> np.ndarray:
+        """Every party's plain residues (..., L) summed at every party, with no MAC: for a value
+        whose correctness the caller checks by other means before anything depends on it (e.g.
+        an authenticated part plus each party's own terms, :func:`~.ranges.check_one_integer`).
+        The total joins the view, so a party that sent different residues to different peers is
+        caught by the next check's comparison of views."""
+        mods = self._basis(moduli)
+        tag = self._tag("open-sum")
+        share = np.ascontiguousarray(residues, dtype=np.uint64)
+        self.session.broadcast(share, tag)
+        total = sum_residues(self.session, share, mods, tag, f"in an opening ({phase})")
+        self.openings.witness(total, phase)
+        return total
+
+    @guarded
     def check(self, phase: str = "output") -> None:
         """Verify every partial opening since the last check (:mod:`.check`); a failure (or any
         error on the way) stops this engine for good."""

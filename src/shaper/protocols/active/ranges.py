@@ -67,7 +67,8 @@ from .cope import cope_checked
 from .shares import AuthShares
 from .vole import SILENT_MIN
 
-__all__ = ["DIGIT_BITS", "digit_widths", "input_in_range", "input_in_range_basis", "refuse_outside"]
+__all__ = ["DIGIT_BITS", "check_one_integer", "digit_widths", "input_in_range", "input_in_range_basis", "one_integer_fits",
+           "refuse_outside"]
 
 DIGIT_BITS = 4
 MAX_ENTRIES = 1 << 24
@@ -465,17 +466,24 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
 
 
-def _masked_subset_sums(engine: Any, x: AuthShares, owner: int, m_bits: int, what: str) -> np.ndarray:
+def _masked_subset_sums(engine: Any, x: AuthShares, owner: int | None, m_bits: int, what: str) -> np.ndarray:
     """Per batch of DIGIT_CHECK_BATCH entries of ``x`` (flat, over its basis) and each of S =
     soundness coin vectors chi (drawn now, after every input): sum chi x plus a mask below
-    2^m_bits that ``owner`` inputs in every limb, opened (not yet checked): (batches S, L)."""
+    2^m_bits that ``owner`` inputs in every limb (``owner`` None: one of every party's, summed),
+    opened (not yet checked): (batches S, L)."""
     from .lift import flat_auth, from_flat, subset_sums
 
     s = engine.soundness
     count = x.size
     batches = -(-count // DIGIT_CHECK_BATCH)
-    masks = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == owner else None,
-                             owner=owner, moduli=x.moduli)
+    masks = None
+    for o in range(engine.parties) if owner is None else (owner,):
+        m = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == o else None,
+                             owner=o, moduli=x.moduli)
+        if m.size != batches * s:
+            raise DeviationError(f"party {engine.session.parties[o]!r} input {m.size} masks for a check that takes "
+                                 f"{batches * s}")
+        masks = m if masks is None else masks + m
     coins = engine.joint_coins(what)
     cols, col_mods = flat_auth(x)
     # every batch at once (zero rows pad the last; a zero adds nothing), a group of batches per
@@ -492,12 +500,52 @@ def _masked_subset_sums(engine: Any, x: AuthShares, owner: int, m_bits: int, wha
     return engine.open_partial(summed + masks, "range-checked input: one integer in every limb")
 
 
-def _small_bound(span: int) -> tuple[int, int]:
+def _small_bound(span: int, masks: int = 1) -> tuple[int, int]:
     """(beta, mask bits) of the small-range consistency check: a batch's subset sum of x - lo is
-    at most DIGIT_CHECK_BATCH span, its mask 40 bits wider."""
+    at most DIGIT_CHECK_BATCH span, each of the ``masks`` masks (one per masking party) 40 bits
+    wider."""
     top = DIGIT_CHECK_BATCH * span
     m_bits = 40 + top.bit_length()
-    return top + (1 << m_bits), m_bits
+    return top + masks * (1 << m_bits), m_bits
+
+
+def one_integer_fits(q: int, span: int, masks: int) -> bool:
+    """Whether :func:`check_one_integer` with an anchor limb ``q`` holds values up to ``span``
+    under ``masks`` masking parties: 2 (beta + span) < q and each mask below 2^63."""
+    beta, m_bits = _small_bound(span, masks)
+    return 2 * (beta + span) < q and m_bits <= 63
+
+
+def check_one_integer(engine: Any, x: AuthShares, *, anchor: int, span: int, owner: int | None, what: str,
+                      blame: str) -> None:
+    """Checks that every entry of ``x`` (flat (count, L), authenticated over ``x.moduli``) is,
+    in every limb, the residue of its limb-``anchor`` value, taken as an integer in [0, span].
+    The caller knows the anchor value is such an integer (a range proof there); the others may
+    come from anywhere.
+
+    Per batch of DIGIT_CHECK_BATCH entries and each of S = soundness coin vectors chi (drawn
+    after every input), t = sum chi x + M opened in every limb: M the masks of ``owner`` (who
+    knows x), or with ``owner`` None the sum of every party's (so the honest party's hides the
+    sum), each an integer below 2^m, m 40 bits above the sum. Honest, t is one integer at most
+    beta < q_a / 2 in every limb: t_a <= beta and t_a = t_j mod q_j. An entry whose residue in
+    limb j is not its anchor integer changes (t_a, t_j) by a pair whose CRT value is at least
+    q_a - span from that integer's, so of chi_i = 0 and 1 at most one passes (the masks, input
+    before the coins, are fixed): each sum passes it with probability at most 1/2, all S with at
+    most 2^-S. The openings are MAC-checked here, before the comparison; a failure raises
+    :class:`~shaper.errors.DeviationError` with ``blame``."""
+    masks = 1 if owner is not None else engine.parties
+    beta, m_bits = _small_bound(span, masks)
+    q_a = int(x.moduli[anchor])
+    if not one_integer_fits(q_a, span, masks):
+        raise ConfigError(f"a {q_a.bit_length()}-bit anchor is too narrow to check values up to {span}")
+    t = _masked_subset_sums(engine, x, owner, m_bits, what)
+    engine.check(what)
+    t_a = t[:, anchor]
+    ok = bool(np.all(t_a <= np.uint64(beta)))
+    for j, q in enumerate(x.moduli):
+        ok &= j == anchor or bool(np.all(t_a % np.uint64(q) == t[:, j]))
+    if not ok:
+        raise DeviationError(blame)
 
 
 def _small_fits(mods: tuple[int, ...], span: int) -> bool:
@@ -513,15 +561,10 @@ def _small_over_basis(engine: Any, values: Any, owner: int, mods: tuple[int, ...
     """A small range over a basis: the proof in the widest limb q_a, the owner's plain input in
     the others, and a check that they are one integer.
 
-    The check: per batch of DIGIT_CHECK_BATCH entries and each of S = soundness coin vectors
-    chi, t = sum chi (x - lo) + M opened in every limb, M an integer below 2^m of the owner's
-    (input in every limb; m = 40 bits above the sum, so t hides it to 2^-40). Honest, t is one
-    integer at most beta < q_a / 2 in every limb: so t_a <= beta and t_a = t_j mod q_j. An entry
-    whose residue in limb j is not its limb-a integer changes (t_a, t_j) by a pair whose CRT
-    value is at least q_a - span from that integer's, so of chi_i = 0 and 1 at most one passes,
-    and each sum with probability at most 1/2 (chi is drawn after every input): all S pass with
-    at most 2^-S. One proof limb instead of an anchor's, and no lift (whose masks every party
-    inputs in every limb)."""
+    The check (:func:`check_one_integer`, the owner's masks): all S masked subset sums pass an
+    entry whose residue in some limb is not its limb-a integer with probability at most 2^-S.
+    One proof limb instead of an anchor's, and no lift (whose masks every party inputs in every
+    limb)."""
     q_a = max(mods)
     a = mods.index(q_a)
     rest = tuple(q for q in mods if q != q_a)
@@ -537,16 +580,10 @@ def _small_over_basis(engine: Any, values: Any, owner: int, mods: tuple[int, ...
     parts.insert(a, x_a.reshape(count))
     x = AuthShares(engine, np.concatenate([p.share for p in parts], axis=-1),
                    np.concatenate([p.mac[:keys] for p in parts], axis=-1), mods)
-    beta, m_bits = _small_bound(hi - lo)
-    t = _masked_subset_sums(engine, x - lo, owner, m_bits, "range-small")
-    engine.check("range-checked input: one integer in every limb")
-    t_a = t[:, a]
-    ok = bool(np.all(t_a <= np.uint64(beta)))
-    for j, q in enumerate(mods):
-        ok &= j == a or bool(np.all(t_a % np.uint64(q) == t[:, j]))
-    if not ok:
-        raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
-                             "every limb; nothing depends on the input")
+    check_one_integer(engine, x - lo, anchor=a, span=hi - lo, owner=owner,
+                      what="range-checked input: one integer in every limb",
+                      blame=f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
+                            "every limb; nothing depends on the input")
     return x.reshape(shape)
 
 

@@ -32,6 +32,7 @@ from ...crypto.bgv import multiparty, scheme
 from ...crypto.bgv.multiparty import SecretKeyShare
 from ...crypto.bgv.params import Parameters
 from ...crypto.bgv.slots import SlotEvaluator
+from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
 from ...crypto.ckks.multiparty import DEFAULT_BUDGET
 from ...crypto.prg import Prg
 from ...errors import KeyValidationError
@@ -40,7 +41,7 @@ from ..additive.sampling import gaussian_tail, hamming_weight
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.ledger import Ledger
 from ..threshold_ckks.keystore import AuthenticatedShare
-from ..threshold_ckks.polys import SharedRows, active, contributed_errors, joint_seed, linear, share_rows
+from ..threshold_ckks.polys import SharedRows, active, joint_seed, linear, open_with_errors, share_rows
 from .decrypt import decrypt_bits
 from .keystore import JointKeys
 
@@ -150,9 +151,14 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
 
     s = phases.run("secret key", secret, phi)
 
-    def errors(count: int, limbs: list[int]) -> SharedRows:  # 2e, evaluation form
-        e = contributed_errors(engine, params, count, tuple(basis[i] for i in limbs))
-        return e.map(lambda r: ring.forward(ring.add(r, r, limbs), limbs))
+    bound = gaussian_bound(params.sigma)
+
+    def open_errors(base: SharedRows, count: int, limbs: list[int], what: str) -> np.ndarray:
+        """base + 2e opened, e the sum of every party's own rounded Gaussian, each proven within
+        ±⌊6σ⌋ in one anchor prime and checked into every limb (:func:`open_with_errors`)."""
+        return open_with_errors(base, sample_gaussian((count, phi), params.sigma), -bound, bound, factor=2,
+                                to_form=lambda r: ring.forward(r, limbs), from_form=lambda r: ring.inverse(r, limbs),
+                                what=what)
 
     def uniform(seed: bytes, count: int, limbs: list[int]) -> np.ndarray:
         prg = Prg(seed)
@@ -160,8 +166,9 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
 
     def public_key() -> scheme.PublicKey:
         a = uniform(joint_seed(engine, "bgv-pk"), 1, chain)[0]
-        b = linear(lambda s_, e_: multiparty.public_key_share(ring, s_, a, e_[0]), s.rows(chain), errors(1, chain))
-        return scheme.PublicKey(params, b.open("bgv-pk"), a)
+        zero = np.zeros_like(a)
+        base = s.rows(chain).map(lambda s_: multiparty.public_key_share(ring, s_, a, zero))
+        return scheme.PublicKey(params, open_errors(base, 1, chain, "bgv-pk"), a)
 
     public = phases.run("public key", public_key, phi)
 
@@ -173,9 +180,9 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
 
     def switching(target: SharedRows, what: str) -> scheme.SwitchingKey:
         a = uniform(joint_seed(engine, what), params.digits, full)
-        b = linear(lambda s_, t_, e_: multiparty.switching_key_share(ring, s_, t_, a, e_), s, target,
-                   errors(params.digits, full))
-        return scheme.SwitchingKey(params, b.open(what), a)
+        zero = np.zeros_like(a)
+        base = linear(lambda s_, t_: multiparty.switching_key_share(ring, s_, t_, a, zero), s, target)
+        return scheme.SwitchingKey(params, open_errors(base, params.digits, full, what), a)
 
     s2 = phases.run("s^2 (square pairs)", square, phi * len(basis))
     relin = phases.run("relinearisation key", lambda: switching(s2, "bgv-rlk"), phi * params.digits)

@@ -22,12 +22,13 @@ import numpy as np
 
 from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
 from ...crypto.ckks.multiparty import local_errors_coefficients
+from ...errors import DeviationError
 from ...kernels.modq import add_mod, mul_mod
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "contributed_errors", "joint_seed", "linear",
-           "open_rows", "share_rows"]
+__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "contributed_errors", "helper_prime",
+           "joint_seed", "linear", "open_rows", "open_with_errors", "share_rows"]
 
 
 def active(engine: Any) -> bool:
@@ -172,6 +173,100 @@ def contributed(engine: Any, mine: Any, lo: int, hi: int, **basis: Any) -> Share
                                       **basis)
         total = x if total is None else total + x
     return SharedRows.of(engine, total)
+
+
+def helper_prime(primes: tuple[int, ...]) -> int:
+    """The anchor prime of :func:`open_with_errors`: the first prime above 2^61 not in ``primes``
+    (every party computes it from public numbers)."""
+    import gmpy2
+
+    from ..active.lift import HELPER_START
+
+    p = int(gmpy2.next_prime(HELPER_START))
+    while p in primes:
+        p = int(gmpy2.next_prime(p))
+    return p
+
+
+def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, factor: int,
+                     to_form: Callable[[np.ndarray], np.ndarray], from_form: Callable[[np.ndarray], np.ndarray],
+                     what: str) -> np.ndarray:
+    """``base + factor · to_form(e)`` opened to every party, e = Σ_i e_i the sum of every party's
+    own integer polynomials (``mine``: this party's, (count, N) coefficients within [lo, hi]), on
+    the active engine, with the same guarantee as authenticating every e_i over the basis
+    (:func:`contributed`) but proving each in one limb only.
+
+    ``base``: authenticated rows (count, R, N) (or (R, N) for count 1) over ``base.primes``;
+    ``to_form``: the linear map, limb by limb, from coefficient rows to base's form (an NTT),
+    ``from_form`` its inverse. Steps:
+
+    1. every e_i is a range-checked input in one *anchor* prime h above 2^61, outside the basis
+       (:func:`~shaper.protocols.active.ranges.input_in_range`): committed, and proven within
+       [lo, hi], before any share of the result is sent;
+    2. each party sends its share of base plus factor · to_form(e_i mod every prime), its own
+       terms unauthenticated; the total b is public;
+    3. [D] = from_form(b - [base]) is authenticated in every limb (b public), and honest it is
+       factor · e, whose anchor residue factor · Σ [e_i]_h is authenticated and in range.
+       :func:`~shaper.protocols.active.ranges.check_one_integer` (every party's masks, so the
+       honest one hides the errors' sums) proves that every limb of D holds that one integer;
+       the openings are MAC-checked before the comparison.
+
+    A party that adds anything else to its share in any limb (or sends a wrong share of base)
+    moves D off the committed integer in that limb and is caught except with probability
+    2^-soundness; every honest party raises :class:`~shaper.errors.DeviationError`, and nothing
+    is returned. What the opening shows beyond b: nothing (a party's sent residues are its share
+    of base, uniform, plus its terms; the check's openings are masked to 2^-40). Cost per entry
+    and other party: the range proof in one limb (1 + 2 ceil(k/4) committed values) instead of
+    that plus one input per further limb."""
+    from ..active.ranges import check_one_integer, input_in_range, one_integer_fits
+    from ..active.shares import AuthShares
+
+    engine = base.engine
+    if base.mac is None:
+        raise ValueError("open_with_errors() runs on the active engine's authenticated rows")
+    single = base.share.ndim == 2
+    share = base.share[None] if single else base.share
+    mac = base.mac[:, None] if single else base.mac
+    count, rows, n = share.shape
+    primes = base.primes
+    parties = engine.session.n
+    span = factor * parties * (int(hi) - int(lo))
+    h = helper_prime(primes)
+    if not one_integer_fits(h, span, parties):
+        raise ValueError(f"errors within [{lo}, {hi}] times {factor} from {parties} parties do not fit the check's "
+                         f"{h.bit_length()}-bit anchor")
+    mods = (h,) + primes
+    keys = engine.keys(mods)
+    mine = np.asarray(mine, dtype=np.int64).reshape(count, n)
+    # 1. every party's errors committed and proven in the anchor
+    anchor = None
+    for owner in range(parties):
+        e = input_in_range(engine, mine if owner == engine.session.index else None, owner=owner, q=h, lo=lo, hi=hi,
+                           keys=keys)
+        if e.size != count * n:
+            raise DeviationError(f"party {engine.session.parties[owner]!r} committed {e.size} error coefficients to "
+                                 f"{what}, {count * n} expected")
+        e = e.reshape(count * n)
+        anchor = e if anchor is None else anchor + e
+    # 2. this party's share of base plus its own terms, opened to every party
+    qs = np.asarray(primes, dtype=np.uint64)[:, None]
+    terms = np.mod(np.int64(factor) * mine[:, None, :], np.asarray(primes, dtype=np.int64)[:, None]).astype(np.uint64)
+    sent = add_mod(share, to_form(np.ascontiguousarray(terms)), qs)
+    b = np.ascontiguousarray(np.swapaxes(
+        engine.open_sum(np.ascontiguousarray(np.swapaxes(sent, -1, -2)), primes, what), -1, -2))
+    # 3. D = from_form(b - base): factor · e in every limb, checked against the anchor
+    d = SharedRows(engine, share, mac, primes)
+    d = linear(lambda x: np.ascontiguousarray((qs - x) % qs), d).add_public(b).map(from_form)
+    limbs = np.swapaxes(d.share, -1, -2).reshape(count * n, rows)
+    limb_macs = np.swapaxes(d.mac[:keys], -1, -2).reshape(keys, count * n, rows)
+    anchored = anchor * factor
+    x = AuthShares(engine, np.concatenate([anchored.share, limbs], axis=-1),
+                   np.concatenate([anchored.mac[:keys], limb_macs], axis=-1), mods)
+    check_one_integer(engine, x - factor * parties * int(lo), anchor=0, span=span, owner=None,
+                      what=f"{what}: the errors in every limb",
+                      blame=f"a party's share of {what} is not its share plus the error it committed in every limb "
+                            "(a share or an error was changed); nothing was accepted")
+    return b[0] if single else b
 
 
 def contributed_errors(engine: Any, params: Any, count: int,
