@@ -5,11 +5,14 @@ conversion, against the single-key slot simulator; and deviating parties, at 2 a
 =====================================  ========================================================
 deviation                              what stops it
 =====================================  ========================================================
-an offset on any opening of key        the MAC check of that opening (b of a key, d = s − α,
-generation                             the samplers' openings): no key is returned
+an offset on any opening of key        the MAC check of that opening (d = s − α, the
+generation                             samplers' openings): no key is returned
+a term added to a share of a key's b   b − (−a[s] + ...) is checked to be, in every limb, the
+in any limb, or an error other than    errors every party committed (and proved in range) in
+the committed one in every limb        one anchor prime: no key is returned
 an input owner whose plaintext         its range proof (coefficients within [0, 1]), naming it
 coefficient is 2 (or q − 1)
-a term added to a share of c_0         the MAC check of c_0's opening
+a term added to a share of c_0         the same check of c_0 against the committed 2e + m
 an offset on any opening of the        the MAC checks of the conversion to bits: nothing is
 decryption                             decrypted
 a key made on the passive engine       refused on the active engine (it has no MAC shares)
@@ -158,31 +161,7 @@ def test_a_term_added_to_a_share_of_a_key_in_any_limb_is_caught(parties, nth, in
     prime only: a term added to a share in any limb (the public key's first coefficient, limb 5
     of the automorphism key, every key), the deviating party's own view agreeing with what it
     sent, moves b off the committed errors there."""
-    from shaper.protocols.active import ActiveEngine as Engine
-
-    real = Engine.open_sum
-    seen, fired = [], []
-
-    def shifted(self, residues, moduli, phase):
-        if getattr(_DEVIANT, "on", False):
-            seen.append(phase)
-            if nth is None or len(seen) - 1 == nth:
-                residues = residues.copy()
-                flat = residues.reshape(-1)
-                q = int(moduli[index % residues.shape[-1]])
-                flat[index] = (int(flat[index]) + 1) % q
-                fired.append(phase)
-        return real(self, residues, moduli, phase)
-
-    def job(session):
-        _DEVIANT.on = session.index == parties - 1
-        return _keygen_job(session)
-
-    import unittest.mock
-
-    with unittest.mock.patch.object(Engine, "open_sum", shifted):
-        res = run(parties, job, timeout=60)
-    assert fired  # the first deviation stops the key generation
+    res = _adding_to_open_sum(parties, _keygen_job, "", index, nth)
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
 
 
@@ -249,28 +228,40 @@ def test_an_input_owner_with_a_coefficient_outside_gf2_is_refused_naming_it(save
 
 
 @FAST
-def test_a_term_added_to_a_share_of_c0_is_caught(saved):
+@pytest.mark.parametrize("index", [5, 256 * 25 - 1], ids=["limb-5", "last-limb"])
+def test_a_term_added_to_a_share_of_c0_is_caught(saved, index):
+    """The deviating party adds 1 to one residue of its share of c_0 (its own view agreeing):
+    c_0 - (-a [s]) is then off the committed 2e + m in that limb."""
     parties, out = saved
-    from shaper.protocols.threshold_ckks import polys
+    res = _adding_to_open_sum(parties, lambda session: _encrypt_job(session, out), "bgv-input", index)
+    assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
 
-    real = polys.SharedRows.open
 
-    def shifted(self, what, to=None, **kw):
-        if what.startswith("bgv-input") and getattr(_DEVIANT, "on", False):
-            share = self.share.copy()
-            share.reshape(-1)[5] = (int(share.reshape(-1)[5]) + 1) % self.primes[0]
-            self = polys.SharedRows(self.engine, share, self.mac, self.primes)
-        return real(self, what, to, **kw)
-
-    def job(session):
-        _DEVIANT.on = session.index == parties - 1
-        return _encrypt_job(session, out)
-
+def _adding_to_open_sum(parties, job, prefix, index, nth=None):
+    """``job`` at every party, the last adding 1 to entry ``index`` of the residues it sends in
+    every (or the nth) opening of a term-carrying share whose phase starts with ``prefix``."""
     import unittest.mock
 
-    with unittest.mock.patch.object(polys.SharedRows, "open", shifted):
-        res = run(parties, job, timeout=30)
-    assert_all_stopped(res, parties - 1, words="MAC check failed")
+    real = ActiveEngine.open_sum
+    seen = []
+
+    def shifted(self, residues, moduli, phase):
+        if getattr(_DEVIANT, "on", False) and phase.startswith(prefix):
+            seen.append(phase)
+            if nth is None or len(seen) - 1 == nth:
+                residues = residues.copy()
+                flat = residues.reshape(-1)
+                flat[index] = (int(flat[index]) + 1) % int(moduli[index % residues.shape[-1]])
+        return real(self, residues, moduli, phase)
+
+    def deviant(session):
+        _DEVIANT.on = session.index == parties - 1
+        return job(session)
+
+    with unittest.mock.patch.object(ActiveEngine, "open_sum", shifted):
+        res = run(parties, deviant, timeout=60)
+    assert seen, "the deviating party never opened a share with its own terms"
+    return res
 
 
 _CTS: dict[int, S.Ciphertext] = {}

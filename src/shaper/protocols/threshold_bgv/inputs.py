@@ -32,13 +32,13 @@ import numpy as np
 from ...crypto.bgv import scheme
 from ...crypto.bgv.multiparty import joint_input_noise, joint_input_share
 from ...crypto.bgv.serial import ciphertext_digest
-from ...crypto.ckks.keys import sample_gaussian
+from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
 from ...crypto.prg import Prg, default_prg
-from ...errors import ConfigError, DeviationError
+from ...errors import ConfigError
 from ..threshold_ckks.commit import committed_open_rows
 from ..threshold_ckks.inputs import announce
 from ..threshold_ckks.ledger import Entry
-from ..threshold_ckks.polys import SharedRows, active, contributed_errors, joint_seed, linear
+from ..threshold_ckks.polys import active, joint_seed, open_with_errors
 
 __all__ = ["encrypt_jointly", "entry"]
 
@@ -91,29 +91,28 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, owner: int | 
 
 def _c0_authenticated(engine: Any, keys: Any, values: Any, owner: int, count: int, a: np.ndarray,
                       tag: str) -> np.ndarray:
-    """c_0 = −a·[s] + [2e] + [m] on the active engine, opened with the MAC check: the owner's
-    plaintext coefficients a range-checked input within [0, 1] (a GF(2) polynomial; anything
-    else is refused naming the owner), e the sum of every party's own rounded Gaussian, each
-    range-checked within ±⌊6σ⌋ (:func:`~shaper.protocols.threshold_ckks.polys.contributed`). No
-    party adds an unchecked term: a term added to a share of c_0 fails the MAC check."""
+    """c_0 = −a·[s] + 2e + m on the active engine (:func:`~shaper.protocols.threshold_ckks.polys.open_with_errors`):
+    the owner's plaintext coefficients a range-checked input within [0, 1] (a GF(2) polynomial;
+    anything else is refused naming the owner), e the sum of every party's own rounded
+    Gaussian, each range-checked within ±⌊6σ⌋, both proven in one anchor prime and carried into
+    every limb by the opening, where a check against the anchor and the MAC check of −a·[s]
+    stop a term added to a share of c_0 in any limb."""
     params = keys.params
     ring = scheme._ring(params)
     chain = ring.chain(params.max_level)
-    primes = tuple(int(params.basis[i]) for i in chain)
     s = keys.secret(engine).rows(chain)
     bits = None
     if values is not None:
         ev = scheme.Evaluator(params)
         bits = np.stack([ev.encode(v).bits for v in values]).astype(np.int64)
-    m = SharedRows.of(engine, engine.share_mod_in_range(bits, owner=owner, lo=0, hi=1, moduli=primes))
-    if m.share.shape != (count, len(chain), params.phi):
-        raise DeviationError(f"party {engine.session.parties[owner]!r} input plaintexts of shape "
-                             f"{m.share.shape[::2]}, announced ({count}, {params.phi})")
-    e = contributed_errors(engine, params, count, primes)
-    c0 = linear(lambda s_, e_, m_: ring.add(joint_input_share(ring, s_, a, ring.forward(ring.add(e_, e_, chain), chain)),
-                                           ring.forward(m_, chain), chain),
-                s, e, m)
-    return c0.open(f"bgv-input-{tag}")
+    if bits is not None and bits.shape != (count, params.phi):
+        raise ConfigError(f"plaintexts of shape {bits.shape}, announced ({count}, {params.phi})")
+    zero = np.zeros_like(a)
+    base = s.map(lambda s_: joint_input_share(ring, s_, a, zero))
+    bound = gaussian_bound(params.sigma)
+    return open_with_errors(base, sample_gaussian((count, params.phi), params.sigma), -bound, bound, factor=2,
+                            to_form=lambda r: ring.forward(r, chain), from_form=lambda r: ring.inverse(r, chain),
+                            what=f"bgv-input-{tag}", owned=(owner, bits, 0, 1))
 
 
 def entry(ct: scheme.Ciphertext, kind: str, source: str) -> Entry:

@@ -190,23 +190,25 @@ def helper_prime(primes: tuple[int, ...]) -> int:
 
 def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, factor: int,
                      to_form: Callable[[np.ndarray], np.ndarray], from_form: Callable[[np.ndarray], np.ndarray],
-                     what: str) -> np.ndarray:
-    """``base + factor · to_form(e)`` opened to every party, e = Σ_i e_i the sum of every party's
-    own integer polynomials (``mine``: this party's, (count, N) coefficients within [lo, hi]), on
-    the active engine, with the same guarantee as authenticating every e_i over the basis
-    (:func:`contributed`) but proving each in one limb only.
+                     what: str, owned: tuple[int, Any, int, int] | None = None) -> np.ndarray:
+    """``base + to_form(factor · e + m)`` opened to every party, e = Σ_i e_i the sum of every
+    party's own integer polynomials (``mine``: this party's, (count, N) coefficients within [lo,
+    hi]) and m an optional plaintext of one party (``owned`` = (owner, its (count, N) integers at
+    the owner, None elsewhere, lo, hi)), on the active engine, with the same guarantee as
+    authenticating every term over the basis (:func:`contributed`) but proving each in one limb.
 
     ``base``: authenticated rows (count, R, N) (or (R, N) for count 1) over ``base.primes``;
     ``to_form``: the linear map, limb by limb, from coefficient rows to base's form (an NTT),
     ``from_form`` its inverse. Steps:
 
-    1. every e_i is a range-checked input in one *anchor* prime h above 2^61, outside the basis
-       (:func:`~shaper.protocols.active.ranges.input_in_range`): committed, and proven within
-       [lo, hi], before any share of the result is sent;
-    2. each party sends its share of base plus factor · to_form(e_i mod every prime), its own
-       terms unauthenticated; the total b is public;
+    1. every e_i (and m) is a range-checked input in one *anchor* prime h above 2^61, outside
+       the basis (:func:`~shaper.protocols.active.ranges.input_in_range`): committed, and proven
+       within its range, before any share of the result is sent;
+    2. each party sends its share of base plus to_form(factor · e_i (+ m at the owner) mod every
+       prime), its own terms unauthenticated; the total b is public;
     3. [D] = from_form(b - [base]) is authenticated in every limb (b public), and honest it is
-       factor · e, whose anchor residue factor · Σ [e_i]_h is authenticated and in range.
+       factor · e + m, whose anchor residue factor · Σ [e_i]_h + [m]_h is authenticated and in
+       range.
        :func:`~shaper.protocols.active.ranges.check_one_integer` (every party's masks, so the
        honest one hides the errors' sums) proves that every limb of D holds that one integer;
        the openings are MAC-checked before the comparison.
@@ -230,11 +232,13 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     count, rows, n = share.shape
     primes = base.primes
     parties = engine.session.n
-    span = factor * parties * (int(hi) - int(lo))
+    span = factor * parties * (int(hi) - int(lo)) + (0 if owned is None else int(owned[3]) - int(owned[2]))
+    shift = factor * parties * int(lo) + (0 if owned is None else int(owned[2]))
     h = helper_prime(primes)
     if not one_integer_fits(h, span, parties):
-        raise ValueError(f"errors within [{lo}, {hi}] times {factor} from {parties} parties do not fit the check's "
-                         f"{h.bit_length()}-bit anchor")
+        raise ValueError(f"terms spanning {span} (errors within [{lo}, {hi}] times {factor} from {parties} parties"
+                         f"{'' if owned is None else ' and a plaintext'}) do not fit the check's {h.bit_length()}-bit "
+                         "anchor")
     mods = (h,) + primes
     keys = engine.keys(mods)
     mine = np.asarray(mine, dtype=np.int64).reshape(count, n)
@@ -248,9 +252,21 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
                                  f"{what}, {count * n} expected")
         e = e.reshape(count * n)
         anchor = e if anchor is None else anchor + e
+    anchor = anchor * factor
+    own = np.int64(factor) * mine
+    if owned is not None:
+        owner, values, m_lo, m_hi = owned
+        m = input_in_range(engine, values if owner == engine.session.index else None, owner=owner, q=h, lo=m_lo,
+                           hi=m_hi, keys=keys)
+        if m.size != count * n:
+            raise DeviationError(f"party {engine.session.parties[owner]!r} input {m.size} plaintext coefficients to "
+                                 f"{what}, {count * n} expected")
+        anchor = anchor + m.reshape(count * n)
+        if owner == engine.session.index:
+            own = own + np.asarray(values, dtype=np.int64).reshape(count, n)
     # 2. this party's share of base plus its own terms, opened to every party
     qs = np.asarray(primes, dtype=np.uint64)[:, None]
-    terms = np.mod(np.int64(factor) * mine[:, None, :], np.asarray(primes, dtype=np.int64)[:, None]).astype(np.uint64)
+    terms = np.mod(own[:, None, :], np.asarray(primes, dtype=np.int64)[:, None]).astype(np.uint64)
     sent = add_mod(share, to_form(np.ascontiguousarray(terms)), qs)
     b = np.ascontiguousarray(np.swapaxes(
         engine.open_sum(np.ascontiguousarray(np.swapaxes(sent, -1, -2)), primes, what), -1, -2))
@@ -259,10 +275,9 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     d = linear(lambda x: np.ascontiguousarray((qs - x) % qs), d).add_public(b).map(from_form)
     limbs = np.swapaxes(d.share, -1, -2).reshape(count * n, rows)
     limb_macs = np.swapaxes(d.mac[:keys], -1, -2).reshape(keys, count * n, rows)
-    anchored = anchor * factor
-    x = AuthShares(engine, np.concatenate([anchored.share, limbs], axis=-1),
-                   np.concatenate([anchored.mac[:keys], limb_macs], axis=-1), mods)
-    check_one_integer(engine, x - factor * parties * int(lo), anchor=0, span=span, owner=None,
+    x = AuthShares(engine, np.concatenate([anchor.share, limbs], axis=-1),
+                   np.concatenate([anchor.mac[:keys], limb_macs], axis=-1), mods)
+    check_one_integer(engine, x - shift, anchor=0, span=span, owner=None,
                       what=f"{what}: the errors in every limb",
                       blame=f"a party's share of {what} is not its share plus the error it committed in every limb "
                             "(a share or an error was changed); nothing was accepted")
