@@ -124,6 +124,27 @@ def test_set_workers_validation(monkeypatch):
     kernels.set_workers(None)
 
 
+def test_set_workers_caps_numpys_blas_threads():
+    """A party given one worker must not keep a BLAS pool as wide as the machine (it spins
+    against the other parties on their cores)."""
+    from threadpoolctl import threadpool_info
+
+    def blas() -> list[int]:
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    import numpy as np
+
+    np.ones((2, 2)) @ np.ones((2, 2))  # BLAS loaded
+    if not blas():
+        pytest.skip("numpy here has no BLAS threadpoolctl can see")
+    try:
+        kernels.set_workers(1)
+        assert blas() and all(n == 1 for n in blas())
+    finally:
+        kernels.set_workers(None)
+    assert all(1 <= n <= kernels.workers() for n in blas())
+
+
 def test_interrupted_call_never_leaks_stale_replies(par, monkeypatch):
     bases = list(range(2, 50))
     par.powmod(bases, [7] * len(bases), M)  # workers up

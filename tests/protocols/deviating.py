@@ -171,3 +171,40 @@ def run(parties: int, program: Callable, *args: Any, deviant: Any = None, deviat
             plan = {i % parties: list(deviations) for i in coalition}
     config = NetConfig(timeout=timeout)
     return run_in_memory(parties, _job, program, plan, rush, args, config=config, timeout=120 + 10 * timeout)
+
+
+_ADDING = __import__("threading").local()
+
+
+def adding_to_open_sum(parties: int, program: Callable, *args: Any, prefix: str = "", index: int = 0,
+                       nth: int | None = None, deviant: int = -1, timeout: float = 60.0) -> list[tuple]:
+    """:func:`run` with party ``deviant`` (default the last) adding 1 to entry ``index`` of the
+    residues it sends in every (or the ``nth``) opening of a share that carries its own terms
+    (:meth:`~shaper.protocols.active.ActiveEngine.open_sum`, phases starting with ``prefix``).
+    Unlike an offset on the wire, the party's own view agrees with what it sent, so only the
+    protocol's check of the carried terms can catch it. Asserts that such an opening happened."""
+    import unittest.mock
+
+    from shaper.protocols.active import ActiveEngine
+
+    real = ActiveEngine.open_sum
+    seen: list[str] = []
+    bad = deviant % parties
+
+    def shifted(self: Any, residues: np.ndarray, moduli: Any, phase: str) -> np.ndarray:
+        if getattr(_ADDING, "on", False) and phase.startswith(prefix):
+            seen.append(phase)
+            if nth is None or len(seen) - 1 == nth:
+                residues = residues.copy()
+                flat = residues.reshape(-1)
+                flat[index] = (int(flat[index]) + 1) % int(moduli[index % residues.shape[-1]])
+        return real(self, residues, moduli, phase)
+
+    def job(session: Any, *a: Any) -> Any:
+        _ADDING.on = session.index == bad
+        return program(session, *a)
+
+    with unittest.mock.patch.object(ActiveEngine, "open_sum", shifted):
+        res = run(parties, job, *args, timeout=timeout)
+    assert seen, "the deviating party never opened a share that carries its own terms"
+    return res

@@ -41,7 +41,7 @@ from shaper.protocols import threshold_bgv as tb
 from shaper.protocols.active import ActiveEngine
 from shaper.protocols.ot import InsecureLinks
 
-from .deviating import Deviation, run
+from .deviating import Deviation, adding_to_open_sum, run
 from .test_active import assert_all_stopped
 
 NATIVE = importlib.util.find_spec("shaper._native") is not None
@@ -161,7 +161,7 @@ def test_a_term_added_to_a_share_of_a_key_in_any_limb_is_caught(parties, nth, in
     prime only: a term added to a share in any limb (the public key's first coefficient, limb 5
     of the automorphism key, every key), the deviating party's own view agreeing with what it
     sent, moves b off the committed errors there."""
-    res = _adding_to_open_sum(parties, _keygen_job, "", index, nth)
+    res = adding_to_open_sum(parties, _keygen_job, index=index, nth=nth)
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
 
 
@@ -233,35 +233,8 @@ def test_a_term_added_to_a_share_of_c0_is_caught(saved, index):
     """The deviating party adds 1 to one residue of its share of c_0 (its own view agreeing):
     c_0 - (-a [s]) is then off the committed 2e + m in that limb."""
     parties, out = saved
-    res = _adding_to_open_sum(parties, lambda session: _encrypt_job(session, out), "bgv-input", index)
+    res = adding_to_open_sum(parties, _encrypt_job, out, prefix="bgv-input", index=index)
     assert_all_stopped(res, parties - 1, kinds=("DeviationError",))
-
-
-def _adding_to_open_sum(parties, job, prefix, index, nth=None):
-    """``job`` at every party, the last adding 1 to entry ``index`` of the residues it sends in
-    every (or the nth) opening of a term-carrying share whose phase starts with ``prefix``."""
-    import unittest.mock
-
-    real = ActiveEngine.open_sum
-    seen = []
-
-    def shifted(self, residues, moduli, phase):
-        if getattr(_DEVIANT, "on", False) and phase.startswith(prefix):
-            seen.append(phase)
-            if nth is None or len(seen) - 1 == nth:
-                residues = residues.copy()
-                flat = residues.reshape(-1)
-                flat[index] = (int(flat[index]) + 1) % int(moduli[index % residues.shape[-1]])
-        return real(self, residues, moduli, phase)
-
-    def deviant(session):
-        _DEVIANT.on = session.index == parties - 1
-        return job(session)
-
-    with unittest.mock.patch.object(ActiveEngine, "open_sum", shifted):
-        res = run(parties, deviant, timeout=60)
-    assert seen, "the deviating party never opened a share with its own terms"
-    return res
 
 
 _CTS: dict[int, S.Ciphertext] = {}

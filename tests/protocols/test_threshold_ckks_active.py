@@ -45,9 +45,9 @@ from shaper.protocols.active import ActiveEngine
 from shaper.protocols.ot import InsecureLinks
 from shaper.protocols.threshold_ckks.polys import SharedRows
 
-from .deviating import Deviation, run
+from .deviating import Deviation, adding_to_open_sum, run
 
-keygen_module = importlib.import_module("shaper.protocols.threshold_ckks.polys")
+keygen_module = importlib.import_module("shaper.protocols.threshold_ckks.keygen")
 NATIVE = importlib.util.find_spec("shaper._native") is not None
 PARAMS = ckks.Parameters.from_literal(64, [50, 40, 40], 50, 40, insecure=True)
 ROWS = list(range(len(PARAMS.primes)))
@@ -195,6 +195,35 @@ def test_a_deviation_in_inputs_proofs_or_checks_is_caught(parties, dev):
     assert dev.fired
 
 
+@pytest.mark.parametrize("parties", [2, 3])
+@pytest.mark.parametrize("nth, index", [(0, 0), (1, 4 * 40 + 3), (None, 6)], ids=["pk", "rlk-last-limb", "every-key"])
+def test_a_term_added_to_a_key_share_in_any_limb_is_caught(parties, nth, index):
+    """A key's b opens as every party's share plus its own error (proven in one anchor prime):
+    the deviating party adds 1 to one residue of its share, its own view agreeing, in the public
+    key, in the last limb of the relinearisation key, or in every key."""
+    _assert_caught(adding_to_open_sum(parties, _deviating_keygen, "local", index=index, nth=nth, timeout=20),
+                   parties - 1)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_key_error_other_than_the_committed_one_is_caught(parties):
+    """The deviating party proves one error in the anchor prime and adds another, in range and
+    the same integer in every limb, to its key shares: every honest party stops."""
+    import unittest.mock
+
+    from shaper.protocols.active import ranges
+
+    real = ranges.input_in_range
+
+    def committed_other(engine, values, **kw):
+        if values is not None and getattr(_DEVIANT, "on", False) and kw["q"] > 1 << 61:
+            values = np.where(values > kw["lo"], values - 1, values + 1)
+        return real(engine, values, **kw)
+
+    with unittest.mock.patch.object(ranges, "input_in_range", committed_other):
+        _assert_caught(run(parties, _out_of_range_job, parties - 1, timeout=20), parties - 1)
+
+
 _DEVIANT = threading.local()
 
 
@@ -310,6 +339,15 @@ def test_an_input_owner_beyond_its_bound_is_refused_naming_it(saved, monkeypatch
         outcome = attempt(coefficient)
         assert all(o[0] == "error" and o[1] == "DeviationError" and "party0" in o[2] for o in outcome[1:]), outcome
     assert all(o[0] == "ok" for o in attempt(limit)) and all(o[0] == "ok" for o in attempt(-limit))  # the bound
+
+
+@pytest.mark.parametrize("index", [3, 64 * 3 - 1], ids=["first-limb", "last-limb"])
+def test_a_term_added_to_a_share_of_c0_in_any_limb_is_caught(saved, index):
+    """The owner adds 1 to one residue of its share of c_0 (its view agreeing): c_0 − (−a[s] +
+    [m]) is then off the committed errors in that limb."""
+    parties, out = saved
+    _assert_caught(adding_to_open_sum(parties, _encrypt_job, out, X, prefix="input-", index=index, deviant=0,
+                                      timeout=20), 0)
 
 
 @pytest.mark.parametrize("dev", [

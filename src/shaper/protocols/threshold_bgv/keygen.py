@@ -125,9 +125,10 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
                    progress: Progress | None) -> JointKeys:
     """:func:`keygen` on the active engine: s from the engine's ternary or fixed-weight sampler
     (authenticated), every error the sum of every party's own rounded Gaussian, each a
-    range-checked input within ±⌊6σ⌋ (:func:`~shaper.protocols.threshold_ckks.polys.contributed`),
-    every key's b computed on authenticated shares and opened with the MAC check, s² from
-    square pairs with d = s − α opened checked. A deviating party can abort, or choose its own
+    range-checked input within ±⌊6σ⌋ in one anchor prime, every key's b = −a·[s] + … on
+    authenticated shares plus each party's own 2e_i, opened and checked to carry exactly the
+    committed errors in every limb (:func:`~shaper.protocols.threshold_ckks.polys.open_with_errors`),
+    s² from square pairs with d = s − α opened checked. A deviating party can abort, or choose its own
     errors within their range; the noise estimates assume σ per error, and the decryption's
     range check refuses a phase that a worse error pushed past q_0/4."""
     ring = scheme._ring(params)
@@ -138,8 +139,8 @@ def _keygen_active(engine: Any, params: Parameters, galois: Iterable[int], check
     me = engine.session.index
     phases = Phases(engine, progress)
     automorphisms = sorted({int(u) % params.m for u in galois} - {1})
-    # every error a range-checked input, each entry 1 + 2 x 2 committed digits, per limb: many small
-    # batches per prime that the silent pool serves cheaper than COPE
+    # every error a range-checked input in the anchor prime, each entry 1 + 2 x 2 committed digits:
+    # batches that the silent pool serves cheaper than COPE
     engine.expect_many(5 * phi * params.digits * (2 + len(automorphisms)))
 
     def secret() -> SharedRows:

@@ -45,12 +45,12 @@ import numpy as np
 
 from ...crypto import ckks
 from ...crypto.ckks.bounds import NoiseModel
-from ...crypto.ckks.keys import uniform_poly
-from ...crypto.ckks.multiparty import joint_input_share
+from ...crypto.ckks.keys import gaussian_bound, uniform_poly
+from ...crypto.ckks.multiparty import joint_input_share, local_errors_coefficients
 from ...crypto.prg import Prg
 from ...errors import ConfigError
 from .commit import committed_open_rows
-from .polys import SharedRows, active, contributed_errors, joint_seed, linear
+from .polys import SharedRows, active, joint_seed, linear, open_with_errors
 
 __all__ = ["announce", "encrypt_jointly", "noise_model"]
 
@@ -126,11 +126,12 @@ def enforced_value_bound(keys: Any, scale: float, value_bound: float) -> float:
 
 def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, owner: int, count: int, level: int,
                            scale: float, value_bound: float, a: np.ndarray, tag: str) -> tuple[np.ndarray, Any]:
-    """The joint encryption on the active engine: c_0 = -a [s] + [e] + [m] on authenticated
-    shares, opened with the MAC check. [m]: the owner's encoded coefficients, a range-checked
-    input (each within :func:`coefficient_bound`, proven before anything depends on it); [e]:
-    every party's own Gaussian, range-checked (:func:`~.polys.contributed_errors`); [s]: the
-    key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
+    """The joint encryption on the active engine: c_0 = -a [s] + [m] + e, opened. [m]: the
+    owner's encoded coefficients, a range-checked input (each within :func:`coefficient_bound`,
+    proven before anything depends on it); e: every party's own Gaussian, range-checked in one
+    anchor prime and carried into every limb by the opening, where c_0 - (-a [s] + [m]) is
+    checked to be the committed errors (:func:`~.polys.open_with_errors`, MAC-checked); [s]:
+    the key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
     params = keys.params
     secret = keys.secret(engine)  # refuses a key without MAC shares
     ctx = params.context
@@ -143,14 +144,21 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
         coeffs = np.stack([np.rint(encoder.slots_to_coefficients(v) * scale) for v in values]).astype(np.int64)
 
     m = SharedRows.of(engine, engine.share_mod_in_range(coeffs, owner=owner, lo=-limit, hi=limit, moduli=primes))
-    e = contributed_errors(engine, params, count, primes)
     s = secret.rows(rows)
 
-    def phase(s_: np.ndarray, e_: np.ndarray, m_: np.ndarray) -> np.ndarray:
-        as_ = ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows)
-        return ctx.add(ctx.sub(e_, as_, rows), m_, rows)
+    def phase(s_: np.ndarray, m_: np.ndarray) -> np.ndarray:  # m - a s; the errors join at the opening
+        return ctx.sub(m_, ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows), rows)
 
-    c0 = linear(phase, s, e.ntt(ctx, rows), m.ntt(ctx, rows)).open(f"input-{tag}")
+    def transform(forward: bool) -> Any:
+        def f(x: np.ndarray) -> np.ndarray:
+            out = np.array(x, dtype=np.uint64, copy=True)
+            (ctx.ntt if forward else ctx.intt)(out, rows)
+            return out
+        return f
+
+    bound = gaussian_bound(params.sigma)
+    c0 = open_with_errors(linear(phase, s, m.ntt(ctx, rows)), local_errors_coefficients(params, count), -bound, bound,
+                          factor=1, to_form=transform(True), from_form=transform(False), what=f"input-{tag}")
     # the phase is m + e: m any polynomial with coefficients within c (the whole of it counted as
     # message, at W c), e the parties' range-checked errors; the honest encoding's rounding of the
     # declared values stays in the error (conservative), not an encoding error of the W c bound

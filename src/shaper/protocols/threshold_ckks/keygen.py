@@ -21,8 +21,9 @@ that do not work, but it cannot choose them.
 On the active engine (:class:`~shaper.protocols.active.ActiveEngine`) every step runs on
 authenticated shares (:class:`~.polys.SharedRows`: each local step linear in the shares, applied
 to the MAC shares alike), every opening is MAC-checked, and ``method="local"`` takes each party's
-error as a range-checked input (:func:`~.polys.contributed_errors`; the ledger's key method is
-then "contributed"): a party that deviates anywhere makes every honest party raise
+error as a range-checked input, proven in one anchor prime and carried into every limb by the
+key's opening, where it is checked against the anchor (:func:`~.polys.open_with_errors`; the
+ledger's key method is then "contributed"): a party that deviates anywhere makes every honest party raise
 :class:`~shaper.errors.DeviationError` before any key is returned. The keys carry this party's
 MAC keys and MAC shares of s (:class:`~.keystore.AuthenticatedShare`), which later joint
 encryptions and decryptions use.
@@ -36,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from ...crypto import ckks
-from ...crypto.ckks.keys import expand_seed
+from ...crypto.ckks.keys import expand_seed, gaussian_bound
 from ...crypto.ckks.multiparty import (
     DEFAULT_BUDGET,
     check_bound,
     check_vectors,
     local_errors,
+    local_errors_coefficients,
     public_key_share,
     square_share,
     switching_key_share,
@@ -54,7 +56,7 @@ from .decrypt import decrypt, plan_flood
 from .inputs import noise_model
 from .keystore import AuthenticatedShare, JointKeys
 from .ledger import Ledger
-from .polys import SharedRows, active, contributed_errors, joint_seed, linear
+from .polys import SharedRows, active, joint_seed, linear, open_with_errors
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
 
@@ -98,11 +100,27 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
 
     s = phases.run("secret key (ternary)", secret, n)
 
+    contributed = auth and method == "local"  # each party's own error, proven in range in one anchor prime
+
+    def ntt(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        ctx.ntt(out, rows)
+        return out
+
+    def intt(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        ctx.intt(out, rows)
+        return out
+
+    def open_contributed(base: SharedRows, count: int, what: str) -> np.ndarray:
+        """base + e opened, e the sum of every party's own error (:func:`~.polys.open_with_errors`)."""
+        bound = gaussian_bound(params.sigma)
+        return open_with_errors(base, local_errors_coefficients(params, count), -bound, bound, factor=1,
+                                to_form=ntt, from_form=intt, what=what)
+
     def errors(count: int) -> SharedRows | np.ndarray:
-        if method == "local":  # each party's own error
-            if not auth:
-                return local_errors(params, count)  # added to this party's share
-            return contributed_errors(engine, params, count).ntt(ctx, rows)
+        if method == "local":  # each party's own error, added to this party's share (passive)
+            return local_errors(params, count)
         e = SharedRows.of(engine, engine.gaussian(count * n, primes, sigma=sigma))  # (R, count n)
         e = SharedRows(engine, _split(e.share, count), None if e.mac is None else _split(e.mac, count), e.primes)
         return e.ntt(ctx, rows)
@@ -110,6 +128,10 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
     def public_key() -> ckks.PublicKey:  # b = -a s + e
         seed = joint_seed(engine, "pk")
         a = expand_seed(params, seed, rows, 1)[0]
+        if contributed:
+            zero = np.zeros_like(a)
+            b = open_contributed(s.map(lambda s_: public_key_share(params, s_, a, zero)), 1, "pk")
+            return ckks.PublicKey(params, np.stack([b, a]), seed)
         e = errors(1)
         if isinstance(e, SharedRows):
             b = linear(lambda s_, e_: public_key_share(params, s_, a, e_[0]), s, e)
@@ -129,6 +151,11 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
         digits = len(params.moduli)
         seed = joint_seed(engine, what)
         a = expand_seed(params, seed, rows, digits)
+        if contributed:
+            zero = np.zeros_like(a)
+            opened = open_contributed(linear(lambda s_, t_: switching_key_share(params, s_, t_, a, zero), s, target),
+                                      digits, what)
+            return ckks.SwitchingKey(params, np.ascontiguousarray(np.stack([opened, a], axis=1)), galois, seed)
         e = errors(digits)
         if isinstance(e, SharedRows):
             b = linear(lambda s_, t_, e_: switching_key_share(params, s_, t_, a, e_), s, target, e)

@@ -20,14 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ...crypto.ckks.keys import gaussian_bound, sample_gaussian
-from ...crypto.ckks.multiparty import local_errors_coefficients
 from ...errors import DeviationError
 from ...kernels.modq import add_mod, mul_mod
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "contributed_errors", "helper_prime",
+__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "helper_prime",
            "joint_seed", "linear", "open_rows", "open_with_errors", "share_rows"]
 
 
@@ -279,20 +277,6 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
                    np.concatenate([anchor.mac[:keys], limb_macs], axis=-1), mods)
     check_one_integer(engine, x - shift, anchor=0, span=span, owner=None,
                       what=f"{what}: the errors in every limb",
-                      blame=f"a party's share of {what} is not its share plus the error it committed in every limb "
-                            "(a share or an error was changed); nothing was accepted")
+                      blame=f"{what}: a party's share is not, in every limb, its share of the agreed value plus the "
+                            "error it committed (a term was added or an error changed); nothing was accepted")
     return b[0] if single else b
-
-
-def contributed_errors(engine: Any, params: Any, count: int,
-                       primes: tuple[int, ...] | None = None) -> SharedRows:
-    """``count`` error polynomials (coefficient form, (count, R, N) rows) as the sum of every
-    party's own rounded Gaussian (:func:`~shaper.crypto.ckks.keys.sample_gaussian`, clipped at
-    6 sigma), each proven within [-6 sigma, 6 sigma] (:func:`contributed`): a deviating party's
-    error is then any values in that range, which the "contributed" noise model bounds at their
-    worst case. Over ``primes`` (default: every prime of the key). CKKS's ring degree N, or
-    BGV's φ (parameters with ``phi``)."""
-    bound = gaussian_bound(params.sigma)
-    mine = (sample_gaussian((count, params.phi), params.sigma) if hasattr(params, "phi")
-            else local_errors_coefficients(params, count))
-    return contributed(engine, mine, -bound, bound, moduli=params.primes if primes is None else primes)
