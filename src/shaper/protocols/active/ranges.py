@@ -67,8 +67,8 @@ from .cope import cope_checked
 from .shares import AuthShares
 from .vole import SILENT_MIN
 
-__all__ = ["DIGIT_BITS", "check_one_integer", "digit_widths", "input_in_range", "input_in_range_basis", "one_integer_fits",
-           "refuse_outside"]
+__all__ = ["DIGIT_BITS", "check_one_integer", "digit_widths", "input_in_range", "input_in_range_anchor",
+           "input_in_range_basis", "one_integer_fits", "refuse_outside"]
 
 DIGIT_BITS = 4
 MAX_ENTRIES = 1 << 24
@@ -430,7 +430,7 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
        proof);
     3. x - lo is lifted (:func:`~.dabits.lift`) into the basis' other limbs.
     The masks make the sums' openings 2^-40-close to independent of the digits."""
-    from .lift import crt, lift, wide_anchor
+    from .lift import lift, wide_anchor
 
     mods = tuple(moduli)
     lo, hi = int(lo), int(hi)
@@ -443,6 +443,19 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     # from public numbers only: the owner's count is not public yet
     anchor = wide_anchor(mods, hi - lo, engine.parties)
     keys = engine.keys(mods + tuple(q for q in anchor if q not in mods))
+    x_a, shape = input_in_range_anchor(engine, values, owner=owner, anchor=anchor, lo=lo, hi=hi, keys=keys)
+    # 3. into the rest of the basis
+    return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+
+
+def input_in_range_anchor(engine: Any, values: Any, *, owner: int, anchor: tuple[int, ...], lo: int, hi: int,
+                          keys: int) -> tuple[AuthShares, tuple[int, ...]]:
+    """Steps 1 and 2 of :func:`input_in_range_basis`: the owner's integers proven within [lo, hi]
+    in every limb of ``anchor`` and shown to be one integer across it. Returns (the entries,
+    flat (count, len(anchor)), with ``keys`` MAC keys; the owner's announced shape)."""
+    from .lift import crt
+
+    lo, hi = int(lo), int(hi)
     xs, us = [], []
     shape: tuple[int, ...] = ()
     for q in anchor:
@@ -462,8 +475,7 @@ def input_in_range_basis(engine: Any, values: Any, *, owner: int, moduli: tuple[
     if any(v > beta for v in crt(t, anchor)):
         raise DeviationError(f"party {engine.session.parties[owner]!r}'s range-checked input is not one integer in "
                              "every limb (its digits differ between limbs); nothing depends on the input")
-    # 3. into the rest of the basis
-    return lift(engine, x_a - lo, hi - lo + 1, mods).reshape(shape) + lo
+    return x_a, shape
 
 
 def _masked_subset_sums(engine: Any, x: AuthShares, owner: int | None, m_bits: int, what: str) -> np.ndarray:
@@ -471,14 +483,14 @@ def _masked_subset_sums(engine: Any, x: AuthShares, owner: int | None, m_bits: i
     soundness coin vectors chi (drawn now, after every input): sum chi x plus a mask below
     2^m_bits that ``owner`` inputs in every limb (``owner`` None: one of every party's, summed),
     opened (not yet checked): (batches S, L)."""
-    from .lift import flat_auth, from_flat, subset_sums
+    from .lift import flat_auth, from_flat, subset_sums, uniform_bits
 
     s = engine.soundness
     count = x.size
     batches = -(-count // DIGIT_CHECK_BATCH)
     masks = None
     for o in range(engine.parties) if owner is None else (owner,):
-        m = engine.share_mod(engine.prg.below(1 << m_bits, batches * s) if engine.me == o else None,
+        m = engine.share_mod(uniform_bits(engine.prg, m_bits, batches * s) if engine.me == o else None,
                              owner=o, moduli=x.moduli)
         if m.size != batches * s:
             raise DeviationError(f"party {engine.session.parties[o]!r} input {m.size} masks for a check that takes "
@@ -510,18 +522,20 @@ def _small_bound(span: int, masks: int = 1) -> tuple[int, int]:
 
 
 def one_integer_fits(q: int, span: int, masks: int) -> bool:
-    """Whether :func:`check_one_integer` with an anchor limb ``q`` holds values up to ``span``
-    under ``masks`` masking parties: 2 (beta + span) < q and each mask below 2^63."""
+    """Whether :func:`check_one_integer` with an anchor of product ``q`` holds values up to
+    ``span`` under ``masks`` masking parties: 2 (beta + span) < q (and, for a one-limb anchor,
+    each mask below 2^63)."""
     beta, m_bits = _small_bound(span, masks)
-    return 2 * (beta + span) < q and m_bits <= 63
+    return 2 * (beta + span) < q and (m_bits <= 63 or q >= 1 << 64)
 
 
-def check_one_integer(engine: Any, x: AuthShares, *, anchor: int, span: int, owner: int | None, what: str,
-                      blame: str) -> None:
+def check_one_integer(engine: Any, x: AuthShares, *, anchor: int | tuple[int, ...], span: int, owner: int | None,
+                      what: str, blame: str) -> None:
     """Checks that every entry of ``x`` (flat (count, L), authenticated over ``x.moduli``) is,
-    in every limb, the residue of its limb-``anchor`` value, taken as an integer in [0, span].
-    The caller knows the anchor value is such an integer (a range proof there); the others may
-    come from anywhere.
+    in every limb, the residue of its value over the ``anchor`` limbs (an index, or several:
+    their CRT integer), taken as an integer in [0, span]. The caller knows the anchor value is
+    such an integer (range proofs there, one integer across the anchor); the others may come
+    from anywhere.
 
     Per batch of DIGIT_CHECK_BATCH entries and each of S = soundness coin vectors chi (drawn
     after every input), t = sum chi x + M opened in every limb: M the masks of ``owner`` (who
@@ -533,17 +547,27 @@ def check_one_integer(engine: Any, x: AuthShares, *, anchor: int, span: int, own
     before the coins, are fixed): each sum passes it with probability at most 1/2, all S with at
     most 2^-S. The openings are MAC-checked here, before the comparison; a failure raises
     :class:`~shaper.errors.DeviationError` with ``blame``."""
+    from .lift import crt
+
     masks = 1 if owner is not None else engine.parties
     beta, m_bits = _small_bound(span, masks)
-    q_a = int(x.moduli[anchor])
+    limbs = (anchor,) if isinstance(anchor, int) else tuple(anchor)
+    q_a = math.prod(int(x.moduli[i]) for i in limbs)
     if not one_integer_fits(q_a, span, masks):
         raise ConfigError(f"a {q_a.bit_length()}-bit anchor is too narrow to check values up to {span}")
     t = _masked_subset_sums(engine, x, owner, m_bits, what)
     engine.check(what)
-    t_a = t[:, anchor]
-    ok = bool(np.all(t_a <= np.uint64(beta)))
-    for j, q in enumerate(x.moduli):
-        ok &= j == anchor or bool(np.all(t_a % np.uint64(q) == t[:, j]))
+    if len(limbs) == 1:
+        t_a = t[:, limbs[0]]
+        ok = bool(np.all(t_a <= np.uint64(beta)))
+        for j, q in enumerate(x.moduli):
+            ok &= j in limbs or bool(np.all(t_a % np.uint64(q) == t[:, j]))
+    else:
+        ints = crt(t[:, list(limbs)], [x.moduli[i] for i in limbs])
+        ok = all(v <= beta for v in ints)
+        for j, q in enumerate(x.moduli):
+            if ok and j not in limbs:
+                ok = [v % int(q) for v in ints] == [int(r) for r in t[:, j]]
     if not ok:
         raise DeviationError(blame)
 

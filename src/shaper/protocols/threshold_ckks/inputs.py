@@ -50,7 +50,7 @@ from ...crypto.ckks.multiparty import joint_input_share, local_errors_coefficien
 from ...crypto.prg import Prg
 from ...errors import ConfigError
 from .commit import committed_open_rows
-from .polys import SharedRows, active, joint_seed, linear, open_with_errors
+from .polys import active, joint_seed, linear, open_with_errors
 
 __all__ = ["announce", "encrypt_jointly", "noise_model"]
 
@@ -126,28 +126,28 @@ def enforced_value_bound(keys: Any, scale: float, value_bound: float) -> float:
 
 def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, owner: int, count: int, level: int,
                            scale: float, value_bound: float, a: np.ndarray, tag: str) -> tuple[np.ndarray, Any]:
-    """The joint encryption on the active engine: c_0 = -a [s] + [m] + e, opened. [m]: the
-    owner's encoded coefficients, a range-checked input (each within :func:`coefficient_bound`,
-    proven before anything depends on it); e: every party's own Gaussian, range-checked in one
-    anchor prime and carried into every limb by the opening, where c_0 - (-a [s] + [m]) is
-    checked to be the committed errors (:func:`~.polys.open_with_errors`, MAC-checked); [s]:
-    the key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
+    """The joint encryption on the active engine: c_0 = -a [s] + m + e, opened
+    (:func:`~.polys.open_with_errors`). m: the owner's encoded coefficients, each proven within
+    :func:`coefficient_bound` in an anchor of two or three primes outside the basis before
+    anything depends on it; e: every party's own Gaussian, proven within ±⌊6σ⌋ there too; both
+    carried into every limb by the opening, where c_0 - (-a [s]) is checked to be the committed
+    m + e (masked subset sums, MAC-checked); [s]: the key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
     params = keys.params
     secret = keys.secret(engine)  # refuses a key without MAC shares
     ctx = params.context
     rows = params.mods(level)
-    primes = tuple(params.primes[r] for r in rows)
     limit = coefficient_bound(scale, value_bound)
     coeffs = None
     if values is not None:
         encoder = ckks.Encoder(params)
         coeffs = np.stack([np.rint(encoder.slots_to_coefficients(v) * scale) for v in values]).astype(np.int64)
 
-    m = SharedRows.of(engine, engine.share_mod_in_range(coeffs, owner=owner, lo=-limit, hi=limit, moduli=primes))
+    if coeffs is not None and coeffs.shape != (count, params.n):
+        raise ConfigError(f"encoded values of shape {coeffs.shape}, announced ({count}, {params.n})")
     s = secret.rows(rows)
 
-    def phase(s_: np.ndarray, m_: np.ndarray) -> np.ndarray:  # m - a s; the errors join at the opening
-        return ctx.sub(m_, ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows), rows)
+    def phase(s_: np.ndarray) -> np.ndarray:  # -a s; the message and the errors join at the opening
+        return ctx.neg(ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows), rows)
 
     def transform(forward: bool) -> Any:
         def f(x: np.ndarray) -> np.ndarray:
@@ -157,8 +157,9 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
         return f
 
     bound = gaussian_bound(params.sigma)
-    c0 = open_with_errors(linear(phase, s, m.ntt(ctx, rows)), local_errors_coefficients(params, count), -bound, bound,
-                          factor=1, to_form=transform(True), from_form=transform(False), what=f"input-{tag}")
+    c0 = open_with_errors(linear(phase, s), local_errors_coefficients(params, count), -bound, bound, factor=1,
+                          to_form=transform(True), from_form=transform(False), what=f"input-{tag}",
+                          owned=(owner, coeffs, -limit, limit))
     # the phase is m + e: m any polynomial with coefficients within c (the whole of it counted as
     # message, at W c), e the parties' range-checked errors; the honest encoding's rounding of the
     # declared values stays in the error (conservative), not an encoding error of the W c bound

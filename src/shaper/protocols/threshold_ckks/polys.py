@@ -14,6 +14,7 @@ recipient, where only the recipient learns the total.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from ...kernels.modq import add_mod, mul_mod
 from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
-__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "helper_prime",
+__all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "helper_primes",
            "joint_seed", "linear", "open_rows", "open_with_errors", "share_rows"]
 
 
@@ -173,17 +174,22 @@ def contributed(engine: Any, mine: Any, lo: int, hi: int, **basis: Any) -> Share
     return SharedRows.of(engine, total)
 
 
-def helper_prime(primes: tuple[int, ...]) -> int:
-    """The anchor prime of :func:`open_with_errors`: the first prime above 2^61 not in ``primes``
-    (every party computes it from public numbers)."""
+def helper_primes(primes: tuple[int, ...], span: int, parties: int) -> tuple[int, ...]:
+    """The anchor of :func:`open_with_errors`: the first primes above 2^61 not in ``primes``, as
+    many as the check of values up to ``span`` needs (one for errors; two or three for a CKKS
+    message). Every party computes it from public numbers."""
     import gmpy2
 
     from ..active.lift import HELPER_START
+    from ..active.ranges import one_integer_fits
 
-    p = int(gmpy2.next_prime(HELPER_START))
-    while p in primes:
+    anchor: tuple[int, ...] = ()
+    p = HELPER_START
+    while not anchor or not one_integer_fits(math.prod(anchor), span, parties):
         p = int(gmpy2.next_prime(p))
-    return p
+        if p not in primes:
+            anchor += (p,)
+    return anchor
 
 
 def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, factor: int,
@@ -199,13 +205,15 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     ``to_form``: the linear map, limb by limb, from coefficient rows to base's form (an NTT),
     ``from_form`` its inverse. Steps:
 
-    1. every e_i (and m) is a range-checked input in one *anchor* prime h above 2^61, outside
-       the basis (:func:`~shaper.protocols.active.ranges.input_in_range`): committed, and proven
-       within its range, before any share of the result is sent;
+    1. every e_i (and m) is a range-checked input in an *anchor* of primes above 2^61, outside
+       the basis (one prime for errors, :func:`~shaper.protocols.active.ranges.input_in_range`;
+       two or three for a wide message, each term then also shown to be one integer across the
+       anchor, :func:`~shaper.protocols.active.ranges.input_in_range_anchor`): committed, and
+       proven within its range, before any share of the result is sent;
     2. each party sends its share of base plus to_form(factor · e_i (+ m at the owner) mod every
        prime), its own terms unauthenticated; the total b is public;
     3. [D] = from_form(b - [base]) is authenticated in every limb (b public), and honest it is
-       factor · e + m, whose anchor residue factor · Σ [e_i]_h + [m]_h is authenticated and in
+       factor · e + m, whose anchor value factor · Σ [e_i] + [m] is authenticated and in
        range.
        :func:`~shaper.protocols.active.ranges.check_one_integer` (every party's masks, so the
        honest one hides the errors' sums) proves that every limb of D holds that one integer;
@@ -218,7 +226,7 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     of base, uniform, plus its terms; the check's openings are masked to 2^-40). Cost per entry
     and other party: the range proof in one limb (1 + 2 ceil(k/4) committed values) instead of
     that plus one input per further limb."""
-    from ..active.ranges import check_one_integer, input_in_range, one_integer_fits
+    from ..active.ranges import check_one_integer, input_in_range, input_in_range_anchor
     from ..active.shares import AuthShares
 
     engine = base.engine
@@ -232,34 +240,34 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     parties = engine.session.n
     span = factor * parties * (int(hi) - int(lo)) + (0 if owned is None else int(owned[3]) - int(owned[2]))
     shift = factor * parties * int(lo) + (0 if owned is None else int(owned[2]))
-    h = helper_prime(primes)
-    if not one_integer_fits(h, span, parties):
-        raise ValueError(f"terms spanning {span} (errors within [{lo}, {hi}] times {factor} from {parties} parties"
-                         f"{'' if owned is None else ' and a plaintext'}) do not fit the check's {h.bit_length()}-bit "
-                         "anchor")
-    mods = (h,) + primes
+    helpers = helper_primes(primes, span, parties)
+    mods = helpers + primes
     keys = engine.keys(mods)
     mine = np.asarray(mine, dtype=np.int64).reshape(count, n)
-    # 1. every party's errors committed and proven in the anchor
+
+    def commit(values: Any, owner: int, t_lo: int, t_hi: int, kind: str) -> AuthShares:
+        """One party's term, committed and proven in range over the anchor: (count n, A)."""
+        mine_or_none = values if owner == engine.session.index else None
+        if len(helpers) == 1:
+            x = input_in_range(engine, mine_or_none, owner=owner, q=helpers[0], lo=t_lo, hi=t_hi, keys=keys)
+        else:
+            x = input_in_range_anchor(engine, mine_or_none, owner=owner, anchor=helpers, lo=t_lo, hi=t_hi,
+                                      keys=keys)[0]
+        if x.size != count * n:
+            raise DeviationError(f"party {engine.session.parties[owner]!r} committed {x.size} {kind} coefficients to "
+                                 f"{what}, {count * n} expected")
+        return x.reshape(count * n)
+
+    # 1. every party's errors (and the owner's plaintext) committed and proven in the anchor
     anchor = None
     for owner in range(parties):
-        e = input_in_range(engine, mine if owner == engine.session.index else None, owner=owner, q=h, lo=lo, hi=hi,
-                           keys=keys)
-        if e.size != count * n:
-            raise DeviationError(f"party {engine.session.parties[owner]!r} committed {e.size} error coefficients to "
-                                 f"{what}, {count * n} expected")
-        e = e.reshape(count * n)
+        e = commit(mine, owner, lo, hi, "error")
         anchor = e if anchor is None else anchor + e
     anchor = anchor * factor
     own = np.int64(factor) * mine
     if owned is not None:
         owner, values, m_lo, m_hi = owned
-        m = input_in_range(engine, values if owner == engine.session.index else None, owner=owner, q=h, lo=m_lo,
-                           hi=m_hi, keys=keys)
-        if m.size != count * n:
-            raise DeviationError(f"party {engine.session.parties[owner]!r} input {m.size} plaintext coefficients to "
-                                 f"{what}, {count * n} expected")
-        anchor = anchor + m.reshape(count * n)
+        anchor = anchor + commit(values, owner, m_lo, m_hi, "plaintext")
         if owner == engine.session.index:
             own = own + np.asarray(values, dtype=np.int64).reshape(count, n)
     # 2. this party's share of base plus its own terms, opened to every party
@@ -275,7 +283,7 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     limb_macs = np.swapaxes(d.mac[:keys], -1, -2).reshape(keys, count * n, rows)
     x = AuthShares(engine, np.concatenate([anchor.share, limbs], axis=-1),
                    np.concatenate([anchor.mac[:keys], limb_macs], axis=-1), mods)
-    check_one_integer(engine, x - shift, anchor=0, span=span, owner=None,
+    check_one_integer(engine, x - shift, anchor=tuple(range(len(helpers))), span=span, owner=None,
                       what=f"{what}: the errors in every limb",
                       blame=f"{what}: a party's share is not, in every limb, its share of the agreed value plus the "
                             "error it committed (a term was added or an error changed); nothing was accepted")
