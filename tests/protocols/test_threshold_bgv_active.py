@@ -166,6 +166,59 @@ def test_a_term_added_to_a_share_of_a_key_in_any_limb_is_caught(parties, nth, in
 
 
 @FAST
+def test_a_deviation_caught_in_a_carried_opening_stops_the_engine():
+    """After the check of a carried opening fails, the honest party's engine refuses every later
+    step (a retry must not run on past a deviation)."""
+    from shaper.errors import DeviationError
+
+    def job(session):
+        engine = _engine(session)
+        try:
+            tb.keygen(engine, PARAMS, (U,), check=False)
+        except DeviationError:
+            pass
+        with pytest.raises(DeviationError, match="stopped"):
+            engine.random_mod((1,), (PARAMS.basis[0],))
+        return "stopped"
+
+    res = adding_to_open_sum(2, job, index=3, nth=0)
+    assert res[0] == ("ok", "stopped")
+
+
+@FAST
+@pytest.mark.parametrize("where", ["lift", "carried-check"])
+def test_masks_of_another_shape_are_refused_naming_the_party(where):
+    """A party that announces its random values or masks as a column (the same count) would
+    broadcast a sum into a square; it is refused by name instead: in a lift's inputs (the first
+    to come), and in the check of a carried opening (after the first key's opening)."""
+    import unittest.mock
+
+    from shaper.protocols.active import lift
+
+    real, real_sum = lift.uniform_bits, ActiveEngine.open_sum
+
+    def column(prg, bits, count):
+        out = real(prg, bits, count)
+        on = getattr(_DEVIANT, "on", False) and (where == "lift" or getattr(_DEVIANT, "opened", False))
+        return out.reshape(-1, 1) if on else out
+
+    def opened(self, *a, **kw):
+        _DEVIANT.opened = True
+        return real_sum(self, *a, **kw)
+
+    def job(session):
+        _DEVIANT.on, _DEVIANT.opened = session.index == 1, False
+        return _keygen_job(session)
+
+    with unittest.mock.patch.object(lift, "uniform_bits", column), \
+            unittest.mock.patch.object(ActiveEngine, "open_sum", opened):
+        res = run(2, job, timeout=30)
+    assert_all_stopped(res, 1, kinds=("DeviationError",), words="party1")
+    said = "a lift's values or masks" if where == "lift" else "input masks of shape"
+    assert any(said in r[2] for r in res[:1]), res
+
+
+@FAST
 @pytest.mark.parametrize("parties", [2, 3])
 def test_an_error_other_than_the_committed_one_in_every_limb_is_caught(parties):
     """The deviating party commits (and proves in range) one error in the anchor prime and adds

@@ -245,6 +245,13 @@ class ActiveEngine(AuthBitDomain, Engine):
         return total
 
     @guarded
+    def guard(self, step: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``step(*args, **kwargs)``, an interactive step built outside the engine from its
+        methods (e.g. :func:`~shaper.protocols.threshold_ckks.polys.open_with_errors`), under
+        the engine's guard: any exception in it stops the engine for good."""
+        return step(*args, **kwargs)
+
+    @guarded
     def open_sum(self, residues: np.ndarray, moduli: Any, phase: str) -> np.ndarray:
         """Every party's plain residues (..., L) summed at every party, with no MAC: for a value
         whose correctness the caller checks by other means before anything depends on it (e.g.

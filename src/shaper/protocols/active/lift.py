@@ -221,6 +221,9 @@ def _lift_batch(engine: Any, y: AuthShares, width: int, anchor: tuple[int, ...],
         big = uniform_bits(engine.prg, m_bits, s) if engine.me == owner else None
         part = engine.share_mod(mine, owner=owner, moduli=union)
         mask = engine.share_mod(big, owner=owner, moduli=union)
+        if part.shape != (size,) or mask.shape != (s,):
+            raise DeviationError(f"party {engine.session.parties[owner]!r} input a lift's values or masks of shapes "
+                                 f"{part.shape} and {mask.shape}, ({size},) and ({s},) expected")
         r = part if r is None else r + part
         masks = mask if masks is None else masks + mask
     coins = engine.joint_coins("lift-coins")

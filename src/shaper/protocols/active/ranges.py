@@ -492,9 +492,9 @@ def _masked_subset_sums(engine: Any, x: AuthShares, owner: int | None, m_bits: i
     for o in range(engine.parties) if owner is None else (owner,):
         m = engine.share_mod(uniform_bits(engine.prg, m_bits, batches * s) if engine.me == o else None,
                              owner=o, moduli=x.moduli)
-        if m.size != batches * s:
-            raise DeviationError(f"party {engine.session.parties[o]!r} input {m.size} masks for a check that takes "
-                                 f"{batches * s}")
+        if m.shape != (batches * s,):
+            raise DeviationError(f"party {engine.session.parties[o]!r} input masks of shape {m.shape} for a check that "
+                                 f"takes {batches * s}")
         masks = m if masks is None else masks + m
     coins = engine.joint_coins(what)
     cols, col_mods = flat_auth(x)
@@ -551,7 +551,7 @@ def check_one_integer(engine: Any, x: AuthShares, *, anchor: int | tuple[int, ..
 
     masks = 1 if owner is not None else engine.parties
     beta, m_bits = _small_bound(span, masks)
-    limbs = (anchor,) if isinstance(anchor, int) else tuple(anchor)
+    limbs = (int(anchor),) if isinstance(anchor, (int, np.integer)) else tuple(int(i) for i in anchor)
     q_a = math.prod(int(x.moduli[i]) for i in limbs)
     if not one_integer_fits(q_a, span, masks):
         raise ConfigError(f"a {q_a.bit_length()}-bit anchor is too narrow to check values up to {span}")

@@ -222,16 +222,26 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     A party that adds anything else to its share in any limb (or sends a wrong share of base)
     moves D off the committed integer in that limb and is caught except with probability
     2^-soundness; every honest party raises :class:`~shaper.errors.DeviationError`, and nothing
-    is returned. What the opening shows beyond b: nothing (a party's sent residues are its share
-    of base, uniform, plus its terms; the check's openings are masked to 2^-40). Cost per entry
-    and other party: the range proof in one limb (1 + 2 ceil(k/4) committed values) instead of
-    that plus one input per further limb."""
+    is returned. What the opening shows beyond b: with one honest party, nothing (its sent
+    residues are b minus the others'); with several, each honest party's sent residues are its
+    share of base plus its own terms, for a key or a joint input an RLWE sample under its share
+    of s, so its terms are hidden computationally (as with the passive engine's local errors),
+    not statistically. The check's openings are each masked to 2^-40 (the project's per-opening
+    convention, as in the lifts and daBits' checks). Cost per entry and other party: the range
+    proof in one limb (1 + 2 ceil(k/4) committed values) instead of that plus one input per
+    further limb. Runs under the engine's guard: a failure stops the engine for good."""
+    if base.mac is None:
+        raise ValueError("open_with_errors() runs on the active engine's authenticated rows")
+    return base.engine.guard(_open_with_errors, base, mine, lo, hi, factor, to_form, from_form, what, owned)
+
+
+def _open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, factor: int,
+                      to_form: Callable[[np.ndarray], np.ndarray], from_form: Callable[[np.ndarray], np.ndarray],
+                      what: str, owned: tuple[int, Any, int, int] | None) -> np.ndarray:
     from ..active.ranges import check_one_integer, input_in_range, input_in_range_anchor
     from ..active.shares import AuthShares
 
     engine = base.engine
-    if base.mac is None:
-        raise ValueError("open_with_errors() runs on the active engine's authenticated rows")
     single = base.share.ndim == 2
     share = base.share[None] if single else base.share
     mac = base.mac[:, None] if single else base.mac
