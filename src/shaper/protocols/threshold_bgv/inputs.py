@@ -91,8 +91,9 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, owner: int | 
 
 def _c0_authenticated(engine: Any, keys: Any, values: Any, owner: int, count: int, a: np.ndarray,
                       tag: str) -> np.ndarray:
-    """c_0 = −a·[s] + 2e + m on the active engine (:func:`~shaper.protocols.threshold_ckks.polys.open_with_errors`):
-    the owner's plaintext coefficients a range-checked input within [0, 1] (a GF(2) polynomial;
+    """c_0 = −a·[s] + 2e + m on the active engine
+    (:func:`~shaper.protocols.threshold_ckks.polys.open_with_errors`): the owner's plaintext
+    coefficients a range-checked input within [0, 1] (a GF(2) polynomial;
     anything else is refused naming the owner), e the sum of every party's own rounded
     Gaussian, each range-checked within ±⌊6σ⌋, both proven in one anchor prime and carried into
     every limb by the opening, where a check against the anchor and the MAC check of −a·[s]

@@ -131,7 +131,8 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     :func:`coefficient_bound` in an anchor of two or three primes outside the basis before
     anything depends on it; e: every party's own Gaussian, proven within ±⌊6σ⌋ there too; both
     carried into every limb by the opening, where c_0 - (-a [s]) is checked to be the committed
-    m + e (masked subset sums, MAC-checked); [s]: the key's share with its MAC shares. Returns (c_0 rows (count, level + 1, N), the enforced bound)."""
+    m + e (masked subset sums, MAC-checked); [s]: the key's share with its MAC shares. Returns
+    (c_0 rows (count, level + 1, N), the enforced bound)."""
     params = keys.params
     secret = keys.secret(engine)  # refuses a key without MAC shares
     ctx = params.context
