@@ -183,7 +183,7 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
         x = np.asarray(values)
         if x.dtype.kind not in "iuO":
             raise TypeError(f"range-checked inputs are integers, got dtype {x.dtype}")
-        flat = [int(v) for v in x.ravel()]
+        flat = _owner_entries(x, lo, hi, q)
         refuse_outside(flat, lo, hi)
         shape = list(x.shape)
         if len(flat) > MAX_ENTRIES:
@@ -206,10 +206,17 @@ def input_in_range(engine: Any, values: Any, *, owner: int, q: int, lo: int, hi:
     if me == owner:
         # in [0, 2^k) for entries in range (2^(k+1) < q < 2^62); mod 2^64 keeps the digits of any
         # other (two's complement, as a deviating owner that skipped its refusal would send)
-        u = np.array([(v - lo) % (1 << 64) for v in flat], dtype=np.uint64)
-        batch = [np.array([v % q for v in flat], dtype=np.uint64), _digits(u, widths).ravel()]
-        if with_v:
-            batch.append(_digits(np.array([(hi - v) % (1 << 64) for v in flat], dtype=np.uint64), widths).ravel())
+        if isinstance(flat, np.ndarray):  # int64 entries, lo, hi and q within 2^62: no overflow below
+            u = (flat - np.int64(lo)).astype(np.uint64)
+            residues = np.mod(flat, np.int64(q)).astype(np.uint64)
+            top = (np.int64(hi) - flat).astype(np.uint64) if with_v else None
+        else:
+            u = np.array([(v - lo) % (1 << 64) for v in flat], dtype=np.uint64)
+            residues = np.array([v % q for v in flat], dtype=np.uint64)
+            top = np.array([(hi - v) % (1 << 64) for v in flat], dtype=np.uint64) if with_v else None
+        batch = [residues, _digits(u, widths).ravel()]
+        if top is not None:
+            batch.append(_digits(top, widths).ravel())
         batch.append(engine.prg.below(q, mask_count + 1))
         committed = np.concatenate(batch)
     else:
@@ -386,13 +393,30 @@ def _result(batch: AuthShares, n: int, digits_per_entry: int, shape: list[int], 
     return (x, batch[n:n + n * digits_per_entry].reshape(n, digits_per_entry)) if digits else x
 
 
-def refuse_outside(flat: list[int], lo: int, hi: int) -> None:
+def _owner_entries(x: np.ndarray, lo: int, hi: int, q: int) -> np.ndarray | list[int]:
+    """The owner's entries, flat: an int64 array where every entry, lo, hi and q lie within
+    2^62 in magnitude (so v - lo, hi - v and v mod q cannot overflow), else Python integers."""
+    limit = 1 << 62
+    if x.dtype.kind == "i" and x.dtype.itemsize <= 8 and max(abs(lo), abs(hi), q) < limit:
+        flat = x.astype(np.int64).ravel()
+        if not flat.size or (int(flat.min()) > -limit and int(flat.max()) < limit):
+            return flat
+    return [int(v) for v in x.ravel()]
+
+
+def refuse_outside(flat: np.ndarray | list[int], lo: int, hi: int) -> None:
     """The owner's own refusal of an entry outside [lo, hi] (ValueError, before anything is sent)."""
-    bad = [(i, v) for i, v in enumerate(flat) if not lo <= v <= hi]
+    if isinstance(flat, np.ndarray) and flat.dtype == np.int64 and max(abs(lo), abs(hi)) < 1 << 62:
+        bad_at = np.flatnonzero((flat < lo) | (flat > hi))
+        bad = [(int(i), int(flat[i])) for i in bad_at[:1]]
+        outside = len(bad_at)
+    else:
+        every = [(i, v) for i, v in enumerate(flat) if not lo <= v <= hi]
+        bad, outside = every[:1], len(every)
     if bad:
         i, v = bad[0]
         raise ValueError(f"entry {i} of the input is {v}, outside the agreed range [{lo}, {hi}] "
-                         f"({len(bad)} entries outside); nothing was sent")
+                         f"({outside} entries outside); nothing was sent")
 
 
 def mul_int(a: int, b: int, q: int) -> int:
