@@ -28,7 +28,7 @@ from ...errors import ConfigError, DeviationError
 from ...kernels.modq import add_mod, basis, mul_mod, sub_mod
 from .shares import AuthShares
 
-__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "crt", "crt_into", "flat_auth", "from_flat", "lift",
+__all__ = ["CHUNK", "HELPER_START", "LIFT_BATCH", "MASK_SLACK", "WIDE", "add_helpers", "crt", "crt_into", "flat_auth", "from_flat", "lift",
            "lift_bound", "lift_fits", "select_limbs", "subset_sums", "uniform_bits", "wide_anchor"]
 
 MASK_SLACK = 40        # bits by which a mask outweighs the sum it hides
@@ -162,17 +162,24 @@ def wide_anchor(mods: Sequence[int], span: int, parties: int, minimum: int = 1) 
     """An anchor a lift of values up to ``span`` fits in (batches of 4,096): the limbs of
     ``mods`` of 58 bits or more, widest first, then helper primes near 2^61, at least
     ``minimum`` of them. Every party computes it from public numbers alone."""
-    import gmpy2
-
     anchor: tuple[int, ...] = ()
     for q in sorted(mods, reverse=True):
         if q < WIDE or (len(anchor) >= minimum and lift_fits(anchor, span, parties)):
             break
         anchor += (q,)
+    return add_helpers(anchor, mods, lambda a: len(a) >= minimum and lift_fits(a, span, parties))
+
+
+def add_helpers(anchor: tuple[int, ...], exclude: Sequence[int], enough: Any) -> tuple[int, ...]:
+    """``anchor`` extended by the primes above :data:`HELPER_START` that are not in
+    ``exclude``, in order, until ``enough(anchor)`` (at least one added when ``anchor`` is
+    empty). Every party computes it from public numbers alone."""
+    import gmpy2
+
     p = HELPER_START
-    while len(anchor) < minimum or not lift_fits(anchor, span, parties):
+    while not anchor or not enough(anchor):
         p = int(gmpy2.next_prime(p))
-        if p not in mods:
+        if p not in exclude:
             anchor += (p,)
     return anchor
 

@@ -50,7 +50,7 @@ from ...crypto.ckks.multiparty import joint_input_share, local_errors_coefficien
 from ...crypto.prg import Prg
 from ...errors import ConfigError
 from .commit import committed_open_rows
-from .polys import active, joint_seed, linear, open_with_errors
+from .polys import active, joint_seed, linear, ntt_copy, open_with_errors
 
 __all__ = ["announce", "encrypt_jointly", "noise_model"]
 
@@ -150,16 +150,9 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     def phase(s_: np.ndarray) -> np.ndarray:  # -a s; the message and the errors join at the opening
         return ctx.neg(ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows), rows)
 
-    def transform(forward: bool) -> Any:
-        def f(x: np.ndarray) -> np.ndarray:
-            out = np.array(x, dtype=np.uint64, copy=True)
-            (ctx.ntt if forward else ctx.intt)(out, rows)
-            return out
-        return f
-
     bound = gaussian_bound(params.sigma)
     c0 = open_with_errors(linear(phase, s), local_errors_coefficients(params, count), -bound, bound, factor=1,
-                          to_form=transform(True), from_form=transform(False), what=f"input-{tag}",
+                          to_form=ntt_copy(ctx, rows), from_form=ntt_copy(ctx, rows, inverse=True), what=f"input-{tag}",
                           owned=(owner, coeffs, -limit, limit))
     # the phase is m + e: m any polynomial with coefficients within c (the whole of it counted as
     # message, at W c), e the parties' range-checked errors; the honest encoding's rounding of the

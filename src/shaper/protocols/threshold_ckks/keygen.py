@@ -56,7 +56,7 @@ from .decrypt import decrypt, plan_flood
 from .inputs import noise_model
 from .keystore import AuthenticatedShare, JointKeys
 from .ledger import Ledger
-from .polys import SharedRows, active, joint_seed, linear, open_with_errors
+from .polys import SharedRows, active, joint_seed, linear, ntt_copy, open_with_errors
 
 __all__ = ["METHODS", "check_joint_keys", "keygen"]
 
@@ -102,21 +102,12 @@ def keygen(engine: Any, params: ckks.Parameters, *, rotations: Iterable[int] = (
 
     contributed = auth and method == "local"  # each party's own error, proven in range in one anchor prime
 
-    def ntt(x: np.ndarray) -> np.ndarray:
-        out = np.array(x, dtype=np.uint64, copy=True)
-        ctx.ntt(out, rows)
-        return out
-
-    def intt(x: np.ndarray) -> np.ndarray:
-        out = np.array(x, dtype=np.uint64, copy=True)
-        ctx.intt(out, rows)
-        return out
-
     def open_contributed(base: SharedRows, count: int, what: str) -> np.ndarray:
         """base + e opened, e the sum of every party's own error (:func:`~.polys.open_with_errors`)."""
         bound = gaussian_bound(params.sigma)
         return open_with_errors(base, local_errors_coefficients(params, count), -bound, bound, factor=1,
-                                to_form=ntt, from_form=intt, what=what)
+                                to_form=ntt_copy(ctx, rows), from_form=ntt_copy(ctx, rows, inverse=True),
+                                what=what)
 
     def errors(count: int) -> SharedRows | np.ndarray:
         if method == "local":  # each party's own error, added to this party's share (passive)

@@ -27,7 +27,7 @@ from ..api import ModShares
 from .commit import committed_open_rows, committed_seed
 
 __all__ = ["SharedRows", "active", "committed_open_rows", "contributed", "helper_primes",
-           "joint_seed", "linear", "open_rows", "open_with_errors", "share_rows"]
+           "joint_seed", "linear", "ntt_copy", "open_rows", "open_with_errors", "share_rows"]
 
 
 def active(engine: Any) -> bool:
@@ -66,12 +66,7 @@ class SharedRows:
     def ntt(self, ctx: Any, rows: list[int]) -> SharedRows:
         """The NTT (``ctx``'s, over kernel rows ``rows``) of every polynomial, shares and MAC
         shares alike (a copy: the kernel works in place)."""
-        def one(x: np.ndarray) -> np.ndarray:
-            out = np.array(x, dtype=np.uint64, copy=True)
-            ctx.ntt(out, rows)
-            return out
-
-        return self.map(one)
+        return self.map(ntt_copy(ctx, rows))
 
     def add_public(self, c: np.ndarray) -> SharedRows:
         """x + c for public rows c (..., R, N): the first party adds c to its share, every party
@@ -111,6 +106,19 @@ class SharedRows:
         return SharedRows(self.engine, np.ascontiguousarray(self.share[..., index, :]),
                           None if self.mac is None else np.ascontiguousarray(self.mac[..., index, :]),
                           tuple(self.primes[r] for r in index))
+
+
+def ntt_copy(ctx: Any, rows: list[int], inverse: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """x -> the NTT (or with ``inverse`` the inverse NTT) of ``ctx`` over kernel rows ``rows``,
+    on a copy (the kernel works in place)."""
+    step = ctx.intt if inverse else ctx.ntt
+
+    def f(x: np.ndarray) -> np.ndarray:
+        out = np.array(x, dtype=np.uint64, copy=True)
+        step(out, rows)
+        return out
+
+    return f
 
 
 def linear(f: Callable[..., np.ndarray], *args: Any) -> SharedRows:
@@ -178,18 +186,10 @@ def helper_primes(primes: tuple[int, ...], span: int, parties: int) -> tuple[int
     """The anchor of :func:`open_with_errors`: the first primes above 2^61 not in ``primes``, as
     many as the check of values up to ``span`` needs (one for errors; two or three for a CKKS
     message). Every party computes it from public numbers."""
-    import gmpy2
-
-    from ..active.lift import HELPER_START
+    from ..active.lift import add_helpers
     from ..active.ranges import one_integer_fits
 
-    anchor: tuple[int, ...] = ()
-    p = HELPER_START
-    while not anchor or not one_integer_fits(math.prod(anchor), span, parties):
-        p = int(gmpy2.next_prime(p))
-        if p not in primes:
-            anchor += (p,)
-    return anchor
+    return add_helpers((), primes, lambda anchor: one_integer_fits(math.prod(anchor), span, parties))
 
 
 def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, factor: int,
