@@ -12,6 +12,8 @@ The pieces (Lattigo's split: local steps apart from the protocol that moves them
 * :mod:`.evaluation` — :func:`evaluate`: agreed circuits every party runs itself;
 * :mod:`.decrypt` — :func:`decrypt` / :func:`decrypt_many`: accounting, consent, budget,
   per-party flooding by the worst case, the opening;
+* :mod:`.argmax` — :func:`decrypt_argmax`: decryption to a label (the argmax of slots)
+  computed inside the MPC, nothing but the label opened, no flood;
 * :mod:`.ledger` — what each party accounts for, and the key's decryption budget, on disk;
 * :mod:`.keystore` — :class:`PublicKeys`, :class:`JointKeys` and the key directory;
 * :mod:`.polys` — shared polynomials on the engine (kernel rows, openings, joint seeds).
@@ -64,6 +66,7 @@ from ...crypto.ckks.multiparty import (
     flood_sigma,
 )
 from ...net.phases import Phase
+from .argmax import ArgmaxPlan, argmax_plan, decrypt_argmax
 from .decrypt import Flood, FloodPolicy, decrypt, decrypt_many, plan_flood, prepare_floods, prepared_floods
 from .evaluation import Circuit, chain, evaluate, identity, parse
 from .inputs import encrypt_jointly, noise_model
@@ -71,7 +74,7 @@ from .keygen import METHODS, check_joint_keys, keygen
 from .keystore import SHARE_FILE, JointKeys, PublicKeys
 from .ledger import LEDGER_FILE, Ledger
 
-__all__ = ["DEFAULT_BUDGET", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
+__all__ = ["DEFAULT_BUDGET", "ArgmaxPlan", "argmax_plan", "decrypt_argmax", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
            "Flood", "FloodPolicy", "JointKeys", "Ledger", "Phase", "PublicKeys", "chain", "check_joint_keys",
            "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate",
            "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood", "prepare_floods",
