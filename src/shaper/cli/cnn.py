@@ -7,6 +7,7 @@
     shaper cnn train --out model.npz                 retrain the model (numpy, MNIST 5k subset)
     shaper fhe keygen --local 2 --rotations cnn --out keys/
     shaper cnn infer --local 2 --keys keys/ --mnist-sample 50 --report cnn.html
+    shaper cnn infer --local 2 --keys keys/ --mnist-sample 50 --output label      (only the argmax to the client)
     shaper cnn infer --parties p.toml --me bank --keys keys/bank --images x.npy     (the client)
     shaper cnn infer --parties p.toml --me lab --keys keys/lab --model model.npz    (the model owner)
 
@@ -80,7 +81,12 @@ def add_parser(subparsers: Any) -> None:
     infer.add_argument("--bundled-model", action="store_true", help="the model owner uses the bundled trained model")
     _encrypt_option(infer)
     infer.add_argument("--evaluator", metavar="NAME", help=argparse.SUPPRESS)  # retired: every party evaluates
-    out_option(infer, "client: write the logits (.npy or .csv)", metavar="FILE")
+    infer.add_argument("--output", choices=("label", "logits"), default=None,
+                       help="what the client gets: label (the argmax of each image's logits, computed inside the "
+                            "MPC; no party sees a logit, no flood) or logits (decrypted jointly, flooded). Default: "
+                            "label on a key made with --security active, where logits are refused (their derived "
+                            "worst case leaves no precision), logits otherwise")
+    out_option(infer, "client: write the labels or logits (.npy or .csv)", metavar="FILE")
     infer.add_argument("--report", metavar="FILE", help="client: write an HTML report")
 
     plan = command(sub, "plan", run_plan, "print the packing plan: cost, levels, rotation keys")

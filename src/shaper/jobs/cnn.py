@@ -60,7 +60,7 @@ from ..protocols import threshold_ckks as tc
 from .fhe import engine_for, key_security, local_key_dirs
 from .report import Report
 
-__all__ = ["check_keys", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
+__all__ = ["OUTPUTS", "check_keys", "check_output", "derived_logit_error", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
 
 
 def _rows(phases: Phases) -> list[dict]:
@@ -97,10 +97,13 @@ def _recv_all(session: Any, peer: int, count: int, params: ckks.Parameters, tag:
 
 def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: Any = None, labels: Any = None,
               model: Any = None, encrypt: Iterable[str] = ("image", "model"), evaluator: str | None = None,
-              policy: tc.FloodPolicy = tc.FloodPolicy(), progress: Progress | None = None) -> dict:
-    """One party's part of the encrypted inference (see the module docstring). Returns the phases
-    (seconds, bytes sent) and, at the client, the logits, predictions and (with ``labels``) the
-    accuracy and confusion matrix."""
+              policy: tc.FloodPolicy = tc.FloodPolicy(), progress: Progress | None = None,
+              output: str | None = None) -> dict:
+    """One party's part of the encrypted inference (see the module docstring). ``output``:
+    "logits" (flooded, decrypted to the client) or "label" (only the argmax, computed inside the
+    MPC, reaches the client); default "label" on a key made on the active engine, "logits"
+    otherwise. Returns the phases (seconds, bytes sent) and, at the client, the predictions,
+    the logits (``output="logits"``) and (with ``labels``) the accuracy and confusion matrix."""
     if evaluator is not None:
         raise ConfigError("every party evaluates the CNN itself (it decrypts only what it computed), so there is "
                           "no --evaluator to choose")
@@ -109,11 +112,8 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     if keys.share.parties != session.n or keys.share.index != session.index:
         raise ConfigError(f"the key directory holds party {keys.share.index}'s share of a {keys.share.parties}-party "
                           f"key; this is party {session.index} of {session.n}")
-    if key_security(keys) == "active":
-        raise ConfigError("the CNN does not run on a key made on the active engine yet: its range-checked errors "
-                          "raise the outputs' error bound from 2^40.6 to 2^46.1, and the flood sized by it leaves no "
-                          "precision in the logits (measured: 91 of 100 predictions right, logit error 18.8; "
-                          "docs/cnn.md, 'What remains'); use a key made on the passive engine")
+    checked = key_security(keys) == "active"
+    output = check_output(output, checked)
     encrypt = check_encrypt(encrypt)
     trace = check_keys(keys)
     params = keys.params
@@ -131,16 +131,16 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
 
     with phases.phase("agree on the setting"):
         hello = {"images": 0 if images is None else int(len(images)), "model": model is not None,
-                 "encrypt": list(encrypt), "key": _key_fingerprint(keys),
+                 "encrypt": list(encrypt), "key": _key_fingerprint(keys), "output": output,
                  "model_digest": None if model is None else _model_digest(model),
                  "bound": None if model is None else model_bound(model),
-                 "declared": None if model is None else
+                 "declared": None if model is None or checked else
                  declared_output_bound(model, params, session.n, keys.ledger.key_method, encrypt)}
         session.broadcast(hello, "cnn-hello")
         hellos = {session.name: hello, **session.gather("cnn-hello")}
     names = list(session.parties)
     for name, h in hellos.items():
-        for k in ("encrypt", "key"):
+        for k in ("encrypt", "key", "output"):
             if h.get(k) != hello[k]:
                 raise ConfigError(f"party {name!r} runs with {k} = {h.get(k)!r}, we with {hello[k]!r}")
     clients = [n for n in names if hellos[n]["images"]]
@@ -151,7 +151,11 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     client, owner = names.index(clients[0]), names.index(owners[0])
     count = hellos[clients[0]]["images"]
     digest, bound = hellos[owners[0]]["model_digest"], float(hellos[owners[0]]["bound"])
-    declared = tuple(float(v) for v in hellos[owners[0]]["declared"])
+    # a key made on the active engine derives the outputs' bound from what its range checks enforced;
+    # only a passive key takes the model owner's declaration (docs/cnn.md, "Bounds")
+    declared = None if checked else _declared(hellos[owners[0]]["declared"], names[owner])
+    if checked and output == "logits":
+        _refuse_active_logits(keys, encrypt, bound)
     me = session.index
     engine = engine_for(session)
 
@@ -192,18 +196,36 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
         outputs = tc.evaluate(keys, circuit, cts) if cts else None
         if outputs is None:
             raise ConfigError("nothing is encrypted")
-    with phases.phase("joint decryption"):
-        flood = tc.plan_flood(keys, outputs, policy)
-        ours = [tc.ciphertext_digest(ct) for ct in outputs]
-        slots = tc.decrypt_many(engine, keys, outputs, to=client, policy=policy,  # our own outputs, to the client only
-                                approve=lambda request: request["to"] == client and request["digests"] == ours)
-    report: dict[str, Any] = {
+    ours = [tc.ciphertext_digest(ct) for ct in outputs]
+
+    def approve(request: dict) -> bool:  # our own outputs, to the client only
+        return request["to"] == client and request["digests"] == ours
+
+    report: dict[str, Any] = {}
+    predicted = slots = None
+    with phases.phase("joint decryption" if output == "logits" else "joint decryption to labels"):
+        if output == "label":
+            plan = tc.argmax_plan(params, min(ct.scale for ct in outputs), P.CLASSES, P.BLOCK)
+            predicted = tc.decrypt_argmax(engine, keys, outputs, classes=P.CLASSES, period=P.BLOCK, to=client,
+                                          approve=approve)
+            report["resolution"] = plan.resolution
+        else:
+            flood = tc.plan_flood(keys, outputs, policy)
+            slots = tc.decrypt_many(engine, keys, outputs, to=client, policy=policy, approve=approve)
+            report.update(precision_bits=flood.precision_bits, sigma=flood.sigma, error_bound=flood.error_bound)
+    report.update({
         "party": session.name, "parties": session.n, "role": _role(me, client, owner),
-        "client": names[client], "model_owner": names[owner], "evaluator": "every party",
+        "client": names[client], "model_owner": names[owner], "evaluator": "every party", "output": output,
+        "security": "active" if checked else "passive",
         "encrypt": list(encrypt), "images": count, "phases": _rows(phases), "cost": trace.cost(),
         "bytes_sent": session.stats.bytes_sent, "output_bytes": len(ckks.to_bytes(outputs[0])),
-        "precision_bits": flood.precision_bits, "sigma": flood.sigma, "error_bound": flood.error_bound,
-        "output_scale": outputs[0].scale, "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining}
+        "output_scale": outputs[0].scale, "budget": keys.ledger.budget, "budget_left": keys.ledger.remaining})
+    if output == "label" and predicted is not None:
+        report["predicted"] = np.asarray(predicted)
+        if labels is not None:
+            report["labels"] = labels
+            report["accuracy"] = float(np.mean(report["predicted"] == labels))
+            report["confusion"] = confusion(labels, report["predicted"])
     if slots is not None:
         logits = P.logits(slots)
         report["logits"] = logits
@@ -213,6 +235,65 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             report["accuracy"] = float(np.mean(report["predicted"] == labels))
             report["confusion"] = confusion(labels, report["predicted"])
     return report
+
+
+#: what ``shaper cnn infer`` gives the client
+OUTPUTS = ("logits", "label")
+
+
+def check_output(output: str | None, checked: bool) -> str:
+    """The output of an inference: ``output`` validated, or the default for the key (label on a
+    key made on the active engine, logits otherwise)."""
+    if output is None:
+        return "label" if checked else "logits"
+    if output not in OUTPUTS:
+        raise ConfigError(f"the output is one of {', '.join(OUTPUTS)}, got {output!r}")
+    return output
+
+
+def derived_logit_error(keys: Any, encrypt: Iterable[str], bound: float, *, enforced: bool = True) -> Any:
+    """The logits' worst-case bound derived, nothing declared, for a key's parties: the plan on
+    the bounds the joint inputs' range checks enforce (``enforced``: every coefficient within
+    its range, so every slot within W times the value bound) or on the declared values slot by
+    slot (the pixels in [0, 1], every packed weight within ``bound``)."""
+    from dataclasses import replace as with_
+
+    from ..ml.cnn.inference import derived_output_bound
+    from ..protocols.threshold_ckks.inputs import enforced_value_bound
+
+    nm = tc.noise_model(keys)
+    trace = P.trace(keys.params)
+
+    def given(name: str, value: float) -> Any:
+        level, scale = trace.specs[name]
+        fresh = nm.joint_input(level, scale, value)
+        return with_(fresh, message=float(scale) * enforced_value_bound(keys, scale, value)) if enforced else fresh
+
+    encrypt = check_encrypt(encrypt)
+    weights = {n: given(n, bound) for n in P.WEIGHT_NAMES} if "model" in encrypt else None
+    image = given("image", 1.0) if "image" in encrypt else 1.0
+    return derived_output_bound(nm, encrypt, bound, weights, image)
+
+
+def _refuse_active_logits(keys: Any, encrypt: tuple[str, ...], bound: float) -> None:
+    """Logits on a key made on the active engine: their flood would be sized by the derived
+    worst case, which leaves no precision; refused with the figures (docs/cnn.md, "Bounds")."""
+    import math
+
+    wide, slotwise = (derived_logit_error(keys, encrypt, bound, enforced=e) for e in (True, False))
+    q0 = math.log2(keys.params.moduli[0])
+    raise ConfigError(
+        "logits under a key made on the active engine are flooded by their worst-case error derived from the "
+        f"enforced bounds: 2^{math.log2(wide.error):.1f} (2^{math.log2(slotwise.error):.1f} even with every slot of "
+        f"every input within its declared value; the logits' scale is 2^{math.log2(wide.scale):.0f}, q_0 "
+        f"2^{q0:.0f}), so no precision would be left. Use --output label: the argmax is computed inside the MPC "
+        "and only it reaches the client, with no flood")
+
+
+def _declared(value: Any, owner: str) -> tuple[float, float]:
+    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)):
+        raise ConfigError(f"the model owner {owner!r} announced a malformed output bound {value!r}")
+    return float(value[0]), float(value[1])
 
 
 def _model_digest(model: Any) -> str:
@@ -298,7 +379,7 @@ def demo_local(parties: int, count: int, method: str, encrypt: tuple[str, ...], 
 
 def infer_local(root: str | os.PathLike, images: Any, labels: Any, model: Any, encrypt: tuple[str, ...],
                 evaluator: str | None = None, *, parties: int | None = None,
-                progress: Progress | None = None) -> list[dict]:
+                progress: Progress | None = None, output: str | None = None) -> list[dict]:
     """:func:`infer_job` at every party here from the key directories ``root/party0 ..``: party 0
     the client (``images``, ``labels``), the last the model owner (``model``, default the bundled
     one); ``progress`` gets the client's events."""
@@ -308,16 +389,16 @@ def infer_local(root: str | os.PathLike, images: Any, labels: Any, model: Any, e
     if images is None:
         raise ConfigError("with --local pass the client's --images or --mnist-sample")
     model = model if model is not None else bundled()
-    return launch(len(dirs), _infer_party, str(root), images, labels, model, encrypt, evaluator, progress,
+    return launch(len(dirs), _infer_party, str(root), images, labels, model, encrypt, evaluator, progress, output,
                   timeout=None)
 
 
 def _infer_party(session: Any, root: str, images: Any, labels: Any, model: Any, encrypt: tuple, evaluator: Any,
-                 progress: Progress | None) -> dict:
+                 progress: Progress | None, output: str | None = None) -> dict:
     return infer_job(session, str(Path(root) / session.name), images=images if session.index == 0 else None,
                      labels=labels if session.index == 0 else None,
                      model=model if session.index == session.n - 1 else None, encrypt=encrypt, evaluator=evaluator,
-                     progress=progress if session.index == 0 else None)
+                     progress=progress if session.index == 0 else None, output=output)
 
 
 def infer_report(path: str | os.PathLike, report: dict, images: Any) -> Path:
@@ -561,35 +642,44 @@ def infer_command(args: Any, local: int | None) -> int:
         if images is None:
             raise ConfigError("with --local pass the client's --images or --mnist-sample")
         results = infer_local(args.keys, images, labels, model, encrypt, args.evaluator, parties=local,
-                              progress=show)
+                              progress=show, output=args.output)
         report = results[0]
     else:
         from ..net import Session
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             report = infer_job(session, args.keys, images=images, labels=labels, model=model, encrypt=encrypt,
-                               evaluator=args.evaluator, progress=show)
+                               evaluator=args.evaluator, progress=show, output=args.output)
             print(session.stats.table(f"traffic of {args.me}"))
     print(f"{report['images']} images, {' and '.join(report['encrypt'])} encrypted; client {report['client']}, "
-          f"model owner {report['model_owner']}, evaluator {report['evaluator']}; this party: {report['role']}")
-    flood = (f"each party flooded its share with sigma 2^{np.log2(report['sigma']):.1f} (the outputs' error bound "
-             f"2^{np.log2(report['error_bound']):.1f}): about {report['precision_bits']:.1f} bits of logit precision; "
-             f"{report['budget_left']} of {report['budget']} decryptions left")
-    if "logits" not in report:
-        print(f"the logits were decrypted jointly for the client; nothing learnt here ({flood})")
+          f"model owner {report['model_owner']}, evaluator {report['evaluator']}; this party: {report['role']}; "
+          f"{report['security']} key")
+    if report["output"] == "label":
+        what = "labels"
+        told = (f"only the argmax of each image's logits, computed inside the MPC, was opened to the client (no "
+                f"flood; two logits within {report['resolution']:.1e} of each other may come out either way); "
+                f"{report['budget_left']} of {report['budget']} decryptions left")
+    else:
+        what = "logits"
+        told = (f"each party flooded its share with sigma 2^{np.log2(report['sigma']):.1f} (the outputs' error bound "
+                f"2^{np.log2(report['error_bound']):.1f}): about {report['precision_bits']:.1f} bits of logit "
+                f"precision; {report['budget_left']} of {report['budget']} decryptions left")
+    if "predicted" not in report:
+        print(f"the {what} were decrypted jointly for the client; nothing learnt here ({told})")
         return 0
-    print(flood)
+    print(told)
     predicted = report["predicted"]
     shown = ", ".join(str(int(p)) for p in predicted[:20])
     print(f"predictions: {shown}{', ...' if len(predicted) > 20 else ''}")
     if "accuracy" in report:
         print(f"accuracy {report['accuracy']:.2%} on {report['images']} images")
     if args.out:
+        values = report["logits"] if what == "logits" else np.asarray(report["predicted"], dtype=np.int64)
         if args.out.endswith(".npy"):
-            np.save(args.out, report["logits"])
+            np.save(args.out, values)
         else:
-            np.savetxt(args.out, report["logits"], delimiter=",")
-        print(f"logits written to {args.out}")
+            np.savetxt(args.out, values, delimiter=",", fmt="%.18e" if what == "logits" else "%d")
+        print(f"{what} written to {args.out}")
     if args.report:
         print(f"report written to {infer_report(args.report, report, images)}")
     return 0

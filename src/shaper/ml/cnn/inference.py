@@ -17,6 +17,7 @@ evaluator is the client). Both in the clear is refused.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -215,16 +216,35 @@ def declared_output_bound(model: Any, params: ckks.Parameters, parties: int, key
     return float(b.error), float(b.message)
 
 
+def derived_output_bound(nm: Any, encrypt: Iterable[str], bound: float, weights: dict[str, Any] | None = None,
+                         image: Any = 1.0) -> Any:
+    """The outputs' worst-case bound derived from the inputs' own bounds, nothing declared: the
+    plan on :class:`~.plan.BoundBackend` with each encrypted weight at its recorded (enforced)
+    bound ``weights`` (by name; a weight in the clear within ``bound``), and the image at its
+    recorded bound ``image`` (a :class:`~shaper.crypto.ckks.bounds.Bound`; a number for images
+    in the clear or for the fresh joint input of that value bound). A worst case over every
+    image and model the inputs' bounds allow: through the two squares it is far wider than what
+    real images reach (docs/cnn.md gives the figures)."""
+    encrypt = check_encrypt(encrypt)
+    be = P.BoundBackend(bound, nm, encrypt)
+    if weights is not None:
+        be.weights.update(weights)
+    return P.forward(be, image).bound()
+
+
 def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest: str, bound: float,
-                declared: tuple[float, float], weights: dict[str, ckks.Plaintext] | None = None,
+                declared: tuple[float, float] | None, weights: dict[str, ckks.Plaintext] | None = None,
                 images: np.ndarray | None = None, images_digest: str = "") -> Any:
     """The CNN plan as an agreed evaluation (:class:`shaper.protocols.threshold_ckks.Circuit`):
     its inputs are the 25 jointly encrypted weight vectors in :data:`~.plan.WEIGHT_NAMES` order
     (model encrypted), then the jointly encrypted images (images encrypted); a part in the clear
     is part of the circuit (``weights`` plaintexts, or ``images`` packed) and so of its name,
-    with the model's digest and the declared weight bound. Its outputs' worst-case bound is the
-    plan run on bounds (:func:`~.plan.output_bound`), after checking every input's recorded
-    bound is within what that assumes."""
+    with the model's digest and the declared weight bound. Its outputs' bound is either
+    ``declared`` (the model owner's :func:`declared_output_bound`, after checking every input's
+    recorded bound is within what that assumes: the passive keys' rule), or, with ``declared``
+    None, *derived*: the plan run on the bounds each party's own ledger holds for the inputs
+    (:func:`derived_output_bound`; on a key made on the active engine those are the bounds its
+    range checks enforced), a worst case over every input they allow."""
     from ...protocols.threshold_ckks import Circuit
 
     encrypt = check_encrypt(encrypt)
@@ -234,9 +254,10 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         raise ConfigError("with the model in the clear the circuit holds its encoded weights")
     if "image" not in encrypt and images is None:
         raise ConfigError("with the images in the clear the circuit holds them")
-    error, message = (float(v) for v in declared)
+    error, message = (float(v) for v in declared) if declared is not None else (math.nan, math.nan)
     name = (f"cnn plan {params.fingerprint.hex()[:16]} model {model_digest[:32]} bound {bound!r} "
-            f"output error {error!r} encrypt {'+'.join(encrypt)}"
+            + (f"output error {error!r}" if declared is not None else "output bound derived")
+            + f" encrypt {'+'.join(encrypt)}"
             + (f" images {images_digest[:32]}" if images is not None else ""))
 
     def run(ev: ckks.Evaluator, inputs: list[ckks.Ciphertext]) -> list[ckks.Ciphertext]:
@@ -247,6 +268,14 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         return evaluate(ev, xs, w, trace=trace)
 
     def bounds(nm: Any, given: list[Any]) -> list[Any]:
+        count = len(given) - n_weights if "image" in encrypt else len(images)
+        if declared is None:
+            weight_bounds = dict(zip(P.WEIGHT_NAMES, given[:n_weights], strict=True)) if n_weights else None
+            image = given[n_weights] if "image" in encrypt else 1.0
+            if "image" in encrypt and any(b.level != image.level or b.message > image.message or b.error > image.error
+                                          for b in given[n_weights:]):
+                image = max(given[n_weights:], key=lambda b: (b.message, b.error))
+            return [derived_output_bound(nm, encrypt, bound, weight_bounds, image)] * count
         for k, b in enumerate(given):
             if k < n_weights:
                 level, scale = trace.specs[P.WEIGHT_NAMES[k]]
@@ -261,11 +290,10 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         from ...crypto.ckks.bounds import Bound
 
         out = Bound(level=trace.output_level, scale=trace.output_scale, message=message, error=error)
-        count = len(given) - n_weights if "image" in encrypt else len(images)
         return [out] * count
 
     return Circuit(name, run, bounds)
 
 
 __all__ = ["ENCRYPT_CHOICES", "Result", "check_encrypt", "cnn_circuit", "confusion", "encode_model",
-           "declared_output_bound", "encode_model_packed", "encrypt_images", "encrypt_model", "evaluate", "model_bound", "predictions", "single_key"]
+           "declared_output_bound", "derived_output_bound", "encode_model_packed", "encrypt_images", "encrypt_model", "evaluate", "model_bound", "predictions", "single_key"]

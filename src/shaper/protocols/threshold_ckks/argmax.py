@@ -59,7 +59,7 @@ from ...kernels.modq import matmul_mod, pack_bits, unpack_bits
 from ..additive import convert
 from ..api import ModShares, XorShares, stack_bits
 from .decrypt import agree
-from .polys import active, linear, ntt_copy
+from .polys import linear, ntt_copy
 
 __all__ = ["MAX_CLASSES", "ArgmaxPlan", "argmax_plan", "decrypt_argmax"]
 
