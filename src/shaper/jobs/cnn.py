@@ -157,7 +157,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     if checked and output == "logits":
         _refuse_active_logits(keys, encrypt, bound)
     me = session.index
-    engine = engine_for(session)
+    engine = engine_for(session, key_security(keys))  # a key made on the active engine runs on it
 
     cts: list[ckks.Ciphertext] = []
     plain_weights = plain_images = None
