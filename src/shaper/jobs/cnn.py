@@ -192,7 +192,8 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             images_digest = hashlib.sha256(np.ascontiguousarray(plain_images).tobytes()).hexdigest()
     with phases.phase("evaluate"):
         circuit = cnn_circuit(params, encrypt=encrypt, model_digest=digest, bound=bound, declared=declared,
-                              weights=plain_weights, images=plain_images, images_digest=images_digest)
+                              weights=plain_weights, images=plain_images, images_digest=images_digest,
+                              fold=output == "label")
         outputs = tc.evaluate(keys, circuit, cts) if cts else None
         if outputs is None:
             raise ConfigError("nothing is encrypted")
@@ -205,9 +206,9 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     predicted = slots = None
     with phases.phase("joint decryption" if output == "logits" else "joint decryption to labels"):
         if output == "label":
-            plan = tc.argmax_plan(params, min(ct.scale for ct in outputs), P.CLASSES, P.BLOCK)
-            predicted = tc.decrypt_argmax(engine, keys, outputs, classes=P.CLASSES, period=P.BLOCK, to=client,
-                                          approve=approve)
+            plan = tc.argmax_plan(params, min(ct.scale for ct in outputs), P.CLASSES, P.LABEL_PERIOD)
+            predicted = tc.decrypt_argmax(engine, keys, outputs, classes=P.CLASSES, period=P.LABEL_PERIOD,
+                                          to=client, approve=approve)
             report["resolution"] = plan.resolution
         else:
             flood = tc.plan_flood(keys, outputs, policy)

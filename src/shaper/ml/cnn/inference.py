@@ -234,7 +234,7 @@ def derived_output_bound(nm: Any, encrypt: Iterable[str], bound: float, weights:
 
 def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest: str, bound: float,
                 declared: tuple[float, float] | None, weights: dict[str, ckks.Plaintext] | None = None,
-                images: np.ndarray | None = None, images_digest: str = "") -> Any:
+                images: np.ndarray | None = None, images_digest: str = "", fold: bool = False) -> Any:
     """The CNN plan as an agreed evaluation (:class:`shaper.protocols.threshold_ckks.Circuit`):
     its inputs are the 25 jointly encrypted weight vectors in :data:`~.plan.WEIGHT_NAMES` order
     (model encrypted), then the jointly encrypted images (images encrypted); a part in the clear
@@ -244,7 +244,9 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
     recorded bound is within what that assumes: the passive keys' rule), or, with ``declared``
     None, *derived*: the plan run on the bounds each party's own ledger holds for the inputs
     (:func:`derived_output_bound`; on a key made on the active engine those are the bounds its
-    range checks enforced), a worst case over every input they allow."""
+    range checks enforced), a worst case over every input they allow. With ``fold`` each output
+    is folded for a decryption to a label (:func:`~.plan.fold_for_label`: logit k in every slot
+    16 t + k)."""
     from ...protocols.threshold_ckks import Circuit
 
     encrypt = check_encrypt(encrypt)
@@ -257,7 +259,7 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
     error, message = (float(v) for v in declared) if declared is not None else (math.nan, math.nan)
     name = (f"cnn plan {params.fingerprint.hex()[:16]} model {model_digest[:32]} bound {bound!r} "
             + (f"output error {error!r}" if declared is not None else "output bound derived")
-            + f" encrypt {'+'.join(encrypt)}"
+            + f" encrypt {'+'.join(encrypt)}" + (" folded for labels" if fold else "")
             + (f" images {images_digest[:32]}" if images is not None else ""))
 
     def run(ev: ckks.Evaluator, inputs: list[ckks.Ciphertext]) -> list[ckks.Ciphertext]:
@@ -265,7 +267,18 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         xs: Sequence[Any] = inputs[n_weights:] if "image" in encrypt else images
         if "image" in encrypt and not xs:
             raise ConfigError("the CNN circuit got no image ciphertexts")
-        return evaluate(ev, xs, w, trace=trace)
+        out = evaluate(ev, xs, w, trace=trace)
+        if fold:
+            be = P.CkksBackend(ev, w, trace)
+            out = [P.fold_for_label(be, y) for y in out]
+        return out
+
+    def folded(nm: Any, out: Any) -> Any:
+        if not fold:
+            return out
+        for s in P.LABEL_FOLD:
+            out = nm.add(out, nm.rotate(out, s))
+        return out
 
     def bounds(nm: Any, given: list[Any]) -> list[Any]:
         count = len(given) - n_weights if "image" in encrypt else len(images)
@@ -275,7 +288,7 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
             if "image" in encrypt and any(b.level != image.level or b.message > image.message or b.error > image.error
                                           for b in given[n_weights:]):
                 image = max(given[n_weights:], key=lambda b: (b.message, b.error))
-            return [derived_output_bound(nm, encrypt, bound, weight_bounds, image)] * count
+            return [folded(nm, derived_output_bound(nm, encrypt, bound, weight_bounds, image))] * count
         for k, b in enumerate(given):
             if k < n_weights:
                 level, scale = trace.specs[P.WEIGHT_NAMES[k]]
@@ -290,7 +303,7 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         from ...crypto.ckks.bounds import Bound
 
         out = Bound(level=trace.output_level, scale=trace.output_scale, message=message, error=error)
-        return [out] * count
+        return [folded(nm, out)] * count
 
     return Circuit(name, run, bounds)
 

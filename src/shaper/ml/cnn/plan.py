@@ -154,6 +154,21 @@ def logits(slots: Any) -> np.ndarray:
 
 # -- the plan ----------------------------------------------------------------------------------
 
+#: rotate-and-add steps that fold the logits' 128-slot blocks into 16-slot ones: the output slots
+#: are then periodic with period :data:`LABEL_PERIOD` (logit k at every 16 t + k, zeros at
+#: 16 t + 10 .. 16 t + 15), so a decryption to a label reads 32 coefficients instead of 256
+#: (:func:`shaper.protocols.threshold_ckks.decrypt_argmax`). Rotation keys the plan already has.
+LABEL_FOLD = (16, 32, 64)
+LABEL_PERIOD = 16
+
+
+def fold_for_label(be: Any, y: Any) -> Any:
+    """The plan's output folded by :data:`LABEL_FOLD` (no level spent: rotations and additions)."""
+    for s in LABEL_FOLD:
+        y = be.add(y, be.rotate(y, s))
+    return y
+
+
 def forward(be: Any, x: Any) -> Any:
     """The network on one packed input ``x`` with backend ``be`` (see the module docstring)."""
     def rotate_add(y: Any, steps: Iterable[int]) -> Any:
@@ -627,6 +642,8 @@ __all__ = [
     "CLASSES",
     "DEPTH",
     "IMAGE_SUPPORT",
+    "LABEL_FOLD",
+    "LABEL_PERIOD",
     "SEGMENT",
     "SLOTS",
     "WEIGHT_NAMES",
@@ -637,6 +654,7 @@ __all__ = [
     "Trace",
     "Tracer",
     "activation_bounds",
+    "fold_for_label",
     "forward",
     "logits",
     "output_bound",

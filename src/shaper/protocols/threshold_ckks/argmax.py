@@ -16,16 +16,16 @@ the budget charged on disk before anything is computed), then:
    c is u = c + h in [0, q_0), is converted to bits (the engine's Z_q -> Z_2 conversion: exact,
    checked on the active engine), its low ``shift`` bits dropped and the rest converted back:
    U = floor(u / 2^shift), an integer below q_0 / 2^shift, exactly.
-3. **Fixed-point decode of differences.** For every pair a < b of the ``classes`` slots,
-   D_ab = sum_t (M_a - M_b)_t U_t - C_ab, with M = round(2^frac x the decoding matrix) and C_ab
-   the offset's public share: a public linear map, local. The parameters are chosen so that
-   |D_ab| < q_0 / 4 for *every* phase (a worst case over all coefficients in (-q_0/2, q_0/2)),
-   so the sign of D_ab read mod q_0 is its true sign whatever the ciphertext holds.
-4. **Comparisons and the argmax.** [D_ab < 0] from D_ab's bits (another conversion and a
-   comparison with (q_0 + 1)/2); a beats b when D_ab >= 0 (a < b) or D_ba < 0 (a > b), the
-   winner is the one that beats all others (ties go to the smaller index), and its index's bits
-   (XOR of the one-hot winner with public index bits) are opened to the recipient alone,
-   MAC-checked there on the active engine.
+3. **Fixed-point decode.** L_a = sum_t M_at U_t - C_a for each of the ``classes`` slots, with
+   M = round(2^frac x the decoding matrix) and C_a the offset's public part: a public linear
+   map, local. The shift is chosen so that |L_a - L_b| < q_0 / 4 for *every* phase (a worst case
+   over all coefficients in (-q_0/2, q_0/2)), so the sign of a difference read mod q_0 is its
+   true sign whatever the ciphertext holds.
+4. **A tournament.** Rounds of pairwise comparisons: [L_a - L_b < 0] from the difference's
+   bits (another conversion and a comparison with (q_0 + 1)/2), converted back (a daBit), and
+   the winner's value and index chosen by one product each; classes - 1 comparisons in
+   ceil(log2 classes) rounds. The last index is opened to the recipient alone, MAC-checked
+   there on the active engine.
 
 The label is the argmax of the slots up to :attr:`ArgmaxPlan.resolution` (the fixed-point
 error's worst case, in slot units at the ciphertext's scale) plus the ciphertext's own error:
@@ -55,9 +55,9 @@ import numpy as np
 from ...crypto import ckks
 from ...crypto.ckks.multiparty import ciphertext_digest, validate_ciphertexts
 from ...errors import ConfigError, DecryptionRefused
-from ...kernels.modq import matmul_mod, pack_bits, unpack_bits
+from ...kernels.modq import matmul_mod
 from ..additive import convert
-from ..api import ModShares, XorShares, stack_bits
+from ..api import ModShares
 from .decrypt import agree
 from .polys import linear, ntt_copy
 
@@ -86,6 +86,8 @@ class ArgmaxPlan:
     rows: np.ndarray
     offsets: np.ndarray
     resolution: float
+    decode: np.ndarray
+    centres: np.ndarray
 
     @property
     def label_bits(self) -> int:
@@ -133,16 +135,18 @@ def argmax_plan(params: ckks.Parameters, scale: float, classes: int, period: int
     l1 = int(np.max(np.sum(np.abs(rows), axis=1)))
     # the smallest shift for which every |D| < q0 / 4: |2^k D| <= l1 (h + 2^k) + 2^(k-1)
     shift = 0
-    while l1 * (h // (1 << shift) + 2) + 1 >= q0 // 4:
+    while l1 * (h // (1 << shift) + 2) + 2 >= q0 // 4:
         shift += 1
     sums = rows.sum(axis=1)
     offsets = np.array([_round_div(h * int(s), 1 << shift) for s in sums], dtype=object)
     # |2^k D - 2^f Delta (z_a - z_b)| <= sum_t |c_t| (rounding of M) + 2^k (l1 + 1) (truncation, offset)
-    resolution = (terms * h + (1 << shift) * (l1 + 1)) / (float(1 << frac) * float(scale))
-    for x in (rows, offsets):
+    resolution = (terms * h + (1 << shift) * (l1 + 2)) / (float(1 << frac) * float(scale))
+    decode = np.ascontiguousarray(m.T)                                        # (classes, terms)
+    centres = np.array([_round_div(h * int(v), 1 << shift) for v in decode.sum(axis=1)], dtype=object)
+    for x in (rows, offsets, decode, centres):
         x.flags.writeable = False
     return ArgmaxPlan(classes, period, params.n // (2 * period), terms, frac, shift, float(scale), pairs, rows,
-                      offsets, float(resolution))
+                      offsets, float(resolution), decode, centres)
 
 
 def _round_div(x: int, d: int) -> int:
@@ -201,12 +205,10 @@ def _labels(engine: Any, keys: Any, cts: list[ckks.Ciphertext], plan: ArgmaxPlan
     bits = convert.mod_to_bits(engine, u)
     high = bits[plan.shift:w]
     big = convert.planes_to_mod(engine, high, [1 << j for j in range(w - plan.shift)], (q0,))
-    # 3. D_ab = sum_t (M_a - M_b)_t U_t - C_ab
-    d = _matmul_public(big, plan.rows, q0, count) + np.tile(-plan.offsets, count)
-    # 4. [D_ab < 0], the winner, its index
-    dbits = convert.mod_to_bits(engine, d)
-    _, negative = convert.add_public(engine, dbits, (1 << w) - (q0 + 1) // 2)
-    return _winner(engine, negative, plan, count, to)
+    # 3. L_a = sum_t M_at U_t - C_a: every difference L_a - L_b within q0 / 4 (the plan's shift)
+    values = _matmul_public(big, plan.decode, q0, count) + np.tile(-plan.centres, count)   # (count classes,)
+    # 4. the tournament: the larger of each pair by the sign of the difference, its index carried along
+    return _tournament(engine, values, plan, count, q0, to)
 
 
 def _as_engine_shares(engine: Any, share: np.ndarray, mac: np.ndarray | None, q: int) -> ModShares:
@@ -233,49 +235,39 @@ def _matmul_public(x: ModShares, rows: np.ndarray, q: int, count: int) -> ModSha
     return type(x)(x.engine, share, np.stack([apply(mac[k]) for k in range(mac.shape[0])]), (q,))
 
 
-def _gather(x: XorShares, index: np.ndarray) -> XorShares:
-    """Lanes ``index`` (L, B) of one shared bit vector as L planes of B lanes."""
-    idx = np.asarray(index)
-    macs = getattr(x, "macs", None)
-    if macs is None:
-        return XorShares(x.engine, pack_bits(unpack_bits(x.words, x.bits)[idx]), idx.shape[-1])
-    return type(x).of(x.engine, x.plain()[idx], x.macs[:, idx], x.keys[:, idx])
-
-
-def _and_all(x: XorShares) -> XorShares:
-    """The AND of the planes (L, B) of ``x``, by halves: one plane of B lanes."""
-    while x.words.shape[0] > 1:
-        planes = x.words.shape[0]
-        half = planes // 2
-        folded = x[:half] & x[half:2 * half]
-        x = folded if planes % 2 == 0 else stack_bits([folded[i] for i in range(half)] + [x[planes - 1]])
-    return x[0]
-
-
-def _winner(engine: Any, negative: XorShares, plan: ArgmaxPlan, count: int, to: int) -> np.ndarray | None:
-    """The winner's index bits from [D_ab < 0] (lanes ordered image, pair), opened to ``to``."""
+def _tournament(engine: Any, values: ModShares, plan: ArgmaxPlan, count: int, q: int, to: int) -> np.ndarray | None:
+    """argmax per image of the shared values (count classes,) mod q, by rounds of pairwise
+    comparisons: candidate i against i + half, b = [L_i - L_(i+half) < 0] (the difference's bits
+    and a comparison with (q + 1)/2), the winner L_i + b (L_(i+half) - L_i) and its index alike
+    (one round of products); an odd candidate waits a round. classes - 1 comparisons in all, in
+    ceil(log2 classes) rounds; the winner's index is opened to ``to`` alone."""
+    w = q.bit_length()
     k = plan.classes
-    npairs = len(plan.pairs)
-    where = {(int(a), int(b)): p for p, (a, b) in enumerate(plan.pairs)}
-    images = np.arange(count) * npairs
-    index = np.empty((k - 1, k, count), dtype=np.int64)
-    flip = np.zeros((k - 1, k, count), dtype=bool)
-    for a in range(k):
-        for slot, b in enumerate(x for x in range(k) if x != a):
-            index[slot, a] = images + where[(min(a, b), max(a, b))]
-            flip[slot, a] = a < b                       # a beats b (a < b) when D_ab is not negative
-    beats = _gather(negative, index.reshape(k - 1, k * count)) ^ pack_bits(flip.reshape(k - 1, k * count))
-    win = _and_all(beats)                                # lanes (a, image): one winner per image
-    planes = []
-    for j in range(plan.label_bits):
-        owners = np.array([a for a in range(k) if (a >> j) & 1], dtype=np.int64)
-        sel = _gather(win, (owners[:, None] * count + np.arange(count)[None, :]))
-        acc = sel[0]
-        for i in range(1, len(owners)):
-            acc = acc ^ sel[i]
-        planes.append(acc)
-    opened = stack_bits(planes).reveal(to=to)
+    vals = values.reshape(count, k)
+    idx = (vals * 0) + np.tile(np.arange(k, dtype=np.int64), (count, 1))  # public indices as shares
+    while k > 1:
+        half = k // 2
+        a, b = vals[:, :half], vals[:, half:2 * half]
+        ia, ib = idx[:, :half], idx[:, half:2 * half]
+        bits = convert.mod_to_bits(engine, (a - b).reshape(count * half))
+        _, negative = convert.add_public(engine, bits, (1 << w) - (q + 1) // 2)
+        sel = engine.bits_to_mod(negative, (q,)).reshape(count, half)
+        moved = engine.mul_mod(_concat([sel, sel], axis=1), _concat([b - a, ib - ia], axis=1))
+        win, iwin = a + moved[:, :half], ia + moved[:, half:]
+        if k % 2:
+            win, iwin = _concat([win, vals[:, k - 1:]], axis=1), _concat([iwin, idx[:, k - 1:]], axis=1)
+        vals, idx, k = win, iwin, half + k % 2
+    opened = engine.reveal_mod(idx.reshape(count), to)
     if opened is None:
         return None
-    got = np.asarray(opened, dtype=np.int64).reshape(plan.label_bits, count)
-    return (got << np.arange(plan.label_bits, dtype=np.int64)[:, None]).sum(axis=0)
+    return np.asarray(opened, dtype=np.uint64).reshape(count).astype(np.int64)
+
+
+def _concat(parts: Sequence[ModShares], axis: int) -> ModShares:
+    """Shares joined along a value axis (the limb axis stays last), MAC shares alike."""
+    first = parts[0]
+    share = np.concatenate([p.share for p in parts], axis=axis)
+    mac = getattr(first, "mac", None)
+    if mac is None:
+        return ModShares(first.engine, share, first.moduli)
+    return type(first)(first.engine, share, np.concatenate([p.mac for p in parts], axis=axis + 1), first.moduli)
