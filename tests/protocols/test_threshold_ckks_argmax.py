@@ -188,6 +188,7 @@ def _assert_caught(outcome, deviant):
     (Deviation(r"act-bopen-\d+", "offset", nth=None, delta=1, index=1), "recipient"),
 ], ids=["first-opening", "every-opening", "bit-openings", "late-bit-opening", "mac-check", "recipient",
         "recipient-bits"])
+@pytest.mark.once  # the conversions' checks are the engine's, kernel-independent: CI's first run covers them
 def test_a_deviation_in_the_label_decryption_is_caught(saved, dev, deviant):
     parties, out, blobs, _ = saved
     to = 0

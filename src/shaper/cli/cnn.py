@@ -23,6 +23,7 @@ from .common import (
     command,
     deprecated_alias,
     deprecation,
+    file_security,
     group,
     json_option,
     local_count,
@@ -88,6 +89,7 @@ def add_parser(subparsers: Any) -> None:
                             "worst case leaves no precision), logits otherwise")
     out_option(infer, "client: write the labels or logits (.npy or .csv)", metavar="FILE")
     infer.add_argument("--report", metavar="FILE", help="client: write an HTML report")
+    infer.set_defaults(active_engine=True)  # the engine follows the key (a parties file's security must match it)
 
     plan = command(sub, "plan", run_plan, "print the packing plan: cost, levels, rotation keys")
     json_option(plan, "also write the plan as JSON ('-': standard output, instead of the table)")
@@ -146,6 +148,7 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_infer(args: argparse.Namespace) -> int:
     from ..jobs import cnn
 
+    file_security(args)
     return cnn.infer_command(args, local_from_keys(args))
 
 

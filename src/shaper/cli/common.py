@@ -29,6 +29,7 @@ import argparse
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError, ShaperError
@@ -253,3 +254,18 @@ def abort_job(args: argparse.Namespace, problem: BaseException) -> None:
     except (KeyboardInterrupt, *EXPECTED_ERRORS):
         return
     session.abort(problem, phase=START_UP)
+
+
+def file_security(args: argparse.Namespace) -> None:
+    """A parties file's ``security`` (``args.file_security``), which the key of a job whose
+    engine follows its key (fhe encrypt/decrypt, cnn infer) must match: refused before connecting."""
+    if getattr(args, "parties", None):
+        from ..net.config import load_parties
+        from ..protocols.threshold_ckks.keystore import MACS_FILE
+
+        args.file_security = load_parties(args.parties).security
+        made = "active" if args.keys and (Path(args.keys) / MACS_FILE).is_file() else "passive"
+        if args.keys and args.file_security is not None and args.file_security != made:  # before connecting
+            raise ConfigError(f"the parties file asks for security = {args.file_security!r}, but {args.keys} holds a key "
+                              f"made on the {made} engine: a key runs on the engine it was made on (re-key with "
+                              f"shaper fhe keygen --security {args.file_security})")

@@ -18,7 +18,6 @@ The options are parsed here; the jobs are :mod:`shaper.jobs.fhe`.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..crypto.ckks.multiparty import DEFAULT_BUDGET, FLOOD_MODES, SECURITY_LAMBDA, WORK_BITS
@@ -32,6 +31,7 @@ from .common import (
     local_from_keys,
     out_option,
     party_options,
+    file_security,
     security_of,
     security_option,
     where,
@@ -242,25 +242,10 @@ def run_keygen(args: argparse.Namespace) -> int:
     return fhe.keygen_command(args, local, _chain(args.params, args.insecure), _rotations(args.rotations))
 
 
-def _file_security(args: argparse.Namespace) -> None:
-    """A parties file's ``security``, which the key of an encryption or decryption must match
-    (the engine follows the key)."""
-    if getattr(args, "parties", None):
-        from ..net.config import load_parties
-        from ..protocols.threshold_ckks.keystore import MACS_FILE
-
-        args.file_security = load_parties(args.parties).security
-        made = "active" if args.keys and (Path(args.keys) / MACS_FILE).is_file() else "passive"
-        if args.keys and args.file_security is not None and args.file_security != made:  # before connecting
-            raise ConfigError(f"the parties file asks for security = {args.file_security!r}, but {args.keys} holds a key "
-                              f"made on the {made} engine: a key runs on the engine it was made on (re-key with "
-                              f"shaper fhe keygen --security {args.file_security})")
-
-
 def run_encrypt(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
-    _file_security(args)
+    file_security(args)
     return fhe.encrypt_command(args, local_from_keys(args))
 
 
@@ -273,7 +258,7 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_decrypt(args: argparse.Namespace) -> int:
     from ..jobs import fhe
 
-    _file_security(args)
+    file_security(args)
     return fhe.decrypt_command(args, local_from_keys(args))
 
 

@@ -15,18 +15,22 @@ exactly one passes ``model`` (the *model owner*; it may be the client). Then:
 3. *every* party evaluates the plan itself (:func:`~shaper.protocols.threshold_ckks.evaluate`):
    the outputs are byte-identical, and each party records them with their worst-case error
    bound (the plan run on bounds);
-4. all parties decrypt the outputs jointly in one batch *to the client only*, each flooding its
-   share by that bound, within the key's budget.
+4. all parties decrypt the outputs jointly in one batch *to the client only*: with
+   ``output="logits"`` each flooding its share by that bound; with ``output="label"`` the plan's
+   output is folded to period 16 and only each image's argmax is computed inside the MPC and
+   opened (:func:`~shaper.protocols.threshold_ckks.decrypt_argmax`), within the key's budget.
 
-Security model (docs/cnn.md, docs/threshold-ckks.md): the MPC and joint steps are followed
-(passive), everything else may be chosen by a deviating party. A key made on the active engine
-is refused before anything is sent: its range-checked errors raise the outputs' error bound by
-5.5 bits, and the flood sized by it leaves no precision in the logits (docs/cnn.md). No party can get a ciphertext
-decrypted that is not the plan's output on jointly encrypted inputs, so the client cannot make
-the decryption show the key; the flood hides the outputs' errors (the key is recovered with
-probability at most 2^-40 over the key's budget). The client learns the logits of its images
-(plus the flood) and nothing else of the model but the bound of its weights; the model owner and
-every other party learn nothing of the images. A part in the clear is seen by every party.
+Security model (docs/cnn.md, docs/threshold-ckks.md). Under a passive key the MPC and joint
+steps are followed, everything else may be chosen by a deviating party; the logits' flood is
+sized by the model owner's declared bound. Under a key made on the active engine (the job then
+runs on that engine) any n - 1 parties may deviate arbitrarily: every opening is MAC-checked
+and every input a range-checked one, each party records the outputs' bound *derived* from its
+own ledger's enforced input bounds (nothing declared), and since that worst case leaves the
+logits no precision the output is the label (logits refused with the figures). No party can get a ciphertext
+decrypted that is not the plan's output on jointly encrypted inputs. The client learns the
+logits of its images plus the flood (logits), or only their argmax (label: at most log2 10
+bits per image), and nothing else of the model but the bound of its weights; the model owner
+and every other party learn nothing of the images. A part in the clear is seen by every party.
 """
 
 from __future__ import annotations
