@@ -79,7 +79,7 @@ from ...kernels.modq import add_mod
 from ..active.ranges import digit_widths
 from ..active.shares import AuthShares
 from ..api import ModShares, XorShares
-from ..threshold_ckks.decrypt import FloodPolicy, agree, flood_reach
+from ..threshold_ckks.decrypt import FloodPolicy, consent, flood_reach
 from ..threshold_ckks.ledger import digest_of
 from ..threshold_ckks.polys import SharedRows, active, contributed, linear
 
@@ -333,21 +333,17 @@ def decrypt_many(engine: Any, keys: Any, cts: Sequence[scheme.Ciphertext], *, to
     if to is not None and not (isinstance(to, int) and 0 <= to < session.n):
         raise ConfigError(f"decryption recipient {to!r} is not a party index 0..{session.n - 1}")
     request: dict[str, Any] = {"digests": [digest_of(ct) for ct in cts], "to": to, "method": method}
-    reason = ""
-    flood: Flood | None = None
-    try:
+    floods: list[Flood] = []
+
+    def prepare() -> None:
         if method == "flood":
-            flood = plan_flood(keys, cts, policy, parties=session.n, checked=active(engine))
-            request.update(flood.request())
+            floods.append(plan_flood(keys, cts, policy, parties=session.n, checked=active(engine)))
+            request.update(floods[0].request())
         else:
             request["budget"] = plan(keys, cts)["budget"]
-        keys.ledger.check_budget(len(cts))
-        if approve is not None and not approve(dict(request)):
-            reason = "not approved"
-    except (DecryptionRefused, ConfigError) as exc:
-        reason = str(exc)
-    agree(session, request, reason, tag="tbgv-decrypt")
-    keys.ledger.spend(len(cts))
+
+    consent(session, keys, len(cts), request, tag="tbgv-decrypt", approve=approve, prepare=prepare)
+    flood = floods[0] if floods else None
     if flood is not None:
         opened = _open_flooded(engine, keys, cts, flood, to)
         if opened is None:

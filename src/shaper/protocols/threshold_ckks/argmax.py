@@ -54,11 +54,11 @@ import numpy as np
 
 from ...crypto import ckks
 from ...crypto.ckks.multiparty import ciphertext_digest, validate_ciphertexts
-from ...errors import ConfigError, DecryptionRefused
+from ...errors import ConfigError
 from ...kernels.modq import matmul_mod
 from ..additive import convert
 from ..api import ModShares
-from .decrypt import agree
+from .decrypt import consent
 from .polys import linear, ntt_copy
 
 __all__ = ["MAX_CLASSES", "ArgmaxPlan", "argmax_plan", "decrypt_argmax"]
@@ -170,16 +170,8 @@ def decrypt_argmax(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, cl
     plan = argmax_plan(params, min(scales), classes, period)
     request: dict[str, Any] = {"digests": [ciphertext_digest(ct) for ct in cts], "to": to, "output": "argmax",
                                "classes": classes, "period": plan.period, "budget": keys.ledger.budget}
-    reason = ""
-    try:
-        keys.ledger.accounted(cts)
-        keys.ledger.check_budget(len(cts))
-        if approve is not None and not approve(dict(request)):
-            reason = "not approved"
-    except (DecryptionRefused, ConfigError) as exc:
-        reason = str(exc)
-    agree(session, request, reason, tag="tckks-argmax")
-    keys.ledger.spend(len(cts))
+    consent(session, keys, len(cts), request, tag="tckks-argmax", approve=approve,
+            prepare=lambda: keys.ledger.accounted(cts))
     return _labels(engine, keys, cts, plan, to)
 
 

@@ -64,7 +64,7 @@ from ...errors import ConfigError, DecryptionRefused
 from .commit import committed_open_rows
 from .polys import SharedRows, active, contributed, linear, open_rows
 
-__all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "decrypt", "decrypt_many", "flood_reach", "plan_flood",
+__all__ = ["FLOOD_REACH", "Flood", "FloodPolicy", "agree", "consent", "decrypt", "decrypt_many", "flood_reach", "plan_flood",
            "prepare_floods", "prepared_floods"]
 
 #: a flood's reach in sigmas (the Box-Muller sampler's largest value, sqrt(2 * 53 ln 2) = 8.57)
@@ -271,6 +271,25 @@ def _take_floods(engine: Any, params: Any, sigma: float, count: int) -> SharedRo
         return parts[0]
     return SharedRows(engine, np.concatenate([p.share for p in parts]), np.concatenate([p.mac for p in parts], axis=1),
                       parts[0].primes)
+
+
+def consent(session: Any, keys: Any, count: int, request: dict, *, tag: str,
+            approve: Callable[[dict], bool] | None = None, prepare: Callable[[], None] | None = None) -> None:
+    """This party's side of a decryption's consent (threshold CKKS's and BGV's): ``prepare()``
+    (its accounting; it may add to ``request``), the key's budget for ``count`` decryptions and
+    ``approve(request)``, any refusal becoming this party's reason; then :func:`agree` and, once
+    every party consents, the budget charged on disk before anything is opened."""
+    reason = ""
+    try:
+        if prepare is not None:
+            prepare()
+        keys.ledger.check_budget(count)
+        if approve is not None and not approve(dict(request)):
+            reason = "not approved"
+    except (DecryptionRefused, ConfigError) as exc:
+        reason = str(exc)
+    agree(session, request, reason, tag=tag)
+    keys.ledger.spend(count)
 
 
 def agree(session: Any, request: dict, reason: str, tag: str = "tckks-decrypt") -> None:
