@@ -419,12 +419,14 @@ def test_cnn_infer_under_a_joint_key_from_fhe_keygen(tmp_path, capsys):
     predicted = float(re.search(r"about (-?[0-9.]+) bits of logit precision", out).group(1))
     assert got.shape == (4, 10) and np.array_equal(got.argmax(1), want.argmax(1))
     assert np.max(np.abs(got - want)) < 1.5 * 2.0 ** -predicted + 0.05
-    # --output label: only the argmax, computed inside the MPC, reaches the client (written as integers)
+    # --reveal label: only the argmax, computed inside the MPC, reaches the client (written as integers);
+    # --output label, the spelling of it, works with a deprecation line (--output is the retired --out)
     labels = tmp_path / "labels.csv"
     assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "4", "--output", "label",
                  "--out", str(labels)]) == 0
-    out = capsys.readouterr().out
-    assert "only the argmax" in out and "passive key" in out
+    captured = capsys.readouterr()
+    assert "only the argmax" in captured.out and "passive key" in captured.out
+    assert "--output is deprecated" in captured.err and "--reveal" in captured.err
     assert np.array_equal(np.loadtxt(labels, dtype=np.int64, delimiter=","), want.argmax(1))
     # with the model in the clear every party evaluates with it (it goes to every party)
     assert main(["cnn", "infer", "--local-keys", str(keys), "--mnist-sample", "2", "--encrypt", "image"]) == 0

@@ -84,5 +84,5 @@ def test_labels_equal_the_plaintext_predictions_whatever_bound_the_owner_announc
 def test_logits_are_refused_with_the_derived_worst_case_before_any_input_is_encrypted(keys):
     outcome = run(2, _job, keys, "logits", timeout=30)
     for o in outcome:
-        assert o[0] == "error" and o[1] == "ConfigError" and "--output label" in o[2] and "worst-case" in o[2], o
+        assert o[0] == "error" and o[1] == "ConfigError" and "--reveal label" in o[2] and "worst-case" in o[2], o
     assert max(_SENT.values()) < 4096  # the setting's round, nothing of an input

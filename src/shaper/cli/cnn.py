@@ -7,7 +7,7 @@
     shaper cnn train --out model.npz                 retrain the model (numpy, MNIST 5k subset)
     shaper fhe keygen --local 2 --rotations cnn --out keys/
     shaper cnn infer --local 2 --keys keys/ --mnist-sample 50 --report cnn.html
-    shaper cnn infer --local 2 --keys keys/ --mnist-sample 50 --output label      (only the argmax to the client)
+    shaper cnn infer --local 2 --keys keys/ --mnist-sample 50 --reveal label      (only the argmax to the client)
     shaper cnn infer --parties p.toml --me bank --keys keys/bank --images x.npy     (the client)
     shaper cnn infer --parties p.toml --me lab --keys keys/lab --model model.npz    (the model owner)
 
@@ -82,11 +82,12 @@ def add_parser(subparsers: Any) -> None:
     infer.add_argument("--bundled-model", action="store_true", help="the model owner uses the bundled trained model")
     _encrypt_option(infer)
     infer.add_argument("--evaluator", metavar="NAME", help=argparse.SUPPRESS)  # retired: every party evaluates
-    infer.add_argument("--output", choices=("label", "logits"), default=None,
+    infer.add_argument("--reveal", choices=("label", "logits"), default=None,
                        help="what the client gets: label (the argmax of each image's logits, computed inside the "
                             "MPC; no party sees a logit, no flood) or logits (decrypted jointly, flooded). Default: "
                             "label on a key made with --security active, where logits are refused (their derived "
                             "worst case leaves no precision), logits otherwise")
+    deprecated_alias(infer, "--output", "--reveal", choices=("label", "logits"))
     out_option(infer, "client: write the labels or logits (.npy or .csv)", metavar="FILE")
     infer.add_argument("--report", metavar="FILE", help="client: write an HTML report")
     infer.set_defaults(active_engine=True)  # the engine follows the key (a parties file's security must match it)

@@ -291,7 +291,7 @@ def _refuse_active_logits(keys: Any, encrypt: tuple[str, ...], bound: float) -> 
         "logits under a key made on the active engine are flooded by their worst-case error derived from the "
         f"enforced bounds: 2^{math.log2(wide.error):.1f} (2^{math.log2(slotwise.error):.1f} even with every slot of "
         f"every input within its declared value; the logits' scale is 2^{math.log2(wide.scale):.0f}, q_0 "
-        f"2^{q0:.0f}), so no precision would be left. Use --output label: the argmax is computed inside the MPC "
+        f"2^{q0:.0f}), so no precision would be left. Use --reveal label: the argmax is computed inside the MPC "
         "and only it reaches the client, with no flood")
 
 
@@ -647,14 +647,14 @@ def infer_command(args: Any, local: int | None) -> int:
         if images is None:
             raise ConfigError("with --local pass the client's --images or --mnist-sample")
         results = infer_local(args.keys, images, labels, model, encrypt, args.evaluator, parties=local,
-                              progress=show, output=args.output)
+                              progress=show, output=getattr(args, "reveal", None))
         report = results[0]
     else:
         from ..net import Session
 
         with Session.from_config(args.parties, me=args.me, key=args.key) as session:
             report = infer_job(session, args.keys, images=images, labels=labels, model=model, encrypt=encrypt,
-                               evaluator=args.evaluator, progress=show, output=args.output)
+                               evaluator=args.evaluator, progress=show, output=getattr(args, "reveal", None))
             print(session.stats.table(f"traffic of {args.me}"))
     print(f"{report['images']} images, {' and '.join(report['encrypt'])} encrypted; client {report['client']}, "
           f"model owner {report['model_owner']}, evaluator {report['evaluator']}; this party: {report['role']}; "
