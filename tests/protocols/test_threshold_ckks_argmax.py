@@ -198,3 +198,51 @@ def test_a_deviation_in_the_label_decryption_is_caught(saved, dev, deviant):
     _assert_caught(outcome, who)
     assert dev.fired
     assert outcome[to][0] == "error"  # the recipient never took a label: it aborted too, or it was the deviant
+
+
+# -- packed joint inputs: small integers range-checked, the coefficients a public map of them ------------------
+
+def _packing():
+    # 6 inputs, each in 4 or 5 slots (as the CNN repeats each pixel), the rest of the 32 slots zero
+    sources = np.repeat(np.arange(6), 5)[:28]
+    targets = np.random.default_rng(5).permutation(PARAMS.slots)[:28]
+    return tc.Packing("test layout", sources, targets, 6, 1 / 255)
+
+
+def _packed_job(session, security, values, deviate=False):
+    from shaper.protocols.threshold_ckks import inputs
+
+    engine = _engine(session, security)
+    keys = tc.keygen(engine, PARAMS, rotations=[], method="local", check=False)
+    mine = values if session.index == 0 else None
+    if deviate and session.index == 0:  # a deviating owner skips its own checks and sends 256/255
+        from shaper.protocols.active import ranges
+
+        ranges.refuse_outside = lambda *a: None
+        inputs._check_values = lambda v, slots, bound: np.atleast_2d(np.asarray(v, np.float64))
+    cts = tc.encrypt_jointly(engine, keys, mine, value_bound=1.0, owner=0, packing=_packing())
+    entry = keys.ledger.find(cts[0])
+    return {"slots": tc.decrypt(engine, keys, cts[0]), "message": entry.message, "scale": cts[0].scale}
+
+
+@pytest.mark.parametrize("security,parties", [("passive", 2), ("active", 2), ("active", 3)])
+def test_a_packed_joint_input_encrypts_its_layout(security, parties):
+    rng = np.random.default_rng(parties)
+    values = rng.integers(0, 256, size=(1, 6)) / 255
+    res = run_in_memory(parties, _packed_job, security, values, timeout=900)
+    want = _packing().slots(values, PARAMS.slots)[0]
+    for r in res:
+        assert np.max(np.abs(r["slots"] - want)) < 0.05
+    if security == "active":  # the enforced bound is the layout's (1 + step), not W times it
+        assert res[0]["message"] == pytest.approx(res[0]["scale"] * 1.0, rel=0.01)
+
+
+def test_a_packed_input_beyond_its_range_is_refused_naming_its_owner(monkeypatch):
+    from shaper.protocols.active import ranges
+    from shaper.protocols.threshold_ckks import inputs
+
+    monkeypatch.setattr(ranges, "refuse_outside", ranges.refuse_outside)  # restored after the owner's override
+    monkeypatch.setattr(inputs, "_check_values", inputs._check_values)
+    values = np.array([[1.0, 0.5, 0.0, 256 / 255, 0.2, 0.3]])
+    outcome = run(2, _packed_job, "active", values, True, timeout=60)
+    assert outcome[1][0] == "error" and outcome[1][1] == "DeviationError" and "party0" in outcome[1][2], outcome

@@ -64,7 +64,7 @@ from ..protocols import threshold_ckks as tc
 from .fhe import engine_for, key_security, local_key_dirs
 from .report import Report
 
-__all__ = ["OUTPUTS", "check_keys", "check_output", "derived_logit_error", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
+__all__ = ["OUTPUTS", "check_keys", "image_packing", "check_output", "derived_logit_error", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
 
 
 def _rows(phases: Phases) -> list[dict]:
@@ -188,8 +188,13 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
     with phases.phase("encrypt images" if "image" in encrypt else "share the images"):
         if "image" in encrypt:
             level, scale = trace.specs["image"]
-            cts += tc.encrypt_jointly(engine, keys, P.pack_images(images) if me == client else None, owner=client,
-                                      value_bound=1.0, level=level, scale=scale, tag="cnn images")
+            if checked:  # the 784 pixels are what is range-checked (8 bits each), the layout a public map of them
+                mine = images.reshape(len(images), -1) if me == client else None
+                cts += tc.encrypt_jointly(engine, keys, mine, owner=client, value_bound=1.0, level=level, scale=scale,
+                                          tag="cnn images", packing=image_packing())
+            else:
+                cts += tc.encrypt_jointly(engine, keys, P.pack_images(images) if me == client else None,
+                                          owner=client, value_bound=1.0, level=level, scale=scale, tag="cnn images")
         else:
             plain_images = _share_arrays(session, client, {"images": P.pack_images(images)} if me == client else None,
                                          "cnn-images")["images"]
@@ -240,6 +245,15 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             report["accuracy"] = float(np.mean(report["predicted"] == labels))
             report["confusion"] = confusion(labels, report["predicted"])
     return report
+
+
+def image_packing() -> tc.Packing:
+    """The plan's image layout as a packing of a joint input (:class:`~shaper.protocols.
+    threshold_ckks.Packing`): pixel p of the flattened 28 x 28 image into the slots the plan
+    writes it to, as multiples of 1/255 (MNIST's own 8-bit values; other pixels in [0, 1] are
+    rounded to them). On a key made on the active engine the client's 784 pixels per image are
+    then the range-checked inputs, instead of 16,384 coefficients of 54 bits."""
+    return tc.Packing("cnn image", P.IMAGE_PIXELS, P.IMAGE_SLOTS, 28 * 28, 1 / 255)
 
 
 #: what ``shaper cnn infer`` gives the client

@@ -69,13 +69,13 @@ from ...net.phases import Phase
 from .argmax import ArgmaxPlan, argmax_plan, decrypt_argmax
 from .decrypt import Flood, FloodPolicy, decrypt, decrypt_many, plan_flood, prepare_floods, prepared_floods
 from .evaluation import Circuit, chain, evaluate, identity, parse
-from .inputs import encrypt_jointly, noise_model
+from .inputs import Packing, encrypt_jointly, noise_model
 from .keygen import METHODS, check_joint_keys, keygen
 from .keystore import SHARE_FILE, JointKeys, PublicKeys
 from .ledger import LEDGER_FILE, Ledger
 
 __all__ = ["DEFAULT_BUDGET", "ArgmaxPlan", "argmax_plan", "decrypt_argmax", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
-           "Flood", "FloodPolicy", "JointKeys", "Ledger", "Phase", "PublicKeys", "chain", "check_joint_keys",
+           "Flood", "FloodPolicy", "JointKeys", "Ledger", "Packing", "Phase", "PublicKeys", "chain", "check_joint_keys",
            "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate",
            "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood", "prepare_floods",
            "prepared_floods"]

@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,7 @@ from ...errors import ConfigError
 from .commit import committed_open_rows
 from .polys import active, joint_seed, linear, ntt_copy, open_with_errors
 
-__all__ = ["announce", "encrypt_jointly", "noise_model"]
+__all__ = ["Packing", "announce", "encrypt_jointly", "noise_model"]
 
 #: the most vectors one call encrypts (bounds the memory a peer's count can cause)
 MAX_VECTORS = 1 << 14
@@ -63,13 +64,78 @@ def noise_model(keys: Any) -> NoiseModel:
     return NoiseModel(keys.params, keys.share.parties, key_method=keys.ledger.key_method)
 
 
+@dataclass(frozen=True, eq=False)
+class Packing:
+    """A public layout of small inputs into slots: input ``sources[i]`` goes to slot
+    ``targets[i]`` (an input may fill several slots, a slot takes at most one input; the other
+    slots are zero), each input a multiple of ``step``. The owner of a joint input with a
+    packing passes (count, inputs) values; each is rounded to a multiple of ``step``. On the
+    active engine what is range-checked is then the inputs, as integers within
+    ±ceil(value_bound / step) (``inputs`` values per vector instead of N coefficients), and the
+    coefficients are a public integer map of them computed inside the MPC: the enforced slot
+    bound is the declared one (plus step), not W times it. ``name`` identifies the layout in
+    the parties' agreement (with a digest of the arrays)."""
+
+    name: str
+    sources: np.ndarray
+    targets: np.ndarray
+    inputs: int
+    step: float
+
+    def __post_init__(self) -> None:
+        src, tgt = np.asarray(self.sources, np.int64), np.asarray(self.targets, np.int64)
+        if src.shape != tgt.shape or src.ndim != 1 or not len(src):
+            raise ConfigError("a packing maps each input (sources) to slots (targets): two equal 1-D arrays")
+        if src.min() < 0 or src.max() >= self.inputs or len(np.unique(tgt)) != len(tgt):
+            raise ConfigError("a packing's sources must be inputs 0..inputs-1 and its targets distinct slots")
+        if not (math.isfinite(self.step) and self.step > 0):
+            raise ConfigError(f"a packing's step must be positive, got {self.step!r}")
+
+    def digest(self) -> str:
+        h = hashlib.sha256(f"{self.name}/{self.inputs}/{self.step!r}".encode())
+        h.update(np.ascontiguousarray(self.sources, dtype="<i8").tobytes())
+        h.update(np.ascontiguousarray(self.targets, dtype="<i8").tobytes())
+        return h.hexdigest()
+
+    def slots(self, values: np.ndarray, slots: int) -> np.ndarray:
+        """(count, inputs) values -> (count, slots) slot vectors."""
+        out = np.zeros((len(values), slots))
+        out[:, self.targets] = np.asarray(values, dtype=np.float64)[:, self.sources]
+        return out
+
+    def encoding(self, params: Any, scale: float) -> np.ndarray:
+        """The public integer map (inputs, N): round(scale step sigma^-1(e_S)) for each input's
+        slot set S, so that the integers v give coefficients v @ encoding (the rounding of each
+        coefficient then within inputs/2 x the largest |v|, counted in the ledger's error)."""
+        key = (params.fingerprint, float(scale), self.digest())
+        cached = _ENCODINGS.get(key)
+        if cached is not None:
+            return cached
+        encoder = ckks.Encoder(params)
+        out = np.empty((self.inputs, params.n), dtype=np.int64)
+        unit = np.zeros(params.slots)
+        for i in range(self.inputs):
+            unit[:] = 0.0
+            unit[self.targets[self.sources == i]] = 1.0
+            out[i] = np.rint(encoder.slots_to_coefficients(unit) * float(scale) * self.step).astype(np.int64)
+        out.flags.writeable = False
+        _ENCODINGS.clear()  # one at a time: a CNN's image layout is 100 MB
+        _ENCODINGS[key] = out
+        return out
+
+
+_ENCODINGS: dict[tuple, np.ndarray] = {}
+
+
 def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: float, owner: int | None = None,
-                    level: int | None = None, scale: float | None = None, tag: str = "input") -> list[ckks.Ciphertext]:
+                    level: int | None = None, scale: float | None = None, tag: str = "input",
+                    packing: Packing | None = None) -> list[ckks.Ciphertext]:
     """Every party's side of the joint encryption (module docstring): the owner passes
-    ``values`` (one vector, or a (count, <= slots) array of real numbers with |v| <= value_bound),
-    the others None. ``owner`` (a party index) may be left None: the one party that passes
-    values is the owner. Every party gets the same ciphertexts, at ``level`` (default the top)
-    and ``scale`` (default the parameters'), recorded in its ledger as inputs."""
+    ``values`` (one vector, or a (count, <= slots) array of real numbers with |v| <= value_bound;
+    with a ``packing``, (count, packing.inputs) inputs laid out by it), the others None.
+    ``owner`` (a party index) may be left None: the one party that passes values is the owner.
+    Every party gets the same ciphertexts, at ``level`` (default the top) and ``scale``
+    (default the parameters'), recorded in its ledger as inputs."""
     session = engine.session
     params = keys.params
     me = session.index
@@ -85,21 +151,31 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
     if values is not None:
         if owner is not None and owner != me:
             raise ConfigError(f"only the owner (party {owner}) passes values to a joint encryption")
-        values = _check_values(values, params.slots, value_bound)
+        if packing is not None:
+            values = _check_values(values, packing.inputs, value_bound)
+            if values.shape[1] != packing.inputs:
+                raise ConfigError(f"a joint input packed by {packing.name!r} takes {packing.inputs} values per vector, "
+                                  f"got {values.shape[1]}")
+            values = np.rint(values / packing.step) * packing.step  # the multiples of step the layout encodes
+        else:
+            values = _check_values(values, params.slots, value_bound)
         count = len(values)
-    header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count}
-    owner, count = announce(session, header, ("level", "scale", "bound", "tag"), owner, "tckks-input", MAX_VECTORS)
+    header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count,
+              "packing": None if packing is None else packing.digest()}
+    owner, count = announce(session, header, ("level", "scale", "bound", "tag", "packing"), owner, "tckks-input",
+                            MAX_VECTORS)
     seed = joint_seed(engine, f"input/{tag}")
     rows = params.mods(level)
     seeds = [hashlib.sha256(seed + k.to_bytes(4, "big")).digest() for k in range(count)]
     a = np.stack([uniform_poly(params, rows, Prg(s)) for s in seeds])
     if active(engine):
         c0, bound = _encrypt_authenticated(engine, keys, values if me == owner else None, owner, count, level, scale,
-                                           value_bound, a, tag)
+                                           value_bound, a, tag, packing)
     else:
         message = None
         if me == owner:
             encoder = ckks.Encoder(params)
+            values = values if packing is None else packing.slots(values, params.slots)
             message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
         b = joint_input_share(keys.share, a, level, message)
         c0 = committed_open_rows(engine, b, params.moduli[:level + 1], what=f"input-{tag}", error=ConfigError)
@@ -125,7 +201,8 @@ def enforced_value_bound(keys: Any, scale: float, value_bound: float) -> float:
 
 
 def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, owner: int, count: int, level: int,
-                           scale: float, value_bound: float, a: np.ndarray, tag: str) -> tuple[np.ndarray, Any]:
+                           scale: float, value_bound: float, a: np.ndarray, tag: str,
+                           packing: Packing | None = None) -> tuple[np.ndarray, Any]:
     """The joint encryption on the active engine: c_0 = -a [s] + m + e, opened
     (:func:`~.polys.open_with_errors`). m: the owner's encoded coefficients, each proven within
     :func:`coefficient_bound` in an anchor of two or three primes outside the basis before
@@ -137,6 +214,8 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     secret = keys.secret(engine)  # refuses a key without MAC shares
     ctx = params.context
     rows = params.mods(level)
+    if packing is not None:
+        return _encrypt_packed(engine, keys, values, owner, count, level, scale, value_bound, a, tag, packing)
     limit = coefficient_bound(scale, value_bound)
     coeffs = None
     if values is not None:
@@ -161,6 +240,37 @@ def _encrypt_authenticated(engine: Any, keys: Any, values: np.ndarray | None, ow
     declared = nm.joint_input(level, scale, value_bound)
     bound = dataclasses.replace(declared, message=float(scale) * enforced_value_bound(keys, scale, value_bound))
     return c0, bound
+
+
+def _encrypt_packed(engine: Any, keys: Any, values: np.ndarray | None, owner: int, count: int, level: int,
+                    scale: float, value_bound: float, a: np.ndarray, tag: str,
+                    packing: Packing) -> tuple[np.ndarray, Any]:
+    """:func:`_encrypt_authenticated` for packed inputs: the owner's integers v = values / step
+    range-checked within ±ceil(value_bound / step), m = v @ encoding inside the anchor
+    (:func:`~.polys.open_with_errors` with ``encoding``). The enforced message is exactly the
+    layout of v times step (slots within value_bound + step); the encoding's rounding (each
+    coefficient within inputs/2 x max|v|, canonical norm W times that) joins the error."""
+    params = keys.params
+    secret = keys.secret(engine)
+    ctx = params.context
+    rows = params.mods(level)
+    top = int(math.ceil(value_bound / packing.step))
+    encoding = packing.encoding(params, scale)
+    ints = None if values is None else np.rint(np.asarray(values) / packing.step).astype(np.int64)
+    s = secret.rows(rows)
+
+    def phase(s_: np.ndarray) -> np.ndarray:
+        return ctx.neg(ctx.mul(a, np.ascontiguousarray(np.broadcast_to(s_, a.shape)), rows), rows)
+
+    bound = gaussian_bound(params.sigma)
+    c0 = open_with_errors(linear(phase, s), local_errors_coefficients(params, count), -bound, bound, factor=1,
+                          to_form=ntt_copy(ctx, rows), from_form=ntt_copy(ctx, rows, inverse=True), what=f"input-{tag}",
+                          owned=(owner, ints, -top, top), encoding=encoding)
+    nm = NoiseModel(params, keys.share.parties, key_method="contributed")
+    declared = nm.joint_input(level, scale, value_bound)
+    rounding = nm.W * 0.5 * packing.inputs * top
+    return c0, dataclasses.replace(declared, message=float(scale) * top * packing.step,
+                                   error=declared.error + rounding)
 
 
 def announce(session: Any, header: dict, agreed: tuple[str, ...], owner: int | None, tag: str,

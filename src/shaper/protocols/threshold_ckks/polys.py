@@ -194,7 +194,8 @@ def helper_primes(primes: tuple[int, ...], span: int, parties: int) -> tuple[int
 
 def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, factor: int,
                      to_form: Callable[[np.ndarray], np.ndarray], from_form: Callable[[np.ndarray], np.ndarray],
-                     what: str, owned: tuple[int, Any, int, int] | None = None) -> np.ndarray:
+                     what: str, owned: tuple[int, Any, int, int] | None = None,
+                     encoding: np.ndarray | None = None) -> np.ndarray:
     """``base + to_form(factor · e + m)`` opened to every party, e = Σ_i e_i the sum of every
     party's own integer polynomials (``mine``: this party's, (count, N) coefficients within [lo,
     hi]) and m an optional plaintext of one party (``owned`` = (owner, its (count, N) integers at
@@ -229,15 +230,23 @@ def open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, *, fa
     not statistically. The check's openings are each masked to 2^-40 (the project's per-opening
     convention, as in the lifts and daBits' checks). Cost per entry and other party: the range
     proof in one limb (1 + 2 ceil(k/4) committed values) instead of that plus one input per
-    further limb. Runs under the engine's guard: a failure stops the engine for good."""
+    further limb. Runs under the engine's guard: a failure stops the engine for good.
+
+    ``encoding`` (int64 (k, N), public): the owner's plaintext is m = v @ encoding for its
+    (count, k) integers v within [lo, hi] of ``owned``: v is what is committed and range-checked
+    (k values per polynomial instead of N), m is computed from it in the anchor by the public
+    map, exactly, and carried like a committed m. Every |m| coefficient must stay below 2^61
+    (the caller's encoding and range; checked)."""
     if base.mac is None:
         raise ValueError("open_with_errors() runs on the active engine's authenticated rows")
-    return base.engine.guard(_open_with_errors, base, mine, lo, hi, factor, to_form, from_form, what, owned)
+    return base.engine.guard(_open_with_errors, base, mine, lo, hi, factor, to_form, from_form, what, owned,
+                             encoding)
 
 
 def _open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, factor: int,
                       to_form: Callable[[np.ndarray], np.ndarray], from_form: Callable[[np.ndarray], np.ndarray],
-                      what: str, owned: tuple[int, Any, int, int] | None) -> np.ndarray:
+                      what: str, owned: tuple[int, Any, int, int] | None,
+                      encoding: np.ndarray | None = None) -> np.ndarray:
     from ..active.ranges import check_one_integer, input_in_range, input_in_range_anchor
     from ..active.shares import AuthShares
 
@@ -248,25 +257,33 @@ def _open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, fact
     count, rows, n = share.shape
     primes = base.primes
     parties = engine.session.n
-    span = factor * parties * (int(hi) - int(lo)) + (0 if owned is None else int(owned[3]) - int(owned[2]))
-    shift = factor * parties * int(lo) + (0 if owned is None else int(owned[2]))
+    m_lo = m_hi = 0
+    if owned is not None:
+        m_lo, m_hi = int(owned[2]), int(owned[3])
+        if encoding is not None:  # the range of m = v @ encoding for v within [m_lo, m_hi]
+            reach = int(np.max(np.sum(np.abs(encoding).astype(object), axis=0))) * max(abs(m_lo), abs(m_hi))
+            if reach >= 1 << 61:
+                raise ValueError(f"an encoded plaintext may reach 2^{math.log2(reach):.1f}; int64 needs it below 2^61")
+            m_lo, m_hi = -reach, reach
+    span = factor * parties * (int(hi) - int(lo)) + (m_hi - m_lo)
+    shift = factor * parties * int(lo) + m_lo
     helpers = helper_primes(primes, span, parties)
     mods = helpers + primes
     keys = engine.keys(mods)
     mine = np.asarray(mine, dtype=np.int64).reshape(count, n)
 
-    def commit(values: Any, owner: int, t_lo: int, t_hi: int, kind: str) -> AuthShares:
-        """One party's term, committed and proven in range over the anchor: (count n, A)."""
+    def commit(values: Any, owner: int, t_lo: int, t_hi: int, kind: str, per: int = n) -> AuthShares:
+        """One party's term, committed and proven in range over the anchor: (count per, A)."""
         mine_or_none = values if owner == engine.session.index else None
         if len(helpers) == 1:
             x = input_in_range(engine, mine_or_none, owner=owner, q=helpers[0], lo=t_lo, hi=t_hi, keys=keys)
         else:
             x = input_in_range_anchor(engine, mine_or_none, owner=owner, anchor=helpers, lo=t_lo, hi=t_hi,
                                       keys=keys)[0]
-        if x.size != count * n:
+        if x.size != count * per:
             raise DeviationError(f"party {engine.session.parties[owner]!r} committed {x.size} {kind} coefficients to "
-                                 f"{what}, {count * n} expected")
-        return x.reshape(count * n)
+                                 f"{what}, {count * per} expected")
+        return x.reshape(count * per)
 
     # 1. every party's errors (and the owner's plaintext) committed and proven in the anchor
     anchor = None
@@ -275,11 +292,18 @@ def _open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, fact
         anchor = e if anchor is None else anchor + e
     anchor = anchor * factor
     own = np.int64(factor) * mine
-    if owned is not None:
-        owner, values, m_lo, m_hi = owned
-        anchor = anchor + commit(values, owner, m_lo, m_hi, "plaintext")
+    if owned is not None and encoding is None:
+        owner, values, v_lo, v_hi = owned
+        anchor = anchor + commit(values, owner, v_lo, v_hi, "plaintext")
         if owner == engine.session.index:
             own = own + np.asarray(values, dtype=np.int64).reshape(count, n)
+    elif owned is not None:
+        owner, values, v_lo, v_hi = owned
+        k = encoding.shape[0]
+        v = commit(values, owner, v_lo, v_hi, "encoded plaintext", per=k)
+        anchor = anchor + _encode_shares(v.reshape(count, k), encoding, helpers)
+        if owner == engine.session.index:
+            own = own + _encode_plain(np.asarray(values, dtype=np.int64).reshape(count, k), encoding)
     # 2. this party's share of base plus its own terms, opened to every party
     qs = np.asarray(primes, dtype=np.uint64)[:, None]
     terms = np.mod(own[:, None, :], np.asarray(primes, dtype=np.int64)[:, None]).astype(np.uint64)
@@ -298,3 +322,40 @@ def _open_with_errors(base: SharedRows, mine: np.ndarray, lo: int, hi: int, fact
                       blame=f"{what}: a party's share is not, in every limb, its share of the agreed value plus the "
                             "error it committed (a term was added or an error changed); nothing was accepted")
     return b[0] if single else b
+
+
+def _encode_plain(v: np.ndarray, encoding: np.ndarray) -> np.ndarray:
+    """v @ encoding exactly, (count, N) int64, by float64 matrix products on 24-bit pieces of
+    the encoding: a piece's products and their sums stay exact while k max|v| 2^24 < 2^53 (k
+    inputs; checked), and the pieces are put together in int64."""
+    x = v.astype(np.float64)
+    k = v.shape[-1]
+    if k * max(1, int(np.max(np.abs(v), initial=0))) >= 1 << 29:
+        raise ValueError("too many or too wide encoded inputs for exact float64 products")
+    out = np.zeros((v.shape[0], encoding.shape[1]), dtype=np.int64)
+    rest = encoding.astype(np.int64)
+    shift = 0
+    while np.any(rest):
+        piece = (rest & ((1 << 24) - 1)) - np.where(rest & (1 << 23), 1 << 24, 0)  # centred 24-bit digit
+        out += np.rint(x @ piece.astype(np.float64)).astype(np.int64) << np.int64(shift)
+        rest = (rest - piece) >> 24
+        shift += 24
+    return out
+
+
+def _encode_shares(v: Any, encoding: np.ndarray, anchor: tuple[int, ...]) -> Any:
+    """Shares (count, k) over the anchor times the public encoding (k, N): (count N, A) shares,
+    shares and MAC shares alike, limb by limb (native modular matrix products)."""
+    from ...kernels.modq import matmul_mod
+    from ..active.shares import AuthShares
+
+    count, k = v.shape
+    n = encoding.shape[1]
+    mats = [np.ascontiguousarray(np.mod(encoding, q).astype(np.uint64)) for q in anchor]
+
+    def apply(a: np.ndarray) -> np.ndarray:  # (count, k, A) -> (count N, A)
+        return np.stack([matmul_mod(np.ascontiguousarray(a[..., j]), mats[j], q) for j, q in enumerate(anchor)],
+                        axis=-1).reshape(count * n, len(anchor))
+
+    return AuthShares(v.engine, apply(v.share), np.stack([apply(m) for m in v.mac]), anchor)
+
