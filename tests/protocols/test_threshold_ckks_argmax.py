@@ -246,3 +246,27 @@ def test_a_packed_input_beyond_its_range_is_refused_naming_its_owner(monkeypatch
     values = np.array([[1.0, 0.5, 0.0, 256 / 255, 0.2, 0.3]])
     outcome = run(2, _packed_job, "active", values, True, timeout=60)
     assert outcome[1][0] == "error" and outcome[1][1] == "DeviationError" and "party0" in outcome[1][2], outcome
+
+
+def test_a_packings_encoding_is_the_encoders_within_its_rounding():
+    packing = _packing()
+    enc = packing.encoding(PARAMS, PARAMS.scale)
+    v = np.random.default_rng(2).integers(0, 256, size=(4, 6))
+    encoder = ckks.Encoder(PARAMS)
+    want = np.stack([encoder.slots_to_coefficients(z) for z in packing.slots(v * packing.step, PARAMS.slots)])
+    got = (v.astype(object) @ enc.astype(object)).astype(np.float64)
+    assert np.max(np.abs(got - want * PARAMS.scale)) <= 0.5 * 6 * 255
+    from shaper.protocols.threshold_ckks.polys import _encode_plain
+
+    assert np.array_equal(_encode_plain(v, enc), (v.astype(object) @ enc.astype(object)).astype(np.int64))
+
+
+@pytest.mark.parametrize("sources,targets,inputs,step,match", [
+    ([0, 1], [0], 2, 0.1, "two equal 1-D arrays"),
+    ([0, 2], [0, 1], 2, 0.1, "inputs 0..inputs-1"),
+    ([0, 1], [3, 3], 2, 0.1, "distinct slots"),
+    ([0, 1], [0, 1], 2, 0.0, "step must be positive"),
+])
+def test_a_malformed_packing_is_refused(sources, targets, inputs, step, match):
+    with pytest.raises(ConfigError, match=match):
+        tc.Packing("bad", np.array(sources), np.array(targets), inputs, step)
