@@ -83,10 +83,12 @@ def test_without_a_period_every_coefficient_is_decoded():
 
 
 def _exact_d(plan, c: np.ndarray, q0: int) -> np.ndarray:
-    """The protocol's D_ab for centred coefficients c (count, terms), in Python integers."""
+    """The protocol's differences L_a - L_b (pairs a < b) for centred coefficients c (count,
+    terms), in Python integers: L = floor((c + h) / 2^shift) M^T - C."""
     h = (q0 - 1) // 2
     big = (c.astype(object) + h) // (1 << plan.shift)
-    return (big @ plan.rows.T.astype(object)) - plan.offsets[None, :]
+    values = big @ plan.decode.T.astype(object) - plan.centres[None, :]
+    return values[:, plan.pairs[:, 0]] - values[:, plan.pairs[:, 1]]
 
 
 @pytest.mark.parametrize("period", [8, None])
