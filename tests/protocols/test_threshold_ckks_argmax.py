@@ -272,3 +272,16 @@ def test_a_packings_encoding_is_the_encoders_within_its_rounding():
 def test_a_malformed_packing_is_refused(sources, targets, inputs, step, match):
     with pytest.raises(ConfigError, match=match):
         tc.Packing("bad", np.array(sources), np.array(targets), inputs, step)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_term_added_to_a_share_of_a_packed_inputs_c0_is_caught(parties):
+    """The owner (its view agreeing) adds 1 to one residue of its share of c_0: c_0 - (-a[s]) is
+    then off the committed errors plus v @ encoding in that limb."""
+    from .deviating import adding_to_open_sum
+
+    values = np.random.default_rng(9).integers(0, 256, size=(1, 6)) / 255
+    outcome = adding_to_open_sum(parties, _packed_job, "active", values, prefix="input-", index=7, deviant=0,
+                                 timeout=30)
+    honest = outcome[1:]
+    assert all(o[0] == "error" and o[1] == "DeviationError" for o in honest), outcome
