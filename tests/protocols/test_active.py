@@ -97,8 +97,9 @@ CAUGHT = {
     "offset-first-opening": (Deviation(r"act-open-\d+", "offset", nth=0, moduli=(P,)), ("DeviationError",),
                              "MAC check failed"),
     "offset-sacrifice": (Deviation(r"act-open-\d+", "offset", nth=3, moduli=(P,)), ("DeviationError",), ""),
+    # caught by the check that precedes every output (SPDZ's order), before the output is opened
     "offset-beaver": (Deviation(r"act-open-\d+", "offset", nth=5, moduli=(P,)), ("DeviationError",),
-                      "MAC check failed (multiplication, output)"),
+                      "MAC check failed (multiplication)"),
     "offset-output": (Deviation(r"act-open-\d+", "offset", nth=6, moduli=(P,)), ("DeviationError",), ""),
     "offset-private-output": (Deviation(r"act-open-\d+", "offset", nth=12, moduli=(P,)), ("DeviationError",),
                               "private output"),

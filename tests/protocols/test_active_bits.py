@@ -93,7 +93,8 @@ def test_the_honest_run_is_right(parties):
 CAUGHT = {
     "flip-bucket-opening": (Deviation(r"act-bopen-\d+", "offset", nth=0), "bit MAC check (AND triples)"),
     "flip-beaver-opening": (Deviation(r"act-bopen-\d+", "offset", nth=1), "bit MAC check"),
-    "flip-output": (Deviation(r"act-bopen-\d+", "offset", nth=2), "bit MAC check (output)"),
+    # an AND's opening just before the output: caught by the check that precedes every output
+    "flip-output": (Deviation(r"act-bopen-\d+", "offset", nth=2), "bit MAC check (before output)"),
     "flip-every-opening": (Deviation(r"act-bopen-\d+", "offset", nth=None), "bit MAC check"),
     "wrong-cross-terms": (Deviation(r"act-land-\d+/u", "offset", nth=None, index=None), "AND triples' check failed"),
     "wrong-check-terms": (Deviation(r"act-land-\d+/w", "offset", nth=None, index=None), "AND triples' check failed"),

@@ -184,6 +184,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
             packed = _share_arrays(session, owner, P.pack_model(model) if me == owner else None, "cnn-model")
             if _model_digest_packed(packed) != digest:
                 raise ConfigError(f"the model party {names[owner]!r} sent is not the one it announced")
+            _check_clear(packed, bound, f"the weights party {names[owner]!r} sent")
             plain_weights = encode_model_packed(packed, params, trace)
     with phases.phase("encrypt images" if "image" in encrypt else "share the images"):
         if "image" in encrypt:
@@ -198,6 +199,7 @@ def infer_job(session: Any, keys: tc.JointKeys | str | os.PathLike, *, images: A
         else:
             plain_images = _share_arrays(session, client, {"images": P.pack_images(images)} if me == client else None,
                                          "cnn-images")["images"]
+            _check_clear({"images": plain_images}, 1.0, f"the images party {names[client]!r} sent", low=0.0)
             images_digest = hashlib.sha256(np.ascontiguousarray(plain_images).tobytes()).hexdigest()
     with phases.phase("evaluate"):
         circuit = cnn_circuit(params, encrypt=encrypt, model_digest=digest, bound=bound, declared=declared,
@@ -313,6 +315,16 @@ def _declared(value: Any, owner: str) -> tuple[float, float]:
     if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)):
         raise ConfigError(f"the model owner {owner!r} announced a malformed output bound {value!r}")
     return float(value[0]), float(value[1])
+
+
+def _check_clear(arrays: dict[str, np.ndarray], bound: float, what: str, low: float | None = None) -> None:
+    """A part in the clear checked at every party against the bound the outputs' bound assumes
+    (finite, within +-bound, or [low, bound]): nothing another party sends is taken on its word."""
+    for name, x in arrays.items():
+        x = np.asarray(x, dtype=np.float64)
+        lo = -bound if low is None else low
+        if x.size and (not np.all(np.isfinite(x)) or x.min() < lo or x.max() > bound):
+            raise ConfigError(f"{what} ({name}) holds values outside [{lo:g}, {bound:g}] or not finite")
 
 
 def _model_digest(model: Any) -> str:

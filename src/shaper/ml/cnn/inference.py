@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...crypto import ckks
+from ...crypto.ckks.bounds import Bound
 from ...errors import ConfigError
 from . import plan as P
 from .params import cnn_parameters
@@ -285,9 +286,11 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
         if declared is None:
             weight_bounds = dict(zip(P.WEIGHT_NAMES, given[:n_weights], strict=True)) if n_weights else None
             image = given[n_weights] if "image" in encrypt else 1.0
-            if "image" in encrypt and any(b.level != image.level or b.message > image.message or b.error > image.error
-                                          for b in given[n_weights:]):
-                image = max(given[n_weights:], key=lambda b: (b.message, b.error))
+            if "image" in encrypt:  # every image within one bound, component by component
+                if any(b.level != image.level or b.scale != image.scale for b in given[n_weights:]):
+                    raise ConfigError("the CNN circuit's images are not all at one level and scale")
+                image = Bound(level=image.level, scale=image.scale, message=max(b.message for b in given[n_weights:]),
+                              error=max(b.error for b in given[n_weights:]))
             return [folded(nm, derived_output_bound(nm, encrypt, bound, weight_bounds, image))] * count
         for k, b in enumerate(given):
             if k < n_weights:
@@ -300,8 +303,6 @@ def cnn_circuit(params: ckks.Parameters, *, encrypt: Iterable[str], model_digest
                 raise ConfigError(f"the CNN circuit's {what} was not encrypted jointly at the plan's level and "
                                   f"bound (level {b.level}, error 2^{np.log2(b.error):.1f}, message "
                                   f"2^{np.log2(max(b.message, 1)):.1f})")
-        from ...crypto.ckks.bounds import Bound
-
         out = Bound(level=trace.output_level, scale=trace.output_scale, message=message, error=error)
         return [folded(nm, out)] * count
 

@@ -459,6 +459,7 @@ class AuthBitDomain:
         assert isinstance(x, AuthBits)
         if to is not None and not 0 <= to < self.parties:
             raise ValueError(f"output recipient {to} is not a party (0..{self.parties - 1})")
+        self.check_all("before output")  # the computation checked before anyone sees its output
         opened = self.open_bits_partial(x, to)
         self.check_all("output" if to is None else "private output")
         return opened

@@ -458,9 +458,13 @@ class ActiveEngine(AuthBitDomain, Engine):
 
     @guarded
     def reveal_mod(self, x: ModShares, to: int | None = None) -> np.ndarray | None:
-        """Open to every party (``to`` None) or to ``to`` alone, after the MAC check."""
+        """Open to every party (``to`` None) or to ``to`` alone, SPDZ's output order: every
+        opening so far MAC-checked first (so that no party sees an output of a computation a
+        deviation changed, e.g. a product whose Beaver openings were shifted), then the output
+        opened and checked in turn."""
         assert isinstance(x, AuthShares)
         if to is None:
+            self.check_all("before output")
             opened = self.open_partial(x, "output")
             self.check_all("output")
             return opened
@@ -468,6 +472,7 @@ class ActiveEngine(AuthBitDomain, Engine):
             raise ConfigError(f"output recipient {to} is not a party (0..{self.parties - 1})")
         flat = x.reshape(x.size)
         mask, r = preprocessing.input_masks(self, to, x.size, x.moduli, x.keys)
+        self.check_all("before output")
         masked = self.open_partial(flat - mask, "private output")
         self.check_all("private output")
         if self.me != to:

@@ -45,6 +45,7 @@ nothing (every opened value is masked inside the conversions).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -91,6 +92,14 @@ class ArgmaxPlan:
     resolution: float
     decode: np.ndarray
     centres: np.ndarray
+
+    def digest(self) -> str:
+        """SHA-256 of the constants the protocol uses (the parties compare it before computing:
+        a floating-point difference between machines would otherwise split the computation)."""
+        h = hashlib.sha256(f"{self.classes}/{self.period}/{self.frac}/{self.shift}".encode())
+        h.update(np.ascontiguousarray(self.decode, dtype="<i8").tobytes())
+        h.update(",".join(str(int(c)) for c in self.centres).encode())
+        return h.hexdigest()
 
 
 def _decoding(n: int, classes: int, period: int) -> np.ndarray:
@@ -166,13 +175,17 @@ def decrypt_argmax(engine: Any, keys: Any, cts: Sequence[ckks.Ciphertext], *, cl
     session = engine.session
     if not (isinstance(to, int) and 0 <= to < session.n):
         raise ConfigError(f"the label's recipient {to!r} is not a party index 0..{session.n - 1}")
-    scales = {ct.scale for ct in cts}
-    plan = argmax_plan(params, min(scales), classes, period)
     request: dict[str, Any] = {"digests": [ciphertext_digest(ct) for ct in cts], "to": to, "output": "argmax",
-                               "classes": classes, "period": plan.period, "budget": keys.ledger.budget}
-    consent(session, keys, len(cts), request, tag="tckks-argmax", approve=approve,
-            prepare=lambda: keys.ledger.accounted(cts))
-    return _labels(engine, keys, cts, plan, to)
+                               "classes": classes, "period": period, "budget": keys.ledger.budget}
+    plans: list[ArgmaxPlan] = []
+
+    def prepare() -> None:  # a bad request is this party's refusal, sent in the consent round like any other
+        plans.append(argmax_plan(params, min(ct.scale for ct in cts), classes, period))
+        request["plan"] = plans[0].digest()  # the public maps every party computed, compared
+        keys.ledger.accounted(cts)
+
+    consent(session, keys, len(cts), request, tag="tckks-argmax", approve=approve, prepare=prepare)
+    return _labels(engine, keys, cts, plans[0], to)
 
 
 def _labels(engine: Any, keys: Any, cts: list[ckks.Ciphertext], plan: ArgmaxPlan, to: int) -> np.ndarray | None:

@@ -83,11 +83,15 @@ class Packing:
     step: float
 
     def __post_init__(self) -> None:
-        src, tgt = np.asarray(self.sources, np.int64), np.asarray(self.targets, np.int64)
+        src, tgt = np.asarray(self.sources), np.asarray(self.targets)
         if src.shape != tgt.shape or src.ndim != 1 or not len(src):
             raise ConfigError("a packing maps each input (sources) to slots (targets): two equal 1-D arrays")
-        if src.min() < 0 or src.max() >= self.inputs or len(np.unique(tgt)) != len(tgt):
+        if src.dtype.kind not in "iu" or tgt.dtype.kind not in "iu" or not isinstance(self.inputs, int):
+            raise ConfigError("a packing's sources, targets and input count are integers")
+        if src.min() < 0 or src.max() >= self.inputs or tgt.min() < 0 or len(np.unique(tgt)) != len(tgt):
             raise ConfigError("a packing's sources must be inputs 0..inputs-1 and its targets distinct slots")
+        object.__setattr__(self, "sources", src.astype(np.int64))
+        object.__setattr__(self, "targets", tgt.astype(np.int64))
         if not (math.isfinite(self.step) and self.step > 0):
             raise ConfigError(f"a packing's step must be positive, got {self.step!r}")
 
@@ -148,6 +152,15 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
     if not (np.isfinite(value_bound) and value_bound > 0):
         raise ConfigError(f"the value bound of a joint input must be positive and finite, got {value_bound!r}")
     count = None
+    layout = None
+    if packing is not None:  # public: every party checks it and agrees on it, the encoding map included
+        if packing.targets.max() >= params.slots:
+            raise ConfigError(f"the packing {packing.name!r} writes slot {packing.targets.max()}; there are "
+                              f"{params.slots}")
+        if packing.inputs * math.ceil(value_bound / packing.step) >= 1 << 29:
+            raise ConfigError(f"the packing {packing.name!r} has too many or too wide inputs for its exact encoding "
+                              "(inputs x bound / step must stay below 2^29)")
+        layout = packing.digest() + "/" + hashlib.sha256(packing.encoding(params, scale).tobytes()).hexdigest()
     if values is not None:
         if owner is not None and owner != me:
             raise ConfigError(f"only the owner (party {owner}) passes values to a joint encryption")
@@ -160,8 +173,7 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
         else:
             values = _check_values(values, params.slots, value_bound)
         count = len(values)
-    header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count,
-              "packing": None if packing is None else packing.digest()}
+    header = {"level": level, "scale": scale, "bound": value_bound, "tag": tag, "count": count, "packing": layout}
     owner, count = announce(session, header, ("level", "scale", "bound", "tag", "packing"), owner, "tckks-input",
                             MAX_VECTORS)
     seed = joint_seed(engine, f"input/{tag}")
@@ -179,7 +191,9 @@ def encrypt_jointly(engine: Any, keys: Any, values: Any = None, *, value_bound: 
             message = np.stack([encoder.encode(v, level=level, scale=scale).data for v in values])
         b = joint_input_share(keys.share, a, level, message)
         c0 = committed_open_rows(engine, b, params.moduli[:level + 1], what=f"input-{tag}", error=ConfigError)
-        bound = noise_model(keys).joint_input(level, scale, value_bound)
+        # a packed input's values are multiples of step within +-ceil(bound / step) steps
+        held = value_bound if packing is None else math.ceil(value_bound / packing.step) * packing.step
+        bound = noise_model(keys).joint_input(level, scale, held)
     cts = [ckks.Ciphertext(params, np.stack([c0[k], a[k]]), scale, seeds[k]) for k in range(count)]
     keys.ledger.record(cts, [bound] * count, kind="input", source=f"joint input {tag!r} of party {owner}")
     return cts
