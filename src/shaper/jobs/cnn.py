@@ -64,7 +64,8 @@ from ..protocols import threshold_ckks as tc
 from .fhe import engine_for, key_security, local_key_dirs
 from .report import Report
 
-__all__ = ["OUTPUTS", "check_keys", "image_packing", "check_output", "derived_logit_error", "demo_job", "demo_local", "infer_job", "infer_local", "infer_report", "train_job"]
+__all__ = ["OUTPUTS", "check_keys", "check_output", "demo_job", "demo_local", "derived_logit_error", "image_packing",
+           "infer_job", "infer_local", "infer_report", "train_job"]
 
 
 def _rows(phases: Phases) -> list[dict]:
