@@ -74,8 +74,8 @@ from .keygen import METHODS, check_joint_keys, keygen
 from .keystore import SHARE_FILE, JointKeys, PublicKeys
 from .ledger import LEDGER_FILE, Ledger
 
-__all__ = ["DEFAULT_BUDGET", "ArgmaxPlan", "argmax_plan", "decrypt_argmax", "FLOOD_MODES", "LEDGER_FILE", "METHODS", "SECURITY_LAMBDA", "SHARE_FILE", "Circuit",
-           "Flood", "FloodPolicy", "JointKeys", "Ledger", "Packing", "Phase", "PublicKeys", "chain", "check_joint_keys",
-           "ciphertext_digest", "decrypt", "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate",
-           "flood_sigma", "identity", "keygen", "noise_model", "parse", "plan_flood", "prepare_floods",
-           "prepared_floods"]
+__all__ = ["ArgmaxPlan", "Circuit", "DEFAULT_BUDGET", "FLOOD_MODES", "Flood", "FloodPolicy", "JointKeys",
+           "LEDGER_FILE", "Ledger", "METHODS", "Packing", "Phase", "PublicKeys", "SECURITY_LAMBDA", "SHARE_FILE",
+           "argmax_plan", "chain", "check_joint_keys", "ciphertext_digest", "decrypt", "decrypt_argmax",
+           "decrypt_many", "decryption_precision", "encrypt_jointly", "evaluate", "flood_sigma", "identity",
+           "keygen", "noise_model", "parse", "plan_flood", "prepare_floods", "prepared_floods"]
